@@ -1,0 +1,297 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Status is the Kubernetes Status object: the body of every API error.
+type Status struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata,omitempty"`
+	// Status is "Success" or "Failure".
+	Status string `json:"status,omitempty"`
+	// Message is the human-readable description, printed by the CLI as
+	// `Error from server (Reason): message`.
+	Message string `json:"message,omitempty"`
+	// Reason is machine-readable: NotFound, AlreadyExists, Conflict, Invalid,
+	// BadRequest, Gone, Unauthorized, Forbidden, RequestEntityTooLarge,
+	// MethodNotAllowed, InternalError, Timeout.
+	Reason StatusReason `json:"reason,omitempty"`
+	// Details name the object concerned and, for Invalid, each bad field.
+	Details *StatusDetails `json:"details,omitempty"`
+	// Code is the HTTP status code.
+	Code int32 `json:"code,omitempty"`
+}
+
+// StatusReason is the machine-readable reason of a Status.
+type StatusReason string
+
+// Reasons, as Kubernetes.
+const (
+	ReasonNotFound        StatusReason = "NotFound"
+	ReasonAlreadyExists   StatusReason = "AlreadyExists"
+	ReasonConflict        StatusReason = "Conflict"
+	ReasonInvalid         StatusReason = "Invalid"
+	ReasonBadRequest      StatusReason = "BadRequest"
+	ReasonGone            StatusReason = "Gone"
+	ReasonExpired         StatusReason = "Expired"
+	ReasonUnauthorized    StatusReason = "Unauthorized"
+	ReasonForbidden       StatusReason = "Forbidden"
+	ReasonTooLarge        StatusReason = "RequestEntityTooLarge"
+	ReasonMethodNotAllowd StatusReason = "MethodNotAllowed"
+	ReasonInternal        StatusReason = "InternalError"
+	ReasonTimeout         StatusReason = "Timeout"
+	ReasonServiceUnavail  StatusReason = "ServiceUnavailable"
+)
+
+// StatusDetails name the object of an error and its field causes.
+type StatusDetails struct {
+	Name   string        `json:"name,omitempty"`
+	Group  string        `json:"group,omitempty"`
+	Kind   string        `json:"kind,omitempty"`
+	UID    string        `json:"uid,omitempty"`
+	Causes []StatusCause `json:"causes,omitempty"`
+}
+
+// StatusCause is one field error of an Invalid status.
+type StatusCause struct {
+	Type    string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	Field   string `json:"field,omitempty"`
+}
+
+// StatusError is an error carrying a Status. The store, API server and
+// client all return it, so callers branch with IsNotFound, IsConflict, ...
+type StatusError struct{ Status Status }
+
+func (e *StatusError) Error() string { return e.Status.Message }
+
+// NewStatusError builds a failure Status error.
+func NewStatusError(code int, reason StatusReason, msg string) *StatusError {
+	return &StatusError{Status: Status{
+		TypeMeta: TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   "Failure", Message: msg, Reason: reason, Code: int32(code),
+	}}
+}
+
+// resourceName is "pods" or "deployments.apps", as in Kubernetes messages.
+func resourceName(k *Kind) string {
+	if k == nil {
+		return "object"
+	}
+	if k.Group != "" {
+		return k.Resource + "." + k.Group
+	}
+	return k.Resource
+}
+
+// NewNotFound: `pods "web" not found`.
+func NewNotFound(k *Kind, name string) *StatusError {
+	e := NewStatusError(http.StatusNotFound, ReasonNotFound, fmt.Sprintf("%s %q not found", resourceName(k), name))
+	e.Status.Details = details(k, name)
+	return e
+}
+
+// NewAlreadyExists: `pods "web" already exists`.
+func NewAlreadyExists(k *Kind, name string) *StatusError {
+	e := NewStatusError(http.StatusConflict, ReasonAlreadyExists, fmt.Sprintf("%s %q already exists", resourceName(k), name))
+	e.Status.Details = details(k, name)
+	return e
+}
+
+// NewConflict: `Operation cannot be fulfilled on pods "web": msg`.
+func NewConflict(k *Kind, name, msg string) *StatusError {
+	e := NewStatusError(http.StatusConflict, ReasonConflict,
+		fmt.Sprintf("Operation cannot be fulfilled on %s %q: %s", resourceName(k), name, msg))
+	e.Status.Details = details(k, name)
+	return e
+}
+
+// NewGone: the requested resourceVersion is older than the watch history.
+func NewGone(msg string) *StatusError {
+	return NewStatusError(http.StatusGone, ReasonExpired, msg)
+}
+
+// NewBadRequest: malformed input.
+func NewBadRequest(msg string) *StatusError {
+	return NewStatusError(http.StatusBadRequest, ReasonBadRequest, msg)
+}
+
+// NewInternal wraps an unexpected error.
+func NewInternal(err error) *StatusError {
+	return NewStatusError(http.StatusInternalServerError, ReasonInternal, "Internal error occurred: "+err.Error())
+}
+
+// NewInvalid: `Deployment.apps "web" is invalid: [spec.replicas: Invalid value: -1: must be ..., ...]`.
+func NewInvalid(k *Kind, name string, errs FieldErrors) *StatusError {
+	kind := "Object"
+	if k != nil {
+		kind = k.Kind
+		if k.Group != "" {
+			kind += "." + k.Group
+		}
+	}
+	msg := fmt.Sprintf("%s %q is invalid: %s", kind, name, errs.Error())
+	e := NewStatusError(422, ReasonInvalid, msg)
+	e.Status.Details = details(k, name)
+	for _, fe := range errs {
+		e.Status.Details.Causes = append(e.Status.Details.Causes, StatusCause{Type: string(fe.Type), Message: fe.Error(), Field: fe.Field})
+	}
+	return e
+}
+
+func details(k *Kind, name string) *StatusDetails {
+	d := &StatusDetails{Name: name}
+	if k != nil {
+		d.Group, d.Kind = k.Group, k.Resource
+	}
+	return d
+}
+
+// ReasonOf returns the Status reason of err, or "" when err is not a StatusError.
+func ReasonOf(err error) StatusReason {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Status.Reason
+	}
+	return ""
+}
+
+// CodeOf returns the HTTP code of err: its Status code, or 500.
+func CodeOf(err error) int {
+	var se *StatusError
+	if errors.As(err, &se) && se.Status.Code != 0 {
+		return int(se.Status.Code)
+	}
+	return http.StatusInternalServerError
+}
+
+// IsNotFound reports a NotFound error.
+func IsNotFound(err error) bool { return ReasonOf(err) == ReasonNotFound }
+
+// IsAlreadyExists reports an AlreadyExists error.
+func IsAlreadyExists(err error) bool { return ReasonOf(err) == ReasonAlreadyExists }
+
+// IsConflict reports a Conflict (stale resourceVersion) error.
+func IsConflict(err error) bool { return ReasonOf(err) == ReasonConflict }
+
+// IsInvalid reports a validation error.
+func IsInvalid(err error) bool { return ReasonOf(err) == ReasonInvalid }
+
+// IsGone reports that a watch asked for a revision older than the history.
+func IsGone(err error) bool {
+	r := ReasonOf(err)
+	return r == ReasonGone || r == ReasonExpired
+}
+
+// FieldErrorType classifies a validation error, as Kubernetes' field.ErrorType.
+type FieldErrorType string
+
+// Field error types.
+const (
+	FieldRequired     FieldErrorType = "FieldValueRequired"
+	FieldInvalid      FieldErrorType = "FieldValueInvalid"
+	FieldNotSupported FieldErrorType = "FieldValueNotSupported"
+	FieldForbidden    FieldErrorType = "FieldValueForbidden"
+	FieldDuplicate    FieldErrorType = "FieldValueDuplicate"
+	FieldUnknown      FieldErrorType = "FieldUnknown"
+)
+
+// FieldError is one problem with one field, named by its path
+// ("spec.template.spec.containers[0].image").
+type FieldError struct {
+	Type   FieldErrorType
+	Field  string
+	Value  any
+	Detail string
+}
+
+func (e *FieldError) Error() string {
+	switch e.Type {
+	case FieldRequired:
+		return fmt.Sprintf("%s: Required value%s", e.Field, suffix(e.Detail))
+	case FieldNotSupported:
+		if e.Value == nil {
+			return fmt.Sprintf("%s: Unsupported value%s", e.Field, suffix(e.Detail))
+		}
+		return fmt.Sprintf("%s: Unsupported value: %s%s", e.Field, quoteValue(e.Value), suffix(e.Detail))
+	case FieldForbidden:
+		return fmt.Sprintf("%s: Forbidden%s", e.Field, suffix(e.Detail))
+	case FieldDuplicate:
+		return fmt.Sprintf("%s: Duplicate value: %s", e.Field, quoteValue(e.Value))
+	case FieldUnknown:
+		return fmt.Sprintf("%s: field not supported by skiff%s", e.Field, suffix(e.Detail))
+	default:
+		return fmt.Sprintf("%s: Invalid value: %s%s", e.Field, quoteValue(e.Value), suffix(e.Detail))
+	}
+}
+
+func suffix(d string) string {
+	if d == "" {
+		return ""
+	}
+	return ": " + d
+}
+
+func quoteValue(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+// FieldErrors is a list of field errors; validation reports all at once.
+type FieldErrors []*FieldError
+
+func (l FieldErrors) Error() string {
+	if len(l) == 1 {
+		return l[0].Error()
+	}
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = e.Error()
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// Required, Invalid, NotSupported, Forbidden, Duplicate build field errors.
+func Required(field, detail string) *FieldError {
+	return &FieldError{Type: FieldRequired, Field: field, Detail: detail}
+}
+
+// Invalid: the value is present but wrong.
+func Invalid(field string, value any, detail string) *FieldError {
+	return &FieldError{Type: FieldInvalid, Field: field, Value: value, Detail: detail}
+}
+
+// NotSupported: the value is not one of the allowed ones.
+func NotSupported(field string, value any, allowed ...string) *FieldError {
+	d := ""
+	if len(allowed) > 0 {
+		q := make([]string, len(allowed))
+		for i, a := range allowed {
+			q[i] = fmt.Sprintf("%q", a)
+		}
+		d = "supported values: " + strings.Join(q, ", ")
+	}
+	return &FieldError{Type: FieldNotSupported, Field: field, Value: value, Detail: d}
+}
+
+// Forbidden: the field may not be set (here, or at all).
+func Forbidden(field, detail string) *FieldError {
+	return &FieldError{Type: FieldForbidden, Field: field, Detail: detail}
+}
+
+// Duplicate: a value that must be unique appears twice.
+func Duplicate(field string, value any) *FieldError {
+	return &FieldError{Type: FieldDuplicate, Field: field, Value: value}
+}
+
+// Unknown: a field that Kubernetes has but skiff does not support (or that
+// does not exist at all). Decoding reports these; they are never ignored.
+func Unknown(field, detail string) *FieldError {
+	return &FieldError{Type: FieldUnknown, Field: field, Detail: detail}
+}

@@ -1,0 +1,171 @@
+package api
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Kind describes one kind of object the API serves: its schema name, its
+// REST resource and whether it lives in a namespace. The table Kinds is the
+// single place a new kind is registered; the store, API server, client and
+// CLI all work from it.
+type Kind struct {
+	// Kind, e.g. "Deployment".
+	Kind string
+	// Group: "" for the core group, "apps", ...
+	Group string
+	// Version, e.g. "v1".
+	Version string
+	// Resource is the plural REST name: "deployments".
+	Resource string
+	// Singular: "deployment".
+	Singular string
+	// ShortNames as kubectl: "deploy".
+	ShortNames []string
+	// Namespaced kinds live in a namespace; Node and Namespace do not.
+	Namespaced bool
+	// HasStatus kinds have a status subresource: a plain update keeps
+	// status, PUT .../status changes only status.
+	HasStatus bool
+	// Internal kinds are not listed by `get all` and have no user verbs
+	// beyond get (PodTrace).
+	Internal bool
+	// Type is the Go struct type (not a pointer).
+	Type reflect.Type
+}
+
+// APIVersion is "v1" or "apps/v1".
+func (k *Kind) APIVersion() string {
+	if k.Group == "" {
+		return k.Version
+	}
+	return k.Group + "/" + k.Version
+}
+
+// GroupResource is "pods" or "deployments.apps", as kubectl prints it.
+func (k *Kind) GroupResource() string { return resourceName(k) }
+
+// GroupKind is "Pod" or "Deployment.apps".
+func (k *Kind) GroupKind() string {
+	if k.Group == "" {
+		return k.Kind
+	}
+	return k.Kind + "." + k.Group
+}
+
+// New returns a new, empty object of this kind with its TypeMeta set.
+func (k *Kind) New() Object {
+	o := reflect.New(k.Type).Interface().(Object)
+	*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+	return o
+}
+
+// Kinds is the registry of every served kind.
+var Kinds = []*Kind{
+	{Kind: "Namespace", Version: "v1", Resource: "namespaces", Singular: "namespace", ShortNames: []string{"ns"}, HasStatus: true, Type: reflect.TypeFor[Namespace]()},
+	{Kind: "ConfigMap", Version: "v1", Resource: "configmaps", Singular: "configmap", ShortNames: []string{"cm"}, Namespaced: true, Type: reflect.TypeFor[ConfigMap]()},
+	{Kind: "Secret", Version: "v1", Resource: "secrets", Singular: "secret", Namespaced: true, Type: reflect.TypeFor[Secret]()},
+	{Kind: "Pod", Version: "v1", Resource: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Pod]()},
+	{Kind: "Service", Version: "v1", Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Service]()},
+	{Kind: "Endpoints", Version: "v1", Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"}, Namespaced: true, Type: reflect.TypeFor[Endpoints]()},
+	{Kind: "Node", Version: "v1", Resource: "nodes", Singular: "node", ShortNames: []string{"no"}, HasStatus: true, Type: reflect.TypeFor[Node]()},
+	{Kind: "Event", Version: "v1", Resource: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true, Type: reflect.TypeFor[Event]()},
+	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Deployment]()},
+	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[ReplicaSet]()},
+	{Kind: "PodTrace", Group: "skiff.dev", Version: "v1", Resource: "podtraces", Singular: "podtrace", Namespaced: true, Internal: true, Type: reflect.TypeFor[PodTrace]()},
+}
+
+// KindOf returns the registered kind of an object, by its Go type.
+func KindOf(o Object) (*Kind, error) {
+	t := reflect.TypeOf(o)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for _, k := range Kinds {
+		if k.Type == t {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("no kind registered for Go type %v", t)
+}
+
+// MustKindOf is KindOf for objects known to be registered.
+func MustKindOf(o Object) *Kind {
+	k, err := KindOf(o)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// LookupKind finds a kind by apiVersion and kind, as in a YAML document.
+func LookupKind(apiVersion, kind string) (*Kind, error) {
+	var versions []string
+	for _, k := range Kinds {
+		if k.Kind == kind {
+			if k.APIVersion() == apiVersion {
+				return k, nil
+			}
+			versions = append(versions, k.APIVersion())
+		}
+	}
+	if len(versions) > 0 {
+		return nil, fmt.Errorf("no matches for kind %q in version %q (skiff serves %s %s)", kind, apiVersion, kind, strings.Join(versions, ", "))
+	}
+	return nil, fmt.Errorf("no matches for kind %q in version %q", kind, apiVersion)
+}
+
+// LookupResource finds a kind by any name kubectl accepts: plural, singular,
+// short name, Kind, or "resource.group" ("deployments.apps").
+// Matching is case-insensitive.
+func LookupResource(name string) (*Kind, error) {
+	n := strings.ToLower(name)
+	group := ""
+	if i := strings.Index(n, "."); i >= 0 {
+		n, group = n[:i], n[i+1:]
+	}
+	for _, k := range Kinds {
+		if group != "" && k.Group != group {
+			continue
+		}
+		if n == k.Resource || n == k.Singular || n == strings.ToLower(k.Kind) {
+			return k, nil
+		}
+		for _, s := range k.ShortNames {
+			if n == s {
+				return k, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("the server doesn't have a resource type %q", name)
+}
+
+// ResourceNames lists every resource name, for completion and help.
+func ResourceNames() []string {
+	var out []string
+	for _, k := range Kinds {
+		if !k.Internal {
+			out = append(out, k.Resource)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// newLike returns a new zero object of the same type as o.
+func newLike(o Object) Object {
+	t := reflect.TypeOf(o)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return reflect.New(t).Interface().(Object)
+}
+
+// SetTypeMeta fills apiVersion and kind of o from the registry.
+func SetTypeMeta(o Object) {
+	if k, err := KindOf(o); err == nil {
+		*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+	}
+}

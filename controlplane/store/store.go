@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+
+	"skiff.dev/skiff/api"
+)
+
+// Store is the cluster's source of truth: objects by kind and key, one
+// global revision that is every object's resourceVersion, and watches that
+// resume from a revision.
+//
+// Rules every implementation keeps:
+//   - Objects passed in are not retained; objects returned are fresh copies
+//     the caller may change.
+//   - Every successful write gets a new, strictly increasing revision, set
+//     as the returned object's metadata.resourceVersion.
+//   - Errors are *api.StatusError: NotFound, AlreadyExists, Conflict (stale
+//     resourceVersion or failed precondition), Gone (watch too old).
+//   - All methods are safe for concurrent use; ctx bounds waiting for a
+//     commit, not the commit itself (a write that started may still land).
+//
+// The store does no validation, defaulting or generation bumping: that is
+// the API server's job. It does set uid and creationTimestamp on Create
+// when they are empty.
+type Store interface {
+	// Create stores a new object. It fails with AlreadyExists when the key is taken.
+	Create(ctx context.Context, obj api.Object) (api.Object, error)
+	// Update replaces an existing object. When obj's resourceVersion is set
+	// it must equal the stored one, or Update fails with Conflict.
+	Update(ctx context.Context, obj api.Object) (api.Object, error)
+	// GuaranteedUpdate reads the current object, calls tryUpdate on a copy
+	// and writes the result, retrying on conflict. tryUpdate returning an
+	// error aborts with that error. Returning the unchanged object is a no-op
+	// that does not bump the revision.
+	GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error)
+	// Delete removes an object and returns its last state (with a new
+	// resourceVersion: the revision of the delete). Preconditions, when
+	// given, must hold or it fails with Conflict.
+	Delete(ctx context.Context, kind *api.Kind, namespace, name string, pre *api.Preconditions) (api.Object, error)
+	// Get returns one object or NotFound.
+	Get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error)
+	// List returns every object of a kind (in one namespace, or all when
+	// namespace is ""), sorted by key, and the revision it was read at.
+	List(ctx context.Context, kind *api.Kind, namespace string) ([]api.Object, int64, error)
+	// Watch streams changes to a kind (in one namespace or all) after
+	// revision rev. rev 0 means "from now". A rev older than the watch
+	// history fails with Gone: the caller must list again and watch from the
+	// list's revision. The channel closes when ctx ends or the watcher falls
+	// too far behind (the caller then resumes from its last revision).
+	Watch(ctx context.Context, kind *api.Kind, namespace string, rev int64) (<-chan Event, error)
+	// Revision is the current global revision.
+	Revision() int64
+	// Close flushes pending commits and closes the database. Safe twice.
+	Close() error
+}
+
+// Event is one change seen by a watch.
+type Event struct {
+	// Type: Added, Modified or Deleted.
+	Type api.WatchEventType
+	// Object after the change (for Deleted: its last state with the delete's revision).
+	Object api.Object
+	// Revision of the change.
+	Revision int64
+}
