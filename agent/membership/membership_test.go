@@ -1,0 +1,110 @@
+package membership
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func start(t testing.TB, name, token, role string, join ...string) *Membership {
+	t.Helper()
+	cfg := DefaultConfig(name, token)
+	cfg.BindAddr, cfg.BindPort, cfg.Fast = "127.0.0.1", 0, true
+	cfg.Meta = Meta{Role: role, Node: name}
+	if role == RoleServer {
+		cfg.Meta.APIServer = "https://127.0.0.1:7443"
+	}
+	cfg.Join = join
+	m, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+func stateOf(m *Membership, name string) State {
+	for _, mem := range m.Members() {
+		if mem.Name == name {
+			return mem.State
+		}
+	}
+	return ""
+}
+
+func TestJoinAnyMemberAndDiscoverAPIServer(t *testing.T) {
+	srv := start(t, "server", "tok", RoleServer)
+	a1 := start(t, "a1", "tok", RoleAgent, srv.LocalAddr())
+	// a2 joins through a1, not the server: it still learns the API address.
+	a2 := start(t, "a2", "tok", RoleAgent, a1.LocalAddr())
+	waitFor(t, "three members everywhere", 5*time.Second, func() bool {
+		return len(srv.Members()) == 3 && len(a1.Members()) == 3 && len(a2.Members()) == 3
+	})
+	api, ok := a2.APIServer()
+	if !ok || api != "https://127.0.0.1:7443" {
+		t.Fatalf("a2 APIServer() = %q, %v; want the server's advertised URL", api, ok)
+	}
+	if _, ok := a1.APIServer(); !ok {
+		t.Fatal("a1 did not learn the API server")
+	}
+}
+
+func TestWrongTokenCannotJoin(t *testing.T) {
+	srv := start(t, "server", "right", RoleServer)
+	cfg := DefaultConfig("intruder", "wrong")
+	cfg.BindAddr, cfg.BindPort, cfg.Fast = "127.0.0.1", 0, true
+	cfg.Meta = Meta{Role: RoleAgent}
+	cfg.Join = []string{srv.LocalAddr()}
+	m, err := Start(cfg)
+	if err == nil {
+		m.Stop()
+		t.Fatal("join with a wrong token succeeded")
+	}
+	if !errors.Is(err, ErrWrongToken) {
+		t.Fatalf("error = %v; want ErrWrongToken", err)
+	}
+	waitFor(t, "server to report the rejected member", 5*time.Second, func() bool { return srv.RejectedJoins() > 0 })
+	if n := len(srv.Members()); n != 1 {
+		t.Fatalf("server sees %d members after a rejected join; want 1", n)
+	}
+}
+
+func TestKilledMemberTurnsDead_LeftMemberTurnsLeft(t *testing.T) {
+	srv := start(t, "server", "tok", RoleServer)
+	a1 := start(t, "a1", "tok", RoleAgent, srv.LocalAddr())
+	a2 := start(t, "a2", "tok", RoleAgent, srv.LocalAddr())
+	waitFor(t, "three members", 5*time.Second, func() bool { return len(srv.Members()) == 3 })
+	a1.Kill()
+	waitFor(t, "a1 dead", 10*time.Second, func() bool { return stateOf(srv, "a1") == Dead })
+	a2.Stop()
+	waitFor(t, "a2 left", 10*time.Second, func() bool { return stateOf(srv, "a2") == Left })
+	select {
+	case <-srv.Changed():
+	default:
+		t.Fatal("Changed() not signalled after membership changes")
+	}
+}
+
+func TestValidateReportsAll(t *testing.T) {
+	err := Config{BindPort: 70000}.Validate()
+	for _, want := range []string{"name is required", "token is required", "out of range", "role"} {
+		if err == nil || !contains(err.Error(), want) {
+			t.Errorf("Validate() = %v; want it to mention %q", err, want)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

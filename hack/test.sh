@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The test command of README.md: everything a fresh Debian/Ubuntu machine
+# needs to run skiff's whole test suite, as root.
+#
+#   1. install Debian packages (containerd, runc, CNI plugins, busybox-static,
+#      iptables) unless already present;
+#   2. start a private containerd (own socket, root and state dirs) so the
+#      tests never touch a system containerd;
+#   3. run unit tests (race detector on) and integration tests (real
+#      containerd, network namespaces);
+#   4. stop containerd, whatever happened.
+#
+# Set SKIP_INTEGRATION=1 to run the unit tier only (no root needed then).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=/usr/local/go/bin:$PATH
+
+if ! command -v go >/dev/null; then
+  echo "error: Go 1.26 or newer is needed (https://go.dev/dl); /usr/local/go/bin/go not found" >&2
+  exit 1
+fi
+
+go mod download
+go vet ./...
+
+echo "== unit tests"
+# Packages under integration/ and runtime/containerd need containerd; everything else is unit tier.
+unit_pkgs=$(go list ./... | grep -v -e '/integration' -e '/runtime/containerd')
+go test -race -count=1 -timeout 15m $unit_pkgs
+
+if [[ "${SKIP_INTEGRATION:-}" == 1 ]]; then
+  echo "SKIP_INTEGRATION=1: integration tier skipped"
+  exit 0
+fi
+
+if [[ $(id -u) != 0 ]]; then
+  echo "error: integration tests need root (containerd, network namespaces); run with sudo or SKIP_INTEGRATION=1" >&2
+  exit 1
+fi
+
+echo "== installing test dependencies"
+./hack/ci-deps.sh
+
+echo "== starting a private containerd"
+./hack/containerd-start.sh
+trap './hack/containerd-stop.sh' EXIT
+export SKIFF_CONTAINERD_ADDRESS=/run/skiff-ci/containerd.sock
+
+echo "== integration tests (real containerd)"
+go test -count=1 -timeout 20m -p 1 ./runtime/containerd/... ./integration/...
