@@ -1,53 +1,461 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
-// Placeholder bodies: the api helper replaces this file with strict decoding
-// (unknown fields rejected with their path). Signatures are the contract.
+// Decoding is strict, as the course needs it to be: a field skiff does not
+// implement is an error naming its path, never silently dropped.
+//
+// YAML is converted to JSON (sigs.k8s.io/yaml, as kubectl does), the JSON is
+// read into a generic tree and that tree is walked against the Go type by
+// reflection and json tags (see strict.go). Only a tree with no problems is
+// unmarshalled into the typed object.
 
 // Document is one decoded document of a YAML or JSON stream.
 type Document struct {
-	// Index of the document in the stream, from 0.
+	// Index of the document in the stream, from 0, counting only non-empty
+	// documents. Items of a List share their List's Index.
 	Index int
+	// Path is "" for a top-level document and "items[N]" for an item of a List.
+	Path string
+	// Line is the first line of the document in the stream, from 1 (0 when unknown).
+	Line int
 	// Object decoded, nil when Err is set.
 	Object Object
 	// Kind of the object (nil when apiVersion/kind were not understood).
+	// It is set even when Err is, if the kind was understood.
 	Kind *Kind
-	// Err explains why the document could not be decoded.
+	// Err explains why the document could not be decoded; a *DecodeError.
 	Err error
 }
 
-// DecodeJSON decodes one JSON object of kind k strictly: unknown fields are
-// an error naming their path.
-func DecodeJSON(k *Kind, data []byte) (Object, error) {
-	o := k.New()
-	if err := json.Unmarshal(data, o); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", k.Kind, err)
+// DecodeError is why one object could not be decoded. Callers that want the
+// field problems use errors.As to reach it (or its Fields).
+type DecodeError struct {
+	// Index of the document in its stream, from 0; -1 outside a stream.
+	// Error() counts from 1, as people do.
+	Index int
+	// Line where the document starts, from 1; 0 when unknown.
+	Line int
+	// Path within the document: "items[2]" for an item of a List.
+	Path string
+	// Kind and Name of the object, when they could be read.
+	Kind, Name string
+	// Fields lists strict-decoding problems: unknown fields and values of
+	// the wrong type, each with its path.
+	Fields FieldErrors
+	// Err is any other cause: YAML syntax, missing or unknown apiVersion/kind.
+	Err error
+}
+
+// Error reads like `document 2 at line 14 (Deployment "web"): error
+// validating data: spec.replcas: unknown field: did you mean "replicas"?`.
+func (e *DecodeError) Error() string {
+	var b strings.Builder
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "document %d", e.Index+1)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, " at line %d", e.Line)
+		}
 	}
-	return o, nil
+	if e.Path != "" {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.Path)
+	}
+	if e.Kind != "" {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("(" + e.Kind)
+		if e.Name != "" {
+			fmt.Fprintf(&b, " %q", e.Name)
+		}
+		b.WriteString(")")
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	switch {
+	case e.Err != nil:
+		b.WriteString(e.Err.Error())
+	case len(e.Fields) > 0:
+		b.WriteString("error validating data: " + e.Fields.Error())
+	default:
+		b.WriteString("cannot decode")
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause: Err, or Fields.
+func (e *DecodeError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	if len(e.Fields) > 0 {
+		return e.Fields
+	}
+	return nil
+}
+
+// DecodeJSON decodes one JSON object of kind k strictly: unknown fields are
+// an error naming their path. apiVersion and kind may be omitted; when
+// present they must name k. The error is a *DecodeError.
+func DecodeJSON(k *Kind, data []byte) (Object, error) {
+	v, err := parseJSON(data)
+	if err != nil {
+		return nil, &DecodeError{Index: -1, Kind: k.Kind, Err: err}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &DecodeError{Index: -1, Kind: k.Kind, Err: fmt.Errorf("expected a JSON object, got %s", jsonTypeName(v))}
+	}
+	if av, kd := stringField(m, "apiVersion"), stringField(m, "kind"); (av != "" && av != k.APIVersion()) || (kd != "" && kd != k.Kind) {
+		return nil, &DecodeError{Index: -1, Kind: k.Kind, Name: metaName(m),
+			Err: fmt.Errorf("the object is %s %s, not %s %s", av, kd, k.APIVersion(), k.Kind)}
+	}
+	return decodeTyped(k, m, data, -1)
 }
 
 // DecodeAny decodes one JSON or YAML object whose kind is named by its own
-// apiVersion and kind.
+// apiVersion and kind. The error is a *DecodeError.
 func DecodeAny(data []byte) (Object, *Kind, error) {
-	var tm TypeMeta
-	if err := json.Unmarshal(data, &tm); err != nil {
-		return nil, nil, err
-	}
-	k, err := LookupKind(tm.APIVersion, tm.Kind)
+	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &DecodeError{Index: -1, Err: yamlError(err, 0)}
 	}
-	o, err := DecodeJSON(k, data)
-	return o, k, err
+	d := decodeDocument(j, 0, 0)
+	if len(d) != 1 || d[0].Path != "" {
+		return nil, nil, &DecodeError{Index: -1, Err: errors.New("expected one object, got a List")}
+	}
+	if e, ok := d[0].Err.(*DecodeError); ok {
+		e.Index, e.Line = -1, 0
+	}
+	return d[0].Object, d[0].Kind, d[0].Err
 }
 
 // DecodeStream splits a multi-document YAML (or JSON, or a v1 List) stream
 // into documents and decodes each; one bad document does not stop the others.
+// Empty documents (only comments or whitespace) are skipped.
 func DecodeStream(data []byte) []Document {
-	o, k, err := DecodeAny(data)
-	return []Document{{Object: o, Kind: k, Err: err}}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
+	if docs, ok := decodeJSONStream(data); ok {
+		return docs
+	}
+	var out []Document
+	index := 0
+	for _, raw := range splitYAML(data) {
+		if raw.err != nil {
+			out = append(out, Document{Index: index, Line: raw.line, Err: &DecodeError{Index: index, Line: raw.line, Err: raw.err}})
+			index++
+			continue
+		}
+		j, err := yaml.YAMLToJSONStrict(raw.data)
+		if err != nil {
+			out = append(out, Document{Index: index, Line: raw.line, Err: &DecodeError{Index: index, Line: raw.line, Err: yamlError(err, raw.line-1)}})
+			index++
+			continue
+		}
+		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
+			continue // empty document
+		}
+		out = append(out, decodeDocument(j, index, raw.line)...)
+		index++
+	}
+	return out
+}
+
+// decodeJSONStream decodes data as a sequence of JSON values when it looks
+// like JSON; ok is false when it should be read as YAML instead.
+func decodeJSONStream(data []byte) ([]Document, bool) {
+	t := bytes.TrimSpace(data)
+	if len(t) == 0 || t[0] != '{' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var out []Document
+	for index := 0; ; index++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return out, true
+		}
+		if err != nil {
+			if index == 0 {
+				return nil, false // perhaps a YAML flow mapping: {a: 1}
+			}
+			return append(out, Document{Index: index, Err: &DecodeError{Index: index, Err: fmt.Errorf("invalid JSON: %w", err)}}), true
+		}
+		out = append(out, decodeDocument(raw, index, 0)...)
+	}
+}
+
+// decodeDocument decodes one JSON document: an object, or a List of them.
+func decodeDocument(j []byte, index, line int) []Document {
+	fail := func(err error) []Document {
+		return []Document{{Index: index, Line: line, Err: &DecodeError{Index: index, Line: line, Err: err}}}
+	}
+	v, err := parseJSON(j)
+	if err != nil {
+		return fail(err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fail(fmt.Errorf("expected an object with apiVersion and kind, got %s", jsonTypeName(v)))
+	}
+	if itemKind, isList := listKind(m); isList {
+		return decodeList(m, itemKind, index, line)
+	}
+	k, kerr := kindOf(m)
+	if kerr != nil {
+		return []Document{{Index: index, Line: line, Err: &DecodeError{Index: index, Line: line, Kind: stringField(m, "kind"), Name: metaName(m), Err: kerr}}}
+	}
+	o, err := decodeTyped(k, m, j, index)
+	d := Document{Index: index, Line: line, Object: o, Kind: k, Err: err}
+	if e, ok := err.(*DecodeError); ok {
+		e.Line = line
+	}
+	return []Document{d}
+}
+
+// listKind reports whether m is a List ("List", or "PodList" and the like,
+// as the API returns); itemKind is the kind its items default to.
+func listKind(m map[string]any) (itemKind *Kind, isList bool) {
+	kind := stringField(m, "kind")
+	if kind == "List" {
+		return nil, true
+	}
+	if base, ok := strings.CutSuffix(kind, "List"); ok && base != "" {
+		for _, k := range Kinds {
+			if k.Kind == base {
+				return k, true
+			}
+		}
+	}
+	return nil, false
+}
+
+func decodeList(m map[string]any, itemKind *Kind, index, line int) []Document {
+	fail := func(fe FieldErrors, err error) []Document {
+		return []Document{{Index: index, Line: line, Err: &DecodeError{Index: index, Line: line, Kind: stringField(m, "kind"), Fields: fe, Err: err}}}
+	}
+	var fe FieldErrors
+	for _, key := range sortedKeys(m) {
+		switch key {
+		case "apiVersion", "kind", "metadata", "items":
+		default:
+			fe = append(fe, UnknownField(key, ""))
+		}
+	}
+	if len(fe) > 0 {
+		return fail(fe, nil)
+	}
+	items, ok := m["items"].([]any)
+	if !ok && m["items"] != nil {
+		return fail(FieldErrors{Invalid("items", jsonTypeName(m["items"]), "expected a list")}, nil)
+	}
+	var out []Document
+	for i, it := range items {
+		path := fmt.Sprintf("items[%d]", i)
+		im, ok := it.(map[string]any)
+		if !ok {
+			out = append(out, Document{Index: index, Line: line, Path: path, Err: &DecodeError{Index: index, Line: line, Path: path,
+				Err: fmt.Errorf("expected an object, got %s", jsonTypeName(it))}})
+			continue
+		}
+		if itemKind != nil {
+			if _, ok := im["apiVersion"]; !ok {
+				im["apiVersion"] = itemKind.APIVersion()
+			}
+			if _, ok := im["kind"]; !ok {
+				im["kind"] = itemKind.Kind
+			}
+		}
+		d := Document{Index: index, Line: line, Path: path}
+		k, err := kindOf(im)
+		if err != nil {
+			d.Err = &DecodeError{Index: index, Line: line, Path: path, Kind: stringField(im, "kind"), Name: metaName(im), Err: err}
+			out = append(out, d)
+			continue
+		}
+		raw, err := json.Marshal(im)
+		if err != nil { // cannot happen: im came from JSON
+			d.Err = &DecodeError{Index: index, Line: line, Path: path, Err: err}
+			out = append(out, d)
+			continue
+		}
+		d.Kind = k
+		d.Object, d.Err = decodeTyped(k, im, raw, index)
+		if e, ok := d.Err.(*DecodeError); ok {
+			e.Line, e.Path = line, path
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// kindOf reads apiVersion and kind of a generic object and finds the kind.
+func kindOf(m map[string]any) (*Kind, error) {
+	av, avOK := m["apiVersion"].(string)
+	kd, kdOK := m["kind"].(string)
+	var missing []string
+	if !avOK || av == "" {
+		missing = append(missing, "apiVersion")
+	}
+	if !kdOK || kd == "" {
+		missing = append(missing, "kind")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s not set: every object needs apiVersion and kind (e.g. \"apiVersion: apps/v1\" and \"kind: Deployment\")",
+			strings.Join(missing, " and "))
+	}
+	return LookupKind(av, kd)
+}
+
+// decodeTyped checks m strictly against k's type and, when it is clean,
+// unmarshals data (the JSON of m) into a new object.
+func decodeTyped(k *Kind, m map[string]any, data []byte, index int) (Object, error) {
+	if fe := checkStrict(m, k.Type); len(fe) > 0 {
+		return nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Fields: fe}
+	}
+	o := k.New()
+	if err := json.Unmarshal(data, o); err != nil {
+		return nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Err: err}
+	}
+	*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+	return o, nil
+}
+
+// parseJSON reads one JSON value keeping numbers exact (json.Number).
+func parseJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("invalid JSON: data after the first value")
+	}
+	return v, nil
+}
+
+func stringField(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+func metaName(m map[string]any) string {
+	md, _ := m["metadata"].(map[string]any)
+	return stringField(md, "name")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// yamlSeparator reports whether line is a document separator ("---",
+// optionally followed by a comment), and whether it is a malformed one
+// ("--- foo": content after the separator, which kubectl also rejects).
+func yamlSeparator(line []byte) (sep, bad bool) {
+	line = bytes.TrimRight(line, "\r\n")
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return false, false
+	}
+	rest := line[3:]
+	if len(rest) > 0 && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '#' {
+		return false, false // "----" is content, not a separator
+	}
+	rest = bytes.TrimSpace(rest)
+	if len(rest) == 0 || rest[0] == '#' {
+		return true, false
+	}
+	return true, true
+}
+
+type rawYAML struct {
+	data []byte
+	line int // first line, from 1
+	err  error
+}
+
+// splitYAML splits a stream on "---" lines; "..." lines end a document.
+func splitYAML(data []byte) []rawYAML {
+	var out []rawYAML
+	var cur bytes.Buffer
+	start, lineNo := 1, 0
+	skip := false // after "...", ignore until the next separator
+	flush := func(next int) {
+		if cur.Len() > 0 {
+			out = append(out, rawYAML{data: bytes.Clone(cur.Bytes()), line: start})
+		}
+		cur.Reset()
+		start = next
+	}
+	for len(data) > 0 {
+		lineNo++
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i+1], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		if sep, bad := yamlSeparator(line); sep {
+			flush(lineNo + 1)
+			skip = false
+			if bad {
+				// Report it, and read what follows as the next document.
+				out = append(out, rawYAML{line: lineNo, err: fmt.Errorf("invalid YAML document separator: %s", bytes.TrimSpace(line))})
+			}
+			continue
+		}
+		if string(bytes.TrimRight(line, "\r\n")) == "..." {
+			flush(lineNo + 1)
+			skip = true
+			continue
+		}
+		if skip {
+			start = lineNo + 1
+			continue
+		}
+		cur.Write(line)
+	}
+	flush(lineNo + 1)
+	return out
+}
+
+// yamlError makes a YAML error's "line N" count from the stream's start.
+func yamlError(err error, offset int) error {
+	msg := err.Error()
+	const marker = "line "
+	if offset > 0 {
+		if i := strings.Index(msg, "yaml: "+marker); i >= 0 {
+			j := i + len("yaml: "+marker)
+			k := j
+			for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
+				k++
+			}
+			if n, convErr := strconv.Atoi(msg[j:k]); convErr == nil {
+				msg = msg[:j] + strconv.Itoa(n+offset) + msg[k:]
+			}
+		}
+	}
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	return fmt.Errorf("invalid YAML: %s", msg)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -198,6 +199,12 @@ const (
 	FieldForbidden    FieldErrorType = "FieldValueForbidden"
 	FieldDuplicate    FieldErrorType = "FieldValueDuplicate"
 	FieldUnknown      FieldErrorType = "FieldUnknown"
+	// FieldNotFound: a reference to something that does not exist
+	// (a volumeMount naming no volume).
+	FieldNotFound FieldErrorType = "FieldValueNotFound"
+	// FieldUnknownField: a field that exists neither in skiff nor in
+	// Kubernetes, usually a typo ("spec.replcas").
+	FieldUnknownField FieldErrorType = "FieldUnknownField"
 )
 
 // FieldError is one problem with one field, named by its path
@@ -224,6 +231,10 @@ func (e *FieldError) Error() string {
 		return fmt.Sprintf("%s: Duplicate value: %s", e.Field, quoteValue(e.Value))
 	case FieldUnknown:
 		return fmt.Sprintf("%s: field not supported by skiff%s", e.Field, suffix(e.Detail))
+	case FieldUnknownField:
+		return fmt.Sprintf("%s: unknown field%s", e.Field, suffix(e.Detail))
+	case FieldNotFound:
+		return fmt.Sprintf("%s: Not found: %s%s", e.Field, quoteValue(e.Value), suffix(e.Detail))
 	default:
 		return fmt.Sprintf("%s: Invalid value: %s%s", e.Field, quoteValue(e.Value), suffix(e.Detail))
 	}
@@ -236,11 +247,29 @@ func suffix(d string) string {
 	return ": " + d
 }
 
+// quoteValue prints a bad value as Kubernetes' field.Error does: strings
+// quoted, simple types plain, Stringers by String, anything else in Go syntax
+// (map[string]string{"app":"web"}).
 func quoteValue(v any) string {
-	if s, ok := v.(string); ok {
-		return fmt.Sprintf("%q", s)
+	if v == nil {
+		return "null"
 	}
-	return fmt.Sprintf("%v", v)
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return "null"
+		}
+		v = rv.Elem().Interface()
+	}
+	switch t := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", t)
+	case int, int64, int32, uint, uint64, uint32, float64, float32, bool:
+		return fmt.Sprintf("%v", t)
+	case fmt.Stringer:
+		return t.String()
+	default:
+		return fmt.Sprintf("%#v", v)
+	}
 }
 
 // FieldErrors is a list of field errors; validation reports all at once.
@@ -288,6 +317,17 @@ func Forbidden(field, detail string) *FieldError {
 // Duplicate: a value that must be unique appears twice.
 func Duplicate(field string, value any) *FieldError {
 	return &FieldError{Type: FieldDuplicate, Field: field, Value: value}
+}
+
+// NotFound: a reference to something that does not exist.
+func NotFound(field string, value any) *FieldError {
+	return &FieldError{Type: FieldNotFound, Field: field, Value: value}
+}
+
+// UnknownField: a field that exists neither in skiff nor in Kubernetes
+// (usually a typo); detail may suggest the field that was meant.
+func UnknownField(field, detail string) *FieldError {
+	return &FieldError{Type: FieldUnknownField, Field: field, Detail: detail}
 }
 
 // Unknown: a field that Kubernetes has but skiff does not support (or that

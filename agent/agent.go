@@ -1,0 +1,460 @@
+// Package agent is skiff's node agent, the kubelet of a skiff cluster: it
+// registers this machine as a Node, keeps the Node's Ready condition fresh
+// (heartbeats), and runs the pods bound to it through a container runtime.
+//
+// The agent is a control loop like any other: an informer watches the pods
+// whose spec.nodeName is this node, every change enqueues the pod's key,
+// and a podworker reconciles that pod against the runtime's containers.
+// Runtime events (a container exited) enqueue the pod too, and a periodic
+// resync removes containers of pods that no longer exist. The agent never
+// trusts its memory: a restarted agent finds its containers by label.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"skiff.dev/skiff/agent/podworker"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/runtime"
+)
+
+// Version is the agent version reported in Node status.
+const Version = "v0.1.0-skiff"
+
+// Config of an agent. Start from DefaultConfig.
+type Config struct {
+	// NodeName is the Node object name (default: the hostname).
+	NodeName string
+	// NodeIP is the address other nodes and the API server reach it at.
+	NodeIP string
+	// Labels added to the Node (beside kubernetes.io/hostname, os, arch).
+	Labels map[string]string
+	// Taints put on the Node at registration.
+	Taints []api.Taint
+	// Capacity overrides detected resources (cpu, memory, pods, ...).
+	Capacity api.ResourceList
+	// Simulated marks a node whose runtime is simulated: no processes.
+	Simulated bool
+	// DataDir holds pod volumes and agent state.
+	DataDir string
+	// HeartbeatInterval between Ready condition updates (kubelet: 10 s).
+	HeartbeatInterval time.Duration
+	// Resync enqueues every pod this often, and cleans orphan containers.
+	Resync time.Duration
+	// Workers sync different pods in parallel (an image pull blocks one).
+	Workers int
+	// BaseBackoff and MaxBackoff of container restarts and image pulls.
+	BaseBackoff, MaxBackoff time.Duration
+	// Network and Devices, or nil (see podworker.Config).
+	Network podworker.Network
+	Devices podworker.DeviceAllocator
+	// ExtraResources are merged into capacity/allocatable at each
+	// heartbeat (device plugins' resources: nvidia.com/gpu).
+	ExtraResources func() (capacity, allocatable api.ResourceList)
+	// Log, or discard.
+	Log *slog.Logger
+	// Metrics for the loop, or nil.
+	Metrics client.LoopMetrics
+}
+
+// DefaultConfig fills what can be detected from this machine.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		NodeName:          host,
+		NodeIP:            detectIP(),
+		HeartbeatInterval: 10 * time.Second, // the kubelet's default nodeStatusUpdateFrequency
+		Resync:            time.Minute,
+		Workers:           4,
+		BaseBackoff:       10 * time.Second,
+		MaxBackoff:        5 * time.Minute,
+	}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node name is required"))
+	}
+	if c.HeartbeatInterval <= 0 {
+		errs = append(errs, errors.New("heartbeat interval must be positive"))
+	}
+	if c.Workers <= 0 {
+		errs = append(errs, errors.New("workers must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Agent runs one node.
+type Agent struct {
+	cfg    Config
+	c      client.Interface
+	rt     runtime.Runtime
+	log    *slog.Logger
+	worker *podworker.Worker
+	pods   *client.Informer
+	loop   *client.Loop
+	rec    *client.Recorder
+
+	mu    sync.Mutex
+	ready bool
+}
+
+// New builds an agent talking to the API through c and running pods on rt.
+func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	lg = lg.With("node", cfg.NodeName)
+	a := &Agent{cfg: cfg, c: c, rt: rt, log: lg}
+	a.rec = client.NewRecorder(c, "kubelet", cfg.NodeName, lg)
+	a.worker = podworker.New(podworker.Config{
+		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Client: c, Runtime: rt, Recorder: a.rec,
+		Network: cfg.Network, Devices: cfg.Devices,
+		VolumeDir:   volumeDir(cfg.DataDir),
+		BaseBackoff: cfg.BaseBackoff, MaxBackoff: cfg.MaxBackoff, Log: lg,
+	})
+	podKind := api.MustKindOf(&api.Pod{})
+	a.pods = client.NewInformer(c, podKind, "", api.ListOptions{FieldSelector: "spec.nodeName=" + cfg.NodeName}, lg)
+	opts := client.DefaultLoopOptions("agent")
+	opts.Workers, opts.Resync, opts.Log, opts.Metrics = cfg.Workers, cfg.Resync, lg, cfg.Metrics
+	a.loop = client.NewLoop(client.ReconcilerFunc(a.reconcile), opts)
+	a.loop.SetResyncFunc(a.pods.Keys)
+	enqueue := func(o api.Object) { a.loop.Enqueue(api.KeyOf(o)) }
+	a.pods.AddHandler(client.Handler{
+		OnAdd:    enqueue,
+		OnUpdate: func(_, o api.Object) { enqueue(o) },
+		OnDelete: enqueue,
+	})
+	return a, nil
+}
+
+func volumeDir(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	return dataDir + "/pods"
+}
+
+// Worker exposes the pod worker (logs and exec use the runtime through it).
+func (a *Agent) Runtime() runtime.Runtime { return a.rt }
+
+// Run registers the node and runs until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.register(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	run := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	run(func() { a.pods.Run(ctx) })
+	run(func() { a.rec.Run(ctx) })
+	run(func() { a.heartbeat(ctx) })
+	run(func() { a.runtimeEvents(ctx) })
+	if !a.pods.WaitForSync(ctx) {
+		wg.Wait()
+		return ctx.Err()
+	}
+	// Adopt: remove leftovers of pods deleted while we were away; the
+	// informer's initial list has enqueued every live pod already.
+	if err := a.cleanup(ctx); err != nil {
+		a.log.Warn("clean up containers of deleted pods", "err", err)
+	}
+	run(func() { a.cleanupLoop(ctx) })
+	a.log.Info("node agent running", "simulated", a.cfg.Simulated)
+	err := a.loop.Run(ctx)
+	wg.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (a *Agent) reconcile(ctx context.Context, key string) error {
+	ns, name := client.SplitKey(key)
+	o, ok := a.pods.Get(ns, name)
+	if !ok {
+		// Deleted from the API (force delete): the resync cleanup removes
+		// its containers; do it now for this name too.
+		return a.cleanup(ctx)
+	}
+	after, err := a.worker.Sync(ctx, o.(*api.Pod))
+	if err != nil {
+		return err
+	}
+	if after > 0 {
+		return client.RequeueAfter(after)
+	}
+	return nil
+}
+
+func (a *Agent) cleanup(ctx context.Context) error {
+	live := map[string]bool{}
+	for _, o := range a.pods.List() {
+		live[o.GetObjectMeta().UID] = true
+	}
+	return a.worker.Cleanup(ctx, live)
+}
+
+func (a *Agent) cleanupLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.Resync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.cleanup(ctx); err != nil {
+				a.log.Warn("clean up containers of deleted pods", "err", err)
+			}
+		}
+	}
+}
+
+// runtimeEvents enqueues the pod of every container event.
+func (a *Agent) runtimeEvents(ctx context.Context) {
+	for ev := range a.rt.Events(ctx) {
+		if ev.Type == runtime.EventResync {
+			for _, k := range a.pods.Keys() {
+				a.loop.Enqueue(k)
+			}
+			continue
+		}
+		ns, name := ev.Labels[runtime.LabelPodNamespace], ev.Labels[runtime.LabelPodName]
+		if name != "" {
+			a.loop.Enqueue(api.Key(ns, name))
+		}
+	}
+}
+
+// register creates or updates this node's Node object.
+func (a *Agent) register(ctx context.Context) error {
+	nodeKind := api.MustKindOf(&api.Node{})
+	for {
+		cur, err := a.c.Get(ctx, nodeKind, "", a.cfg.NodeName)
+		switch {
+		case api.IsNotFound(err):
+			n := &api.Node{}
+			n.Name = a.cfg.NodeName
+			n.Labels = a.labels()
+			n.Spec.Taints = a.cfg.Taints
+			n.Status = a.status(ctx, nil)
+			_, err = a.c.Create(ctx, n)
+			if api.IsAlreadyExists(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("register node %s: %w", a.cfg.NodeName, err)
+			}
+			a.log.Info("registered node")
+			return nil
+		case err != nil:
+			return fmt.Errorf("register node %s: %w", a.cfg.NodeName, err)
+		}
+		n := api.Clone(cur.(*api.Node))
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range a.labels() {
+			n.Labels[k] = v
+		}
+		up, err := a.c.Update(ctx, n)
+		if api.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("update node %s: %w", a.cfg.NodeName, err)
+		}
+		return a.writeStatus(ctx, up.(*api.Node))
+	}
+}
+
+func (a *Agent) labels() map[string]string {
+	l := map[string]string{
+		api.LabelHostname: a.cfg.NodeName,
+		api.LabelOS:       goruntime.GOOS,
+		api.LabelArch:     goruntime.GOARCH,
+	}
+	if a.cfg.Simulated {
+		l[api.LabelSkiffSimulated] = "true"
+	}
+	for k, v := range a.cfg.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+// heartbeat refreshes the Ready condition and resources.
+func (a *Agent) heartbeat(ctx context.Context) {
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		o, err := a.c.Get(ctx, api.MustKindOf(&api.Node{}), "", a.cfg.NodeName)
+		if api.IsNotFound(err) {
+			// Someone deleted our Node: register again, as the kubelet does.
+			if err := a.register(ctx); err != nil {
+				a.log.Warn("re-register node", "err", err)
+			}
+			continue
+		}
+		if err != nil {
+			a.log.Warn("heartbeat", "err", err)
+			continue
+		}
+		if err := a.writeStatus(ctx, o.(*api.Node)); err != nil && ctx.Err() == nil {
+			a.log.Warn("heartbeat", "err", err)
+		}
+	}
+}
+
+func (a *Agent) writeStatus(ctx context.Context, cur *api.Node) error {
+	n := api.Clone(cur)
+	n.Status = a.status(ctx, &cur.Status)
+	_, err := a.c.UpdateStatus(ctx, n)
+	return err
+}
+
+// status computes the Node status: resources, Ready, addresses, versions.
+func (a *Agent) status(ctx context.Context, prev *api.NodeStatus) api.NodeStatus {
+	now := api.NewTime(time.Now())
+	capacity := api.ResourceList{
+		api.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		api.ResourceMemory: *resource.NewQuantity(memTotal(), resource.BinarySI),
+		api.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	for k, v := range a.cfg.Capacity {
+		capacity[k] = v
+	}
+	alloc := api.ResourceList{}
+	for k, v := range capacity {
+		alloc[k] = v
+	}
+	if a.cfg.ExtraResources != nil {
+		c, al := a.cfg.ExtraResources()
+		for k, v := range c {
+			capacity[k] = v
+		}
+		for k, v := range al {
+			alloc[k] = v
+		}
+	}
+	rtName, rtVersion := "unknown", ""
+	if v, err := a.rt.Version(ctx); err == nil {
+		rtName, rtVersion = v.Name, v.Version
+	}
+	msg := "skiff agent is posting ready status"
+	if a.cfg.Simulated {
+		msg += " (simulated node: pods run on the fake runtime, no processes)"
+	}
+	ready := api.NodeCondition{Type: api.NodeReady, Status: api.ConditionTrue, Reason: "KubeletReady", Message: msg,
+		LastHeartbeatTime: now, LastTransitionTime: now}
+	if prev != nil {
+		for _, c := range prev.Conditions {
+			if c.Type == api.NodeReady && c.Status == api.ConditionTrue {
+				ready.LastTransitionTime = c.LastTransitionTime
+			}
+		}
+	}
+	host, _ := os.Hostname()
+	return api.NodeStatus{
+		Capacity: capacity, Allocatable: alloc,
+		Conditions: []api.NodeCondition{ready},
+		Addresses:  []api.NodeAddress{{Type: "InternalIP", Address: a.cfg.NodeIP}, {Type: "Hostname", Address: host}},
+		NodeInfo: api.NodeSystemInfo{
+			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
+			KernelVersion: kernelVersion(), OSImage: osImage(),
+			ContainerRuntimeVersion: rtName + "://" + rtVersion, KubeletVersion: Version,
+		},
+	}
+}
+
+// detectIP picks the address of the default route's interface, or loopback.
+func detectIP() string {
+	conn, err := net.Dial("udp", "192.0.2.1:9") // no packet is sent: UDP connect only picks a route
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer conn.Close()
+	return conn.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb int64
+	for _, line := range splitLines(string(b)) {
+		if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func kernelVersion() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return string(trimNL(b))
+}
+
+func osImage() string {
+	b, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return goruntime.GOOS
+	}
+	for _, line := range splitLines(string(b)) {
+		if len(line) > 12 && line[:12] == "PRETTY_NAME=" {
+			if s, err := strconv.Unquote(line[12:]); err == nil {
+				return s
+			}
+			return line[12:]
+		}
+	}
+	return goruntime.GOOS
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,22 @@
+// Package podworker is the kubelet's heart: it turns a Pod bound to this
+// node into running containers and reports what happened.
+//
+// Sync(pod) is a reconcile: it reads the pod (desired) and the runtime's
+// containers labelled with the pod's uid (actual), and takes the next step:
+//
+//	Pending ──▶ ContainerCreating (volumes, image pull, create, start)
+//	        ──▶ Running ──▶ Succeeded | Failed          (restartPolicy Never/OnFailure)
+//	                   └──▶ restart with backoff        (CrashLoopBackOff while waiting)
+//
+// Invariants:
+//   - Containers are found by label (pod uid, container name, attempt), never
+//     by memory: an agent restarted mid-flight adopts what is running and
+//     starts no duplicate. Container IDs are derived from uid, name and
+//     attempt, so a retried create is idempotent.
+//   - A restart is a new container (attempt+1); the previous one is kept
+//     until the next restart so `skiff logs --previous` can read it.
+//   - Status is written after every transition, and only when it changed.
+//   - A pod with a deletionTimestamp is stopped (SIGTERM, then SIGKILL after
+//     its grace period) and then removed from the API with grace 0: the
+//     node is the one that says "gone".
+package podworker

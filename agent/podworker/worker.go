@@ -1,0 +1,567 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/runtime"
+)
+
+// Network sets up a pod's network namespace (agent/network through CNI).
+// Both methods are idempotent; TearDown of an unknown pod is not an error.
+type Network interface {
+	SetUp(ctx context.Context, pod *api.Pod) (PodNetwork, error)
+	TearDown(ctx context.Context, namespace, name, uid string) error
+}
+
+// PodNetwork is the result of a network set-up.
+type PodNetwork struct {
+	IP        string
+	NetNSPath string
+}
+
+// DeviceAllocator gives containers their devices (agent/devices: the device
+// plugin API). Allocate is idempotent per pod uid and container; Release
+// frees everything a pod held.
+type DeviceAllocator interface {
+	Allocate(ctx context.Context, pod *api.Pod, container *api.Container) (Allocation, error)
+	Release(ctx context.Context, podUID string) error
+}
+
+// Allocation is what a device plugin answered for one container.
+type Allocation struct {
+	// CDIDevices are fully qualified CDI names, e.g. nvidia.com/gpu=0.
+	CDIDevices []string
+	// Env to add (NVIDIA_VISIBLE_DEVICES, ...).
+	Env map[string]string
+	// Mounts and device nodes a plugin asked for directly.
+	Mounts []runtime.Mount
+	// Devices by resource name, for the pod status and trace.
+	Devices map[string][]string
+}
+
+// Config of a Worker.
+type Config struct {
+	// NodeName is this node's name; NodeIP its address.
+	NodeName, NodeIP string
+	Client           client.Interface
+	Runtime          runtime.Runtime
+	// Recorder posts Events; nil posts none.
+	Recorder *client.Recorder
+	// Network, or nil: pods then share the node's network namespace (as
+	// with hostNetwork) and report the node IP.
+	Network Network
+	// Devices, or nil: pods asking for extended resources cannot start.
+	Devices DeviceAllocator
+	// VolumeDir holds pod volumes: VolumeDir/<pod uid>/volumes/<name>.
+	VolumeDir string
+	// BaseBackoff and MaxBackoff bound the restart and image pull backoff
+	// (kubelet: 10 s doubling to 5 min).
+	BaseBackoff, MaxBackoff time.Duration
+	Log                     *slog.Logger
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+}
+
+// Worker syncs pods. One Worker serves all pods of a node; Sync must not be
+// called concurrently for the same pod (the agent's loop guarantees it).
+type Worker struct {
+	cfg Config
+	log *slog.Logger
+
+	mu    sync.Mutex
+	state map[string]*podState // by pod uid
+}
+
+// podState is what the worker remembers between syncs. Losing it (an agent
+// restart) only resets backoff timers.
+type podState struct {
+	// backoff per container name: when the next attempt may start and the
+	// delay that was used.
+	restart map[string]backoff
+	pull    map[string]pullFailure
+	// started records that the Started event was posted, per container id.
+	started map[string]bool
+	network *PodNetwork
+	traced  bool
+}
+
+type backoff struct {
+	until time.Time
+	delay time.Duration
+	// forID is the exited container this backoff waits out.
+	forID string
+}
+
+type pullFailure struct {
+	backoff
+	message string
+	// shown: a status with ErrImagePull was written; later ones say ImagePullBackOff.
+	shown bool
+	// config: the failure was building the container's config (a missing
+	// ConfigMap key, say), not the pull.
+	config bool
+}
+
+// New returns a Worker.
+func New(cfg Config) *Worker {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.BaseBackoff == 0 {
+		cfg.BaseBackoff = 10 * time.Second
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 5 * time.Minute
+	}
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}}
+}
+
+func (w *Worker) stateOf(uid string) *podState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, ok := w.state[uid]
+	if !ok {
+		st = &podState{restart: map[string]backoff{}, pull: map[string]pullFailure{}, started: map[string]bool{}}
+		w.state[uid] = st
+	}
+	return st
+}
+
+func (w *Worker) forget(uid string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.state, uid)
+}
+
+// Sync drives one pod toward its spec. It returns how long until it wants
+// to look again (0: only on the next event).
+func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) {
+	if pod.Spec.NodeName != w.cfg.NodeName {
+		return 0, nil
+	}
+	if pod.DeletionTimestamp != nil {
+		return 0, w.terminate(ctx, pod)
+	}
+	containers, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: pod.UID})
+	if err != nil {
+		return 0, fmt.Errorf("list containers of pod %s: %w", api.KeyOf(pod), err)
+	}
+	latest := latestByName(containers)
+	st := w.stateOf(pod.UID)
+
+	if pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
+		// Terminal pods never run again; make sure nothing is left running.
+		for _, c := range latest {
+			if c.State == runtime.StateRunning {
+				_ = w.cfg.Runtime.StopContainer(ctx, c.ID, w.grace(pod))
+			}
+		}
+		return 0, nil
+	}
+
+	// The first time the agent sees the pod: say ContainerCreating at once,
+	// so `get pods -w` shows the step before a long image pull.
+	if pod.Status.Phase == "" || pod.Status.Phase == api.PodPending && pod.Status.StartTime == nil {
+		now := api.NewTime(w.cfg.Now())
+		p := api.Clone(pod)
+		p.Status.StartTime = &now
+		p.Status.HostIP = w.cfg.NodeIP
+		p.Status.Phase = api.PodPending
+		p.Status.ContainerStatuses = w.statuses(pod, pod.Spec.Containers, latest, st)
+		p.Status.InitContainerStatuses = w.statuses(pod, pod.Spec.InitContainers, latest, st)
+		if updated, err := w.writeStatus(ctx, pod, p); err == nil {
+			pod = updated
+		} else {
+			return 0, err
+		}
+	}
+
+	var requeueAfter time.Duration
+	want := func(d time.Duration) {
+		if d > 0 && (requeueAfter == 0 || d < requeueAfter) {
+			requeueAfter = d
+		}
+	}
+
+	// Network first: containers join the pod's network namespace.
+	if st.network == nil && !pod.Spec.HostNetwork && w.cfg.Network != nil {
+		t0 := w.cfg.Now()
+		pn, err := w.cfg.Network.SetUp(ctx, pod)
+		if err != nil {
+			w.event(ctx, pod, api.EventWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return 0, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
+		}
+		st.network = &pn
+		w.trace(ctx, pod, "network", t0, "pod IP "+pn.IP, nil)
+	}
+
+	// Init containers run one after the other; the app containers start
+	// only when all have succeeded.
+	initDone := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cur, ok := latest[c.Name]
+		if ok && cur.State == runtime.StateExited && cur.ExitCode == 0 {
+			continue
+		}
+		initDone = false
+		d, err := w.step(ctx, pod, c, cur, ok, st, true)
+		if err != nil {
+			return 0, err
+		}
+		want(d)
+		break
+	}
+	if initDone {
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			cur, ok := latest[c.Name]
+			d, err := w.step(ctx, pod, c, cur, ok, st, false)
+			if err != nil {
+				return 0, err
+			}
+			want(d)
+		}
+	}
+
+	// Read back what the runtime now has and report it.
+	containers, err = w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: pod.UID})
+	if err != nil {
+		return 0, fmt.Errorf("list containers of pod %s: %w", api.KeyOf(pod), err)
+	}
+	latest = latestByName(containers)
+	next := api.Clone(pod)
+	w.computeStatus(next, latest, st)
+	if _, err := w.writeStatus(ctx, pod, next); err != nil {
+		return 0, err
+	}
+	for name, pf := range st.pull {
+		pf.shown = true
+		st.pull[name] = pf
+	}
+	return requeueAfter, nil
+}
+
+// step takes the next action for one container and returns when to look again.
+func (w *Worker) step(ctx context.Context, pod *api.Pod, c *api.Container, cur runtime.ContainerStatus, exists bool, st *podState, isInit bool) (time.Duration, error) {
+	now := w.cfg.Now()
+	switch {
+	case !exists:
+		return w.start(ctx, pod, c, 0, st)
+	case cur.State == runtime.StateCreated:
+		if err := w.cfg.Runtime.StartContainer(ctx, cur.ID); err != nil {
+			return 0, fmt.Errorf("start container %s of pod %s: %w", c.Name, api.KeyOf(pod), err)
+		}
+		w.startedEvent(ctx, pod, c, cur.ID, st)
+		return 0, nil
+	case cur.State == runtime.StateRunning:
+		w.startedEvent(ctx, pod, c, cur.ID, st)
+		return 0, nil
+	case cur.State == runtime.StateExited:
+		if !shouldRestart(pod.Spec.RestartPolicy, cur.ExitCode, isInit) {
+			return 0, nil
+		}
+		b := st.restart[c.Name]
+		if b.forID != cur.ID {
+			// A new failure: back off before the next attempt, doubling
+			// the delay (kubelet: 10 s, 20 s, 40 s ... 5 min).
+			d := w.cfg.BaseBackoff
+			if b.delay > 0 {
+				d = min(2*b.delay, w.cfg.MaxBackoff)
+			}
+			// A container that ran a long time (10 min) starts over.
+			if !cur.StartedAt.IsZero() && cur.FinishedAt.Sub(cur.StartedAt) > 10*time.Minute {
+				d = w.cfg.BaseBackoff
+			}
+			if attempt(cur) == 0 && b.delay == 0 {
+				// The first restart happens at once, as the kubelet does.
+				d = 0
+			}
+			b = backoff{until: cur.FinishedAt.Add(d), delay: max(d, w.cfg.BaseBackoff/2), forID: cur.ID}
+			st.restart[c.Name] = b
+		}
+		if now.Before(b.until) {
+			w.event(ctx, pod, api.EventWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
+			return b.until.Sub(now), nil
+		}
+		return w.start(ctx, pod, c, attempt(cur)+1, st)
+	}
+	return 0, nil
+}
+
+func shouldRestart(policy string, exitCode int, isInit bool) bool {
+	switch policy {
+	case "Never":
+		return false
+	case "OnFailure":
+		return exitCode != 0
+	default: // Always
+		if isInit {
+			return exitCode != 0
+		}
+		return true
+	}
+}
+
+// start pulls the image, creates and starts attempt n of a container.
+func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n int, st *podState) (time.Duration, error) {
+	now := w.cfg.Now()
+	if pf, ok := st.pull[c.Name]; ok && now.Before(pf.until) {
+		if !pf.config {
+			w.event(ctx, pod, api.EventNormal, "BackOff", "Back-off pulling image %q", c.Image)
+		}
+		return pf.until.Sub(now), nil
+	}
+	t0 := now
+	w.event(ctx, pod, api.EventNormal, "Pulling", "Pulling image %q", c.Image)
+	img, err := w.cfg.Runtime.EnsureImage(ctx, c.Image, runtime.PullPolicy(pullPolicy(c)), nil)
+	if err != nil {
+		pf := st.pull[c.Name]
+		d := w.cfg.BaseBackoff
+		if pf.delay > 0 {
+			d = min(2*pf.delay, w.cfg.MaxBackoff)
+		}
+		msg := err.Error()
+		st.pull[c.Name] = pullFailure{backoff: backoff{until: now.Add(d), delay: d}, message: msg}
+		w.event(ctx, pod, api.EventWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
+		w.event(ctx, pod, api.EventWarning, "Failed", "Error: ErrImagePull")
+		w.trace(ctx, pod, "pull", t0, "failed: "+msg, nil)
+		// Look again soon so the status moves on to ImagePullBackOff
+		// while the backoff runs.
+		return min(d, time.Second), nil
+	}
+	if _, had := st.pull[c.Name]; had {
+		delete(st.pull, c.Name)
+	}
+	w.event(ctx, pod, api.EventNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, w.cfg.Now().Sub(t0).Round(time.Millisecond))
+	w.trace(ctx, pod, "pull", t0, img.Name, nil)
+
+	t1 := w.cfg.Now()
+	spec, err := w.containerSpec(ctx, pod, c, img, n, st)
+	if err != nil {
+		w.event(ctx, pod, api.EventWarning, "Failed", "Error: %v", err)
+		st.pull[c.Name] = pullFailure{backoff: backoff{until: now.Add(w.cfg.BaseBackoff), delay: w.cfg.BaseBackoff}, message: err.Error(), config: true}
+		return w.cfg.BaseBackoff, nil
+	}
+	id, err := w.cfg.Runtime.CreateContainer(ctx, spec)
+	if errors.Is(err, runtime.ErrAlreadyExists) {
+		id = spec.ID
+	} else if err != nil {
+		w.event(ctx, pod, api.EventWarning, "Failed", "Error: %v", err)
+		return 0, fmt.Errorf("create container %s of pod %s: %w", c.Name, api.KeyOf(pod), err)
+	}
+	details := map[string]any{"containerID": id, "image": img.Name}
+	if len(spec.CDIDevices) > 0 {
+		if cs, err := w.cfg.Runtime.ContainerStatus(ctx, id); err == nil && cs.CDIEdits != nil {
+			details["cdi"] = cs.CDIEdits
+		}
+	}
+	w.event(ctx, pod, api.EventNormal, "Created", "Created container %s", c.Name)
+	w.trace(ctx, pod, "create", t1, "container "+c.Name, details)
+	t2 := w.cfg.Now()
+	if err := w.cfg.Runtime.StartContainer(ctx, id); err != nil {
+		w.event(ctx, pod, api.EventWarning, "Failed", "Error: %v", err)
+		return 0, fmt.Errorf("start container %s of pod %s: %w", c.Name, api.KeyOf(pod), err)
+	}
+	w.startedEvent(ctx, pod, c, id, st)
+	w.trace(ctx, pod, "start", t2, "container "+c.Name, nil)
+	// Keep only the previous attempt (for logs --previous).
+	w.prune(ctx, pod.UID, c.Name, n)
+	return 0, nil
+}
+
+func (w *Worker) startedEvent(ctx context.Context, pod *api.Pod, c *api.Container, id string, st *podState) {
+	if st.started[id] {
+		return
+	}
+	st.started[id] = true
+	w.event(ctx, pod, api.EventNormal, "Started", "Started container %s", c.Name)
+}
+
+// prune removes attempts older than the one before n.
+func (w *Worker) prune(ctx context.Context, uid, name string, n int) {
+	cs, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: uid, runtime.LabelContainerName: name})
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		if attempt(c) < n-1 {
+			_ = w.cfg.Runtime.RemoveContainer(ctx, c.ID)
+		}
+	}
+}
+
+func pullPolicy(c *api.Container) string {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	if strings.HasSuffix(c.Image, ":latest") || !strings.Contains(lastSegment(c.Image), ":") {
+		return "Always"
+	}
+	return "IfNotPresent"
+}
+
+func lastSegment(s string) string {
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func (w *Worker) grace(pod *api.Pod) time.Duration {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// terminate stops a deleting pod's containers, frees what it held, and
+// removes the pod from the API.
+func (w *Worker) terminate(ctx context.Context, pod *api.Pod) error {
+	cs, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: pod.UID})
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", api.KeyOf(pod), err)
+	}
+	grace := w.grace(pod)
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		if c.State == runtime.StateRunning {
+			w.event(ctx, pod, api.EventNormal, "Killing", "Stopping container %s", c.Labels[runtime.LabelContainerName])
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				_ = w.cfg.Runtime.StopContainer(ctx, id, grace)
+			}(c.ID)
+		}
+	}
+	wg.Wait()
+	if err := w.release(ctx, pod.Namespace, pod.Name, pod.UID); err != nil {
+		return err
+	}
+	uid := pod.UID
+	zero := int64(0)
+	err = w.cfg.Client.Delete(ctx, api.MustKindOf(pod), pod.Namespace, pod.Name, api.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &api.Preconditions{UID: &uid}})
+	if err != nil && !api.IsNotFound(err) && !api.IsConflict(err) {
+		return fmt.Errorf("remove pod %s: %w", api.KeyOf(pod), err)
+	}
+	return nil
+}
+
+// release removes a pod's containers, network, devices and volumes.
+func (w *Worker) release(ctx context.Context, namespace, name, uid string) error {
+	cs, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: uid})
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s/%s: %w", namespace, name, err)
+	}
+	for _, c := range cs {
+		if err := w.cfg.Runtime.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return fmt.Errorf("remove container %s: %w", c.ID, err)
+		}
+	}
+	if w.cfg.Network != nil {
+		if err := w.cfg.Network.TearDown(ctx, namespace, name, uid); err != nil {
+			return fmt.Errorf("tear down network of pod %s/%s: %w", namespace, name, err)
+		}
+	}
+	if w.cfg.Devices != nil {
+		if err := w.cfg.Devices.Release(ctx, uid); err != nil {
+			return fmt.Errorf("release devices of pod %s/%s: %w", namespace, name, err)
+		}
+	}
+	if err := w.removeVolumes(uid); err != nil {
+		return err
+	}
+	w.forget(uid)
+	return nil
+}
+
+// Cleanup removes everything of pods of this node that the API no longer
+// has (force-deleted, or deleted while the agent was down). live holds the
+// uids of the pods the API still binds to this node.
+func (w *Worker) Cleanup(ctx context.Context, live map[string]bool) error {
+	cs, err := w.cfg.Runtime.ListContainers(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	done := map[string]bool{}
+	var errs []error
+	for _, c := range cs {
+		uid := c.Labels[runtime.LabelPodUID]
+		if uid == "" || live[uid] || done[uid] {
+			continue
+		}
+		done[uid] = true
+		w.log.Info("removing containers of a pod the API no longer has", "pod", c.Labels[runtime.LabelPodNamespace]+"/"+c.Labels[runtime.LabelPodName], "uid", uid)
+		if err := w.release(ctx, c.Labels[runtime.LabelPodNamespace], c.Labels[runtime.LabelPodName], uid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, w.cleanupVolumes(live))
+	return errors.Join(errs...)
+}
+
+func attempt(c runtime.ContainerStatus) int {
+	n, _ := strconv.Atoi(c.Labels[runtime.LabelAttempt])
+	return n
+}
+
+// latestByName returns, per container name, the container with the highest attempt.
+func latestByName(cs []runtime.ContainerStatus) map[string]runtime.ContainerStatus {
+	out := map[string]runtime.ContainerStatus{}
+	for _, c := range cs {
+		name := c.Labels[runtime.LabelContainerName]
+		if prev, ok := out[name]; !ok || attempt(c) > attempt(prev) {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+// previousByName returns, per name, the attempt before the latest.
+func previousByName(cs []runtime.ContainerStatus) map[string]runtime.ContainerStatus {
+	sort.Slice(cs, func(i, j int) bool { return attempt(cs[i]) > attempt(cs[j]) })
+	latest := map[string]bool{}
+	out := map[string]runtime.ContainerStatus{}
+	for _, c := range cs {
+		name := c.Labels[runtime.LabelContainerName]
+		if !latest[name] {
+			latest[name] = true
+			continue
+		}
+		if _, ok := out[name]; !ok {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+func (w *Worker) event(ctx context.Context, pod *api.Pod, typ, reason, format string, args ...any) {
+	if w.cfg.Recorder == nil {
+		return
+	}
+	w.cfg.Recorder.Eventf(ctx, pod, typ, reason, format, args...)
+}
+
+func (w *Worker) trace(ctx context.Context, pod *api.Pod, step string, start time.Time, msg string, details map[string]any) {
+	span := api.TraceSpan{Component: "agent", Step: step, Start: api.MicroTime{Time: start}, End: api.MicroTime{Time: w.cfg.Now()}, Node: w.cfg.NodeName, Message: msg, Details: details}
+	if err := w.cfg.Client.AddTrace(ctx, pod.Namespace, pod.Name, span); err != nil && !api.IsNotFound(err) {
+		w.log.Debug("add trace span", "pod", api.KeyOf(pod), "err", err)
+	}
+}

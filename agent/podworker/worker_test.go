@@ -1,0 +1,307 @@
+package podworker
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/runtime"
+	rtfake "skiff.dev/skiff/runtime/fake"
+)
+
+// fixture is a worker over the fake API client and the fake runtime, with a
+// clock the test moves by hand.
+type fixture struct {
+	t   *testing.T
+	c   *fake.Client
+	rt  *rtfake.Runtime
+	w   *Worker
+	now time.Time
+}
+
+func newFixture(t *testing.T, objs ...api.Object) *fixture {
+	f := &fixture{t: t, now: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
+	f.c = fake.New(objs...)
+	rc := rtfake.DefaultConfig()
+	rc.Now = func() time.Time { return f.now }
+	f.rt = rtfake.New(rc)
+	f.w = New(Config{NodeName: "node-1", NodeIP: "10.0.0.1", Client: f.c, Runtime: f.rt,
+		VolumeDir: t.TempDir(), BaseBackoff: 10 * time.Second, MaxBackoff: 40 * time.Second,
+		Now: func() time.Time { return f.now }})
+	return f
+}
+
+func (f *fixture) pod(name string) *api.Pod {
+	f.t.Helper()
+	o, err := f.c.Get(context.Background(), api.MustKindOf(&api.Pod{}), "default", name)
+	if err != nil {
+		f.t.Fatalf("get pod %s: %v", name, err)
+	}
+	return o.(*api.Pod)
+}
+
+func (f *fixture) sync(name string) time.Duration {
+	f.t.Helper()
+	d, err := f.w.Sync(context.Background(), f.pod(name))
+	if err != nil {
+		f.t.Fatalf("sync %s: %v", name, err)
+	}
+	return d
+}
+
+func (f *fixture) containers(name string) []runtime.ContainerStatus {
+	f.t.Helper()
+	cs, err := f.rt.ListContainers(context.Background(), map[string]string{runtime.LabelPodName: name})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cs
+}
+
+func (f *fixture) running(name string) runtime.ContainerStatus {
+	f.t.Helper()
+	for _, c := range f.containers(name) {
+		if c.State == runtime.StateRunning {
+			return c
+		}
+	}
+	f.t.Fatalf("pod %s has no running container", name)
+	return runtime.ContainerStatus{}
+}
+
+func newPod(name string, mutate ...func(*api.Pod)) *api.Pod {
+	p := &api.Pod{}
+	p.Name, p.Namespace, p.UID = name, "default", "uid-"+name
+	p.Spec.NodeName = "node-1"
+	p.Spec.RestartPolicy = "Always"
+	p.Spec.Containers = []api.Container{{Name: "main", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func TestPodRunsAndReportsRunning(t *testing.T) {
+	f := newFixture(t, newPod("web"))
+	f.sync("web")
+	p := f.pod("web")
+	if p.Status.Phase != api.PodRunning {
+		t.Fatalf("phase = %q; want Running", p.Status.Phase)
+	}
+	cs := p.Status.ContainerStatuses
+	if len(cs) != 1 || cs[0].State.Running == nil || !cs[0].Ready || cs[0].RestartCount != 0 {
+		t.Fatalf("container status = %+v; want one ready running container", cs)
+	}
+	if p.Status.HostIP != "10.0.0.1" || p.Status.StartTime == nil {
+		t.Fatalf("hostIP %q startTime %v", p.Status.HostIP, p.Status.StartTime)
+	}
+	// A second sync changes nothing: no new container, no new write.
+	before := len(f.c.Actions())
+	f.sync("web")
+	if n := len(f.containers("web")); n != 1 {
+		t.Fatalf("%d containers after a second sync; want 1", n)
+	}
+	for _, a := range f.c.Actions()[before:] {
+		if a.IsWrite() && a.Kind == "pods" {
+			t.Fatalf("second sync wrote %v", a)
+		}
+	}
+}
+
+func TestCrashRestartsWithBackoffAndCountsRestarts(t *testing.T) {
+	f := newFixture(t, newPod("web"))
+	f.sync("web")
+	id := f.running("web").ID
+	if err := f.rt.Exit(id, 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	// The first restart is immediate.
+	f.sync("web")
+	if p := f.pod("web"); p.Status.ContainerStatuses[0].RestartCount != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
+		t.Fatalf("after first crash: %+v; want running with 1 restart", p.Status.ContainerStatuses[0])
+	}
+	// The second crash backs off: CrashLoopBackOff until the delay passes.
+	if err := f.rt.Exit(f.running("web").ID, 2, ""); err != nil {
+		t.Fatal(err)
+	}
+	wait := f.sync("web")
+	p := f.pod("web")
+	cs := p.Status.ContainerStatuses[0]
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || wait <= 0 {
+		t.Fatalf("after second crash: state %+v wait %v; want CrashLoopBackOff and a requeue", cs.State, wait)
+	}
+	if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 2 {
+		t.Fatalf("lastState = %+v; want exit code 2", cs.LastTerminationState)
+	}
+	f.now = f.now.Add(wait)
+	f.sync("web")
+	if cs := f.pod("web").Status.ContainerStatuses[0]; cs.RestartCount != 2 || cs.State.Running == nil {
+		t.Fatalf("after backoff: %+v; want running with 2 restarts", cs)
+	}
+	// Only the latest and the previous attempt are kept.
+	if n := len(f.containers("web")); n != 2 {
+		t.Fatalf("%d containers kept; want 2 (latest and previous)", n)
+	}
+}
+
+func TestRestartPolicyNeverEndsInSucceededOrFailed(t *testing.T) {
+	for _, tc := range []struct {
+		code  int
+		phase string
+	}{{0, api.PodSucceeded}, {3, api.PodFailed}} {
+		f := newFixture(t, newPod("job", func(p *api.Pod) { p.Spec.RestartPolicy = "Never" }))
+		f.sync("job")
+		if err := f.rt.Exit(f.running("job").ID, tc.code, ""); err != nil {
+			t.Fatal(err)
+		}
+		f.sync("job")
+		p := f.pod("job")
+		if p.Status.Phase != tc.phase {
+			t.Errorf("exit %d: phase %q; want %q", tc.code, p.Status.Phase, tc.phase)
+		}
+		if term := p.Status.ContainerStatuses[0].State.Terminated; term == nil || int(term.ExitCode) != tc.code {
+			t.Errorf("exit %d: terminated state %+v", tc.code, term)
+		}
+		f.sync("job")
+		if n := len(f.containers("job")); n != 1 {
+			t.Errorf("exit %d: %d containers; a finished pod must not restart", tc.code, n)
+		}
+	}
+}
+
+func TestOOMKilledIsReported(t *testing.T) {
+	f := newFixture(t, newPod("hog", func(p *api.Pod) {
+		p.Spec.RestartPolicy = "Never"
+		p.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceMemory: resource.MustParse("16Mi")}
+	}))
+	f.sync("hog")
+	if err := f.rt.Exit(f.running("hog").ID, 137, runtime.ReasonOOMKilled); err != nil {
+		t.Fatal(err)
+	}
+	f.sync("hog")
+	term := f.pod("hog").Status.ContainerStatuses[0].State.Terminated
+	if term == nil || term.Reason != "OOMKilled" || term.ExitCode != 137 {
+		t.Fatalf("terminated = %+v; want OOMKilled 137", term)
+	}
+}
+
+func TestMissingImageErrImagePullThenBackOff(t *testing.T) {
+	f := newFixture(t, newPod("bad", func(p *api.Pod) { p.Spec.Containers[0].Image = "registry.invalid/does-not-exist:1" }))
+	wait := f.sync("bad")
+	w := f.pod("bad").Status.ContainerStatuses[0].State.Waiting
+	if w == nil || w.Reason != "ErrImagePull" {
+		t.Fatalf("waiting = %+v; want ErrImagePull", w)
+	}
+	f.now = f.now.Add(wait)
+	f.sync("bad")
+	w = f.pod("bad").Status.ContainerStatuses[0].State.Waiting
+	if w == nil || w.Reason != "ImagePullBackOff" {
+		t.Fatalf("waiting = %+v; want ImagePullBackOff", w)
+	}
+	if f.pod("bad").Status.Phase != api.PodPending {
+		t.Fatalf("phase %q; want Pending", f.pod("bad").Status.Phase)
+	}
+}
+
+func TestConfigMapEnvAndSubPathVolume(t *testing.T) {
+	cm := &api.ConfigMap{Data: map[string]string{"index.html": "<h1>hello</h1>", "greeting": "hi"}}
+	cm.Name, cm.Namespace = "page", "default"
+	pod := newPod("nginx", func(p *api.Pod) {
+		p.Spec.Volumes = []api.Volume{{Name: "html", ConfigMap: &api.ConfigMapVolumeSource{Name: "page"}}}
+		c := &p.Spec.Containers[0]
+		c.VolumeMounts = []api.VolumeMount{{Name: "html", MountPath: "/usr/share/nginx/html/index.html", SubPath: "index.html"}}
+		c.Env = []api.EnvVar{
+			{Name: "GREETING", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: &api.KeySelector{Name: "page", Key: "greeting"}}},
+			{Name: "POD", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "MSG", Value: "$(GREETING) from $(POD)"},
+		}
+	})
+	f := newFixture(t, cm, pod)
+	f.sync("nginx")
+	var out strings.Builder
+	id := f.running("nginx").ID
+	if _, err := f.rt.Exec(context.Background(), id, runtime.ExecOptions{Cmd: []string{"env"}, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GREETING=hi", "POD=nginx", "MSG=hi from nginx"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("env lacks %q:\n%s", want, out.String())
+		}
+	}
+	file := filepath.Join(f.w.podDir(pod.UID), "volumes", "html", "index.html")
+	b, err := os.ReadFile(file)
+	if err != nil || string(b) != "<h1>hello</h1>" {
+		t.Fatalf("volume file %s = %q, %v", file, b, err)
+	}
+}
+
+func TestMissingConfigMapKeyIsCreateContainerConfigError(t *testing.T) {
+	f := newFixture(t, newPod("p", func(p *api.Pod) {
+		p.Spec.Containers[0].Env = []api.EnvVar{{Name: "X", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: &api.KeySelector{Name: "nope", Key: "k"}}}}
+	}))
+	f.sync("p")
+	w := f.pod("p").Status.ContainerStatuses[0].State.Waiting
+	if w == nil || w.Reason != "CreateContainerConfigError" || !strings.Contains(w.Message, "nope") {
+		t.Fatalf("waiting = %+v; want CreateContainerConfigError naming the ConfigMap", w)
+	}
+	if n := len(f.containers("p")); n != 0 {
+		t.Fatalf("%d containers created despite a config error", n)
+	}
+}
+
+func TestDeletingPodStopsContainersAndRemovesPod(t *testing.T) {
+	f := newFixture(t, newPod("web"))
+	f.sync("web")
+	p := api.Clone(f.pod("web"))
+	now := api.NewTime(f.now)
+	grace := int64(1)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := f.w.Sync(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.containers("web")); n != 0 {
+		t.Fatalf("%d containers left after delete", n)
+	}
+	if _, err := f.c.Get(context.Background(), api.MustKindOf(&api.Pod{}), "default", "web"); !api.IsNotFound(err) {
+		t.Fatalf("pod still in the API after the node stopped it: %v", err)
+	}
+}
+
+func TestCleanupRemovesContainersOfVanishedPods(t *testing.T) {
+	f := newFixture(t, newPod("a"), newPod("b"))
+	f.sync("a")
+	f.sync("b")
+	if err := f.w.Cleanup(context.Background(), map[string]bool{"uid-a": true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.containers("a")) != 1 || len(f.containers("b")) != 0 {
+		t.Fatalf("after cleanup: a has %d, b has %d containers; want 1 and 0", len(f.containers("a")), len(f.containers("b")))
+	}
+}
+
+func TestAdoptionAfterRestartStartsNoDuplicate(t *testing.T) {
+	f := newFixture(t, newPod("web"))
+	f.sync("web")
+	// A new worker (a restarted agent) over the same runtime.
+	f.w = New(Config{NodeName: "node-1", NodeIP: "10.0.0.1", Client: f.c, Runtime: f.rt, VolumeDir: t.TempDir(), Now: func() time.Time { return f.now }})
+	f.sync("web")
+	if n := len(f.containers("web")); n != 1 {
+		t.Fatalf("%d containers after restart; want the adopted one only", n)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	vals := map[string]string{"A": "1", "B": "2"}
+	for in, want := range map[string]string{"$(A)-$(B)": "1-2", "$$(A)": "$(A)", "$(C)": "$(C)", "plain": "plain", "$(A": "$(A"} {
+		if got := expand(in, vals); got != want {
+			t.Errorf("expand(%q) = %q; want %q", in, got, want)
+		}
+	}
+}

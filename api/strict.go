@@ -1,0 +1,369 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// notSupported lists well-known Kubernetes fields that skiff does not
+// implement, by the Go type that would hold them. They are rejected as
+// "field not supported by skiff"; any other unknown field is "unknown field"
+// (usually a typo). Constant table: never modified.
+var notSupported = map[string][]string{
+	"ObjectMeta": {"selfLink"},
+	"PodSpec": {"securityContext", "serviceAccount", "automountServiceAccountToken", "imagePullSecrets",
+		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "subdomain", "hostAliases", "runtimeClassName",
+		"topologySpreadConstraints", "overhead", "readinessGates", "dnsConfig", "os", "ephemeralContainers",
+		"resourceClaims", "schedulingGates", "setHostnameAsFQDN", "resources", "hostnameOverride"},
+	"Container": {"securityContext", "lifecycle", "resizePolicy", "restartPolicy", "restartPolicyRules",
+		"stdinOnce", "volumeDevices"},
+	"ContainerPort":        {"hostIP"},
+	"VolumeMount":          {"mountPropagation", "subPathExpr", "recursiveReadOnly"},
+	"ResourceRequirements": {"claims"},
+	"Probe":                {"grpc"},
+	"Affinity":             {"podAffinity", "podAntiAffinity"},
+	"Volume": {"nfs", "persistentVolumeClaim", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "azureFile",
+		"csi", "downwardAPI", "projected", "ephemeral", "iscsi", "rbd", "cephfs", "cinder", "fc", "flexVolume",
+		"flocker", "gitRepo", "glusterfs", "photonPersistentDisk", "portworxVolume", "quobyte", "scaleIO",
+		"storageos", "vsphereVolume", "image"},
+	"ServiceSpec": {"externalIPs", "loadBalancerIP", "loadBalancerSourceRanges", "externalName",
+		"healthCheckNodePort", "publishNotReadyAddresses", "sessionAffinityConfig", "ipFamilies", "ipFamilyPolicy",
+		"allocateLoadBalancerNodePorts", "loadBalancerClass", "internalTrafficPolicy", "trafficDistribution"},
+	"ServicePort":  {"appProtocol"},
+	"EndpointPort": {"appProtocol"},
+	"NodeSpec":     {"configSource", "externalID"},
+	"EnvVarSource": {"fileKeyRef"},
+	"Event":        {"series", "action", "related"},
+}
+
+// isNotSupported reports whether field is a Kubernetes field of the type
+// named typeName that skiff lacks.
+func isNotSupported(typeName, field string) bool {
+	for _, f := range notSupported[typeName] {
+		if f == field {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	quantityType    = reflect.TypeFor[Quantity]()
+	intOrStringType = reflect.TypeFor[IntOrString]()
+	timeType        = reflect.TypeFor[Time]()
+	microTimeType   = reflect.TypeFor[MicroTime]()
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// checkStrict walks the generic JSON value v (from parseJSON, numbers as
+// json.Number) against Go type t and returns every unknown field and every
+// value of the wrong type, with its path.
+func checkStrict(v any, t reflect.Type) FieldErrors {
+	w := &strictWalker{fields: map[reflect.Type]map[string]reflect.Type{}}
+	w.walk("", v, t)
+	return w.errs
+}
+
+type strictWalker struct {
+	errs FieldErrors
+	// fields caches each struct's json field table for this one walk.
+	fields map[reflect.Type]map[string]reflect.Type
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func (w *strictWalker) wrongType(path string, v any, want string) {
+	got := jsonTypeName(v)
+	detail := fmt.Sprintf("expected %s, got %s", want, got)
+	if want == "string" && (got == "number" || got == "boolean") {
+		detail += " (quote it in YAML)"
+	}
+	w.errs = append(w.errs, Invalid(path, shortValue(v), detail))
+}
+
+func (w *strictWalker) walk(path string, v any, t reflect.Type) {
+	if v == nil {
+		return // null is the zero value, as in Kubernetes
+	}
+	switch t {
+	case rawMessageType:
+		return
+	case quantityType:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case json.Number:
+			s = x.String()
+		default:
+			w.wrongType(path, v, "quantity (e.g. \"500m\", \"64Mi\", 1)")
+			return
+		}
+		if _, err := resource.ParseQuantity(s); err != nil {
+			w.errs = append(w.errs, Invalid(path, s, err.Error()))
+		}
+		return
+	case intOrStringType:
+		switch x := v.(type) {
+		case string:
+		case json.Number:
+			if _, err := strconv.ParseInt(x.String(), 10, 32); err != nil {
+				w.errs = append(w.errs, Invalid(path, x, "expected a 32-bit integer or a string"))
+			}
+		default:
+			w.wrongType(path, v, "integer or string")
+		}
+		return
+	case timeType, microTimeType:
+		s, ok := v.(string)
+		if !ok {
+			w.wrongType(path, v, "RFC 3339 time string")
+			return
+		}
+		if s != "" {
+			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+				w.errs = append(w.errs, Invalid(path, s, "expected an RFC 3339 time, e.g. \"2025-01-02T15:04:05Z\""))
+			}
+		}
+		return
+	}
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
+		// A type with its own JSON form: let it judge.
+		b, _ := json.Marshal(v)
+		if err := json.Unmarshal(b, reflect.New(t).Interface()); err != nil {
+			w.errs = append(w.errs, Invalid(path, shortValue(v), err.Error()))
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(path, v, t.Elem())
+	case reflect.Interface:
+		return
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			w.wrongType(path, v, "object")
+			return
+		}
+		table := w.structFields(t)
+		for _, key := range sortedKeys(m) {
+			ft, ok := table[key]
+			if !ok {
+				fp := joinPath(path, key)
+				if isNotSupported(t.Name(), key) {
+					w.errs = append(w.errs, Unknown(fp, ""))
+				} else {
+					w.errs = append(w.errs, UnknownField(fp, suggest(key, table)))
+				}
+				continue
+			}
+			w.walk(joinPath(path, key), m[key], ft)
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			w.wrongType(path, v, "object")
+			return
+		}
+		for _, key := range sortedKeys(m) {
+			w.walk(path+"["+key+"]", m[key], t.Elem())
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			s, ok := v.(string)
+			if !ok {
+				w.wrongType(path, v, "base64 string")
+				return
+			}
+			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+				w.errs = append(w.errs, Invalid(path, "<bytes>", "expected base64 data (put plain text in stringData)"))
+			}
+			return
+		}
+		a, ok := v.([]any)
+		if !ok {
+			w.wrongType(path, v, "list")
+			return
+		}
+		for i, e := range a {
+			w.walk(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			w.wrongType(path, v, "string")
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			w.wrongType(path, v, "boolean")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			w.wrongType(path, v, "integer")
+			return
+		}
+		if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); err != nil {
+			w.errs = append(w.errs, Invalid(path, n, fmt.Sprintf("expected a %d-bit integer", t.Bits())))
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := v.(json.Number)
+		if !ok {
+			w.wrongType(path, v, "integer")
+			return
+		}
+		if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err != nil {
+			w.errs = append(w.errs, Invalid(path, n, fmt.Sprintf("expected a non-negative %d-bit integer", t.Bits())))
+		}
+	case reflect.Float32, reflect.Float64:
+		if _, ok := v.(json.Number); !ok {
+			w.wrongType(path, v, "number")
+		}
+	default:
+		w.errs = append(w.errs, Invalid(path, shortValue(v), fmt.Sprintf("cannot decode into %v", t)))
+	}
+}
+
+// structFields maps the json names of t's fields, with embedded inline
+// structs (TypeMeta) flattened, to their types.
+func (w *strictWalker) structFields(t reflect.Type) map[string]reflect.Type {
+	if f, ok := w.fields[t]; ok {
+		return f
+	}
+	out := map[string]reflect.Type{}
+	for _, f := range jsonFields(t) {
+		out[f.Name] = f.Type
+	}
+	w.fields[t] = out
+	return out
+}
+
+// jsonField is one field of a struct as encoding/json sees it.
+type jsonField struct {
+	// Name is the json name.
+	Name string
+	// GoName is the Go field name; Owner the struct type declaring it.
+	GoName string
+	Owner  reflect.Type
+	Type   reflect.Type
+	// OmitEmpty is false for fields Kubernetes marks required.
+	OmitEmpty bool
+}
+
+// jsonFields lists the json fields of struct type t in declaration order,
+// flattening embedded structs that have no json name.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, jsonFields(ft)...)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, jsonField{Name: name, GoName: f.Name, Owner: t, Type: f.Type, OmitEmpty: strings.Contains(opts, "omitempty")})
+	}
+	return out
+}
+
+// suggest names the field of table closest to key, when one is close.
+func suggest(key string, table map[string]reflect.Type) string {
+	best, bestD := "", 3
+	for _, name := range sortedKeys(table) {
+		if strings.EqualFold(name, key) {
+			return fmt.Sprintf("did you mean %q?", name)
+		}
+		if d := editDistance(strings.ToLower(key), strings.ToLower(name)); d < bestD && d <= len(name)/3+1 {
+			best, bestD = name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// jsonTypeName names the JSON type of a generic value.
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case json.Number, float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// shortValue is v for an error message: scalars as they are, containers by type.
+func shortValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return x // a Stringer: printed unquoted
+	case string:
+		if len(x) > 64 {
+			return x[:64] + "..."
+		}
+		return x
+	case bool:
+		return x
+	}
+	return jsonTypeName(v)
+}

@@ -1,0 +1,610 @@
+package api
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// supportedFieldRefs are the pod fields an env var's fieldRef may read.
+var supportedFieldRefs = []string{
+	"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations",
+	"spec.nodeName", "spec.serviceAccountName", "status.podIP", "status.hostIP", "status.podIPs", "status.hostIPs",
+}
+
+// supportedResourceFieldRefs are what resourceFieldRef may read.
+var supportedResourceFieldRefs = []string{
+	"limits.cpu", "limits.memory", "limits.ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+}
+
+func validatePodSpec(s *PodSpec, p string) FieldErrors {
+	var errs FieldErrors
+	volumes := map[string]bool{}
+	for i, v := range s.Volumes {
+		vp := fmt.Sprintf("%s.volumes[%d]", p, i)
+		if v.Name == "" {
+			errs = append(errs, Required(vp+".name", ""))
+		} else {
+			for _, msg := range validation.IsDNS1123Label(v.Name) {
+				errs = append(errs, Invalid(vp+".name", v.Name, msg))
+			}
+			if volumes[v.Name] {
+				errs = append(errs, Duplicate(vp+".name", v.Name))
+			}
+			volumes[v.Name] = true
+		}
+		errs = append(errs, validateVolumeSource(&v, vp)...)
+	}
+	if len(s.Containers) == 0 {
+		errs = append(errs, Required(p+".containers", ""))
+	}
+	names := map[string]bool{}
+	for i := range s.InitContainers {
+		errs = append(errs, validateContainer(&s.InitContainers[i], fmt.Sprintf("%s.initContainers[%d]", p, i), s, volumes, names)...)
+		if c := &s.InitContainers[i]; c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
+			errs = append(errs, Forbidden(fmt.Sprintf("%s.initContainers[%d]", p, i), "may not set probes on init containers"))
+		}
+	}
+	for i := range s.Containers {
+		errs = append(errs, validateContainer(&s.Containers[i], fmt.Sprintf("%s.containers[%d]", p, i), s, volumes, names)...)
+	}
+	switch s.RestartPolicy {
+	case "", RestartAlways, RestartOnFailure, RestartNever:
+	default:
+		errs = append(errs, NotSupported(p+".restartPolicy", s.RestartPolicy, RestartAlways, RestartOnFailure, RestartNever))
+	}
+	switch s.DNSPolicy {
+	case "", "ClusterFirst", "ClusterFirstWithHostNet", "Default":
+	default:
+		errs = append(errs, NotSupported(p+".dnsPolicy", s.DNSPolicy, "ClusterFirst", "ClusterFirstWithHostNet", "Default"))
+	}
+	if s.TerminationGracePeriodSeconds != nil {
+		errs = append(errs, nonNegative(*s.TerminationGracePeriodSeconds, p+".terminationGracePeriodSeconds")...)
+	}
+	if a := s.ActiveDeadlineSeconds; a != nil && (*a < 1 || *a > 1<<31-1) {
+		errs = append(errs, Invalid(p+".activeDeadlineSeconds", *a, "must be between 1 and 2147483647, inclusive"))
+	}
+	errs = append(errs, validateLabels(s.NodeSelector, p+".nodeSelector")...)
+	if s.NodeName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(s.NodeName) {
+			errs = append(errs, Invalid(p+".nodeName", s.NodeName, msg))
+		}
+	}
+	if s.Hostname != "" {
+		for _, msg := range validation.IsDNS1123Label(s.Hostname) {
+			errs = append(errs, Invalid(p+".hostname", s.Hostname, msg))
+		}
+	}
+	if s.Affinity != nil && s.Affinity.NodeAffinity != nil {
+		errs = append(errs, validateNodeAffinity(s.Affinity.NodeAffinity, p+".affinity.nodeAffinity")...)
+	}
+	for i, t := range s.Tolerations {
+		errs = append(errs, validateToleration(t, fmt.Sprintf("%s.tolerations[%d]", p, i))...)
+	}
+	if s.SchedulerName != "" && s.SchedulerName != DefaultSchedulerName {
+		errs = append(errs, NotSupported(p+".schedulerName", s.SchedulerName, DefaultSchedulerName))
+	}
+	if s.ServiceAccountName != "" && s.ServiceAccountName != "default" {
+		errs = append(errs, NotSupported(p+".serviceAccountName", s.ServiceAccountName, "default"))
+	}
+	if s.PriorityClassName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(s.PriorityClassName) {
+			errs = append(errs, Invalid(p+".priorityClassName", s.PriorityClassName, msg))
+		}
+	}
+	if pp := s.PreemptionPolicy; pp != nil && *pp != "PreemptLowerPriority" && *pp != "Never" {
+		errs = append(errs, NotSupported(p+".preemptionPolicy", *pp, "Never", "PreemptLowerPriority"))
+	}
+	return errs
+}
+
+func validateVolumeSource(v *Volume, vp string) FieldErrors {
+	var errs FieldErrors
+	n := 0
+	if v.ConfigMap != nil {
+		n++
+		if n == 1 {
+			cm := v.ConfigMap
+			if cm.Name == "" {
+				errs = append(errs, Required(vp+".configMap.name", ""))
+			}
+			errs = append(errs, validateKeyToPaths(cm.Items, cm.DefaultMode, vp+".configMap")...)
+		}
+	}
+	if v.Secret != nil {
+		n++
+		if n == 1 {
+			sv := v.Secret
+			if sv.SecretName == "" {
+				errs = append(errs, Required(vp+".secret.secretName", ""))
+			}
+			errs = append(errs, validateKeyToPaths(sv.Items, sv.DefaultMode, vp+".secret")...)
+		}
+	}
+	if v.EmptyDir != nil {
+		n++
+		if n == 1 {
+			if m := v.EmptyDir.Medium; m != "" && m != "Memory" {
+				errs = append(errs, NotSupported(vp+".emptyDir.medium", m, "", "Memory"))
+			}
+			if q := v.EmptyDir.SizeLimit; q != nil && q.Sign() < 0 {
+				errs = append(errs, Invalid(vp+".emptyDir.sizeLimit", q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	if v.HostPath != nil {
+		n++
+		if n == 1 {
+			if v.HostPath.Path == "" {
+				errs = append(errs, Required(vp+".hostPath.path", ""))
+			}
+			if t := v.HostPath.Type; t != nil {
+				switch *t {
+				case "", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice":
+				default:
+					errs = append(errs, NotSupported(vp+".hostPath.type", *t, "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"))
+				}
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, Required(vp, "must specify a volume type"))
+	case n > 1:
+		errs = append(errs, Forbidden(vp, "may not specify more than 1 volume type"))
+	}
+	return errs
+}
+
+func validateMode(m *int32, path string) FieldErrors {
+	if m != nil && (*m < 0 || *m > 0o777) {
+		return FieldErrors{Invalid(path, *m, "must be a number between 0 and 0777 (octal), both inclusive")}
+	}
+	return nil
+}
+
+func validateKeyToPaths(items []KeyToPath, mode *int32, p string) FieldErrors {
+	errs := validateMode(mode, p+".defaultMode")
+	for i, it := range items {
+		ip := fmt.Sprintf("%s.items[%d]", p, i)
+		if it.Key == "" {
+			errs = append(errs, Required(ip+".key", ""))
+		}
+		if it.Path == "" {
+			errs = append(errs, Required(ip+".path", ""))
+		} else {
+			errs = append(errs, validateLocalPath(it.Path, ip+".path")...)
+		}
+		errs = append(errs, validateMode(it.Mode, ip+".mode")...)
+	}
+	return errs
+}
+
+// validateLocalPath: relative, without "..".
+func validateLocalPath(p, field string) FieldErrors {
+	var errs FieldErrors
+	if path.IsAbs(p) {
+		errs = append(errs, Invalid(field, p, "must be a relative path"))
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			errs = append(errs, Invalid(field, p, "must not contain '..'"))
+			break
+		}
+	}
+	return errs
+}
+
+func validateContainer(c *Container, cp string, spec *PodSpec, volumes, names map[string]bool) FieldErrors {
+	var errs FieldErrors
+	if c.Name == "" {
+		errs = append(errs, Required(cp+".name", ""))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(c.Name) {
+			errs = append(errs, Invalid(cp+".name", c.Name, msg))
+		}
+		if names[c.Name] {
+			errs = append(errs, Duplicate(cp+".name", c.Name))
+		}
+		names[c.Name] = true
+	}
+	if c.Image == "" {
+		errs = append(errs, Required(cp+".image", ""))
+	} else if strings.TrimSpace(c.Image) != c.Image {
+		errs = append(errs, Invalid(cp+".image", c.Image, "must not have leading or trailing whitespace"))
+	}
+	switch c.ImagePullPolicy {
+	case "", PullAlways, PullIfNotPresent, PullNever:
+	default:
+		errs = append(errs, NotSupported(cp+".imagePullPolicy", c.ImagePullPolicy, PullAlways, PullIfNotPresent, PullNever))
+	}
+	if c.TerminationMessagePath != "" && c.TerminationMessagePath != DefaultTerminationMessagePath {
+		errs = append(errs, NotSupported(cp+".terminationMessagePath", c.TerminationMessagePath, DefaultTerminationMessagePath))
+	}
+	if c.TerminationMessagePolicy != "" && c.TerminationMessagePolicy != DefaultTerminationMessagePolicy {
+		errs = append(errs, NotSupported(cp+".terminationMessagePolicy", c.TerminationMessagePolicy, DefaultTerminationMessagePolicy))
+	}
+	portNames := map[string]bool{}
+	for i, port := range c.Ports {
+		pp := fmt.Sprintf("%s.ports[%d]", cp, i)
+		if port.Name != "" {
+			for _, msg := range validation.IsValidPortName(port.Name) {
+				errs = append(errs, Invalid(pp+".name", port.Name, msg))
+			}
+			if portNames[port.Name] {
+				errs = append(errs, Duplicate(pp+".name", port.Name))
+			}
+			portNames[port.Name] = true
+		}
+		errs = append(errs, validatePortNum(int64(port.ContainerPort), pp+".containerPort")...)
+		if port.HostPort != 0 {
+			errs = append(errs, validatePortNum(int64(port.HostPort), pp+".hostPort")...)
+			if spec.HostNetwork && port.HostPort != port.ContainerPort {
+				errs = append(errs, Invalid(pp+".containerPort", port.ContainerPort, "must match `hostPort` when `hostNetwork` is true"))
+			}
+		}
+		switch port.Protocol {
+		case "", ProtocolTCP, ProtocolUDP:
+		default:
+			errs = append(errs, NotSupported(pp+".protocol", port.Protocol, ProtocolTCP, ProtocolUDP))
+		}
+	}
+	for i, e := range c.Env {
+		errs = append(errs, validateEnvVar(e, fmt.Sprintf("%s.env[%d]", cp, i), spec)...)
+	}
+	for i, e := range c.EnvFrom {
+		ep := fmt.Sprintf("%s.envFrom[%d]", cp, i)
+		if e.Prefix != "" {
+			for _, msg := range validation.IsRelaxedEnvVarName(e.Prefix) {
+				errs = append(errs, Invalid(ep+".prefix", e.Prefix, msg))
+			}
+		}
+		switch {
+		case e.ConfigMapRef != nil && e.SecretRef != nil:
+			errs = append(errs, Invalid(ep, "", "may not have more than one field specified at a time"))
+		case e.ConfigMapRef != nil:
+			if e.ConfigMapRef.Name == "" {
+				errs = append(errs, Required(ep+".configMapRef.name", ""))
+			}
+		case e.SecretRef != nil:
+			if e.SecretRef.Name == "" {
+				errs = append(errs, Required(ep+".secretRef.name", ""))
+			}
+		default:
+			errs = append(errs, Invalid(ep, "", "must specify one of: `configMapRef` or `secretRef`"))
+		}
+	}
+	errs = append(errs, validateResources(&c.Resources, cp+".resources")...)
+	mountPaths := map[string]bool{}
+	for i, m := range c.VolumeMounts {
+		mp := fmt.Sprintf("%s.volumeMounts[%d]", cp, i)
+		if m.Name == "" {
+			errs = append(errs, Required(mp+".name", ""))
+		} else if !volumes[m.Name] {
+			errs = append(errs, NotFound(mp+".name", m.Name))
+		}
+		if m.MountPath == "" {
+			errs = append(errs, Required(mp+".mountPath", ""))
+		} else {
+			if mountPaths[m.MountPath] {
+				errs = append(errs, Invalid(mp+".mountPath", m.MountPath, "must be unique"))
+			}
+			mountPaths[m.MountPath] = true
+		}
+		if m.SubPath != "" {
+			errs = append(errs, validateLocalPath(m.SubPath, mp+".subPath")...)
+		}
+	}
+	errs = append(errs, validateProbe(c.LivenessProbe, cp+".livenessProbe", true)...)
+	errs = append(errs, validateProbe(c.ReadinessProbe, cp+".readinessProbe", false)...)
+	errs = append(errs, validateProbe(c.StartupProbe, cp+".startupProbe", true)...)
+	return errs
+}
+
+func validateEnvVar(e EnvVar, ep string, spec *PodSpec) FieldErrors {
+	var errs FieldErrors
+	if e.Name == "" {
+		errs = append(errs, Required(ep+".name", ""))
+	} else {
+		for _, msg := range validation.IsRelaxedEnvVarName(e.Name) {
+			errs = append(errs, Invalid(ep+".name", e.Name, msg))
+		}
+	}
+	vf := e.ValueFrom
+	if vf == nil {
+		return errs
+	}
+	vp := ep + ".valueFrom"
+	n := 0
+	if vf.FieldRef != nil {
+		n++
+		f := vf.FieldRef
+		if f.FieldPath == "" {
+			errs = append(errs, Required(vp+".fieldRef.fieldPath", ""))
+		} else if !supportedFieldRef(f.FieldPath) {
+			errs = append(errs, NotSupported(vp+".fieldRef.fieldPath", f.FieldPath, supportedFieldRefs...))
+		}
+		if f.APIVersion != "" && f.APIVersion != "v1" {
+			errs = append(errs, NotSupported(vp+".fieldRef.apiVersion", f.APIVersion, "v1"))
+		}
+	}
+	if vf.ResourceFieldRef != nil {
+		n++
+		r := vf.ResourceFieldRef
+		ok := false
+		for _, s := range supportedResourceFieldRefs {
+			ok = ok || r.Resource == s
+		}
+		if r.Resource == "" {
+			errs = append(errs, Required(vp+".resourceFieldRef.resource", ""))
+		} else if !ok {
+			errs = append(errs, NotSupported(vp+".resourceFieldRef.resource", r.Resource, supportedResourceFieldRefs...))
+		}
+		if r.ContainerName != "" && !hasContainer(spec, r.ContainerName) {
+			errs = append(errs, NotFound(vp+".resourceFieldRef.containerName", r.ContainerName))
+		}
+		if r.Divisor != nil && r.Divisor.Sign() <= 0 {
+			errs = append(errs, Invalid(vp+".resourceFieldRef.divisor", r.Divisor.String(), "must be greater than 0"))
+		}
+	}
+	for _, ks := range []struct {
+		sel  *KeySelector
+		name string
+	}{{vf.ConfigMapKeyRef, "configMapKeyRef"}, {vf.SecretKeyRef, "secretKeyRef"}} {
+		if ks.sel == nil {
+			continue
+		}
+		n++
+		kp := vp + "." + ks.name
+		if ks.sel.Name == "" {
+			errs = append(errs, Required(kp+".name", ""))
+		}
+		if ks.sel.Key == "" {
+			errs = append(errs, Required(kp+".key", ""))
+		} else {
+			for _, msg := range validation.IsConfigMapKey(ks.sel.Key) {
+				errs = append(errs, Invalid(kp+".key", ks.sel.Key, msg))
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, Invalid(vp, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+	case n > 1:
+		errs = append(errs, Invalid(vp, "", "may not have more than one field specified at a time"))
+	}
+	if e.Value != "" {
+		errs = append(errs, Invalid(vp, "", "may not be specified when `value` is not empty"))
+	}
+	return errs
+}
+
+// supportedFieldRef accepts the listed paths and metadata.labels['key'] /
+// metadata.annotations['key'].
+func supportedFieldRef(p string) bool {
+	for _, s := range supportedFieldRefs {
+		if p == s {
+			return true
+		}
+	}
+	for _, prefix := range []string{"metadata.labels['", "metadata.annotations['"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && strings.HasSuffix(rest, "']") && len(rest) > 2 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasContainer(s *PodSpec, name string) bool {
+	for _, c := range s.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	for _, c := range s.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func validateResourceName(name, path string) FieldErrors {
+	if isStandardResource(name) {
+		return nil
+	}
+	if !strings.Contains(name, "/") {
+		return FieldErrors{Invalid(path, name, "must be a standard resource type or fully qualified")}
+	}
+	var errs FieldErrors
+	for _, msg := range validation.IsQualifiedName(name) {
+		errs = append(errs, Invalid(path, name, msg))
+	}
+	return errs
+}
+
+func validateResources(r *ResourceRequirements, rp string) FieldErrors {
+	var errs FieldErrors
+	check := func(list ResourceList, lp string) {
+		for _, name := range sortedKeys(list) {
+			q := list[name]
+			fp := lp + "[" + name + "]"
+			errs = append(errs, validateResourceName(name, fp)...)
+			if q.Sign() < 0 {
+				errs = append(errs, Invalid(fp, q.String(), "must be greater than or equal to 0"))
+			}
+			if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
+				errs = append(errs, Invalid(fp, q.String(), "must be an integer"))
+			}
+		}
+	}
+	check(r.Limits, rp+".limits")
+	check(r.Requests, rp+".requests")
+	for _, name := range sortedKeys(r.Requests) {
+		req := r.Requests[name]
+		lim, hasLim := r.Limits[name]
+		fp := rp + ".requests[" + name + "]"
+		if isExtendedResource(name) {
+			// Extended resources cannot be overcommitted: a request needs
+			// an equal limit.
+			if !hasLim {
+				errs = append(errs, Required(rp+".limits["+name+"]", "Limit must be set for non overcommitable resources"))
+			} else if req.Cmp(lim) != 0 {
+				errs = append(errs, Invalid(fp, req.String(), fmt.Sprintf("must be equal to %s limit of %s", name, lim.String())))
+			}
+			continue
+		}
+		if hasLim && req.Cmp(lim) > 0 {
+			errs = append(errs, Invalid(fp, req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		}
+	}
+	return errs
+}
+
+func validateProbe(pr *Probe, pp string, successMustBeOne bool) FieldErrors {
+	if pr == nil {
+		return nil
+	}
+	var errs FieldErrors
+	n := 0
+	if pr.Exec != nil {
+		n++
+		if len(pr.Exec.Command) == 0 {
+			errs = append(errs, Required(pp+".exec.command", ""))
+		}
+	}
+	if h := pr.HTTPGet; h != nil {
+		n++
+		errs = append(errs, validatePortRef(h.Port, pp+".httpGet.port", false)...)
+		if h.Scheme != "" && h.Scheme != "HTTP" && h.Scheme != "HTTPS" {
+			errs = append(errs, NotSupported(pp+".httpGet.scheme", h.Scheme, "HTTP", "HTTPS"))
+		}
+		for i, hd := range h.HTTPHeaders {
+			for _, msg := range validation.IsHTTPHeaderName(hd.Name) {
+				errs = append(errs, Invalid(fmt.Sprintf("%s.httpGet.httpHeaders[%d].name", pp, i), hd.Name, msg))
+			}
+		}
+	}
+	if pr.TCPSocket != nil {
+		n++
+		errs = append(errs, validatePortRef(pr.TCPSocket.Port, pp+".tcpSocket.port", false)...)
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, Required(pp, "must specify a handler type"))
+	case n > 1:
+		errs = append(errs, Forbidden(pp, "may not specify more than 1 handler type"))
+	}
+	for _, f := range []struct {
+		v    int32
+		name string
+	}{{pr.InitialDelaySeconds, "initialDelaySeconds"}, {pr.TimeoutSeconds, "timeoutSeconds"}, {pr.PeriodSeconds, "periodSeconds"},
+		{pr.SuccessThreshold, "successThreshold"}, {pr.FailureThreshold, "failureThreshold"}} {
+		errs = append(errs, nonNegative(int64(f.v), pp+"."+f.name)...)
+	}
+	if successMustBeOne && pr.SuccessThreshold > 1 {
+		errs = append(errs, Invalid(pp+".successThreshold", pr.SuccessThreshold, "must be 1"))
+	}
+	if t := pr.TerminationGracePeriodSeconds; t != nil && *t <= 0 {
+		errs = append(errs, Invalid(pp+".terminationGracePeriodSeconds", *t, "must be greater than 0"))
+	}
+	return errs
+}
+
+func validateNodeAffinity(na *NodeAffinity, p string) FieldErrors {
+	var errs FieldErrors
+	if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		rp := p + ".requiredDuringSchedulingIgnoredDuringExecution"
+		if len(r.NodeSelectorTerms) == 0 {
+			errs = append(errs, Required(rp+".nodeSelectorTerms", "must have at least one node selector term"))
+		}
+		for i, t := range r.NodeSelectorTerms {
+			errs = append(errs, validateNodeSelectorTerm(t, fmt.Sprintf("%s.nodeSelectorTerms[%d]", rp, i))...)
+		}
+	}
+	for i, t := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		tp := fmt.Sprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%d]", p, i)
+		if t.Weight < 1 || t.Weight > 100 {
+			errs = append(errs, Invalid(tp+".weight", t.Weight, "must be in the range 1-100"))
+		}
+		errs = append(errs, validateNodeSelectorTerm(t.Preference, tp+".preference")...)
+	}
+	return errs
+}
+
+func validateNodeSelectorTerm(t NodeSelectorTerm, p string) FieldErrors {
+	var errs FieldErrors
+	for i, r := range t.MatchExpressions {
+		rp := fmt.Sprintf("%s.matchExpressions[%d]", p, i)
+		switch r.Operator {
+		case "In", "NotIn":
+			if len(r.Values) == 0 {
+				errs = append(errs, Required(rp+".values", "must be specified when `operator` is 'In' or 'NotIn'"))
+			}
+		case "Exists", "DoesNotExist":
+			if len(r.Values) > 0 {
+				errs = append(errs, Forbidden(rp+".values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+			}
+		case "Gt", "Lt":
+			if len(r.Values) != 1 {
+				errs = append(errs, Required(rp+".values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+			} else if _, err := strconv.ParseInt(r.Values[0], 10, 64); err != nil {
+				errs = append(errs, Invalid(rp+".values[0]", r.Values[0], "must be an integer"))
+			}
+		default:
+			errs = append(errs, NotSupported(rp+".operator", r.Operator, "DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"))
+		}
+		for _, msg := range validation.IsQualifiedName(r.Key) {
+			errs = append(errs, Invalid(rp+".key", r.Key, msg))
+		}
+	}
+	for i, r := range t.MatchFields {
+		rp := fmt.Sprintf("%s.matchFields[%d]", p, i)
+		if r.Key != "metadata.name" {
+			errs = append(errs, NotSupported(rp+".key", r.Key, "metadata.name"))
+		}
+		if r.Operator != "In" && r.Operator != "NotIn" {
+			errs = append(errs, NotSupported(rp+".operator", r.Operator, "In", "NotIn"))
+		}
+		if len(r.Values) != 1 {
+			errs = append(errs, Required(rp+".values", "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
+		}
+	}
+	return errs
+}
+
+func validateToleration(t Toleration, p string) FieldErrors {
+	var errs FieldErrors
+	if t.Key != "" {
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			errs = append(errs, Invalid(p+".key", t.Key, msg))
+		}
+	}
+	switch t.Operator {
+	case "", "Equal":
+		if t.Key == "" {
+			errs = append(errs, Invalid(p+".operator", t.Operator, "operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
+		}
+		for _, msg := range validation.IsValidLabelValue(t.Value) {
+			errs = append(errs, Invalid(p+".value", t.Value, msg))
+		}
+	case "Exists":
+		if t.Value != "" {
+			errs = append(errs, Invalid(p+".operator", t.Value, "value must be empty when `operator` is 'Exists'"))
+		}
+	default:
+		errs = append(errs, NotSupported(p+".operator", t.Operator, "Equal", "Exists"))
+	}
+	switch t.Effect {
+	case "", TaintEffectNoSched, TaintEffectPrefNo, TaintEffectNoExec:
+	default:
+		errs = append(errs, NotSupported(p+".effect", t.Effect, TaintEffectNoExec, TaintEffectNoSched, TaintEffectPrefNo))
+	}
+	if t.TolerationSeconds != nil && t.Effect != TaintEffectNoExec {
+		errs = append(errs, Invalid(p+".effect", t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+	}
+	return errs
+}

@@ -1,0 +1,295 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/runtime"
+	ctrd "skiff.dev/skiff/runtime/containerd"
+	rtfake "skiff.dev/skiff/runtime/fake"
+)
+
+// Version of skiff, printed by `skiff version` and /version.
+const Version = "v0.1.0"
+
+// clusterFlags are the flags `up` and `server` share.
+type clusterFlags struct {
+	dataDir    string
+	listen     string
+	runtime    string
+	containerd string
+	nodeName   string
+	noAgent    bool
+}
+
+func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
+	home, _ := os.UserHomeDir()
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataDir, "data-dir", filepath.Join(home, ".skiff", "data"), "where the cluster keeps its state (bbolt store, token, pod volumes)")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:7443", "API server address (host:port); 0.0.0.0:7443 to let other machines in")
+	fl.StringVar(&f.runtime, "runtime", "auto", "container runtime of the local node: auto (containerd when reachable, else simulated), containerd, or fake (simulated, no processes)")
+	fl.StringVar(&f.containerd, "containerd-address", ctrd.DefaultConfig().Address, "containerd socket")
+	fl.StringVar(&f.nodeName, "node-name", "", "name of the local node (default: the hostname)")
+	if withNoAgent {
+		fl.BoolVar(&f.noAgent, "no-agent", false, "run the control plane only, without a local node")
+	}
+}
+
+// upCmd runs a whole cluster in one process: control plane plus a node.
+type upCmd struct {
+	r *Root
+	clusterFlags
+}
+
+func newUpCmd(r *Root) *cobra.Command {
+	u := &upCmd{r: r}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a one-machine cluster: control plane and a local node, in this process",
+		Long: `Run a whole cluster on this machine: API server, store, controllers, scheduler
+and one node agent. Pods run on containerd when it is reachable, otherwise on a
+simulated runtime (no processes) and the node says so.
+
+The CLI config (server address and token) is written to $HOME/.skiff/config and
+to the data directory, so other terminals can use skiff get/apply at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return u.Run(cmd.Context()) },
+	}
+	u.register(cmd, false)
+	return cmd
+}
+
+// Run starts the cluster and blocks until ctx ends (Ctrl-C).
+func (u *upCmd) Run(ctx context.Context) error {
+	return runCluster(ctx, u.r, u.clusterFlags, true)
+}
+
+// serverCmd runs the control plane (and, unless --no-agent, a local node).
+type serverCmd struct {
+	r *Root
+	clusterFlags
+}
+
+func newServerCmd(r *Root) *cobra.Command {
+	s := &serverCmd{r: r}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane (API server, store, controllers, scheduler) and a local node unless --no-agent",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return s.Run(cmd.Context()) },
+	}
+	s.register(cmd, true)
+	return cmd
+}
+
+// Run starts the server and blocks until ctx ends.
+func (s *serverCmd) Run(ctx context.Context) error {
+	return runCluster(ctx, s.r, s.clusterFlags, !s.noAgent)
+}
+
+func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent bool) error {
+	start := time.Now()
+	lg := r.Logger()
+	cfg := controlplane.DefaultConfig(f.dataDir)
+	cfg.API.Listen = f.listen
+	cfg.API.Version = Version
+	cfg.Log = lg
+	cp, err := controlplane.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+
+	// Write the CLI config where `skiff` looks by default, and into the
+	// data dir (for --config or SKIFF_CONFIG).
+	cc := cp.ClientConfig()
+	paths := []string{filepath.Join(f.dataDir, "config")}
+	if home, err := os.UserHomeDir(); err == nil {
+		paths = append(paths, filepath.Join(home, ".skiff", "config"))
+	}
+	for _, p := range paths {
+		if err := client.SaveConfig(p, cc); err != nil {
+			return fmt.Errorf("write CLI config: %w", err)
+		}
+	}
+	fmt.Fprintf(r.Stdout, "skiff %s: API server at %s (data in %s)\n", Version, cc.Server, f.dataDir)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	agentDone := make(chan error, 1)
+	if withAgent {
+		rt, simulated, why, err := openRuntime(ctx, f, lg)
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		acfg := agent.DefaultConfig()
+		if f.nodeName != "" {
+			acfg.NodeName = f.nodeName
+		}
+		acfg.DataDir = f.dataDir
+		acfg.Simulated = simulated
+		acfg.Log = lg
+		acfg.Metrics = cp.Metrics()
+		a, err := agent.New(acfg, cp.Local(), rt)
+		if err != nil {
+			return err
+		}
+		go func() { agentDone <- a.Run(ctx) }()
+		if err := waitNodeReady(ctx, cp.Local(), acfg.NodeName, 30*time.Second); err != nil {
+			return err
+		}
+		mode := "containerd"
+		if simulated {
+			mode = "simulated runtime, no processes"
+		}
+		fmt.Fprintf(r.Stdout, "node %s is Ready (%s) after %d ms\n", acfg.NodeName, mode, time.Since(start).Milliseconds())
+		if why != "" {
+			fmt.Fprintln(r.Stdout, why)
+		}
+	} else {
+		close(agentDone)
+	}
+	fmt.Fprintf(r.Stdout, `
+Try, in another terminal:
+  skiff get nodes
+  skiff apply -f examples/lab1-nginx.yaml
+  skiff get deploy,rs,pods -n gpu-demo
+Stop with Ctrl-C; the cluster's state stays in %s.
+`, f.dataDir)
+
+	select {
+	case <-ctx.Done():
+	case err := <-agentDone:
+		if err != nil {
+			return fmt.Errorf("node agent: %w", err)
+		}
+		<-ctx.Done()
+	}
+	fmt.Fprintln(r.Stdout, "shutting down")
+	cancel()
+	<-agentDone
+	return cp.Stop()
+}
+
+// openRuntime picks the local node's runtime. With auto, containerd is used
+// when its socket answers; otherwise the simulated runtime, and why says
+// how to get real containers.
+func openRuntime(ctx context.Context, f clusterFlags, lg *slog.Logger) (rt runtime.Runtime, simulated bool, why string, err error) {
+	openCtrd := func() (runtime.Runtime, error) {
+		cfg := ctrd.DefaultConfig()
+		cfg.Address = f.containerd
+		cfg.StateDir = filepath.Join(f.dataDir, "containers")
+		cfg.Logger = lg
+		return ctrd.New(ctx, cfg)
+	}
+	switch f.runtime {
+	case "containerd":
+		rt, err := openCtrd()
+		if err != nil {
+			return nil, false, "", fmt.Errorf("containerd at %s: %w", f.containerd, err)
+		}
+		return rt, false, "", nil
+	case "fake":
+		return rtfake.New(rtfake.DefaultConfig()), true, "", nil
+	case "auto":
+		if _, statErr := os.Stat(f.containerd); statErr == nil {
+			rt, err := openCtrd()
+			if err == nil {
+				return rt, false, "", nil
+			}
+			return rtfake.New(rtfake.DefaultConfig()), true,
+				fmt.Sprintf("containerd at %s did not answer (%v): pods are simulated. Run skiff as root, or start containerd, for real containers.", f.containerd, err), nil
+		}
+		return rtfake.New(rtfake.DefaultConfig()), true,
+			fmt.Sprintf("no containerd at %s: pods are simulated. For real containers: sudo apt-get install -y containerd runc && sudo skiff up", f.containerd), nil
+	}
+	return nil, false, "", fmt.Errorf("--runtime %q: want auto, containerd or fake", f.runtime)
+}
+
+// waitNodeReady waits until the node's Ready condition is True.
+func waitNodeReady(ctx context.Context, c client.Interface, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	kind := api.MustKindOf(&api.Node{})
+	w, err := c.Watch(ctx, kind, "", api.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return fmt.Errorf("watch node %s: %w", name, err)
+	}
+	defer w.Stop()
+	for ev := range w.Events() {
+		if n, ok := ev.Object.(*api.Node); ok && nodeReady(n) {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("node %s did not turn Ready within %v", name, timeout)
+	}
+	if err := w.Err(); err != nil {
+		return err
+	}
+	return errors.New("watch ended before the node turned Ready")
+}
+
+func nodeReady(n *api.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == api.NodeReady {
+			return c.Status == api.ConditionTrue
+		}
+	}
+	return false
+}
+
+// versionCmd prints the client's and, when reachable, the server's version.
+type versionCmd struct{ r *Root }
+
+func newVersionCmd(r *Root) *cobra.Command {
+	v := &versionCmd{r: r}
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the skiff version (and the server's, when one is configured)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return v.Run(cmd.Context()) },
+	}
+}
+
+// Run prints the versions.
+func (v *versionCmd) Run(ctx context.Context) error {
+	fmt.Fprintf(v.r.Stdout, "Client Version: %s\n", Version)
+	cfg, err := client.LoadConfig(client.ResolveConfigPath(v.r.ConfigPath))
+	if err != nil {
+		return nil
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil
+	}
+	resp, err := c.Do(ctx, "GET", "/version", nil)
+	if err != nil {
+		fmt.Fprintf(v.r.Stdout, "Server Version: unreachable (%v)\n", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	var body struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := decodeJSON(resp.Body, &body); err == nil {
+		fmt.Fprintf(v.r.Stdout, "Server Version: %s\n", body.GitVersion)
+	}
+	return nil
+}
+
+func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// traceCmd is `skiff trace pod NAME`: the timed chain of steps that
+// brought a pod to life (API server → scheduler → agent → devices → runtime).
+type traceCmd struct {
+	root   *Root
+	args   []string
+	output string
+}
+
+func newTraceCmd(r *Root) *cobra.Command {
+	c := &traceCmd{root: r}
+	cmd := &cobra.Command{
+		Use:   "trace pod NAME | trace pod/NAME",
+		Short: "Show the timed steps that brought a pod to life",
+		Long: `Show the trace of a pod: each component (apiserver, scheduler, agent,
+device-manager, runtime) records the steps it took for the pod, with their
+start and duration. This is real data from the real run.`,
+		ValidArgsFunction: r.completeResourceArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c.args = args
+			return c.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&c.output, "output", "o", "", "output format: json|yaml (default: a table)")
+	return cmd
+}
+
+// Run prints the spans, one a line, then the total.
+func (c *traceCmd) Run(ctx context.Context) error {
+	refs, err := parseResourceArgs("trace", c.args)
+	if err != nil {
+		return err
+	}
+	if len(refs) != 1 || refs[0].Kind.Kind != "Pod" || len(refs[0].Names) != 1 {
+		return errors.New("trace takes one pod: skiff trace pod NAME")
+	}
+	cl, err := c.root.Client()
+	if err != nil {
+		return err
+	}
+	name := refs[0].Names[0]
+	tr, err := cl.GetTrace(ctx, c.root.Namespace, name)
+	if err != nil {
+		return err
+	}
+	switch c.output {
+	case "json", "yaml":
+		data, err := json.Marshal(tr)
+		if err != nil {
+			return err
+		}
+		return printJSONAs(c.root.Stdout, data, outputFormat{Format: c.output})
+	case "":
+	default:
+		return fmt.Errorf("unsupported output format %q for trace: json or yaml", c.output)
+	}
+	if len(tr.Spans) == 0 {
+		fmt.Fprintf(c.root.Stdout, "No trace recorded for pod %q yet.\n", name)
+		return nil
+	}
+	first := tr.Spans[0].Start.Time
+	last := first
+	for _, s := range tr.Spans {
+		if s.Start.Before(first) {
+			first = s.Start.Time
+		}
+	}
+	w := newTabWriter(c.root.Stdout)
+	fmt.Fprintln(w, "OFFSET\tCOMPONENT\tSTEP\tNODE\tDURATION\tMESSAGE")
+	for _, s := range tr.Spans {
+		end := s.End.Time
+		if end.IsZero() {
+			end = s.Start.Time
+		}
+		if end.After(last) {
+			last = end
+		}
+		fmt.Fprintf(w, "+%s\t%s\t%s\t%s\t%s\t%s\n", ms(s.Start.Sub(first)), s.Component, s.Step, orDefault(s.Node, "-"), ms(end.Sub(s.Start.Time)), s.Message)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.root.Stdout, "Total: %s from the first step to the last (%d steps)\n", ms(last.Sub(first)), len(tr.Spans))
+	return nil
+}
+
+// ms formats a duration in milliseconds with one decimal: "12.3ms".
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+}

@@ -1,0 +1,339 @@
+package client
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"skiff.dev/skiff/api"
+)
+
+// A Recorder writes Events about objects, as Kubernetes' event recorder:
+// "Scheduled", "FailedScheduling", "ScalingReplicaSet", "Pulled"...
+//
+// # Deduplication
+//
+// An event that repeats (same involved object kind/namespace/name/uid, type,
+// reason, message and source) does not create a new Event: the existing one
+// gets count+1 and a new lastTimestamp, so `skiff describe` shows
+// "x5 over 2m". The recorder remembers recent events in a small LRU (event
+// key → the Event it stored, with its resourceVersion). On a conflict it
+// refetches the Event and bumps that; when the Event is gone (expired,
+// deleted) it creates a new one.
+//
+// # Never blocking the caller
+//
+// Event and Eventf only put the event in a bounded buffer and return; a full
+// buffer drops the event with a log line (events are best-effort, as in
+// Kubernetes). Run writes them in its own goroutine; Flush writes what is
+// buffered in the caller's goroutine, for tests and for shutdown.
+//
+// Event names are "<object name>.<hex timestamp>", in the object's namespace;
+// events about cluster-scoped objects (nodes, namespaces) go to "default".
+type Recorder struct {
+	c      Interface
+	source api.EventSource
+	log    *slog.Logger
+	now    func() time.Time
+	ch     chan eventRequest
+
+	// writeMu serializes writes (Run's goroutine and Flush) and guards cache.
+	writeMu sync.Mutex
+	cache   *eventCache
+
+	// stateMu and cond track events accepted but not yet written, for Flush.
+	stateMu sync.Mutex
+	cond    *sync.Cond
+	pending int
+}
+
+// recorderBuffer is how many events may wait to be written: enough for a
+// burst (a 100-replica scale-up), small enough to bound memory.
+const recorderBuffer = 1024
+
+// recorderCacheSize is how many distinct recent events are remembered for
+// deduplication, as Kubernetes' default (4096).
+const recorderCacheSize = 4096
+
+type eventRequest struct {
+	ref       api.ObjectReference
+	namespace string
+	eventType string
+	reason    string
+	message   string
+	at        time.Time
+}
+
+// NewRecorder returns a recorder whose events name component (and host, the
+// node, when it matters) as their source. log may be nil. Nothing is
+// written until Run or Flush.
+func NewRecorder(c Interface, component, host string, log *slog.Logger) *Recorder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{
+		c:      c,
+		source: api.EventSource{Component: component, Host: host},
+		log:    log.With("recorder", component),
+		now:    time.Now,
+		ch:     make(chan eventRequest, recorderBuffer),
+		cache:  newEventCache(recorderCacheSize),
+	}
+	r.cond = sync.NewCond(&r.stateMu)
+	return r
+}
+
+// Event records that something happened to obj. eventType is api.EventNormal
+// or api.EventWarning; reason is short CamelCase ("FailedScheduling");
+// message is one human sentence. It never blocks: the write happens later
+// in Run (or Flush), under that call's context; ctx only stops a caller
+// whose own context has already ended from recording.
+func (r *Recorder) Event(ctx context.Context, obj api.Object, eventType, reason, message string) {
+	if ctx.Err() != nil {
+		return
+	}
+	if eventType != api.EventNormal && eventType != api.EventWarning {
+		r.log.Error("event dropped: type must be Normal or Warning", "type", eventType, "reason", reason)
+		return
+	}
+	ref, ns := referenceTo(obj)
+	req := eventRequest{ref: ref, namespace: ns, eventType: eventType, reason: reason, message: message, at: r.now()}
+	r.log.Debug("event", "object", ref.Kind+"/"+api.Key(ref.Namespace, ref.Name), "type", eventType, "reason", reason, "message", message)
+
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	select {
+	case r.ch <- req:
+		r.pending++
+		r.cond.Broadcast()
+	default:
+		r.log.Warn("event dropped: buffer full", "object", ref.Kind+"/"+api.Key(ref.Namespace, ref.Name), "reason", reason)
+	}
+}
+
+// Eventf is Event with a format.
+func (r *Recorder) Eventf(ctx context.Context, obj api.Object, eventType, reason, format string, args ...any) {
+	r.Event(ctx, obj, eventType, reason, fmt.Sprintf(format, args...))
+}
+
+// Run writes events until ctx ends, then makes a last short attempt (at
+// most two seconds) to write what is still buffered. It blocks; run it in
+// the component's errgroup. Run at most once at a time.
+func (r *Recorder) Run(ctx context.Context) error {
+	for {
+		select {
+		case req := <-r.ch:
+			r.write(ctx, req)
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_ = r.Flush(fctx)
+			return nil
+		}
+	}
+}
+
+// Flush writes every buffered event in the caller's goroutine and waits for
+// a write in flight in Run to finish. Unit tests call it instead of Run to
+// make recording synchronous.
+func (r *Recorder) Flush(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		r.stateMu.Lock()
+		defer r.stateMu.Unlock()
+		r.cond.Broadcast()
+	})
+	defer stop()
+	for {
+		r.drain(ctx)
+		r.stateMu.Lock()
+		if r.pending == 0 || ctx.Err() != nil {
+			r.stateMu.Unlock()
+			return ctx.Err()
+		}
+		if len(r.ch) == 0 {
+			r.cond.Wait() // a write in flight in Run, or a new event
+		}
+		r.stateMu.Unlock()
+	}
+}
+
+// drain writes what is buffered now.
+func (r *Recorder) drain(ctx context.Context) {
+	for {
+		select {
+		case req := <-r.ch:
+			r.write(ctx, req)
+		default:
+			return
+		}
+	}
+}
+
+// write stores one event: a bump of a known one, or a new one.
+func (r *Recorder) write(ctx context.Context, req eventRequest) {
+	defer func() {
+		r.stateMu.Lock()
+		r.pending--
+		r.cond.Broadcast()
+		r.stateMu.Unlock()
+	}()
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+
+	key := r.dedupKey(req)
+	if prev, ok := r.cache.get(key); ok {
+		ev, err := r.bump(ctx, prev, req)
+		if err == nil {
+			r.cache.add(key, ev)
+			return
+		}
+		if !api.IsNotFound(err) {
+			r.log.Warn("event not recorded", "reason", req.reason, "object", req.ref.Name, "err", err)
+			return
+		}
+		r.cache.remove(key)
+	}
+	ev, err := r.create(ctx, req)
+	if err != nil {
+		r.log.Warn("event not recorded", "reason", req.reason, "object", req.ref.Name, "err", err)
+		return
+	}
+	r.cache.add(key, ev)
+}
+
+// bump updates a stored event with count+1; on a conflict it refetches the
+// event and tries once more.
+func (r *Recorder) bump(ctx context.Context, prev *api.Event, req eventRequest) (*api.Event, error) {
+	ev := api.Clone(prev)
+	for attempt := 0; ; attempt++ {
+		ev.Count++
+		ev.LastTimestamp = api.NewTime(req.at.Truncate(time.Second))
+		ev.EventTime = api.MicroTime{Time: req.at.UTC()}
+		out, err := Update(ctx, r.c, ev)
+		if err == nil {
+			return out, nil
+		}
+		if !api.IsConflict(err) || attempt > 0 {
+			return nil, fmt.Errorf("update event %s/%s: %w", ev.Namespace, ev.Name, err)
+		}
+		ev, err = Get[*api.Event](ctx, r.c, prev.Namespace, prev.Name)
+		if err != nil {
+			return nil, fmt.Errorf("refetch event %s/%s: %w", prev.Namespace, prev.Name, err)
+		}
+	}
+}
+
+// create stores a new event; a name collision gets a new name once.
+func (r *Recorder) create(ctx context.Context, req eventRequest) (*api.Event, error) {
+	t := api.NewTime(req.at.Truncate(time.Second))
+	ev := &api.Event{
+		ObjectMeta:          api.ObjectMeta{Namespace: req.namespace},
+		InvolvedObject:      req.ref,
+		Reason:              req.reason,
+		Message:             req.message,
+		Source:              r.source,
+		FirstTimestamp:      t,
+		LastTimestamp:       t,
+		Count:               1,
+		Type:                req.eventType,
+		EventTime:           api.MicroTime{Time: req.at.UTC()},
+		ReportingController: r.source.Component,
+		ReportingInstance:   r.source.Host,
+	}
+	for attempt := int64(0); ; attempt++ {
+		ev.Name = eventName(req.ref.Name, req.at.UnixNano()+attempt)
+		out, err := Create(ctx, r.c, ev)
+		if err == nil {
+			return out, nil
+		}
+		if !api.IsAlreadyExists(err) || attempt > 0 {
+			return nil, fmt.Errorf("create event %s/%s: %w", ev.Namespace, ev.Name, err)
+		}
+	}
+}
+
+// eventName is "<object name>.<hex>", kept within the 253 characters of a
+// DNS subdomain.
+func eventName(objName string, unique int64) string {
+	suffix := fmt.Sprintf(".%x", unique)
+	if max := 253 - len(suffix); len(objName) > max {
+		objName = objName[:max]
+	}
+	return objName + suffix
+}
+
+// dedupKey identifies "the same event" as Kubernetes' getEventKey does.
+func (r *Recorder) dedupKey(req eventRequest) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s",
+		r.source.Component, r.source.Host, req.ref.Kind, req.ref.Namespace, req.ref.Name,
+		req.ref.UID, req.ref.APIVersion, req.eventType, req.reason, req.message)
+}
+
+// referenceTo builds the involvedObject of an event and the namespace the
+// event lives in.
+func referenceTo(obj api.Object) (api.ObjectReference, string) {
+	tm, m := obj.GetTypeMeta(), obj.GetObjectMeta()
+	ref := api.ObjectReference{
+		Kind: tm.Kind, APIVersion: tm.APIVersion,
+		Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}
+	namespaced := m.Namespace != ""
+	if k, err := api.KindOf(obj); err == nil {
+		ref.Kind, ref.APIVersion = k.Kind, k.APIVersion()
+		namespaced = k.Namespaced
+	}
+	ns := m.Namespace
+	if !namespaced || ns == "" {
+		ns = "default"
+	}
+	return ref, ns
+}
+
+// eventCache is a least-recently-used map from event key to the stored Event.
+type eventCache struct {
+	size  int
+	order *list.List // front = most recent; values are *cacheEntry
+	items map[string]*list.Element
+}
+
+type cacheEntry struct {
+	key string
+	ev  *api.Event
+}
+
+func newEventCache(size int) *eventCache {
+	return &eventCache{size: size, order: list.New(), items: map[string]*list.Element{}}
+}
+
+func (c *eventCache) get(key string) (*api.Event, bool) {
+	e, ok := c.items[key]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*cacheEntry).ev, true
+}
+
+func (c *eventCache) add(key string, ev *api.Event) {
+	if e, ok := c.items[key]; ok {
+		e.Value.(*cacheEntry).ev = ev
+		c.order.MoveToFront(e)
+		return
+	}
+	c.items[key] = c.order.PushFront(&cacheEntry{key: key, ev: ev})
+	for c.order.Len() > c.size {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.items, last.Value.(*cacheEntry).key)
+	}
+}
+
+func (c *eventCache) remove(key string) {
+	if e, ok := c.items[key]; ok {
+		c.order.Remove(e)
+		delete(c.items, key)
+	}
+}

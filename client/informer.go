@@ -1,0 +1,453 @@
+package client
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"skiff.dev/skiff/api"
+)
+
+// An Informer keeps an in-memory copy of the objects of one kind (in one
+// namespace or all, filtered by selectors) and tells handlers what changed.
+// It is client-go's informer idea, small:
+//
+//  1. List, remember the list's resourceVersion, fill the cache.
+//  2. Watch from that resourceVersion; apply each event to the cache, then
+//     call the handlers.
+//  3. When the watch ends, watch again from the last resourceVersion seen,
+//     so nothing is missed.
+//  4. When the server answers 410 Gone (its history no longer reaches back
+//     that far), list again and diff the new list against the cache: what is
+//     new is an add, what changed is an update, what vanished is a delete.
+//  5. On other errors, wait (exponential backoff) and try again.
+//
+// Readers (Get, List, ListBy, ByIndex) see the cache, which may lag the
+// server a little; a controller acts on it and the watch catches it up.
+// Objects returned by an Informer are shared with the cache: never modify
+// them (api.Clone, then change the copy).
+type Informer struct {
+	c         Interface
+	kind      *api.Kind
+	namespace string
+	opts      api.ListOptions
+	log       *slog.Logger
+
+	baseBackoff, maxBackoff time.Duration
+
+	started  atomic.Bool
+	synced   chan struct{}
+	syncOnce sync.Once
+
+	handlers []Handler // set before Run; read only by Run's goroutine afterwards
+
+	mu       sync.RWMutex
+	items    map[string]api.Object
+	lastRV   string
+	indexers map[string]IndexFunc
+	indices  map[string]map[string]map[string]struct{} // index name → value → keys
+}
+
+// Handler receives the changes an Informer sees. Every func may be nil.
+// They are called from the Informer's Run goroutine, one at a time and in
+// the order of the changes, after the cache has been updated. They must be
+// quick and only enqueue work (a Loop's Enqueue): a handler that blocks
+// stalls the informer. Objects are shared: never modify them.
+type Handler struct {
+	OnAdd    func(obj api.Object)
+	OnUpdate func(oldObj, newObj api.Object)
+	// OnDelete gets the last state the informer knew; after a relist that
+	// may be older than the object's final state.
+	OnDelete func(obj api.Object)
+}
+
+// IndexFunc returns the index values of an object (e.g. a pod's
+// spec.nodeName); none means the object is not in that index.
+type IndexFunc func(obj api.Object) []string
+
+// NewInformer returns an informer for kind in namespace ("" = all
+// namespaces); opts.LabelSelector and opts.FieldSelector filter what it sees
+// (opts.ResourceVersion is ignored: it always starts with a list). log may
+// be nil.
+func NewInformer(c Interface, kind *api.Kind, namespace string, opts api.ListOptions, log *slog.Logger) *Informer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts.ResourceVersion = ""
+	return &Informer{
+		c:           c,
+		kind:        kind,
+		namespace:   namespace,
+		opts:        opts,
+		log:         log.With("informer", kind.Resource),
+		baseBackoff: 200 * time.Millisecond, // a restarting server is back within a second or two
+		maxBackoff:  30 * time.Second,       // an absent server is not hammered
+		synced:      make(chan struct{}),
+		items:       map[string]api.Object{},
+		indexers:    map[string]IndexFunc{},
+		indices:     map[string]map[string]map[string]struct{}{},
+	}
+}
+
+// Kind is the kind the informer watches.
+func (i *Informer) Kind() *api.Kind { return i.kind }
+
+// AddHandler registers handlers. Call before Run; it panics afterwards
+// (late handlers would miss the objects already seen).
+func (i *Informer) AddHandler(h Handler) {
+	if i.started.Load() {
+		panic("client: Informer.AddHandler called after Run")
+	}
+	i.handlers = append(i.handlers, h)
+}
+
+// AddIndex registers an index, e.g. pods by spec.nodeName. Call before Run;
+// it panics afterwards.
+func (i *Informer) AddIndex(name string, f IndexFunc) {
+	if i.started.Load() {
+		panic("client: Informer.AddIndex called after Run")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.indexers[name] = f
+	i.indices[name] = map[string]map[string]struct{}{}
+}
+
+// HasSynced reports whether the first list has filled the cache.
+func (i *Informer) HasSynced() bool {
+	select {
+	case <-i.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitForSync blocks until the first list has filled the cache (true) or
+// ctx ends (false). Controllers wait for their informers before starting
+// their loop, so they never act on an empty cache.
+func (i *Informer) WaitForSync(ctx context.Context) bool {
+	select {
+	case <-i.synced:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// LastSyncResourceVersion is the resourceVersion of the latest list or
+// watch event applied to the cache.
+func (i *Informer) LastSyncResourceVersion() string {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.lastRV
+}
+
+// Get returns the cached object, shared: never modify it.
+func (i *Informer) Get(namespace, name string) (api.Object, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	o, ok := i.items[api.Key(namespace, name)]
+	return o, ok
+}
+
+// List returns every cached object sorted by key, shared: never modify them.
+func (i *Informer) List() []api.Object {
+	return i.ListBy(nil, "")
+}
+
+// ListBy returns the cached objects in namespace ("" = all) whose labels
+// match selector (nil = all), sorted by key, shared: never modify them.
+func (i *Informer) ListBy(selector labels.Selector, namespace string) []api.Object {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	keys := make([]string, 0, len(i.items))
+	for k, o := range i.items {
+		m := o.GetObjectMeta()
+		if namespace != "" && m.Namespace != namespace {
+			continue
+		}
+		if selector != nil && !selector.Empty() && !selector.Matches(labels.Set(m.Labels)) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]api.Object, len(keys))
+	for n, k := range keys {
+		out[n] = i.items[k]
+	}
+	return out
+}
+
+// Keys returns the keys of every cached object, sorted; handy as a Loop's
+// resync func.
+func (i *Informer) Keys() []string {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	keys := make([]string, 0, len(i.items))
+	for k := range i.items {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ByIndex returns the cached objects whose index name has value, sorted by
+// key, shared: never modify them. An unknown index returns nil.
+func (i *Informer) ByIndex(name, value string) []api.Object {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	set := i.indices[name][value]
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]api.Object, len(keys))
+	for n, k := range keys {
+		out[n] = i.items[k]
+	}
+	return out
+}
+
+// Run fills and maintains the cache until ctx ends. Run once.
+func (i *Informer) Run(ctx context.Context) {
+	if i.started.Swap(true) {
+		panic("client: Informer.Run called twice")
+	}
+	b := backoff{base: i.baseBackoff, max: i.maxBackoff}
+	needList := true
+	for ctx.Err() == nil {
+		if needList {
+			if err := i.relist(ctx); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				d := b.next()
+				i.log.Warn("list failed", "err", err, "retryIn", d)
+				if !sleepCtx(ctx, d) {
+					return
+				}
+				continue
+			}
+			needList = false
+			b.reset()
+		}
+		gotEvents, err := i.watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case api.IsGone(err):
+			i.log.Info("watch history expired, listing again", "resourceVersion", i.LastSyncResourceVersion())
+			needList = true
+			continue
+		case err != nil:
+			d := b.next()
+			i.log.Warn("watch failed", "err", err, "retryIn", d)
+			if !sleepCtx(ctx, d) {
+				return
+			}
+		case gotEvents:
+			b.reset() // a healthy stream that ended (server timeout): resume at once
+		default:
+			// Ended without a single event: do not spin against a server
+			// that closes streams at once.
+			if !sleepCtx(ctx, b.next()) {
+				return
+			}
+		}
+	}
+}
+
+// relist lists and replaces the cache, emitting the differences.
+func (i *Informer) relist(ctx context.Context) error {
+	objs, rv, err := i.c.List(ctx, i.kind, i.namespace, i.opts)
+	if err != nil {
+		return err
+	}
+	type change struct {
+		old, cur api.Object
+	}
+	var changes []change
+	i.mu.Lock()
+	seen := make(map[string]struct{}, len(objs))
+	for _, o := range objs {
+		k := api.KeyOf(o)
+		seen[k] = struct{}{}
+		old, ok := i.items[k]
+		if ok && old.GetObjectMeta().ResourceVersion == o.GetObjectMeta().ResourceVersion {
+			continue
+		}
+		i.setLocked(k, o, old)
+		changes = append(changes, change{old: old, cur: o})
+	}
+	for k, old := range i.items {
+		if _, ok := seen[k]; !ok {
+			i.deleteLocked(k, old)
+			changes = append(changes, change{old: old})
+		}
+	}
+	i.lastRV = rv
+	i.mu.Unlock()
+
+	for _, c := range changes {
+		switch {
+		case c.old == nil:
+			i.notifyAdd(c.cur)
+		case c.cur == nil:
+			i.notifyDelete(c.old)
+		default:
+			i.notifyUpdate(c.old, c.cur)
+		}
+	}
+	i.syncOnce.Do(func() { close(i.synced) })
+	return nil
+}
+
+// watch follows one watch stream from the last resourceVersion. It returns
+// whether any event arrived and why the stream ended.
+func (i *Informer) watch(ctx context.Context) (bool, error) {
+	opts := i.opts
+	opts.ResourceVersion = i.LastSyncResourceVersion()
+	w, err := i.c.Watch(ctx, i.kind, i.namespace, opts)
+	if err != nil {
+		return false, err
+	}
+	defer w.Stop()
+	got := false
+	for ev := range w.Events() {
+		got = true
+		i.apply(ev)
+	}
+	return got, w.Err()
+}
+
+// apply puts one watch event into the cache and tells the handlers.
+func (i *Informer) apply(ev Event) {
+	if ev.Object == nil {
+		return
+	}
+	k := api.KeyOf(ev.Object)
+	rv := ev.Object.GetObjectMeta().ResourceVersion
+	i.mu.Lock()
+	if rv != "" {
+		i.lastRV = rv
+	}
+	if ev.Type == api.Bookmark {
+		i.mu.Unlock()
+		return
+	}
+	old, existed := i.items[k]
+	if ev.Type == api.Deleted {
+		if existed {
+			i.deleteLocked(k, old)
+		}
+		i.mu.Unlock()
+		if existed {
+			i.notifyDelete(ev.Object)
+		}
+		return
+	}
+	i.setLocked(k, ev.Object, old)
+	i.mu.Unlock()
+	if existed {
+		i.notifyUpdate(old, ev.Object)
+	} else {
+		i.notifyAdd(ev.Object)
+	}
+}
+
+// setLocked stores o under k and updates the indices; i.mu is held.
+func (i *Informer) setLocked(k string, o, old api.Object) {
+	if old != nil {
+		i.unindexLocked(k, old)
+	}
+	i.items[k] = o
+	for name, f := range i.indexers {
+		idx := i.indices[name]
+		for _, v := range f(o) {
+			set := idx[v]
+			if set == nil {
+				set = map[string]struct{}{}
+				idx[v] = set
+			}
+			set[k] = struct{}{}
+		}
+	}
+}
+
+func (i *Informer) deleteLocked(k string, old api.Object) {
+	i.unindexLocked(k, old)
+	delete(i.items, k)
+}
+
+func (i *Informer) unindexLocked(k string, old api.Object) {
+	for name, f := range i.indexers {
+		idx := i.indices[name]
+		for _, v := range f(old) {
+			delete(idx[v], k)
+			if len(idx[v]) == 0 {
+				delete(idx, v)
+			}
+		}
+	}
+}
+
+func (i *Informer) notifyAdd(o api.Object) {
+	for _, h := range i.handlers {
+		if h.OnAdd != nil {
+			h.OnAdd(o)
+		}
+	}
+}
+
+func (i *Informer) notifyUpdate(old, cur api.Object) {
+	for _, h := range i.handlers {
+		if h.OnUpdate != nil {
+			h.OnUpdate(old, cur)
+		}
+	}
+}
+
+func (i *Informer) notifyDelete(o api.Object) {
+	for _, h := range i.handlers {
+		if h.OnDelete != nil {
+			h.OnDelete(o)
+		}
+	}
+}
+
+// backoff doubles from base to max; reset starts again at base.
+type backoff struct {
+	base, max, cur time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.base
+	} else {
+		b.cur = min(b.cur*2, b.max)
+	}
+	return b.cur
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

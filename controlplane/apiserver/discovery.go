@@ -1,0 +1,115 @@
+package apiserver
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"skiff.dev/skiff/api"
+)
+
+// Discovery documents, shaped like Kubernetes' (APIVersions, APIGroupList,
+// APIGroup, APIResourceList), built from api.Kinds.
+
+type groupVersion struct {
+	GroupVersion string `json:"groupVersion"`
+	Version      string `json:"version"`
+}
+
+type apiGroup struct {
+	Name             string         `json:"name"`
+	Versions         []groupVersion `json:"versions"`
+	PreferredVersion groupVersion   `json:"preferredVersion"`
+}
+
+type apiResource struct {
+	Name         string   `json:"name"`
+	SingularName string   `json:"singularName"`
+	Namespaced   bool     `json:"namespaced"`
+	Group        string   `json:"group,omitempty"`
+	Version      string   `json:"version,omitempty"`
+	Kind         string   `json:"kind"`
+	Verbs        []string `json:"verbs"`
+	ShortNames   []string `json:"shortNames,omitempty"`
+}
+
+// serveDiscovery answers /api, /api/v1, /apis, /apis/GROUP and
+// /apis/GROUP/VERSION; it reports false for any other path.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if r.Method != http.MethodGet {
+		return false
+	}
+	switch {
+	case len(parts) == 1 && parts[0] == "api":
+		writeJSON(w, http.StatusOK, map[string]any{"kind": "APIVersions", "apiVersion": "v1", "versions": []string{"v1"}})
+	case len(parts) == 2 && parts[0] == "api" && parts[1] == "v1":
+		writeJSON(w, http.StatusOK, resourceList("", "v1"))
+	case len(parts) == 1 && parts[0] == "apis":
+		writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groups()})
+	case len(parts) == 2 && parts[0] == "apis":
+		for _, g := range groups() {
+			if g.Name == parts[1] {
+				writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroup", "apiVersion": "v1", "name": g.Name, "versions": g.Versions, "preferredVersion": g.PreferredVersion})
+				return true
+			}
+		}
+		return false
+	case len(parts) == 3 && parts[0] == "apis":
+		rl := resourceList(parts[1], parts[2])
+		if len(rl["resources"].([]apiResource)) == 0 {
+			return false
+		}
+		writeJSON(w, http.StatusOK, rl)
+	default:
+		return false
+	}
+	return true
+}
+
+func groups() []apiGroup {
+	var out []apiGroup
+	for _, k := range api.Kinds {
+		if k.Group == "" || slices.ContainsFunc(out, func(g apiGroup) bool { return g.Name == k.Group }) {
+			continue
+		}
+		gv := groupVersion{GroupVersion: k.APIVersion(), Version: k.Version}
+		out = append(out, apiGroup{Name: k.Group, Versions: []groupVersion{gv}, PreferredVersion: gv})
+	}
+	return out
+}
+
+func resourceList(group, version string) map[string]any {
+	rw := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+	res := []apiResource{}
+	for _, k := range api.Kinds {
+		if k.Group != group || k.Version != version {
+			continue
+		}
+		r := apiResource{Name: k.Resource, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: rw, ShortNames: k.ShortNames}
+		if k.Internal {
+			r.Verbs = []string{"get", "list", "watch"}
+		}
+		res = append(res, r)
+		sub := func(name, kind, gr, ver string, verbs ...string) {
+			res = append(res, apiResource{Name: k.Resource + "/" + name, Namespaced: k.Namespaced, Group: gr, Version: ver, Kind: kind, Verbs: verbs})
+		}
+		if k.HasStatus {
+			sub("status", k.Kind, "", "", "get", "patch", "update")
+		}
+		switch k {
+		case podKind:
+			sub("binding", "Binding", "", "", "create")
+			sub("trace", "PodTrace", "skiff.dev", "v1", "create", "get")
+		case deploymentKind, replicaSetKind:
+			sub("scale", "Scale", "autoscaling", "v1", "get", "patch", "update")
+		case namespaceKind:
+			sub("finalize", "Namespace", "", "", "update")
+		}
+	}
+	gv := version
+	if group != "" {
+		gv = group + "/" + version
+	}
+	return map[string]any{"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}
+}

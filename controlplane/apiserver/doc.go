@@ -1,0 +1,24 @@
+// Package apiserver is skiff's API server: the only component that writes
+// to the store. Everything else (CLI, scheduler, controllers, node agents)
+// reads and changes the cluster through it.
+//
+// A request goes: authenticate (bearer token) → decode strictly → admit
+// (namespace exists, defaults, validation, server-owned fields such as uid,
+// generation and status) → write to the store with optimistic concurrency
+// (a stale resourceVersion is a 409 Conflict) → answer. Watches stream the
+// store's changes after a resourceVersion; one that is too old gets 410 Gone
+// and the client lists again.
+//
+// # Pieces
+//
+//   - Registry (registry.go) holds the rules: create, update, status, delete
+//     (graceful for pods on a node, finalizers, namespace termination),
+//     binding, scale and traces. Both front doors call it.
+//   - Server (server.go, handlers.go) serves the rules over HTTP on
+//     Kubernetes-shaped paths (/api/v1/namespaces/NS/pods/NAME/status).
+//   - Local (local.go) serves the same rules in process as a
+//     client.Interface, for the controllers that run inside the server.
+//
+// Invariants: objects handed in are copied, never retained; a request that
+// fails changes nothing; the store is never written without validation.
+package apiserver

@@ -1,0 +1,737 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"skiff.dev/skiff/api"
+)
+
+// requestInfo is what a path and method mean, as kube-apiserver's RequestInfo.
+type requestInfo struct {
+	verb      string // get list watch create update patch delete
+	kind      *api.Kind
+	namespace string
+	name      string
+	sub       string // status, binding, scale, trace, finalize
+}
+
+// resource is the metrics label: "pods" or "pods/status".
+func (ri *requestInfo) resource() string {
+	if ri == nil || ri.kind == nil {
+		return ""
+	}
+	if ri.sub != "" {
+		return ri.kind.Resource + "/" + ri.sub
+	}
+	return ri.kind.Resource
+}
+
+func (s *Server) routes() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, code: http.StatusOK}
+		info := &requestInfo{verb: strings.ToLower(r.Method)}
+		s.serve(rec, r, info)
+		d := time.Since(start)
+		s.metrics.ObserveRequest(info.verb, info.resource(), rec.code, d)
+		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery,
+			"verb", info.verb, "code", rec.code, "duration", d, "remote", r.RemoteAddr)
+	})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/livez":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok")
+		return
+	case "/version":
+		writeJSON(w, http.StatusOK, map[string]string{"gitVersion": s.cfg.Version, "platform": "skiff"})
+		return
+	}
+	if !s.authorized(r) {
+		writeError(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized"))
+		return
+	}
+	if r.URL.Path == "/metrics" {
+		s.metrics.Handler().ServeHTTP(w, r)
+		return
+	}
+	if s.serveDiscovery(w, r) {
+		return
+	}
+	if err := parseRequest(r, info); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.serveResource(w, r, info)
+}
+
+// authorized compares the bearer token in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.Token)) == 1
+}
+
+// parseRequest resolves /api/v1/... and /apis/GROUP/VERSION/... paths:
+//
+//	{resource}                                   list all / create cluster-scoped
+//	{resource}/{name}[/{sub}]                    cluster-scoped object
+//	namespaces/{ns}/{resource}[/{name}[/{sub}]]  namespaced
+func parseRequest(r *http.Request, info *requestInfo) error {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var group, version string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		version, parts = parts[1], parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		group, version, parts = parts[1], parts[2], parts[3:]
+	default:
+		return notFoundPath()
+	}
+	if parts[0] == "namespaces" && len(parts) >= 3 {
+		if k := kindByResource(group, version, parts[2]); k != nil && k.Namespaced {
+			info.namespace, parts = parts[1], parts[2:]
+		}
+	}
+	k := kindByResource(group, version, parts[0])
+	if k == nil || len(parts) > 3 {
+		return notFoundPath()
+	}
+	if k.Namespaced && info.namespace == "" && len(parts) > 1 {
+		return notFoundPath() // a namespaced object needs its namespace in the path
+	}
+	info.kind = k
+	if len(parts) > 1 {
+		info.name = parts[1]
+	}
+	if len(parts) > 2 {
+		info.sub = parts[2]
+	}
+	watch := r.URL.Query().Get("watch")
+	switch {
+	case r.Method == http.MethodGet && info.name == "" && (watch == "1" || watch == "true"):
+		info.verb = "watch"
+	case r.Method == http.MethodGet && info.name == "":
+		info.verb = "list"
+	case r.Method == http.MethodGet:
+		info.verb = "get"
+	case r.Method == http.MethodPost:
+		info.verb = "create"
+	case r.Method == http.MethodPut:
+		info.verb = "update"
+	case r.Method == http.MethodPatch:
+		info.verb = "patch"
+	case r.Method == http.MethodDelete:
+		info.verb = "delete"
+	}
+	return nil
+}
+
+func kindByResource(group, version, resource string) *api.Kind {
+	for _, k := range api.Kinds {
+		if k.Group == group && k.Version == version && k.Resource == resource {
+			return k
+		}
+	}
+	return nil
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	ctx := r.Context()
+	k := info.kind
+	if k.Internal && r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(info.verb, k))
+		return
+	}
+	var body []byte
+	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
+		b, err := s.readBody(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		body = b
+	}
+	route := info.sub + " " + r.Method
+	if info.name == "" {
+		route = "collection " + r.Method
+	}
+	switch route {
+	case "collection GET":
+		opts, err := listOptions(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if info.verb == "watch" {
+			s.serveWatch(w, r, info, opts)
+			return
+		}
+		items, rv, err := s.reg.List(ctx, k, info.namespace, opts)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeList(w, k, items, rv)
+	case "collection POST":
+		if k.Namespaced && info.namespace == "" {
+			writeError(w, methodNotAllowed("create without a namespace in the path", k))
+			return
+		}
+		obj, err := decodeObject(k, body, info.namespace, "")
+		if err == nil {
+			obj, err = s.reg.Create(ctx, k, obj)
+		}
+		respond(w, http.StatusCreated, obj, err)
+	case " GET", "status GET":
+		obj, err := s.reg.Get(ctx, k, info.namespace, info.name)
+		respond(w, http.StatusOK, obj, err)
+	case " PUT", "status PUT":
+		if info.sub == "status" && !k.HasStatus {
+			writeError(w, notFoundPath())
+			return
+		}
+		obj, err := decodeObject(k, body, info.namespace, info.name)
+		if err == nil && info.sub == "status" {
+			obj, err = s.reg.UpdateStatus(ctx, k, obj)
+		} else if err == nil {
+			obj, err = s.reg.Update(ctx, k, obj)
+		}
+		respond(w, http.StatusOK, obj, err)
+	case " PATCH", "status PATCH":
+		if info.sub == "status" && !k.HasStatus {
+			writeError(w, notFoundPath())
+			return
+		}
+		obj, err := s.patch(ctx, info, r.Header.Get("Content-Type"), body)
+		respond(w, http.StatusOK, obj, err)
+	case " DELETE":
+		opts, err := deleteOptions(r, body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		obj, removed, err := s.reg.Delete(ctx, k, info.namespace, info.name, opts)
+		code := http.StatusOK
+		if !removed {
+			code = http.StatusAccepted // deletion pending: graceful or finalizers
+		}
+		respond(w, code, obj, err)
+	case "binding POST":
+		s.serveBinding(w, r, info, body)
+	case "scale GET", "scale PUT", "scale PATCH":
+		s.serveScale(w, r, info, body)
+	case "trace GET", "trace POST":
+		s.serveTrace(w, r, info, body)
+	case "finalize PUT":
+		if k != namespaceKind {
+			writeError(w, notFoundPath())
+			return
+		}
+		obj, err := decodeObject(k, body, "", info.name)
+		if err == nil {
+			obj, err = s.reg.FinalizeNamespace(ctx, info.name, obj.(*api.Namespace).Spec.Finalizers)
+		}
+		respond(w, http.StatusOK, obj, err)
+	default:
+		if knownSub(k, info.sub) {
+			writeError(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd,
+				fmt.Sprintf("method %s is not supported on %s", r.Method, info.resource())))
+			return
+		}
+		writeError(w, notFoundPath())
+	}
+}
+
+// knownSub reports whether sub is a subresource (or "" the object) of k.
+func knownSub(k *api.Kind, sub string) bool {
+	switch sub {
+	case "":
+		return true
+	case "status":
+		return k.HasStatus
+	case "binding", "trace":
+		return k == podKind
+	case "scale":
+		return k == deploymentKind || k == replicaSetKind
+	case "finalize":
+		return k == namespaceKind
+	}
+	return false
+}
+
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *requestInfo, opts api.ListOptions) {
+	timeout := s.cfg.MaxWatchTimeout
+	if t := time.Duration(opts.TimeoutSeconds) * time.Second; t > 0 && t < timeout {
+		timeout = t
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	stop := context.AfterFunc(s.watchCtx, cancel) // server shutdown ends the stream
+	defer stop()
+
+	ws, err := s.reg.startWatch(ctx, info.kind, info.namespace, opts)
+	if err != nil && !api.IsGone(err) {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	send := func(t api.WatchEventType, o any) error {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(api.WatchEvent{Type: t, Object: b}); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err != nil {
+		// Too old: one ERROR event with the 410 Status; the client lists again.
+		var se *api.StatusError
+		errors.As(err, &se)
+		_ = send(api.Error, se.Status)
+		return
+	}
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	s.metrics.AddWatchers(info.kind.Resource, 1)
+	defer s.metrics.AddWatchers(info.kind.Resource, -1)
+	err = ws.run(ctx, func(t api.WatchEventType, o api.Object) error { return send(t, o) })
+	if err != nil && ctx.Err() == nil {
+		s.log.Debug("watch stream ended", "resource", info.kind.Resource, "err", err)
+	}
+}
+
+func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, info *requestInfo, body []byte) {
+	if info.kind != podKind {
+		writeError(w, notFoundPath())
+		return
+	}
+	var b api.Binding
+	if err := strictUnmarshal(body, &b); err != nil {
+		writeError(w, api.NewBadRequest("decode Binding: "+err.Error()))
+		return
+	}
+	if b.Name == "" {
+		b.Name = info.name
+	}
+	if b.Namespace == "" {
+		b.Namespace = info.namespace
+	}
+	if b.Name != info.name || b.Namespace != info.namespace {
+		writeError(w, api.NewBadRequest("the name and namespace of the Binding must match the pod on the URL"))
+		return
+	}
+	if _, err := s.reg.Bind(r.Context(), &b); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.Status{
+		TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: "Success", Code: http.StatusCreated,
+	})
+}
+
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *requestInfo, body []byte) {
+	ctx := r.Context()
+	k := info.kind
+	switch r.Method {
+	case http.MethodGet:
+		sc, err := s.reg.GetScale(ctx, k, info.namespace, info.name)
+		respond(w, http.StatusOK, sc, err)
+	case http.MethodPut:
+		var sc api.Scale
+		if err := strictUnmarshal(body, &sc); err != nil {
+			writeError(w, api.NewBadRequest("decode Scale: "+err.Error()))
+			return
+		}
+		out, err := s.reg.UpdateScale(ctx, k, info.namespace, info.name, &sc)
+		respond(w, http.StatusOK, out, err)
+	case http.MethodPatch:
+		if err := checkPatchType(r.Header.Get("Content-Type")); err != nil {
+			writeError(w, err)
+			return
+		}
+		patch, err := parsePatch(body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		for attempt := 0; ; attempt++ {
+			cur, err := s.reg.GetScale(ctx, k, info.namespace, info.name)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			var sc api.Scale
+			if err := applyPatch(cur, patch, &sc); err != nil {
+				writeError(w, err)
+				return
+			}
+			out, err := s.reg.UpdateScale(ctx, k, info.namespace, info.name, &sc)
+			if api.IsConflict(err) && !patchSetsRV(patch) && attempt < conflictRetries {
+				continue
+			}
+			respond(w, http.StatusOK, out, err)
+			return
+		}
+	}
+}
+
+func (s *Server) serveTrace(w http.ResponseWriter, r *http.Request, info *requestInfo, body []byte) {
+	if info.kind != podKind {
+		writeError(w, notFoundPath())
+		return
+	}
+	if r.Method == http.MethodGet {
+		t, err := s.reg.GetTrace(r.Context(), info.namespace, info.name)
+		respond(w, http.StatusOK, t, err)
+		return
+	}
+	// The body is a PodTrace ({"spans":[...]}) or a bare array of spans.
+	var spans []api.TraceSpan
+	if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
+		if err := strictUnmarshal(b, &spans); err != nil {
+			writeError(w, api.NewBadRequest("decode trace spans: "+err.Error()))
+			return
+		}
+	} else {
+		var t api.PodTrace
+		if err := strictUnmarshal(body, &t); err != nil {
+			writeError(w, api.NewBadRequest("decode PodTrace: "+err.Error()))
+			return
+		}
+		spans = t.Spans
+	}
+	t, err := s.reg.AddTrace(r.Context(), info.namespace, info.name, spans...)
+	respond(w, http.StatusCreated, t, err)
+}
+
+// patch applies a JSON merge patch (RFC 7386) to the stored object and
+// updates it (or its status). Strategic merge patches are applied as merge
+// patches: lists are replaced, not merged by key. Without a
+// resourceVersion in the patch, a lost race is retried.
+func (s *Server) patch(ctx context.Context, info *requestInfo, contentType string, body []byte) (api.Object, error) {
+	if err := checkPatchType(contentType); err != nil {
+		return nil, err
+	}
+	patch, err := parsePatch(body)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		cur, err := s.reg.Get(ctx, info.kind, info.namespace, info.name)
+		if err != nil {
+			return nil, err
+		}
+		var merged json.RawMessage
+		if err := applyPatch(cur, patch, &merged); err != nil {
+			return nil, err
+		}
+		obj, err := decodeObject(info.kind, merged, info.namespace, info.name)
+		if err != nil {
+			return nil, err
+		}
+		var out api.Object
+		if info.sub == "status" {
+			out, err = s.reg.UpdateStatus(ctx, info.kind, obj)
+		} else {
+			out, err = s.reg.Update(ctx, info.kind, obj)
+		}
+		if api.IsConflict(err) && !patchSetsRV(patch) && attempt < conflictRetries {
+			continue
+		}
+		return out, err
+	}
+}
+
+func checkPatchType(contentType string) error {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "application/merge-patch+json", "application/strategic-merge-patch+json":
+		return nil
+	}
+	return api.NewStatusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+		fmt.Sprintf("the body of the request was in an unknown format %q - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json", mt))
+}
+
+func parsePatch(body []byte) (map[string]any, error) {
+	var p map[string]any
+	if err := json.Unmarshal(body, &p); err != nil || p == nil {
+		return nil, api.NewBadRequest("the patch must be a JSON object")
+	}
+	return p, nil
+}
+
+func patchSetsRV(p map[string]any) bool {
+	m, _ := p["metadata"].(map[string]any)
+	_, ok := m["resourceVersion"]
+	return ok
+}
+
+// applyPatch merges patch into cur's JSON and decodes the result into out.
+func applyPatch(cur any, patch map[string]any, out any) error {
+	b, err := json.Marshal(cur)
+	if err != nil {
+		return api.NewInternal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return api.NewInternal(err)
+	}
+	if b, err = json.Marshal(mergePatch(doc, patch)); err != nil {
+		return api.NewInternal(err)
+	}
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = b
+		return nil
+	}
+	if err := strictUnmarshal(b, out); err != nil {
+		return api.NewBadRequest("apply patch: " + err.Error())
+	}
+	return nil
+}
+
+// mergePatch is RFC 7386: objects merge key by key, null deletes a key,
+// anything else (arrays included) replaces.
+func mergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+		} else {
+			t[k] = mergePatch(t[k], v)
+		}
+	}
+	return t
+}
+
+// readBody reads at most Config.MaxRequestBytes; more is 413 and nothing
+// else happens.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limit := s.cfg.MaxRequestBytes
+	tooLarge := api.NewStatusError(http.StatusRequestEntityTooLarge, api.ReasonTooLarge,
+		fmt.Sprintf("the request body is too large: limit is %d bytes", limit))
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, api.NewBadRequest("read request body: " + err.Error())
+	}
+	return b, nil
+}
+
+// decodeObject decodes a request body of kind k strictly. apiVersion and
+// kind, when given, must be k's; namespace and name, when given, must be the
+// path's (which fill them when absent).
+func decodeObject(k *api.Kind, body []byte, namespace, name string) (api.Object, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, api.NewBadRequest("the request body is empty: send a " + k.Kind)
+	}
+	var tm api.TypeMeta
+	if err := json.Unmarshal(body, &tm); err != nil {
+		return nil, api.NewBadRequest("the request body is not a JSON object: " + err.Error())
+	}
+	if tm.APIVersion != "" && tm.APIVersion != k.APIVersion() {
+		return nil, api.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, k.APIVersion()))
+	}
+	if tm.Kind != "" && tm.Kind != k.Kind {
+		return nil, api.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, k.Kind))
+	}
+	obj, err := api.DecodeJSON(k, body)
+	if err != nil {
+		var se *api.StatusError
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		bad := api.NewBadRequest(err.Error())
+		var de *api.DecodeError
+		if errors.As(err, &de) && len(de.Fields) > 0 {
+			bad.Status.Details = &api.StatusDetails{Kind: k.Resource, Group: k.Group}
+			for _, fe := range de.Fields {
+				bad.Status.Details.Causes = append(bad.Status.Details.Causes, api.StatusCause{Type: string(fe.Type), Message: fe.Error(), Field: fe.Field})
+			}
+		}
+		return nil, bad
+	}
+	m := obj.GetObjectMeta()
+	if k.Namespaced {
+		if m.Namespace == "" {
+			m.Namespace = namespace
+		} else if m.Namespace != namespace {
+			return nil, api.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", m.Namespace, namespace))
+		}
+	}
+	if name != "" {
+		if m.Name == "" {
+			m.Name = name
+		} else if m.Name != name {
+			return nil, api.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.Name, name))
+		}
+	}
+	return obj, nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func listOptions(r *http.Request) (api.ListOptions, error) {
+	q := r.URL.Query()
+	opts := api.ListOptions{
+		LabelSelector:   q.Get("labelSelector"),
+		FieldSelector:   q.Get("fieldSelector"),
+		ResourceVersion: q.Get("resourceVersion"),
+	}
+	if t := q.Get("timeoutSeconds"); t != "" {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n < 0 {
+			return opts, api.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", t))
+		}
+		opts.TimeoutSeconds = n
+	}
+	return opts, nil
+}
+
+// deleteOptions reads an optional DeleteOptions body; ?gracePeriodSeconds=
+// and ?propagationPolicy= override it.
+func deleteOptions(r *http.Request, body []byte) (api.DeleteOptions, error) {
+	var opts api.DeleteOptions
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := strictUnmarshal(body, &opts); err != nil {
+			return opts, api.NewBadRequest("decode DeleteOptions: " + err.Error())
+		}
+	}
+	q := r.URL.Query()
+	if g := q.Get("gracePeriodSeconds"); g != "" {
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil {
+			return opts, api.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", g))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if p := q.Get("propagationPolicy"); p != "" {
+		opts.PropagationPolicy = p
+	}
+	switch opts.PropagationPolicy {
+	case "", "Background", "Foreground", "Orphan":
+	default:
+		return opts, api.NewBadRequest(fmt.Sprintf("invalid propagationPolicy %q: want Background, Foreground or Orphan", opts.PropagationPolicy))
+	}
+	return opts, nil
+}
+
+// listJSON is a Kubernetes list: PodList, DeploymentList, ...
+type listJSON struct {
+	api.TypeMeta `json:",inline"`
+	Metadata     api.ListMeta `json:"metadata"`
+	Items        []api.Object `json:"items"`
+}
+
+func writeList(w http.ResponseWriter, k *api.Kind, items []api.Object, rv string) {
+	if items == nil {
+		items = []api.Object{}
+	}
+	writeJSON(w, http.StatusOK, listJSON{
+		TypeMeta: api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind + "List"},
+		Metadata: api.ListMeta{ResourceVersion: rv},
+		Items:    items,
+	})
+}
+
+// respond writes v with code, or err as a Status.
+func respond(w http.ResponseWriter, code int, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, code, v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var se *api.StatusError
+	if !errors.As(err, &se) {
+		se = api.NewInternal(err)
+	}
+	st := se.Status
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	st.TypeMeta = api.TypeMeta{APIVersion: "v1", Kind: "Status"}
+	st.Status = "Failure"
+	writeJSON(w, int(st.Code), st)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(api.NewInternal(err).Status)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// recorder remembers the status code for metrics and logs.
+type recorder struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.code, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush of the real writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,253 @@
+package apiserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/store"
+)
+
+const testToken = "test-token"
+
+// env is one API server over a real (unsynced) bbolt store.
+type env struct {
+	t     testing.TB
+	st    *store.Bolt
+	reg   *Registry
+	srv   *Server
+	ts    *httptest.Server
+	local *Local
+}
+
+func newEnv(t testing.TB) *env { return newEnvWith(t, store.Options{NoSync: true}) }
+
+func newEnvWith(t testing.TB, opts store.Options) *env {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := NewRegistry(st, logger)
+	if err := reg.EnsureDefaults(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Token = testToken
+	srv, err := New(cfg, reg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &env{t: t, st: st, reg: reg, srv: srv, ts: ts, local: srv.Local()}
+}
+
+// do sends a request with the token; body is a string, []byte, nil or a
+// value encoded as JSON.
+func (e *env) do(method, path string, body any, header ...string) (int, []byte) {
+	e.t.Helper()
+	return e.doToken(testToken, method, path, body, header...)
+}
+
+func (e *env) doToken(token, method, path string, body any, header ...string) (int, []byte) {
+	e.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.ts.URL+path, r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// must sends a request and fails the test unless the code is want.
+func (e *env) must(want int, method, path string, body any, header ...string) []byte {
+	e.t.Helper()
+	code, b := e.do(method, path, body, header...)
+	if code != want {
+		e.t.Fatalf("%s %s: got %d, want %d: %s", method, path, code, want, b)
+	}
+	return b
+}
+
+// status decodes a Status body and checks code and reason.
+func status(t testing.TB, b []byte, code int, reason api.StatusReason) api.Status {
+	t.Helper()
+	var st api.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("not a Status: %v: %s", err, b)
+	}
+	if st.Kind != "Status" || st.APIVersion != "v1" || st.Status != "Failure" || int(st.Code) != code || st.Reason != reason {
+		t.Fatalf("status: got kind=%q code=%d reason=%q status=%q, want Status %d %s: %s", st.Kind, st.Code, st.Reason, st.Status, code, reason, b)
+	}
+	return st
+}
+
+func decode[T any](t testing.TB, b []byte) *T {
+	t.Helper()
+	v := new(T)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %T: %v: %s", v, err, b)
+	}
+	return v
+}
+
+func pod(name string, labels map[string]string) *api.Pod {
+	return &api.Pod{
+		TypeMeta:   api.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox:1.36"}}},
+	}
+}
+
+func configMap(ns, name string) *api.ConfigMap {
+	return &api.ConfigMap{
+		TypeMeta:   api.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns},
+		Data:       map[string]string{"k": "v"},
+	}
+}
+
+func deployment(name string, replicas int32) *api.Deployment {
+	labels := map[string]string{"app": name}
+	return &api.Deployment{
+		TypeMeta:   api.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: api.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &api.LabelSelector{MatchLabels: labels},
+			Template: api.PodTemplateSpec{
+				ObjectMeta: api.ObjectMeta{Labels: labels},
+				Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+// watch opens an HTTP watch and reads it line by line.
+func (e *env) watch(path string) *httpWatch {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ts.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		cancel()
+		e.t.Fatalf("watch %s: %d %s", path, resp.StatusCode, b)
+	}
+	w := &httpWatch{t: e.t, cancel: cancel, events: make(chan api.WatchEvent, 100), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer close(w.events)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			var ev api.WatchEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				w.t.Errorf("bad watch line %q: %v", sc.Text(), err)
+				return
+			}
+			w.events <- ev
+		}
+	}()
+	e.t.Cleanup(w.stop)
+	return w
+}
+
+type httpWatch struct {
+	t      testing.TB
+	cancel context.CancelFunc
+	events chan api.WatchEvent
+	done   chan struct{}
+}
+
+func (w *httpWatch) stop() { w.cancel(); <-w.done }
+
+// next returns the next event, failing after a deadline.
+func (w *httpWatch) next() api.WatchEvent {
+	w.t.Helper()
+	select {
+	case ev, ok := <-w.events:
+		if !ok {
+			w.t.Fatal("watch stream ended")
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		w.t.Fatal("no watch event within 5s")
+	}
+	return api.WatchEvent{}
+}
+
+// expect reads the next event and checks its type and object name.
+func (w *httpWatch) expect(typ api.WatchEventType, name string) api.WatchEvent {
+	w.t.Helper()
+	ev := w.next()
+	var m struct {
+		Metadata api.ObjectMeta `json:"metadata"`
+	}
+	_ = json.Unmarshal(ev.Object, &m)
+	if ev.Type != typ || m.Metadata.Name != name {
+		w.t.Fatalf("watch event: got %s %q, want %s %q: %s", ev.Type, m.Metadata.Name, typ, name, ev.Object)
+	}
+	return ev
+}
+
+// ended waits for the stream to end.
+func (w *httpWatch) ended() {
+	w.t.Helper()
+	select {
+	case <-w.done:
+	case <-time.After(5 * time.Second):
+		w.t.Fatal("watch stream did not end within 5s")
+	}
+}

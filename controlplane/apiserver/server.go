@@ -1,0 +1,138 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/skiff/controlplane/metrics"
+)
+
+// Server serves a Registry over HTTP on Kubernetes-shaped paths.
+type Server struct {
+	cfg     Config
+	reg     *Registry
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	handler http.Handler
+
+	// watchCtx ends every watch stream when the server shuts down: an
+	// http.Server waits for requests to finish, and a watch never would.
+	watchCtx  context.Context
+	stopWatch context.CancelFunc
+
+	mu sync.Mutex
+	ln net.Listener
+}
+
+// New returns a server for reg. It does not listen yet (Listen or Run).
+// When the registry's store keeps statistics (a Stats() store.Stats
+// method, as store.Bolt) they are served at /metrics too, as skiff_store_*.
+func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("api server config: %w", err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := cfg.Metrics
+	if m == nil {
+		m = metrics.New()
+	}
+	if st, ok := reg.store.(statser); ok {
+		c := newStoreCollector(st)
+		var are prometheus.AlreadyRegisteredError
+		if err := m.Register(c); err != nil && !errors.As(err, &are) {
+			return nil, fmt.Errorf("register store metrics: %w", err)
+		}
+	}
+	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m}
+	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the server's HTTP handler (authentication included), for
+// tests with httptest or for mounting elsewhere.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Registry returns the rules the server serves.
+func (s *Server) Registry() *Registry { return s.reg }
+
+// Local returns an in-process client of the same registry.
+func (s *Server) Local() *Local { return NewLocal(s.reg) }
+
+// Metrics returns the metrics the server records and serves.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
+
+// Listen opens the listening socket, so that Addr is known before Run.
+// Run calls it when it was not called.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("api server: listen: %w", err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the address the server listens on ("" before Listen).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Run creates the default namespace, serves until ctx ends, then shuts
+// down: watch streams end at once, other requests get up to
+// Config.ShutdownTimeout to finish. It returns nil after a clean shutdown.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	if err := s.reg.EnsureDefaults(ctx); err != nil {
+		s.ln.Close()
+		return fmt.Errorf("api server: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(s.ln) }()
+	s.log.Info("api server listening", "addr", s.Addr())
+	select {
+	case err := <-errc:
+		s.stopWatch()
+		return fmt.Errorf("api server: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.stopWatch()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("api server: shutdown: %w", err)
+	}
+	s.log.Info("api server stopped")
+	return nil
+}

@@ -1,0 +1,329 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+)
+
+// Lister reads the objects of one kind from a cache. *client.Informer is
+// the real one; tests use a lister over client/fake. Objects returned are
+// shared with the cache: never modify them, api.Clone first (STYLE 8).
+type Lister interface {
+	// Get returns the cached object namespace/name.
+	Get(namespace, name string) (api.Object, bool)
+	// ListBy returns the cached objects in namespace ("" = all) whose
+	// labels match selector (nil = all).
+	ListBy(selector labels.Selector, namespace string) []api.Object
+}
+
+var _ Lister = (*client.Informer)(nil)
+
+// EventRecorder writes Events about an object ("Scaled up replica set
+// nginx-7c5ddbdf54 to 3"). It must not block for long and reports its own
+// failures (an event is never worth failing a reconcile for).
+type EventRecorder interface {
+	Eventf(ctx context.Context, obj api.Object, eventType, reason, format string, args ...any)
+}
+
+// Options configure the controllers Run starts.
+type Options struct {
+	// Log receives every controller's lines; nil discards them.
+	Log *slog.Logger
+	// Metrics receives reconcile counts and queue depths; nil is fine.
+	Metrics client.LoopMetrics
+	// Workers per controller; 0 means client.DefaultLoopOptions' value.
+	Workers int
+	// Resync enqueues every object again this often; 0 means
+	// client.DefaultLoopOptions' value (a minute).
+	Resync time.Duration
+}
+
+// Manager owns the shared informers and the loops of every controller,
+// like kube-controller-manager. Build it with NewManager, start it with Run.
+type Manager struct {
+	log       *slog.Logger
+	informers []*client.Informer
+	loops     []*client.Loop
+	recorders []*client.Recorder
+}
+
+// Run builds a Manager and runs it until ctx ends.
+func Run(ctx context.Context, c client.Interface, fin NamespaceFinalizer, opts Options) error {
+	return NewManager(c, fin, opts).Run(ctx)
+}
+
+// NewManager builds the informers (one per kind, shared by every
+// controller that reads that kind), the controllers and their loops, and
+// wires informer handlers to loop queues. Nothing runs until Run.
+func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manager {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{log: log}
+	// Each controller signs its events with its own name, as in Kubernetes
+	// (`describe` shows "deployment-controller" in the From column).
+	events := func(component string) EventRecorder {
+		r := client.NewRecorder(c, component, "", log)
+		m.recorders = append(m.recorders, r)
+		return r
+	}
+
+	// Shared caches: every controller that reads pods reads this one.
+	pods := m.informer(c, podKind(), log)
+	rsets := m.informer(c, replicaSetKind(), log)
+	deploys := m.informer(c, deploymentKind(), log)
+	namespaces := m.informer(c, namespaceKind(), log)
+
+	newLoop := func(name string, r client.Reconciler, keys func() []string) *client.Loop {
+		lo := client.DefaultLoopOptions(name)
+		if opts.Workers > 0 {
+			lo.Workers = opts.Workers
+		}
+		if opts.Resync > 0 {
+			lo.Resync = opts.Resync
+		}
+		lo.Log, lo.Metrics = log, opts.Metrics
+		l := client.NewLoop(r, lo)
+		l.SetResyncFunc(keys)
+		m.loops = append(m.loops, l)
+		return l
+	}
+
+	// ReplicaSet controller: a ReplicaSet changed, or one of its pods did.
+	rsc := NewReplicaSetController(c, rsets, pods, events(replicaSetControllerName), log)
+	rsLoop := newLoop(replicaSetControllerName, rsc, rsets.Keys)
+	rsets.AddHandler(rsLoop.Handler())
+	pods.AddHandler(rsc.PodHandler(rsLoop.Enqueue))
+
+	// Deployment controller: a Deployment changed, or one of its ReplicaSets
+	// did, or (for Recreate) one of its old pods went away.
+	dc := NewDeploymentController(c, deploys, rsets, pods, events(deploymentControllerName), log)
+	dLoop := newLoop(deploymentControllerName, dc, deploys.Keys)
+	deploys.AddHandler(dLoop.Handler())
+	rsets.AddHandler(dc.ReplicaSetHandler(dLoop.Enqueue))
+	pods.AddHandler(dc.PodHandler(dLoop.Enqueue))
+
+	// Garbage collector: dependents (pods, replica sets) and their owners.
+	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys}
+	gc := NewGarbageCollector(c, listersOf(graph), events(garbageCollectorName), log)
+	gcLoop := newLoop(garbageCollectorName, gc, func() []string { return gcKeys(graph) })
+	gc.Watch(graph, gcLoop.Enqueue)
+
+	// Namespace controller: a namespace changed (its deletion began).
+	nc := NewNamespaceController(c, fin, namespaces, events(namespaceControllerName), log)
+	nsLoop := newLoop(namespaceControllerName, nc, namespaces.Keys)
+	namespaces.AddHandler(nsLoop.Handler())
+
+	return m
+}
+
+func (m *Manager) informer(c client.Interface, k *api.Kind, log *slog.Logger) *client.Informer {
+	inf := client.NewInformer(c, k, "", api.ListOptions{}, log)
+	m.informers = append(m.informers, inf)
+	return inf
+}
+
+// Run starts the informers and event recorders, waits until each informer
+// has filled its cache (a controller acting on an empty cache would, say,
+// create every pod again), then starts the loops. It returns when ctx ends
+// and everything it started has stopped.
+func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, inf := range m.informers {
+		wg.Go(func() { inf.Run(ctx) })
+	}
+	for _, r := range m.recorders {
+		wg.Go(func() { _ = r.Run(ctx) }) // Run only returns nil, when ctx ends
+	}
+	for _, inf := range m.informers {
+		if !inf.WaitForSync(ctx) {
+			return nil // ctx ended before the caches filled: a normal shutdown
+		}
+	}
+	m.log.Info("controllers started", "controllers", len(m.loops))
+	errs := make([]error, len(m.loops))
+	for i, l := range m.loops {
+		wg.Go(func() { errs[i] = l.Run(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Controller names, as in logs, metrics and the source of events.
+const (
+	deploymentControllerName = "deployment-controller"
+	replicaSetControllerName = "replicaset-controller"
+	garbageCollectorName     = "garbage-collector"
+	namespaceControllerName  = "namespace-controller"
+)
+
+func podKind() *api.Kind        { return api.MustKindOf(&api.Pod{}) }
+func replicaSetKind() *api.Kind { return api.MustKindOf(&api.ReplicaSet{}) }
+func deploymentKind() *api.Kind { return api.MustKindOf(&api.Deployment{}) }
+func namespaceKind() *api.Kind  { return api.MustKindOf(&api.Namespace{}) }
+
+// nopRecorder drops events.
+type nopRecorder struct{}
+
+func (nopRecorder) Eventf(context.Context, api.Object, string, string, string, ...any) {}
+
+// controllerRef is the owner reference a controller puts on what it
+// creates or adopts. Objects read back from the API may lack apiVersion and
+// kind, so they come from the registry.
+func controllerRef(owner api.Object) api.OwnerReference {
+	ref := api.NewControllerRef(owner)
+	k := api.MustKindOf(owner)
+	ref.APIVersion, ref.Kind = k.APIVersion(), k.Kind
+	return ref
+}
+
+// replicasOf reads a replicas field; nil means 1, the API's default.
+func replicasOf(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+// claim decides which of candidates (objects in owner's namespace) the
+// owner controls, as Kubernetes' ControllerRefManager does:
+//
+//   - an object controlled by another owner is never touched;
+//   - an orphan (no controller) whose labels match the selector is adopted:
+//     the owner's controller reference is added to it;
+//   - an object the owner controls whose labels no longer match is released:
+//     the reference is removed, and the object lives on by itself.
+//
+// Adopting and releasing are writes to the objects; what is returned are
+// the objects the owner controls afterwards.
+func claim[T api.Object](ctx context.Context, c client.Interface, owner api.Object, sel labels.Selector, candidates []T) ([]T, error) {
+	om := owner.GetObjectMeta()
+	var owned []T
+	var errs []error
+	checkedOwner := false // canAdopt is asked once per claim, and only when needed
+	for _, obj := range candidates {
+		m := obj.GetObjectMeta()
+		ref := api.ControllerOf(obj)
+		matches := sel.Matches(labels.Set(m.Labels))
+		switch {
+		case ref != nil && ref.UID != om.UID:
+			// Someone else's.
+		case ref != nil && matches:
+			owned = append(owned, obj)
+		case ref != nil:
+			// Ours, but the labels moved away from the selector: release,
+			// unless we are being deleted (the GC takes care of those).
+			if om.DeletionTimestamp != nil {
+				continue
+			}
+			u := api.Clone(obj)
+			um := u.GetObjectMeta()
+			um.OwnerReferences = removeRef(um.OwnerReferences, om.UID)
+			if _, err := c.Update(ctx, u); err != nil && !api.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("release %s: %w", api.KeyOf(obj), err))
+			}
+		case matches && m.DeletionTimestamp == nil && om.DeletionTimestamp == nil:
+			// An orphan that matches: adopt it. First make sure the owner
+			// really exists (the cache may still show a deleted owner, and
+			// adopting for it would hand the orphan to the garbage collector).
+			if !checkedOwner {
+				if err := canAdopt(ctx, c, owner); err != nil {
+					return owned, err
+				}
+				checkedOwner = true
+			}
+			u := api.Clone(obj)
+			um := u.GetObjectMeta()
+			um.OwnerReferences = append(um.OwnerReferences, controllerRef(owner))
+			out, err := c.Update(ctx, u)
+			switch {
+			case err == nil:
+				owned = append(owned, out.(T))
+			case api.IsNotFound(err):
+			default:
+				errs = append(errs, fmt.Errorf("adopt %s: %w", api.KeyOf(obj), err))
+			}
+		}
+	}
+	return owned, errors.Join(errs...)
+}
+
+// canAdopt reads the owner from the API (not the cache) and fails unless it
+// is the same object (same uid) and not being deleted.
+func canAdopt(ctx context.Context, c client.Interface, owner api.Object) error {
+	om := owner.GetObjectMeta()
+	fresh, err := c.Get(ctx, api.MustKindOf(owner), om.Namespace, om.Name)
+	if err != nil {
+		return fmt.Errorf("check %s before adopting: %w", api.KeyOf(owner), err)
+	}
+	fm := fresh.GetObjectMeta()
+	if fm.UID != om.UID {
+		return fmt.Errorf("check %s before adopting: uid is now %s, was %s", api.KeyOf(owner), fm.UID, om.UID)
+	}
+	if fm.DeletionTimestamp != nil {
+		return fmt.Errorf("check %s before adopting: it is being deleted", api.KeyOf(owner))
+	}
+	return nil
+}
+
+// removeRef returns refs without the one to uid (a new slice).
+func removeRef(refs []api.OwnerReference, uid string) []api.OwnerReference {
+	var out []api.OwnerReference
+	for _, r := range refs {
+		if r.UID != uid {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// listAs converts cached objects to their concrete type.
+func listAs[T api.Object](objs []api.Object) []T {
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// getAs reads one cached object as its concrete type.
+func getAs[T api.Object](l Lister, namespace, name string) (T, bool) {
+	o, ok := l.Get(namespace, name)
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	t, ok := o.(T)
+	return t, ok
+}
+
+// logReconcile writes the one line a reconcile leaves: at Info when it did
+// something, at Debug when it found nothing to do (resyncs would flood Info).
+func logReconcile(log *slog.Logger, acted bool, line string) {
+	if acted {
+		log.Info(line)
+	} else {
+		log.Debug(line)
+	}
+}
+
+// plural is "1 pod", "3 pods".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

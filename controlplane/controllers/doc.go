@@ -1,0 +1,19 @@
+// Package controllers holds skiff's control loops: the part of the control
+// plane that turns what users declare into what runs, like Kubernetes'
+// kube-controller-manager.
+//
+// A control loop compares two things, over and over: the desired state (a
+// Deployment asking for 3 replicas of a template) and the observed state
+// (the ReplicaSets and Pods that exist now), and makes one small change that
+// brings them closer (create a ReplicaSet, scale it, delete a Pod). It never
+// acts on an event itself: informer handlers only put the object's key in a
+// queue, and Reconcile(ctx, key) reads the current state from the caches and
+// recomputes everything. So a lost, late or repeated event costs nothing, a
+// reconcile is always safe to repeat, and a periodic resync repairs the rest.
+//
+// Each controller is one file: deployment.go (rollouts through ReplicaSets),
+// replicaset.go (pods to match a count), gc.go (delete what lost its owners),
+// namespace.go (empty a namespace being deleted). controllers.go wires them
+// to informers and loops. Each reconcile logs one line, "observed ...,
+// desired ..., action: ...": read those to watch the loops think.
+package controllers

@@ -1,0 +1,137 @@
+package plugins
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// NodeAffinity places pods by node labels.
+//
+// Filter: the node must carry every label of spec.nodeSelector, and, when
+// the pod has requiredDuringSchedulingIgnoredDuringExecution, match at least
+// one of its nodeSelectorTerms (terms are ORed, the expressions inside one
+// term are ANDed). Operators: In, NotIn, Exists, DoesNotExist, and Gt/Lt,
+// which compare the label and the single value as integers (a label that
+// is not an integer does not match). matchFields supports metadata.name.
+//
+// Score: the sum of the weights of the preferred terms the node matches,
+// scaled so the best node gets 100.
+//
+// "IgnoredDuringExecution": a pod already running stays when labels change.
+type NodeAffinity struct{}
+
+var (
+	_ framework.FilterPlugin = (*NodeAffinity)(nil)
+	_ framework.ScorePlugin  = (*NodeAffinity)(nil)
+)
+
+// ReasonNodeAffinity is Kubernetes' wording, for nodeSelector and affinity alike.
+const ReasonNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
+
+// Name implements framework.Plugin.
+func (*NodeAffinity) Name() string { return NodeAffinityName }
+
+// Filter implements framework.FilterPlugin.
+func (*NodeAffinity) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
+	if !RequiredNodeAffinityMatches(pod, node.Node) {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeAffinity)
+	}
+	return nil
+}
+
+// RequiredNodeAffinityMatches reports whether node satisfies the pod's
+// nodeSelector and required node affinity.
+func RequiredNodeAffinityMatches(pod *api.Pod, node *api.Node) bool {
+	for k, v := range pod.Spec.NodeSelector {
+		if got, ok := node.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	for i := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if TermMatches(&a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i], node) {
+			return true
+		}
+	}
+	return false
+}
+
+// Score implements framework.ScorePlugin.
+func (*NodeAffinity) Score(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil {
+		return 0, nil
+	}
+	var sum int64
+	for i := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		t := &a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i]
+		if t.Weight > 0 && TermMatches(&t.Preference, node.Node) {
+			sum += int64(t.Weight)
+		}
+	}
+	return sum, nil
+}
+
+// NormalizeScore implements framework.ScorePlugin: the best node gets 100.
+func (*NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, _ *api.Pod, scores []framework.NodeScore) *framework.Status {
+	framework.DefaultNormalizeScore(framework.MaxNodeScore, false, scores)
+	return nil
+}
+
+// TermMatches reports whether node matches every expression and field of
+// term. A term with neither matches nothing, as in Kubernetes.
+func TermMatches(term *api.NodeSelectorTerm, node *api.Node) bool {
+	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
+		return false
+	}
+	for i := range term.MatchExpressions {
+		r := &term.MatchExpressions[i]
+		v, ok := node.Labels[r.Key]
+		if !requirementMatches(r, v, ok) {
+			return false
+		}
+	}
+	for i := range term.MatchFields {
+		r := &term.MatchFields[i]
+		if r.Key != "metadata.name" || !requirementMatches(r, node.Name, true) {
+			return false
+		}
+	}
+	return true
+}
+
+// requirementMatches applies one operator to a label value (has: whether the
+// label exists).
+func requirementMatches(r *api.NodeSelectorRequirement, value string, has bool) bool {
+	switch r.Operator {
+	case "In":
+		return has && slices.Contains(r.Values, value)
+	case "NotIn":
+		return !has || !slices.Contains(r.Values, value)
+	case "Exists":
+		return has
+	case "DoesNotExist":
+		return !has
+	case "Gt", "Lt":
+		if !has || len(r.Values) != 1 {
+			return false
+		}
+		got, err1 := strconv.ParseInt(value, 10, 64)
+		want, err2 := strconv.ParseInt(r.Values[0], 10, 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if r.Operator == "Gt" {
+			return got > want
+		}
+		return got < want
+	}
+	return false
+}

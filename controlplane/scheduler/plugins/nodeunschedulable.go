@@ -1,0 +1,33 @@
+package plugins
+
+import (
+	"context"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// NodeUnschedulable rejects cordoned nodes (spec.unschedulable: true, set by
+// `skiff cordon` and `skiff drain`), unless the pod tolerates the taint
+// node.kubernetes.io/unschedulable:NoSchedule, as DaemonSet pods do.
+type NodeUnschedulable struct{}
+
+var _ framework.FilterPlugin = (*NodeUnschedulable)(nil)
+
+// ReasonNodeUnschedulable is Kubernetes' wording.
+const ReasonNodeUnschedulable = "node(s) were unschedulable"
+
+// Name implements framework.Plugin.
+func (*NodeUnschedulable) Name() string { return NodeUnschedulableName }
+
+// Filter implements framework.FilterPlugin.
+func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
+	if !node.Node.Spec.Unschedulable {
+		return nil
+	}
+	taint := api.Taint{Key: api.TaintUnschedulable, Effect: api.TaintEffectNoSched}
+	if TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
+		return nil
+	}
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeUnschedulable)
+}

@@ -1,0 +1,83 @@
+// Package plugins holds the scheduler's built-in plugins, one per file,
+// named as in Kubernetes where Kubernetes has the same plugin:
+//
+//	NodeUnschedulable  filter: cordoned nodes (spec.unschedulable) take no new pods
+//	NodeName           filter: a pod that names a node fits only that node
+//	TaintToleration    filter + score: NoSchedule/NoExecute taints repel, PreferNoSchedule lowers the score
+//	NodeReady          filter: only Ready nodes (skiff's; Kubernetes uses taints for this)
+//	NodeAffinity       filter + score: nodeSelector, required and preferred node affinity
+//	NodePorts          filter: host ports must be free
+//	NodeResourcesFit   filter + score: requests must fit allocatable; LeastAllocated or MostAllocated
+//	GPUTopology        score: well-connected GPU sets first (a hook the GPU code fills in)
+//	DefaultBinder      bind: POST pods/NAME/binding
+//
+// A plugin is a small struct made by its factory from Args; Registry maps
+// each name to its factory. The scheduler's configuration chooses which run.
+package plugins
+
+import (
+	"fmt"
+	"slices"
+
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// Plugin names.
+const (
+	NodeUnschedulableName = "NodeUnschedulable"
+	NodeNameName          = "NodeName"
+	TaintTolerationName   = "TaintToleration"
+	NodeReadyName         = "NodeReady"
+	NodeAffinityName      = "NodeAffinity"
+	NodePortsName         = "NodePorts"
+	NodeResourcesFitName  = "NodeResourcesFit"
+	GPUTopologyName       = "GPUTopology"
+	DefaultBinderName     = "DefaultBinder"
+)
+
+// Args are what plugin factories may need. Zero values are fine except
+// where a plugin says otherwise.
+type Args struct {
+	// Client is used by DefaultBinder (required for it).
+	Client client.Interface
+	// ScoringStrategy of NodeResourcesFit; the zero value is LeastAllocated
+	// over cpu and memory.
+	ScoringStrategy ScoringStrategy
+	// GPUTopology ranks GPU sets; nil scores every node the same.
+	GPUTopology TopologyProvider
+}
+
+// Factory makes a plugin.
+type Factory func(args Args) (framework.Plugin, error)
+
+// Registry returns the factory of every built-in plugin, by name. It
+// returns a new map each call: add out-of-tree plugins to it freely.
+func Registry() map[string]Factory {
+	return map[string]Factory{
+		NodeUnschedulableName: func(Args) (framework.Plugin, error) { return &NodeUnschedulable{}, nil },
+		NodeNameName:          func(Args) (framework.Plugin, error) { return &NodeName{}, nil },
+		TaintTolerationName:   func(Args) (framework.Plugin, error) { return &TaintToleration{}, nil },
+		NodeReadyName:         func(Args) (framework.Plugin, error) { return &NodeReady{}, nil },
+		NodeAffinityName:      func(Args) (framework.Plugin, error) { return &NodeAffinity{}, nil },
+		NodePortsName:         func(Args) (framework.Plugin, error) { return &NodePorts{}, nil },
+		NodeResourcesFitName:  func(a Args) (framework.Plugin, error) { return NewNodeResourcesFit(a.ScoringStrategy) },
+		GPUTopologyName:       func(a Args) (framework.Plugin, error) { return NewGPUTopology(a.GPUTopology), nil },
+		DefaultBinderName: func(a Args) (framework.Plugin, error) {
+			if a.Client == nil {
+				return nil, fmt.Errorf("%s needs a client", DefaultBinderName)
+			}
+			return &DefaultBinder{Client: a.Client}, nil
+		},
+	}
+}
+
+// Names lists the built-in plugins, sorted.
+func Names() []string {
+	var out []string
+	for n := range Registry() {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}

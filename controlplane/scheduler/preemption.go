@@ -1,0 +1,203 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// Preemption: when a pod fits nowhere, maybe it would fit if some pods of
+// lower priority made room. For each node, the scheduler imagines the node
+// without every lower-priority pod and runs the filters again; if the pod
+// fits, it puts pods back one by one, most important first, keeping each
+// one that still leaves room. What could not be put back are the victims:
+// the smallest set of the least important pods. Among the nodes that work,
+// it picks the one whose most important victim is least important, then
+// the one with fewest victims, then the lowest sum of victim priorities,
+// then the first by name.
+//
+// The scheduler then deletes the victims (their Preempted events say by
+// whom), sets the pod's status.nominatedNodeName to the node, and puts the
+// pod back in the queue: it is scheduled when the victims are gone. Until
+// then the nominated pod counts on that node for pods of lower priority,
+// so they cannot take the room it was given.
+//
+// Nodes rejected for a reason eviction cannot fix (a label, a taint) are
+// skipped: "Preemption is not helpful for scheduling". A pod with
+// preemptionPolicy: Never never preempts. Priority is spec.priority
+// (default 0); pods of equal priority never preempt each other.
+
+// PreemptionResult is what preemption found for one pod.
+type PreemptionResult struct {
+	// Node where evicting Victims makes the pod fit; "" when there is none.
+	Node string
+	// Victims to evict on Node, lowest priority first.
+	Victims []*framework.PodInfo
+	// Message is the sentence added to FailedScheduling when preemption
+	// could not help: "preemption: 0/3 nodes are available: ...".
+	Message string
+	// Nodes: each node's outcome (Status nil for the nodes that would work).
+	Nodes []NodePreemption
+}
+
+// NodePreemption is one node's preemption outcome.
+type NodePreemption struct {
+	Node    string
+	Victims []string
+	Status  *framework.Status
+}
+
+// Preemption messages, as in Kubernetes.
+const (
+	ReasonPreemptionNotHelpful = "Preemption is not helpful for scheduling"
+	ReasonNoVictims            = "No preemption victims found for incoming pod"
+	msgPolicyNever             = "preemption: not eligible due to preemptionPolicy=Never"
+	msgTerminatingOnNominated  = "preemption: not eligible due to a terminating pod on the nominated node"
+)
+
+// PreemptNever is the preemptionPolicy that turns preemption off for a pod.
+const PreemptNever = "Never"
+
+// preempt looks for a node where evicting lower-priority pods lets pod fit.
+// It only computes; the scheduler acts on the result.
+func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, pod *api.Pod, snap *Snapshot, res *CycleResult) (*PreemptionResult, error) {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == PreemptNever {
+		return &PreemptionResult{Message: msgPolicyNever}, nil
+	}
+	prio := framework.PodPriority(pod)
+	if nn := pod.Status.NominatedNodeName; nn != "" {
+		if ni := snap.Get(nn); ni != nil {
+			for _, p := range ni.Pods {
+				if p.Pod.DeletionTimestamp != nil && p.Priority < prio {
+					return &PreemptionResult{Message: msgTerminatingOnNominated}, nil
+				}
+			}
+		}
+	}
+	statusOf := make(map[string]*framework.Status, len(res.Nodes))
+	for _, r := range res.Nodes {
+		statusOf[r.Node] = r.Status
+	}
+	pr := &PreemptionResult{}
+	type candidate struct {
+		node    string
+		victims []*framework.PodInfo
+	}
+	var cands []candidate
+	for _, ni := range snap.Nodes() {
+		name := ni.Node.Name
+		st, ok := statusOf[name]
+		if res.PreFilterStatus != nil {
+			st, ok = res.PreFilterStatus, true
+		}
+		if ok && st.Code() == framework.UnschedulableAndUnresolvable {
+			pr.Nodes = append(pr.Nodes, NodePreemption{Node: name, Status: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonPreemptionNotHelpful)})
+			continue
+		}
+		victims, s := a.selectVictims(ctx, state, pod, prio, ni)
+		if s.Code() == framework.Error {
+			return nil, fmt.Errorf("preemption on node %q: %w", name, s.AsError())
+		}
+		np := NodePreemption{Node: name, Status: s}
+		for _, v := range victims {
+			np.Victims = append(np.Victims, v.Key)
+		}
+		pr.Nodes = append(pr.Nodes, np)
+		if s.IsSuccess() {
+			cands = append(cands, candidate{node: name, victims: victims})
+		}
+	}
+	if len(cands) == 0 {
+		var hist []NodeFilterResult
+		for _, n := range pr.Nodes {
+			hist = append(hist, NodeFilterResult{Node: n.Node, Status: n.Status})
+		}
+		pr.Message = fmt.Sprintf("preemption: 0/%d nodes are available: %s", len(snap.Nodes()), reasonHistogram(hist))
+		return pr, nil
+	}
+	best := slices.MinFunc(cands, func(x, y candidate) int {
+		if c := compareInt(highestPriority(x.victims), highestPriority(y.victims)); c != 0 {
+			return c
+		}
+		if c := compareInt(len(x.victims), len(y.victims)); c != 0 {
+			return c
+		}
+		if c := compareInt(sumPriority(x.victims), sumPriority(y.victims)); c != 0 {
+			return c
+		}
+		return strings.Compare(x.node, y.node)
+	})
+	pr.Node, pr.Victims = best.node, best.victims
+	return pr, nil
+}
+
+// selectVictims finds the fewest, least important pods on ni whose
+// eviction lets pod fit. A non-success status says why no set works.
+func (a *algorithm) selectVictims(ctx context.Context, state *framework.CycleState, pod *api.Pod, prio int32, ni *framework.NodeInfo) ([]*framework.PodInfo, *framework.Status) {
+	var potential []*framework.PodInfo
+	for _, p := range ni.Pods {
+		if p.Priority < prio {
+			potential = append(potential, p)
+		}
+	}
+	if len(potential) == 0 {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims)
+	}
+	sim := a.withNominated(pod, ni)
+	if sim == ni {
+		sim = ni.Clone()
+	}
+	for _, p := range potential {
+		sim.RemovePod(p.Key)
+	}
+	if s, _ := a.fwk.RunFilter(ctx, state, pod, sim); !s.IsSuccess() {
+		return nil, s
+	}
+	// Put back the most important pods first; those that no longer fit are victims.
+	slices.SortStableFunc(potential, func(x, y *framework.PodInfo) int {
+		if c := compareInt(y.Priority, x.Priority); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Key, y.Key)
+	})
+	var victims []*framework.PodInfo
+	for _, p := range potential {
+		sim.AddPod(p)
+		if s, _ := a.fwk.RunFilter(ctx, state, pod, sim); !s.IsSuccess() {
+			sim.RemovePod(p.Key)
+			victims = append(victims, p)
+		}
+	}
+	slices.Reverse(victims) // lowest priority first
+	return victims, nil
+}
+
+func highestPriority(pods []*framework.PodInfo) int32 {
+	var h int32 = -1 << 31
+	for _, p := range pods {
+		h = max(h, p.Priority)
+	}
+	return h
+}
+
+func sumPriority(pods []*framework.PodInfo) int64 {
+	var s int64
+	for _, p := range pods {
+		s += int64(p.Priority)
+	}
+	return s
+}
+
+func compareInt[T int | int32 | int64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,371 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// CycleResult is everything one scheduling attempt found: the verdict of
+// every filter on every node it looked at, every score, the chosen node,
+// or the message saying why there was none. Explain renders it; the
+// scheduler also records it as trace spans on the pod.
+type CycleResult struct {
+	// Pod is namespace/name.
+	Pod string
+	// NumNodes in the snapshot.
+	NumNodes int
+	// PreFilterPlugin and PreFilterStatus: set when a PreFilter rejected the pod.
+	PreFilterPlugin string
+	PreFilterStatus *framework.Status
+	// FilterPlugins in the order they ran.
+	FilterPlugins []string
+	// Nodes: the filter verdict of each node looked at, in the order they
+	// were looked at. Fewer than NumNodes when enough feasible nodes were
+	// found early (PercentageOfNodesToScore).
+	Nodes []NodeFilterResult
+	// ScorePlugins with their weights, in the order they ran.
+	ScorePlugins []ScorePluginInfo
+	// Scores of the feasible nodes, in the order of Nodes.
+	Scores []NodeScoreResult
+	// SelectedNode is the winner; "" when no node fits.
+	SelectedNode string
+	// Message is the FailedScheduling message when no node fits.
+	Message string
+	// Preemption: what preemption found, when it was tried.
+	Preemption *PreemptionResult
+	// Start, FilterEnd and ScoreEnd time the phases.
+	Start, FilterEnd, ScoreEnd time.Time
+}
+
+// NodeFilterResult is one node's filter verdict.
+type NodeFilterResult struct {
+	Node string
+	// Plugin is the index in FilterPlugins of the plugin that rejected the
+	// node; -1 when every filter passed. Filters after it did not run.
+	Plugin int
+	// Status of the rejecting plugin; nil when the node passed.
+	Status *framework.Status
+}
+
+// Feasible reports whether every filter passed.
+func (r NodeFilterResult) Feasible() bool { return r.Plugin < 0 }
+
+// ScorePluginInfo names a score plugin and its weight.
+type ScorePluginInfo struct {
+	Name   string
+	Weight int64
+}
+
+// NodeScoreResult is one feasible node's scores, indexed like ScorePlugins.
+type NodeScoreResult struct {
+	Node string
+	// Raw is what Score returned; Normalized is after NormalizeScore (0..100).
+	Raw, Normalized []int64
+	// Total is the sum of Normalized × weight.
+	Total int64
+}
+
+// Messages and limits as in Kubernetes.
+const (
+	// ErrNoNodesMessage is the message when the cluster has no node at all.
+	ErrNoNodesMessage = "no nodes available to schedule pods"
+	// minFeasibleNodesToFind: below this many nodes, every node is looked at.
+	minFeasibleNodesToFind = 100
+	// minFeasibleNodesPercentageToFind floors the adaptive percentage.
+	minFeasibleNodesPercentageToFind = 5
+	// parallelThreshold: fewer nodes than this are filtered on the calling
+	// goroutine (small clusters, tests: no goroutines at all).
+	parallelThreshold = 100
+)
+
+// algorithm is the pure part of a cycle: filter, score, select.
+type algorithm struct {
+	fwk         *framework.Framework
+	percentage  int32
+	parallelism int
+	// nominated pods per node, from the queue (may be nil).
+	nominated map[string][]*framework.PodInfo
+}
+
+// numFeasibleNodesToFind is how many feasible nodes are enough, as
+// Kubernetes: looking at every node of a 5,000-node cluster for every pod
+// would be slow, and the 500th-best node is about as good as the best.
+func (a *algorithm) numFeasibleNodesToFind(numAll int) int {
+	if numAll < minFeasibleNodesToFind {
+		return numAll
+	}
+	pct := int(a.percentage)
+	if pct <= 0 {
+		pct = 50 - numAll/125
+		pct = max(pct, minFeasibleNodesPercentageToFind)
+	}
+	n := numAll * pct / 100
+	return max(n, minFeasibleNodesToFind)
+}
+
+// schedule runs PreFilter, Filter and Score for pod over the snapshot,
+// starting at node index start (nodes are visited round robin across
+// cycles, so a big cluster's later nodes get their turn). It returns the
+// result and how many nodes it looked at.
+func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, pod *api.Pod, snap *Snapshot, start int, now func() time.Time) (*CycleResult, int, error) {
+	nodes := snap.Nodes()
+	res := &CycleResult{Pod: api.Key(pod.Namespace, pod.Name), NumNodes: len(nodes), Start: now()}
+	for _, p := range a.fwk.Filter {
+		res.FilterPlugins = append(res.FilterPlugins, p.Name())
+	}
+	for _, p := range a.fwk.Score {
+		res.ScorePlugins = append(res.ScorePlugins, ScorePluginInfo{Name: p.Name(), Weight: p.Weight})
+	}
+	if len(nodes) == 0 {
+		res.Message = ErrNoNodesMessage
+		res.FilterEnd, res.ScoreEnd = now(), now()
+		return res, 0, nil
+	}
+	if s, plugin := a.fwk.RunPreFilter(ctx, state, pod); !s.IsSuccess() {
+		if s.Code() == framework.Error {
+			return nil, 0, fmt.Errorf("prefilter %s: %w", plugin, s.AsError())
+		}
+		res.PreFilterPlugin, res.PreFilterStatus = plugin, s
+		res.Message = fitMessage(res, "")
+		res.FilterEnd, res.ScoreEnd = now(), now()
+		return res, 0, nil
+	}
+
+	// A pod that preemption made room for tries its nominated node first.
+	if nn := pod.Status.NominatedNodeName; nn != "" {
+		if ni := snap.Get(nn); ni != nil {
+			r := a.filterNode(ctx, state, pod, ni)
+			if r.Status.Code() == framework.Error {
+				return nil, 0, fmt.Errorf("filter %s on node %q: %w", res.FilterPlugins[r.Plugin], nn, r.Status.AsError())
+			}
+			if r.Feasible() {
+				res.Nodes = []NodeFilterResult{r}
+				res.FilterEnd = now()
+				if err := a.score(ctx, state, pod, res, []*framework.NodeInfo{ni}); err != nil {
+					return nil, 0, err
+				}
+				res.ScoreEnd = now()
+				res.SelectedNode = nn
+				return res, 0, nil
+			}
+		}
+	}
+
+	feasible, processed, err := a.findFeasible(ctx, state, pod, nodes, start, res)
+	res.FilterEnd = now()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(feasible) == 0 {
+		res.Message = fitMessage(res, "")
+		res.ScoreEnd = now()
+		return res, processed, nil
+	}
+	if err := a.score(ctx, state, pod, res, feasible); err != nil {
+		return nil, 0, err
+	}
+	res.ScoreEnd = now()
+	res.SelectedNode = selectHost(res.Scores)
+	return res, processed, nil
+}
+
+// filterNode runs the filters on one node. Pods nominated to the node with
+// at least this pod's priority count as if they were already there.
+func (a *algorithm) filterNode(ctx context.Context, state *framework.CycleState, pod *api.Pod, ni *framework.NodeInfo) NodeFilterResult {
+	ni = a.withNominated(pod, ni)
+	s, i := a.fwk.RunFilter(ctx, state, pod, ni)
+	return NodeFilterResult{Node: ni.Node.Name, Plugin: i, Status: s}
+}
+
+func (a *algorithm) withNominated(pod *api.Pod, ni *framework.NodeInfo) *framework.NodeInfo {
+	noms := a.nominated[ni.Node.Name]
+	if len(noms) == 0 {
+		return ni
+	}
+	key, prio := api.Key(pod.Namespace, pod.Name), framework.PodPriority(pod)
+	var out *framework.NodeInfo
+	for _, p := range noms {
+		if p.Key == key || p.Priority < prio {
+			continue
+		}
+		if out == nil {
+			out = ni.Clone()
+		}
+		out.AddPod(p)
+	}
+	if out == nil {
+		return ni
+	}
+	return out
+}
+
+// findFeasible filters nodes from start, round robin, until enough feasible
+// nodes are found or all were looked at. Nodes are filtered in batches,
+// in parallel for big batches; results are collected in node order, so
+// the outcome does not depend on goroutine timing.
+func (a *algorithm) findFeasible(ctx context.Context, state *framework.CycleState, pod *api.Pod, nodes []*framework.NodeInfo, start int, res *CycleResult) ([]*framework.NodeInfo, int, error) {
+	n := len(nodes)
+	want := a.numFeasibleNodesToFind(n)
+	var feasible []*framework.NodeInfo
+	processed := 0
+	var buf []NodeFilterResult
+	for processed < n && len(feasible) < want {
+		batch := min(n-processed, max(want-len(feasible), parallelThreshold))
+		buf = slices.Grow(buf[:0], batch)[:batch]
+		first := start + processed
+		a.parallelize(batch, func(i int) {
+			buf[i] = a.filterNode(ctx, state, pod, nodes[(first+i)%n])
+		})
+		for i := range batch {
+			r := buf[i]
+			if r.Status.Code() == framework.Error {
+				return nil, 0, fmt.Errorf("filter %s on node %q: %w", res.FilterPlugins[r.Plugin], r.Node, r.Status.AsError())
+			}
+			res.Nodes = append(res.Nodes, r)
+			processed++
+			if r.Feasible() {
+				feasible = append(feasible, nodes[(first+i)%n])
+				if len(feasible) == want {
+					break
+				}
+			}
+		}
+	}
+	return feasible, processed, nil
+}
+
+// parallelize calls f(0..n-1), on up to Parallelism goroutines when n is
+// big enough to be worth it, else on the caller's goroutine.
+func (a *algorithm) parallelize(n int, f func(i int)) {
+	workers := min(a.parallelism, runtime.GOMAXPROCS(0), n/parallelThreshold*4)
+	if n < parallelThreshold || workers < 2 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	const chunk = 32
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= n {
+					return
+				}
+				for i := lo; i < min(lo+chunk, n); i++ {
+					f(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// score runs the score plugins over the feasible nodes, normalises each
+// plugin's scores, weights them and sums.
+func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod *api.Pod, res *CycleResult, feasible []*framework.NodeInfo) error {
+	res.Scores = make([]NodeScoreResult, len(feasible))
+	np := len(a.fwk.Score)
+	raw := make([]int64, 2*np*len(feasible)) // one allocation for all Raw and Normalized
+	for i, ni := range feasible {
+		res.Scores[i] = NodeScoreResult{Node: ni.Node.Name, Raw: raw[2*np*i : 2*np*i+np : 2*np*i+np], Normalized: raw[2*np*i+np : 2*np*(i+1) : 2*np*(i+1)]}
+	}
+	var firstErr atomic.Pointer[error]
+	a.parallelize(len(feasible), func(i int) {
+		ni := a.withNominated(pod, feasible[i])
+		for p, sp := range a.fwk.Score {
+			v, s := sp.Score(ctx, state, pod, ni)
+			if !s.IsSuccess() {
+				err := fmt.Errorf("score %s on node %q: %w", sp.Name(), ni.Node.Name, s.AsError())
+				firstErr.CompareAndSwap(nil, &err)
+				return
+			}
+			res.Scores[i].Raw[p] = v
+		}
+	})
+	if e := firstErr.Load(); e != nil {
+		return *e
+	}
+	list := make([]framework.NodeScore, len(feasible))
+	for p, sp := range a.fwk.Score {
+		for i := range res.Scores {
+			list[i] = framework.NodeScore{Name: res.Scores[i].Node, Score: res.Scores[i].Raw[p]}
+		}
+		if s := sp.NormalizeScore(ctx, state, pod, list); !s.IsSuccess() {
+			return fmt.Errorf("normalize %s: %w", sp.Name(), s.AsError())
+		}
+		for i := range res.Scores {
+			v := min(max(list[i].Score, 0), framework.MaxNodeScore)
+			res.Scores[i].Normalized[p] = v
+			res.Scores[i].Total += v * sp.Weight
+		}
+	}
+	return nil
+}
+
+// selectHost picks the highest total. Ties go to the node whose name sorts
+// first: the same cluster gives the same answer every time, which makes
+// decisions easy to follow and to test. (Kubernetes picks among ties at
+// random, which spreads identical pods a little more evenly.)
+func selectHost(scores []NodeScoreResult) string {
+	best := -1
+	for i := range scores {
+		if best < 0 || scores[i].Total > scores[best].Total ||
+			(scores[i].Total == scores[best].Total && scores[i].Node < scores[best].Node) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return scores[best].Node
+}
+
+// fitMessage builds Kubernetes' FailedScheduling message:
+//
+//	0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient nvidia.com/gpu.
+//
+// Each node adds one to the count of each of its reasons; the "N reason"
+// strings are sorted as strings and joined with ", ". A PreFilter
+// rejection replaces the counts with its own message. postFilter (the
+// preemption outcome, "preemption: ...") follows as its own sentence.
+func fitMessage(res *CycleResult, postFilter string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "0/%d nodes are available:", res.NumNodes)
+	if res.PreFilterStatus != nil {
+		fmt.Fprintf(&b, " %s.", res.PreFilterStatus.Message())
+	} else {
+		b.WriteString(" " + reasonHistogram(res.Nodes) + ".")
+	}
+	if postFilter != "" {
+		fmt.Fprintf(&b, " %s.", postFilter)
+	}
+	return b.String()
+}
+
+// reasonHistogram counts nodes per reason: "1 node(s) ..., 2 Insufficient cpu".
+func reasonHistogram(nodes []NodeFilterResult) string {
+	counts := map[string]int{}
+	for _, r := range nodes {
+		for _, reason := range r.Status.Reasons() {
+			counts[reason]++
+		}
+	}
+	parts := make([]string, 0, len(counts))
+	for reason, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", n, reason))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,421 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"skiff.dev/skiff/api"
+)
+
+var _ Store = (*Bolt)(nil)
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errors.New("store is closed")
+
+// metaBucket holds the revision counter. Its name cannot clash with a kind's
+// bucket: resource names are DNS labels and never start with "_".
+var (
+	metaBucket  = []byte("_meta")
+	revisionKey = []byte("revision")
+)
+
+// Bolt is the bbolt-backed Store. Create it with Open; it owns a committer
+// goroutine, an Event sweeper and one goroutine per watcher, all stopped by
+// Close.
+type Bolt struct {
+	db   *bolt.DB
+	opts Options
+	log  *slog.Logger
+
+	// rev is the last committed revision; only the committer writes it.
+	rev atomic.Int64
+
+	// mu guards closed against enqueues racing Close: enqueue holds it for
+	// reading while it hands an op to the committer.
+	mu     sync.RWMutex
+	closed bool
+	ops    chan *op
+
+	hub *hub
+
+	stopSweep context.CancelFunc
+	done      chan struct{} // closed by Close: watchers stop delivering
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	stats counters
+}
+
+// counters are the store's statistics, read by Stats.
+type counters struct {
+	batches, commits, writes, failed, expired atomic.Uint64
+}
+
+// Stats is a snapshot of the store's counters, for metrics.
+type Stats struct {
+	// Revision is the current global revision.
+	Revision int64
+	// Batches handled by the committer (one or more writes each).
+	Batches uint64
+	// Commits are bbolt transactions committed (one fsync each); a batch in
+	// which every write failed commits nothing.
+	Commits uint64
+	// Writes that succeeded (each one a revision).
+	Writes uint64
+	// FailedWrites: conflicts, not-found, already-exists.
+	FailedWrites uint64
+	// ExpiredEvents deleted by the sweeper.
+	ExpiredEvents uint64
+	// Watchers open now.
+	Watchers int
+	// SlowWatchersClosed counts watchers closed for falling behind.
+	SlowWatchersClosed uint64
+}
+
+// Stats returns the current counters.
+func (b *Bolt) Stats() Stats {
+	w, slow := b.hub.stats()
+	return Stats{
+		Revision:           b.rev.Load(),
+		Batches:            b.stats.batches.Load(),
+		Commits:            b.stats.commits.Load(),
+		Writes:             b.stats.writes.Load(),
+		FailedWrites:       b.stats.failed.Load(),
+		ExpiredEvents:      b.stats.expired.Load(),
+		Watchers:           w,
+		SlowWatchersClosed: slow,
+	}
+}
+
+// Open opens (or creates) the database at path and starts the store's
+// goroutines. The file is locked: a second Open of the same path waits one
+// second and fails.
+func Open(path string, opts Options) (*Bolt, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: opts.NoSync})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	var rev int64
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(metaBucket)
+		if err != nil {
+			return err
+		}
+		for _, k := range api.Kinds {
+			if _, err := tx.CreateBucketIfNotExists([]byte(k.GroupResource())); err != nil {
+				return fmt.Errorf("bucket %s: %w", k.GroupResource(), err)
+			}
+		}
+		rev, err = readRevision(meta)
+		return err
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	b := &Bolt{
+		db:   db,
+		opts: opts,
+		log:  opts.Logger.With("component", "store"),
+		ops:  make(chan *op, opts.MaxBatch),
+		hub:  newHub(opts.HistorySize, opts.WatchBuffer, rev),
+		done: make(chan struct{}),
+	}
+	b.rev.Store(rev)
+	b.log.Debug("opened", "path", path, "revision", rev)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stopSweep = cancel
+	b.wg.Add(2)
+	go func() {
+		defer b.wg.Done()
+		b.commitLoop()
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.sweepLoop(ctx)
+	}()
+	return b, nil
+}
+
+// Close stops the sweeper, commits what is queued, closes every watcher and
+// the database. Safe to call twice; the second call returns the first's result.
+func (b *Bolt) Close() error {
+	b.closeOnce.Do(func() {
+		b.stopSweep()
+		b.mu.Lock()
+		b.closed = true
+		close(b.ops) // the committer drains what is queued, then returns
+		b.mu.Unlock()
+		close(b.done)
+		b.wg.Wait()
+		b.hub.close()
+		if err := b.db.Close(); err != nil {
+			b.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return b.closeErr
+}
+
+// Revision is the last committed revision.
+func (b *Bolt) Revision() int64 { return b.rev.Load() }
+
+// Create stores a new object, setting uid and creationTimestamp when empty.
+func (b *Bolt) Create(ctx context.Context, obj api.Object) (api.Object, error) {
+	k, cp, err := prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := cp.GetObjectMeta()
+	if m.UID == "" {
+		m.UID = newUID()
+	}
+	if m.CreationTimestamp.IsZero() {
+		m.CreationTimestamp = api.NewTime(b.opts.Now().Truncate(time.Second))
+	}
+	m.ResourceVersion = ""
+	o := &op{typ: opCreate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp}
+	if err := b.do(ctx, o); err != nil {
+		return nil, err
+	}
+	return o.obj, nil
+}
+
+// Update replaces an existing object. A non-empty resourceVersion must match
+// the stored one; a non-empty uid must match too. Empty uid and
+// creationTimestamp are kept from the stored object.
+func (b *Bolt) Update(ctx context.Context, obj api.Object) (api.Object, error) {
+	k, cp, err := prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := cp.GetObjectMeta()
+	o := &op{typ: opUpdate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp, wantRV: m.ResourceVersion}
+	if o.wantRV != "" {
+		if _, err := parseRevision(o.wantRV); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.do(ctx, o); err != nil {
+		return nil, err
+	}
+	return o.obj, nil
+}
+
+// Delete removes an object and returns its last state, with the delete's
+// revision as resourceVersion.
+func (b *Bolt) Delete(ctx context.Context, kind *api.Kind, namespace, name string, pre *api.Preconditions) (api.Object, error) {
+	o := &op{typ: opDelete, kind: kind, namespace: namespace, name: name}
+	if pre != nil {
+		if pre.UID != nil {
+			o.wantUID = *pre.UID
+		}
+		if pre.ResourceVersion != nil {
+			o.wantRV = *pre.ResourceVersion
+		}
+	}
+	if err := b.do(ctx, o); err != nil {
+		return nil, err
+	}
+	return o.obj, nil
+}
+
+// Get returns a fresh copy of one object, or NotFound.
+func (b *Bolt) Get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error) {
+	obj, _, err := b.get(ctx, kind, namespace, name)
+	return obj, err
+}
+
+// get returns the object and a copy of its stored bytes.
+func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	var raw []byte
+	err := b.db.View(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket([]byte(kind.GroupResource())); bk != nil {
+			raw = bytes.Clone(bk.Get([]byte(api.Key(namespace, name)))) // STYLE 11: copy before the tx ends
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, api.NewInternal(fmt.Errorf("get %s %s: %w", kind.GroupResource(), api.Key(namespace, name), err))
+	}
+	if raw == nil {
+		return nil, nil, api.NewNotFound(kind, name)
+	}
+	obj, err := decode(kind, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, raw, nil
+}
+
+// List returns the objects of a kind, in one namespace or all, sorted by
+// key, and the revision they were read at.
+func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]api.Object, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if err := b.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	var (
+		out []api.Object
+		rev int64
+	)
+	err := b.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if rev, err = readRevision(tx.Bucket(metaBucket)); err != nil {
+			return err
+		}
+		bk := tx.Bucket([]byte(kind.GroupResource()))
+		if bk == nil {
+			return nil
+		}
+		c := bk.Cursor()
+		var prefix []byte
+		if namespace != "" && kind.Namespaced {
+			prefix = []byte(namespace + "/")
+		}
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			obj, err := decode(kind, v) // json.Unmarshal copies: nothing of v outlives the tx
+			if err != nil {
+				return err
+			}
+			out = append(out, obj)
+		}
+		return nil
+	})
+	if err != nil {
+		var se *api.StatusError
+		if errors.As(err, &se) {
+			return nil, 0, err
+		}
+		return nil, 0, api.NewInternal(fmt.Errorf("list %s: %w", kind.GroupResource(), err))
+	}
+	return out, rev, nil
+}
+
+// GuaranteedUpdate reads the object, applies tryUpdate to a copy and writes
+// the result with the read resourceVersion, retrying on conflict until ctx
+// ends. A result byte-equal to the stored object is not written.
+func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
+	for {
+		cur, raw, err := b.get(ctx, kind, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		rv := cur.GetObjectMeta().ResourceVersion
+		next, err := tryUpdate(cur)
+		if err != nil {
+			return nil, err
+		}
+		if next == nil {
+			return nil, api.NewBadRequest(fmt.Sprintf("update %s %q: tryUpdate returned no object", kind.GroupResource(), name))
+		}
+		m := next.GetObjectMeta()
+		if m.Namespace != namespace || m.Name != name {
+			return nil, api.NewBadRequest(fmt.Sprintf("update %s %q: tryUpdate changed the object's name or namespace", kind.GroupResource(), name))
+		}
+		m.ResourceVersion = rv
+		if enc, err := json.Marshal(next); err == nil && bytes.Equal(enc, raw) {
+			return next, nil // no-op: no write, no new revision
+		}
+		out, err := b.Update(ctx, next)
+		if api.IsConflict(err) {
+			continue
+		}
+		return out, err
+	}
+}
+
+// prepare finds obj's kind and returns a private copy with its type meta set.
+func prepare(obj api.Object) (*api.Kind, api.Object, error) {
+	if obj == nil {
+		return nil, nil, api.NewBadRequest("nil object")
+	}
+	k, err := api.KindOf(obj)
+	if err != nil {
+		return nil, nil, api.NewBadRequest(err.Error())
+	}
+	cp := api.Clone(obj)
+	*cp.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+	if cp.GetObjectMeta().Name == "" {
+		return nil, nil, api.NewBadRequest(fmt.Sprintf("%s: name is required", k.GroupResource()))
+	}
+	return k, cp, nil
+}
+
+func (b *Bolt) checkOpen() error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// decode turns stored JSON into a fresh object of kind k.
+func decode(k *api.Kind, raw []byte) (api.Object, error) {
+	obj := k.New()
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return nil, api.NewInternal(fmt.Errorf("decode stored %s: %w", k.GroupResource(), err))
+	}
+	return obj, nil
+}
+
+func readRevision(meta *bolt.Bucket) (int64, error) {
+	v := meta.Get(revisionKey)
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("corrupt revision: %d bytes", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+func parseRevision(rv string) (int64, error) {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a positive integer", rv))
+	}
+	return n, nil
+}
+
+func formatRevision(rev int64) string { return strconv.FormatInt(rev, 10) }
+
+// newUID returns a random RFC 4122 version 4 UUID.
+func newUID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}

@@ -1,0 +1,269 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"skiff.dev/skiff/api"
+)
+
+// Group commit
+//
+// Writers never touch bbolt themselves. Each write becomes an op sent to
+// the committer goroutine, which takes every op already queued (up to
+// MaxBatch), applies them in order inside one read-write transaction and
+// commits once: one fsync for the whole batch. Each op is checked against
+// the transaction's state as it is applied, so two writes to the same object
+// in one batch see each other, and an op that fails (conflict, not found)
+// writes nothing and fails alone. Only a failed commit fails every op.
+// Revisions are handed out in apply order; the batch's events are published
+// to watchers, then the writers are woken.
+
+type opType int
+
+const (
+	opCreate opType = iota
+	opUpdate
+	opDelete
+)
+
+// op is one write waiting for the committer.
+type op struct {
+	typ             opType
+	kind            *api.Kind
+	namespace, name string
+	// obj is the private copy to write (create, update); after the commit,
+	// the result handed back to the writer (for delete, the last state).
+	obj api.Object
+	// wantRV and wantUID are preconditions; "" means none.
+	wantRV, wantUID string
+
+	err  error
+	done chan struct{}
+}
+
+// errNoWrites rolls back a batch in which every op failed: nothing to fsync.
+var errNoWrites = errors.New("no writes")
+
+// storedMeta is the part of a stored object a write checks.
+type storedMeta struct {
+	Metadata struct {
+		UID               string   `json:"uid"`
+		ResourceVersion   string   `json:"resourceVersion"`
+		CreationTimestamp api.Time `json:"creationTimestamp"`
+	} `json:"metadata"`
+}
+
+// do hands o to the committer and waits for its result.
+func (b *Bolt) do(ctx context.Context, o *op) error {
+	if err := b.enqueue(ctx, o); err != nil {
+		return err
+	}
+	select {
+	case <-o.done:
+		return o.err
+	case <-ctx.Done():
+		return fmt.Errorf("wait for commit: %w", ctx.Err())
+	}
+}
+
+// enqueue sends o to the committer unless the store is closed.
+func (b *Bolt) enqueue(ctx context.Context, o *op) error {
+	o.done = make(chan struct{})
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return ErrClosed
+	}
+	select {
+	case b.ops <- o:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("queue write: %w", ctx.Err())
+	}
+}
+
+// commitLoop is the committer goroutine. It returns when ops is closed and
+// drained.
+func (b *Bolt) commitLoop() {
+	batch := make([]*op, 0, b.opts.MaxBatch)
+	for {
+		o, ok := <-b.ops
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], o)
+		open := b.fill(&batch)
+		b.commit(batch)
+		clear(batch) // drop references to committed objects
+		if !open {
+			return
+		}
+	}
+}
+
+// fill adds queued ops to batch, waiting up to MaxBatchDelay for more. It
+// reports false when ops was closed.
+func (b *Bolt) fill(batch *[]*op) bool {
+	var timeout <-chan time.Time
+	if d := b.opts.MaxBatchDelay; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for len(*batch) < b.opts.MaxBatch {
+		select {
+		case o, ok := <-b.ops:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, o)
+			continue
+		default:
+		}
+		if timeout == nil {
+			return true
+		}
+		select {
+		case o, ok := <-b.ops:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, o)
+		case <-timeout:
+			return true
+		}
+	}
+	return true
+}
+
+// commit applies a batch in one transaction, publishes its events and wakes
+// its writers.
+func (b *Bolt) commit(batch []*op) {
+	b.stats.batches.Add(1)
+	rev := b.rev.Load()
+	events := make([]hubEvent, 0, len(batch))
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		for _, o := range batch {
+			ev, err := apply(tx, o, rev+1)
+			if err != nil {
+				o.err = err
+				continue
+			}
+			rev++
+			events = append(events, ev)
+		}
+		if len(events) == 0 {
+			return errNoWrites
+		}
+		var buf [8]byte
+		putRevision(buf[:], rev)
+		return tx.Bucket(metaBucket).Put(revisionKey, buf[:])
+	})
+	switch {
+	case errors.Is(err, errNoWrites):
+	case err != nil:
+		b.log.Error("commit failed", "writes", len(batch), "err", err)
+		for _, o := range batch {
+			if o.err == nil {
+				o.err = api.NewInternal(fmt.Errorf("commit: %w", err))
+			}
+		}
+		events = nil
+	default:
+		b.stats.commits.Add(1)
+		b.rev.Store(rev)
+		b.hub.publish(events)
+	}
+	b.stats.writes.Add(uint64(len(events)))
+	b.stats.failed.Add(uint64(len(batch) - len(events)))
+	for _, o := range batch {
+		close(o.done)
+	}
+}
+
+// apply performs one op in tx at revision rev. On error it has written
+// nothing.
+func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
+	bucket := o.kind.GroupResource()
+	bk, err := tx.CreateBucketIfNotExists([]byte(bucket))
+	if err != nil {
+		return hubEvent{}, api.NewInternal(fmt.Errorf("bucket %s: %w", bucket, err))
+	}
+	key := []byte(api.Key(o.namespace, o.name))
+	cur := bk.Get(key) // valid only in tx: decoded below, never kept
+	ev := hubEvent{bucket: bucket, namespace: o.namespace, rev: rev}
+	switch o.typ {
+	case opCreate:
+		if cur != nil {
+			return hubEvent{}, api.NewAlreadyExists(o.kind, o.name)
+		}
+		ev.typ = api.Added
+	case opUpdate:
+		if cur == nil {
+			return hubEvent{}, api.NewNotFound(o.kind, o.name)
+		}
+		var old storedMeta
+		if err := json.Unmarshal(cur, &old); err != nil {
+			return hubEvent{}, api.NewInternal(fmt.Errorf("decode stored %s %s: %w", bucket, key, err))
+		}
+		m := o.obj.GetObjectMeta()
+		if o.wantRV != "" && o.wantRV != old.Metadata.ResourceVersion {
+			return hubEvent{}, api.NewConflict(o.kind, o.name, "the object has been modified; please apply your changes to the latest version and try again")
+		}
+		if m.UID != "" && m.UID != old.Metadata.UID {
+			return hubEvent{}, api.NewConflict(o.kind, o.name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", m.UID, old.Metadata.UID))
+		}
+		if m.UID == "" {
+			m.UID = old.Metadata.UID
+		}
+		if m.CreationTimestamp.IsZero() {
+			m.CreationTimestamp = old.Metadata.CreationTimestamp
+		}
+		ev.typ = api.Modified
+	case opDelete:
+		if cur == nil {
+			return hubEvent{}, api.NewNotFound(o.kind, o.name)
+		}
+		obj, err := decode(o.kind, cur)
+		if err != nil {
+			return hubEvent{}, err
+		}
+		m := obj.GetObjectMeta()
+		if o.wantUID != "" && o.wantUID != m.UID {
+			return hubEvent{}, api.NewConflict(o.kind, o.name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", o.wantUID, m.UID))
+		}
+		if o.wantRV != "" && o.wantRV != m.ResourceVersion {
+			return hubEvent{}, api.NewConflict(o.kind, o.name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", o.wantRV, m.ResourceVersion))
+		}
+		o.obj = obj
+		ev.typ = api.Deleted
+	}
+	m := o.obj.GetObjectMeta()
+	prevRV := m.ResourceVersion
+	m.ResourceVersion = formatRevision(rev)
+	raw, err := json.Marshal(o.obj)
+	if err != nil {
+		m.ResourceVersion = prevRV
+		return hubEvent{}, api.NewInternal(fmt.Errorf("encode %s %s: %w", bucket, key, err))
+	}
+	if o.typ == opDelete {
+		err = bk.Delete(key)
+	} else {
+		err = bk.Put(key, raw)
+	}
+	if err != nil {
+		m.ResourceVersion = prevRV
+		return hubEvent{}, api.NewInternal(fmt.Errorf("write %s %s: %w", bucket, key, err))
+	}
+	ev.raw = raw
+	return ev, nil
+}
+
+func putRevision(buf []byte, rev int64) { binary.BigEndian.PutUint64(buf, uint64(rev)) }

@@ -1,0 +1,24 @@
+// Package store is the cluster's source of truth: every API object, kept in
+// one bbolt file, with one global revision and watches that resume.
+//
+// Objects live in one bucket per kind ("pods", "deployments.apps"), under
+// the key "namespace/name" ("name" for cluster-scoped kinds), as JSON.
+//
+// Invariants:
+//   - One counter, the revision, counts every successful write (create,
+//     update, delete). An object's resourceVersion is the revision of its
+//     last write, as a decimal string; the counter survives restarts.
+//   - Writes are optimistic: an update or delete that names a stale
+//     resourceVersion fails with Conflict and changes nothing.
+//   - Concurrent writers share commits (group commit): one goroutine applies
+//     a batch of writes in one bbolt transaction, one fsync, and each write
+//     still gets its own result. A failed write never fails its neighbours.
+//   - Watchers see every change after the revision they ask for, in revision
+//     order, with no gaps. History is bounded and in memory: a revision older
+//     than it (or than the last restart) fails with Gone, and the client
+//     lists again. A watcher too slow to keep up is closed, never waited for.
+//   - Objects kind Event expire after a TTL (one hour by default).
+//
+// Bolt is the implementation; Store is the interface the API server uses, so
+// that an etcd-backed store could replace it.
+package store

@@ -1,0 +1,237 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"skiff.dev/skiff/api"
+)
+
+// Watch hub
+//
+// The committer publishes each committed batch to the hub, in revision
+// order. The hub appends the events to a ring (the history) and offers each
+// one to every matching watcher without ever blocking: a watcher whose
+// buffer is full is closed and must resume from the last revision it saw.
+// Revisions are contiguous (every write is one revision and every write is
+// published), so the ring holds exactly the revisions (start, end].
+//
+// Events carry the stored JSON; each watcher's goroutine decodes it, so
+// every watcher gets its own copy and decoding never slows the committer.
+
+// hubEvent is one committed change, as kept in the history.
+type hubEvent struct {
+	typ       api.WatchEventType
+	bucket    string // the kind's bucket name
+	namespace string
+	rev       int64
+	raw       []byte // the object's JSON at rev; never modified
+}
+
+// hub holds the watch history and the open watchers.
+type hub struct {
+	bufSize int
+
+	mu sync.Mutex
+	// ring holds the history: n events, the oldest at ring[head].
+	ring    []hubEvent
+	head, n int
+	// start is the newest revision not in the history: the history holds
+	// (start, end]. A watch from rev < start has missed events: Gone.
+	start, end int64
+	watchers   map[*watcher]struct{}
+	closed     bool
+	slow       uint64
+	wg         sync.WaitGroup
+}
+
+// watcher is one open watch.
+type watcher struct {
+	bucket, namespace string
+	in                chan hubEvent // live events; closed by the hub
+	inClosed          bool          // guarded by hub.mu
+}
+
+func newHub(size, buf int, rev int64) *hub {
+	return &hub{
+		bufSize:  buf,
+		ring:     make([]hubEvent, size),
+		start:    rev,
+		end:      rev,
+		watchers: make(map[*watcher]struct{}),
+	}
+}
+
+func (w *watcher) matches(e *hubEvent) bool {
+	return e.bucket == w.bucket && (w.namespace == "" || e.namespace == w.namespace)
+}
+
+// publish appends committed events (in revision order) to the history and
+// offers them to watchers. It never blocks.
+func (h *hub) publish(events []hubEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range events {
+		e := &events[i]
+		if h.n == len(h.ring) {
+			h.start = h.ring[h.head].rev
+			h.ring[h.head] = hubEvent{}
+			h.head = (h.head + 1) % len(h.ring)
+			h.n--
+		}
+		h.ring[(h.head+h.n)%len(h.ring)] = *e
+		h.n++
+		h.end = e.rev
+		for w := range h.watchers {
+			if w.inClosed || !w.matches(e) {
+				continue
+			}
+			select {
+			case w.in <- *e:
+			default:
+				// Too slow: close rather than block the committer. The
+				// watcher delivers what it has buffered, then its channel
+				// closes and the client resumes from its last revision.
+				w.inClosed = true
+				close(w.in)
+				h.slow++
+			}
+		}
+	}
+}
+
+// register adds a watcher for events after rev (rev 0: from the newest
+// revision) and returns the history it must replay first.
+func (h *hub) register(w *watcher, rev int64) (replay []hubEvent, from int64, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, 0, ErrClosed
+	}
+	if rev == 0 {
+		rev = h.end
+	}
+	if rev < h.start {
+		return nil, 0, api.NewGone(fmt.Sprintf("too old resource version: %d (%d)", rev, h.start))
+	}
+	for i := max(rev-h.start, 0); i < int64(h.n); i++ {
+		e := &h.ring[(h.head+int(i))%len(h.ring)]
+		if w.matches(e) {
+			replay = append(replay, *e)
+		}
+	}
+	w.in = make(chan hubEvent, h.bufSize)
+	h.watchers[w] = struct{}{}
+	h.wg.Add(1)
+	return replay, rev, nil
+}
+
+// remove drops a watcher (its goroutine is ending).
+func (h *hub) remove(w *watcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.watchers, w)
+	if !w.inClosed {
+		w.inClosed = true
+		close(w.in)
+	}
+}
+
+// close ends every watcher and waits for their goroutines (which see the
+// store's done channel and stop).
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	for w := range h.watchers {
+		if !w.inClosed {
+			w.inClosed = true
+			close(w.in)
+		}
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+func (h *hub) stats() (watchers int, slow uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.watchers), h.slow
+}
+
+// Watch streams changes to kind (in namespace, or all when "") after rev; 0
+// means from now. Each event's object is the watcher's own copy. The channel
+// closes when ctx ends, when the store closes, or when the watcher falls
+// more than WatchBuffer events behind; resume from the last revision seen.
+func (b *Bolt) Watch(ctx context.Context, kind *api.Kind, namespace string, rev int64) (<-chan Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	if rev < 0 {
+		return nil, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %d", rev))
+	}
+	if !kind.Namespaced {
+		namespace = ""
+	}
+	w := &watcher{bucket: kind.GroupResource(), namespace: namespace}
+	replay, from, err := b.hub.register(w, rev)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan Event)
+	go func() {
+		defer b.hub.wg.Done()
+		defer close(out)
+		defer b.hub.remove(w)
+		b.serveWatch(ctx, kind, w, replay, from, out)
+	}()
+	return out, nil
+}
+
+// serveWatch decodes and delivers a watcher's events: the replayed history,
+// then live ones. It skips anything at or before the last revision sent, since
+// a commit may be both in the replay and in flight to the hub.
+func (b *Bolt) serveWatch(ctx context.Context, kind *api.Kind, w *watcher, replay []hubEvent, last int64, out chan<- Event) {
+	send := func(e hubEvent) bool {
+		if e.rev <= last {
+			return true
+		}
+		obj, err := decode(kind, e.raw)
+		if err != nil {
+			b.log.Error("watch: drop undecodable event", "kind", kind.GroupResource(), "revision", e.rev, "err", err)
+			return false
+		}
+		select {
+		case out <- Event{Type: e.typ, Object: obj, Revision: e.rev}:
+			last = e.rev
+			return true
+		case <-ctx.Done():
+			return false
+		case <-b.done:
+			return false
+		}
+	}
+	for _, e := range replay {
+		if !send(e) {
+			return
+		}
+	}
+	for {
+		select {
+		case e, ok := <-w.in:
+			if !ok {
+				return
+			}
+			if !send(e) {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-b.done:
+			return
+		}
+	}
+}
