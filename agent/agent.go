@@ -67,6 +67,13 @@ type Config struct {
 	Log *slog.Logger
 	// Metrics for the loop, or nil.
 	Metrics client.LoopMetrics
+	// Listen is the address of the agent's HTTP server, which serves logs
+	// and exec to the API server (server.go): "0.0.0.0:10250" on a lab
+	// machine, "127.0.0.1:0" for an agent in the server's process; "" runs
+	// no server. Its port goes into the Node's daemonEndpoints.
+	Listen string
+	// Token is the cluster token the server requires as a bearer token.
+	Token string
 }
 
 // DefaultConfig fills what can be detected from this machine.
@@ -95,6 +102,9 @@ func (c Config) Validate() error {
 	if c.Workers <= 0 {
 		errs = append(errs, errors.New("workers must be positive"))
 	}
+	if c.Listen != "" && c.Token == "" {
+		errs = append(errs, errors.New("a token is required to serve logs and exec"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -111,6 +121,9 @@ type Agent struct {
 
 	mu    sync.Mutex
 	ready bool
+
+	srvMu sync.Mutex
+	ln    net.Listener
 }
 
 // New builds an agent talking to the API through c and running pods on rt.
@@ -158,7 +171,11 @@ func (a *Agent) Runtime() runtime.Runtime { return a.rt }
 
 // Run registers the node and runs until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
+	if err := a.Listen(); err != nil {
+		return err
+	}
 	if err := a.register(ctx); err != nil {
+		a.closeListener()
 		return err
 	}
 	var wg sync.WaitGroup
@@ -170,6 +187,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(func() { a.rec.Run(ctx) })
 	run(func() { a.heartbeat(ctx) })
 	run(func() { a.runtimeEvents(ctx) })
+	run(func() { a.serve(ctx) })
 	if !a.pods.WaitForSync(ctx) {
 		wg.Wait()
 		return ctx.Err()
@@ -382,8 +400,9 @@ func (a *Agent) status(ctx context.Context, prev *api.NodeStatus) api.NodeStatus
 	host, _ := os.Hostname()
 	return api.NodeStatus{
 		Capacity: capacity, Allocatable: alloc,
-		Conditions: []api.NodeCondition{ready},
-		Addresses:  []api.NodeAddress{{Type: "InternalIP", Address: a.cfg.NodeIP}, {Type: "Hostname", Address: host}},
+		Conditions:      []api.NodeCondition{ready},
+		Addresses:       []api.NodeAddress{{Type: "InternalIP", Address: a.cfg.NodeIP}, {Type: "Hostname", Address: host}},
+		DaemonEndpoints: api.NodeDaemonEndpoints{KubeletEndpoint: api.DaemonEndpoint{Port: a.port()}},
 		NodeInfo: api.NodeSystemInfo{
 			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
 			KernelVersion: kernelVersion(), OSImage: osImage(),

@@ -61,6 +61,8 @@ func SetDefaults(obj Object) {
 			}
 			o.Labels[LabelNamespaceName] = o.Name
 		}
+	case *PriorityClass:
+		defaultPriorityClass(o)
 	case *Endpoints:
 		for i := range o.Subsets {
 			for j := range o.Subsets[i].Ports {

@@ -91,10 +91,18 @@ Notation: ` + "`[]`" + ` after a name is a list, ` + "`{}`" + ` a map; types are
 		}
 		fmt.Fprintf(&b, "\n## %s (%s)\n\n", k.Kind, k.APIVersion())
 		for _, f := range fieldTree(k.Type, "") {
-			if f.path == "apiVersion" || f.path == "kind" || strings.HasPrefix(f.path, "metadata") {
+			if f.path == "apiVersion" || f.path == "kind" || strings.HasPrefix(f.path, "metadata") ||
+				strings.HasPrefix(f.path, "spec.template.spec.") || strings.HasPrefix(f.path, "spec.template.metadata.") {
 				continue
 			}
-			fmt.Fprintf(&b, "- `%s` %s\n", f.path, typeLabel(f.field.Type))
+			note := ""
+			switch f.path {
+			case "spec.template.spec":
+				note = " (the fields of Pod `spec`)"
+			case "spec.template.metadata":
+				note = " (labels and annotations of the pods; see object metadata)"
+			}
+			fmt.Fprintf(&b, "- `%s` %s%s\n", f.path, typeLabel(f.field.Type), note)
 		}
 	}
 	b.WriteString("\n## Object metadata (every kind)\n\n")

@@ -55,6 +55,8 @@ func Validate(obj Object) FieldErrors {
 		for i, t := range o.Spec.Taints {
 			errs = append(errs, validateTaint(t, fmt.Sprintf("spec.taints[%d]", i))...)
 		}
+	case *PriorityClass:
+		errs = append(errs, validatePriorityClass(o)...)
 	case *Event:
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
 		if t := o.Type; t != "" && t != EventNormal && t != EventWarning {
@@ -106,6 +108,8 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		}
 	case *Pod:
 		errs = append(errs, validatePodSpecUpdate(&n.Spec, &oldObj.(*Pod).Spec)...)
+	case *PriorityClass:
+		errs = append(errs, validatePriorityClassUpdate(n, oldObj.(*PriorityClass))...)
 	case *ConfigMap:
 		o := oldObj.(*ConfigMap)
 		if o.Immutable != nil && *o.Immutable {
@@ -297,14 +301,14 @@ func validateMeta(m *ObjectMeta, namespaced bool, nameFn func(string) []string) 
 }
 
 // validateLabels checks label keys (qualified names) and values.
-func validateLabels(labels map[string]string, path string) FieldErrors {
+func validateLabels(l map[string]string, path string) FieldErrors {
 	var errs FieldErrors
-	for _, k := range sortedKeys(labels) {
+	for _, k := range sortedKeys(l) {
 		for _, msg := range validation.IsQualifiedName(k) {
 			errs = append(errs, Invalid(path, k, msg))
 		}
-		for _, msg := range validation.IsValidLabelValue(labels[k]) {
-			errs = append(errs, Invalid(path, labels[k], msg))
+		for _, msg := range validation.IsValidLabelValue(l[k]) {
+			errs = append(errs, Invalid(path, l[k], msg))
 		}
 	}
 	return errs

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/runtime"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 	rtfake "skiff.dev/skiff/runtime/fake"
@@ -33,6 +35,7 @@ type clusterFlags struct {
 	containerd string
 	nodeName   string
 	noAgent    bool
+	gossip     gossipFlags
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
@@ -46,6 +49,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	if withNoAgent {
 		fl.BoolVar(&f.noAgent, "no-agent", false, "run the control plane only, without a local node")
 	}
+	f.gossip.register(cmd)
 }
 
 // upCmd runs a whole cluster in one process: control plane plus a node.
@@ -74,7 +78,7 @@ to the data directory, so other terminals can use skiff get/apply at once.`,
 
 // Run starts the cluster and blocks until ctx ends (Ctrl-C).
 func (u *upCmd) Run(ctx context.Context) error {
-	return runCluster(ctx, u.r, u.clusterFlags, true)
+	return runCluster(ctx, u.r, u.clusterFlags, true, false)
 }
 
 // serverCmd runs the control plane (and, unless --no-agent, a local node).
@@ -97,16 +101,44 @@ func newServerCmd(r *Root) *cobra.Command {
 
 // Run starts the server and blocks until ctx ends.
 func (s *serverCmd) Run(ctx context.Context) error {
-	return runCluster(ctx, s.r, s.clusterFlags, !s.noAgent)
+	return runCluster(ctx, s.r, s.clusterFlags, !s.noAgent, true)
 }
 
-func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent bool) error {
+func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJoin bool) error {
 	start := time.Now()
 	lg := r.Logger()
 	cfg := controlplane.DefaultConfig(f.dataDir)
 	cfg.API.Listen = f.listen
 	cfg.API.Version = Version
 	cfg.Log = lg
+
+	// Gossip starts first: the node lifecycle controller reads it, and it
+	// needs the cluster token (created on the first start).
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	token, err := apiserver.LoadOrCreateToken(f.dataDir)
+	if err != nil {
+		return err
+	}
+	cfg.API.Token = token
+	nodeName := f.nodeName
+	if nodeName == "" {
+		nodeName = agent.DefaultConfig().NodeName
+	}
+	memberName := nodeName // the local node speaks through the server's member
+	if !withAgent {
+		memberName = "skiff-server-" + nodeName
+	}
+	gossip, apiURL, err := startServerGossip(f.gossip, memberName, "http://"+f.listen, token, lg)
+	if err != nil {
+		return err
+	}
+	if gossip != nil {
+		defer gossip.Stop()
+		cfg.Members = gossip
+	}
+
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -126,6 +158,15 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent bool) er
 		}
 	}
 	fmt.Fprintf(r.Stdout, "skiff %s: API server at %s (data in %s)\n", Version, cc.Server, f.dataDir)
+	if gossip != nil {
+		fmt.Fprintf(r.Stdout, "gossip on %s, advertising the API server as %s\n", gossip.LocalAddr(), apiURL)
+		if printJoin {
+			fmt.Fprintf(r.Stdout, "Join other machines with:\n  %s\n", joinCommand(gossip, f.gossip.advertise, token))
+			if host, _, err := net.SplitHostPort(f.listen); err == nil && (host == "localhost" || net.ParseIP(host).IsLoopback()) {
+				fmt.Fprintln(r.Stdout, "(the API server listens on loopback: agents on other machines need --listen 0.0.0.0:7443)")
+			}
+		}
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -144,6 +185,9 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent bool) er
 		acfg.Simulated = simulated
 		acfg.Log = lg
 		acfg.Metrics = cp.Metrics()
+		// Logs and exec for the API server's proxy, on loopback: the API
+		// server runs in this process, on this machine.
+		acfg.Listen, acfg.Token = "127.0.0.1:0", cp.Token()
 		a, err := agent.New(acfg, cp.Local(), rt)
 		if err != nil {
 			return err

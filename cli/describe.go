@@ -371,7 +371,7 @@ func describeDeployment(ctx context.Context, w *describeWriter, cl client.Interf
 	var old []string
 	for _, rs := range rss {
 		t := templateWithoutHash(rs.Spec.Template)
-		if same, _ := sameObject(&api.ReplicaSet{Spec: api.ReplicaSetSpec{Template: t}}, &api.ReplicaSet{Spec: api.ReplicaSetSpec{Template: d.Spec.Template}}); same && newRS == nil {
+		if newRS == nil && sameTemplate(t, d.Spec.Template) {
 			newRS = rs
 			continue
 		}

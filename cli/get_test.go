@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"skiff.dev/skiff/client"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +132,7 @@ func TestGetTables(t *testing.T) {
 			"nginx-demo-abc   1/1     Running   0          3m12s",
 		}},
 		{"pods wide", []string{"get", "po", "-o", "wide"}, []string{
-			"NAME   READY   STATUS    RESTARTS   AGE   IP           NODE     NOMINATED NODE   READINESS GATES",
+			"NAME   READY   STATUS    RESTARTS   AGE    IP           NODE     NOMINATED NODE   READINESS GATES",
 			"web    1/1     Running   0          2d2h   10.244.0.6   node-1   <none>           <none>",
 		}},
 		{"pods all namespaces", []string{"get", "pods", "-A"}, []string{
@@ -165,8 +168,8 @@ func TestGetTables(t *testing.T) {
 			"NAME                   DATA   AGE",
 			"configmap/nginx-page   1      3m",
 			"",
-			"NAME                              READY   UP-TO-DATE   AVAILABLE   AGE",
-			"deployment.apps/nginx-demo        3/3     3            3           3m",
+			"NAME                         READY   UP-TO-DATE   AVAILABLE   AGE",
+			"deployment.apps/nginx-demo   3/3     3            3           3m",
 			"",
 			"NAME                 READY   STATUS    RESTARTS   AGE",
 			"pod/gpu-test         0/1     Pending   0          10s",
@@ -270,5 +273,38 @@ func TestAge(t *testing.T) {
 	}
 	if got := age(testNow, time.Time{}); got != "<unknown>" {
 		t.Errorf("zero age = %q", got)
+	}
+}
+
+func TestGetWatch(t *testing.T) {
+	fc := newFake(getFixtures()...)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan string)
+	out := &syncBuffer{}
+	go func() {
+		var errb bytes.Buffer
+		r := NewRoot(out, &errb)
+		r.Now = func() time.Time { return testNow }
+		r.NewClient = func() (client.Interface, error) { return fc, nil }
+		_ = r.Execute(ctx, []string{"get", "pods", "-w", "--no-headers"})
+		done <- out.String()
+	}()
+	waitFor(t, func() bool { return fc.WatchCount() > 0 })
+	p := runningPod("default", "new", "", "", 0)
+	p.Status = api.PodStatus{}
+	if _, err := fc.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return strings.Contains(out.String(), "new ") })
+	cancel() // as Ctrl-C
+	wantContains(t, <-done, "web   1/1   Running   0     2d2h\n", "new   0/1   Pending   0     0s\n")
+}
+
+func TestGlobalFlags(t *testing.T) {
+	for _, args := range [][]string{{"-v", "2", "get", "ns"}, {"--v=3", "get", "ns"}, {"get", "ns", "--config", "/nonexistent"}} {
+		res := run(t, newFake(), "", args...)
+		if res.code != 0 {
+			t.Errorf("%v: %+v", args, res)
+		}
 	}
 }

@@ -3,9 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
@@ -98,4 +102,38 @@ func newFake(objs ...api.Object) *fake.Client {
 	f := fake.New(objs...)
 	f.SetClock(func() time.Time { return testNow })
 	return f
+}
+
+func mustQuantity(s string) api.Quantity { return resource.MustParse(s) }
+
+var spaces = regexp.MustCompile(` +`)
+
+// wantContainsLoose is wantContains with runs of spaces collapsed, for
+// describe output whose alignment depends on neighbouring lines.
+func wantContainsLoose(t testing.TB, got string, subs ...string) {
+	t.Helper()
+	g := spaces.ReplaceAllString(got, " ")
+	for _, s := range subs {
+		if !strings.Contains(g, spaces.ReplaceAllString(s, " ")) {
+			t.Errorf("output lacks %q:\n%s", s, got)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -82,6 +82,19 @@ func templateWithoutHash(t api.PodTemplateSpec) api.PodTemplateSpec {
 	return out
 }
 
+// sameTemplate compares pod templates after defaulting both, so a
+// template as written and one as stored compare equal.
+func sameTemplate(a, b api.PodTemplateSpec) bool {
+	wrap := func(t api.PodTemplateSpec) api.Object {
+		rs := &api.ReplicaSet{Spec: api.ReplicaSetSpec{Replicas: ptr(int32(1)), Template: t}}
+		rs = api.Clone(rs)
+		api.SetDefaults(rs)
+		return rs
+	}
+	same, err := sameObject(wrap(a), wrap(b))
+	return err == nil && same
+}
+
 // updateDeployment reads the deployment, applies change and writes it,
 // again on a conflict.
 func updateDeployment(ctx context.Context, cl client.Interface, ns, name string, change func(*api.Deployment) error) error {
@@ -349,7 +362,7 @@ func (c *rolloutUndoCmd) Run(ctx context.Context) error {
 					continue
 				}
 				t := templateWithoutHash(rs.Spec.Template)
-				if same, _ := sameObject(&api.ReplicaSet{Spec: api.ReplicaSetSpec{Template: t}}, &api.ReplicaSet{Spec: api.ReplicaSetSpec{Template: d.Spec.Template}}); same {
+				if sameTemplate(t, d.Spec.Template) {
 					skipped = fmt.Sprintf("skipped rollback (current template already matches revision %d)", to)
 					return errSkip
 				}

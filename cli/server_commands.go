@@ -3,7 +3,8 @@ package cli
 import "github.com/spf13/cobra"
 
 // serverCommands returns the commands that run cluster components: up,
-// server and version (cluster.go).
+// server and version (cluster.go), agent (agent_cmd.go); and logs and exec
+// (logs.go, exec.go), which reach the node agents through the API server.
 func (r *Root) serverCommands() []*cobra.Command {
-	return []*cobra.Command{newUpCmd(r), newServerCmd(r), newVersionCmd(r)}
+	return []*cobra.Command{newUpCmd(r), newServerCmd(r), newVersionCmd(r), newAgentCmd(r), newLogsCmd(r), newExecCmd(r)}
 }

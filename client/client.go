@@ -35,7 +35,7 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
-	server := strings.TrimRight(strings.TrimSpace(cfg.Server), "/")
+	server := strings.TrimSpace(cfg.Server)
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
 	}
@@ -49,6 +49,7 @@ func New(cfg Config) (*Client, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("new client: server %q: no host", cfg.Server)
 	}
+	u.Path = strings.TrimRight(u.Path, "/")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64 // controllers, the scheduler and the agent share one client
 	// No overall timeout: watches and logs stream for as long as their ctx lives.
@@ -104,7 +105,7 @@ func PathFor(kind *api.Kind, ns, name, sub string) string {
 // status is read, closed and returned as *api.StatusError. For the CLI's
 // verbs that are not objects (logs, exec, healthz).
 func (c *Client) Do(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
-	u, err := c.base.Parse(path)
+	u, err := url.Parse(c.base.String() + path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}

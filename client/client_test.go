@@ -60,10 +60,10 @@ func writeStatus(w http.ResponseWriter, e *api.StatusError) {
 func TestPathFor(t *testing.T) {
 	pod, deploy, node := kind(t, &api.Pod{}), kind(t, &api.Deployment{}), kind(t, &api.Node{})
 	tests := []struct {
-		name          string
-		k             *api.Kind
-		ns, obj, sub  string
-		want          string
+		name         string
+		k            *api.Kind
+		ns, obj, sub string
+		want         string
 	}{
 		{"pod", pod, "default", "web", "", "/api/v1/namespaces/default/pods/web"},
 		{"pods all namespaces", pod, "", "", "", "/api/v1/pods"},
@@ -84,11 +84,11 @@ func TestPathFor(t *testing.T) {
 func TestErrorDecoding(t *testing.T) {
 	pods := kind(t, &api.Pod{})
 	tests := []struct {
-		name       string
-		handler    http.HandlerFunc
-		check      func(error) bool
-		wantCode   int
-		wantInMsg  string
+		name      string
+		handler   http.HandlerFunc
+		check     func(error) bool
+		wantCode  int
+		wantInMsg string
 	}{
 		{
 			name:      "status not found",
@@ -312,6 +312,7 @@ func watchServer(t *testing.T, lines []string, hold bool, gotQuery chan<- string
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(200)
+		w.(http.Flusher).Flush() // a watch sends its headers at once
 		for _, l := range lines {
 			_, _ = io.WriteString(w, l+"\n")
 			w.(http.Flusher).Flush()

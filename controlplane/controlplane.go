@@ -43,6 +43,9 @@ type Config struct {
 	NodeMonitorGracePeriod time.Duration
 	// PodEvictionTimeout: pods of a NotReady node are deleted after this.
 	PodEvictionTimeout time.Duration
+	// Members is the gossip view of the cluster (*membership.Membership),
+	// or nil: the node lifecycle controller then watches heartbeats only.
+	Members controllers.MemberSource
 	// Log, or discard.
 	Log *slog.Logger
 }
@@ -144,7 +147,8 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	local := srv.Local()
 	cp.run("apiserver", func() error { return srv.Run(ctx) })
 	cp.run("controllers", func() error {
-		return controllers.Run(ctx, local, local, controllers.Options{Log: lg.With("component", "controller-manager"), Metrics: m})
+		return controllers.Run(ctx, local, local, controllers.Options{Log: lg.With("component", "controller-manager"), Metrics: m,
+			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout}})
 	})
 	if cfg.Scheduler {
 		cp.run("scheduler", func() error { return runScheduler(ctx, local, cfg, lg.With("component", "scheduler"), m) })

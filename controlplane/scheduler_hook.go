@@ -6,10 +6,21 @@ import (
 
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/metrics"
+	"skiff.dev/skiff/controlplane/scheduler"
 )
 
 // runScheduler runs the scheduler until ctx ends.
-func runScheduler(ctx context.Context, c client.Interface, cfg Config, lg *slog.Logger, m *metrics.Metrics) error {
-	<-ctx.Done()
-	return nil
+func runScheduler(ctx context.Context, c client.Interface, cfg Config, lg *slog.Logger, _ *metrics.Metrics) error {
+	scfg := scheduler.DefaultConfig()
+	if cfg.SchedulerConfig != "" {
+		var err error
+		if scfg, err = scheduler.LoadConfig(cfg.SchedulerConfig); err != nil {
+			return err
+		}
+	}
+	s, err := scheduler.New(c, scfg, scheduler.Options{Logger: lg})
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
 }

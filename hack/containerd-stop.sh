@@ -11,7 +11,7 @@ sock=$run/containerd.sock
 pidfile=$run/containerd.pid
 
 # Shims outlive containerd by design; find ours by the address they were given.
-shims=$(pgrep -f -- "-address $sock " || true)
+shims=$(pgrep -f -- "-address $sock( |$)" || true)
 
 if [[ -f $pidfile ]]; then
   pid=$(cat "$pidfile")

@@ -13,12 +13,19 @@ import (
 	"skiff.dev/skiff/runtime"
 )
 
+// LabelNode marks a container with the node that owns it, so that several
+// agents sharing one containerd (a multi-node cluster on one machine) only
+// ever clean up their own containers.
+const LabelNode = "skiff.dev/node"
+
 // ContainerID is the runtime ID of attempt n of a container: derived, so a
 // retried create after a crash finds the container it already made.
 func ContainerID(podUID, container string, n int) string {
 	uid := strings.ReplaceAll(podUID, "-", "")
-	if len(uid) > 12 {
-		uid = uid[:12]
+	// Runtime IDs are at most 76 characters; a container name is at most
+	// 63, so the uid gives way (its first 8 bytes are plenty per node).
+	if room := 76 - len(container) - len(fmt.Sprint(n)) - 2; len(uid) > room {
+		uid = uid[:max(room, 8)]
 	}
 	return fmt.Sprintf("%s-%s-%d", uid, container, n)
 }
@@ -42,6 +49,7 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 			runtime.LabelPodName:       pod.Name,
 			runtime.LabelContainerName: c.Name,
 			runtime.LabelAttempt:       strconv.Itoa(n),
+			LabelNode:                  w.cfg.NodeName,
 		},
 		Image:      img.Name,
 		Command:    expandAll(c.Command, env),
@@ -50,7 +58,6 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 		Mounts:     mounts,
 		Hostname:   pod.Name,
 		TTY:        c.TTY,
-		Stdin:      c.Stdin,
 	}
 	if pod.Spec.Hostname != "" {
 		spec.Hostname = pod.Spec.Hostname

@@ -496,7 +496,7 @@ func (w *Worker) release(ctx context.Context, namespace, name, uid string) error
 // has (force-deleted, or deleted while the agent was down). live holds the
 // uids of the pods the API still binds to this node.
 func (w *Worker) Cleanup(ctx context.Context, live map[string]bool) error {
-	cs, err := w.cfg.Runtime.ListContainers(ctx, nil)
+	cs, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{LabelNode: w.cfg.NodeName})
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}

@@ -14,8 +14,9 @@
 //     and UpdateStatus keeps everything but the status; generation bumps when
 //     anything outside metadata and status changes; an update that changes
 //     nothing is a no-op (no new resourceVersion, no event);
-//   - api.SetDefaults and api.Validate run on Create and Update, as on the
-//     server (objects given to New are stored as they are);
+//   - api.SetDefaults and api.Validate (ValidateUpdate) run on Create and
+//     Update, as on the server (objects given to New are defaulted, not
+//     validated);
 //   - List and Watch filter by namespace, label and field selectors; a watch
 //     from resourceVersion "" or "0" starts with ADDED for every object, from
 //     a later version it replays what happened since, and from a version
@@ -111,9 +112,9 @@ type change struct {
 	old  api.Object // state before (nil for adds)
 }
 
-// New returns a fake holding copies of objs. Their missing uid,
-// creationTimestamp, generation and resourceVersion are filled in; nothing
-// else is checked. It panics on an unregistered type or a duplicate.
+// New returns a fake holding copies of objs, defaulted (api.SetDefaults) as
+// the server would have stored them. Their missing uid, creationTimestamp,
+// generation and resourceVersion are filled in; they are not validated. It panics on an unregistered type or a duplicate.
 func New(objs ...api.Object) *Client {
 	f := &Client{
 		objects:  map[*api.Kind]map[string]api.Object{},
@@ -125,6 +126,7 @@ func New(objs ...api.Object) *Client {
 		k := api.MustKindOf(o)
 		o = api.Clone(o)
 		*o.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+		api.SetDefaults(o) // the server stores only defaulted objects
 		m := o.GetObjectMeta()
 		m.Namespace = namespaceFor(k, m.Namespace)
 		if m.Name == "" && m.GenerateName != "" {
@@ -460,13 +462,14 @@ func (f *Client) Delete(ctx context.Context, k *api.Kind, namespace, name string
 	}
 	o := api.Clone(stored)
 	m := o.GetObjectMeta()
-	if len(m.Finalizers) > 0 {
-		if m.DeletionTimestamp != nil {
-			return nil // already deleting
-		}
+	if len(m.Finalizers) > 0 && m.DeletionTimestamp != nil {
+		return nil // already deleting, waiting for its finalizers
+	}
+	if m.DeletionTimestamp == nil {
 		t := api.NewTime(f.now().Truncate(time.Second))
 		m.DeletionTimestamp = &t
 	}
+	// write removes the object when it has no finalizers left.
 	f.write(k, key, o, stored)
 	return nil
 }

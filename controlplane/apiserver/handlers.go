@@ -26,15 +26,28 @@ type requestInfo struct {
 	sub       string // status, binding, scale, trace, finalize
 }
 
-// resource is the metrics label: "pods" or "pods/status".
+// resource is the metrics label: "pods" or "pods/status". Only known
+// names are used, so a client cannot blow up the label set.
 func (ri *requestInfo) resource() string {
 	if ri == nil || ri.kind == nil {
 		return ""
 	}
 	if ri.sub != "" {
+		if !knownSub(ri.kind, ri.sub) {
+			return ri.kind.Resource + "/other"
+		}
 		return ri.kind.Resource + "/" + ri.sub
 	}
 	return ri.kind.Resource
+}
+
+// verbLabel is the metrics label of a verb: a known one or "other".
+func verbLabel(v string) string {
+	switch v {
+	case "get", "list", "watch", "create", "update", "patch", "delete", "head", "options":
+		return v
+	}
+	return "other"
 }
 
 func (s *Server) routes() http.Handler {
@@ -44,9 +57,9 @@ func (s *Server) routes() http.Handler {
 		info := &requestInfo{verb: strings.ToLower(r.Method)}
 		s.serve(rec, r, info)
 		d := time.Since(start)
-		s.metrics.ObserveRequest(info.verb, info.resource(), rec.code, d)
+		s.metrics.ObserveRequest(verbLabel(info.verb), info.resource(), rec.code, d)
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery,
-			"verb", info.verb, "code", rec.code, "duration", d, "remote", r.RemoteAddr)
+			"verb", verbLabel(info.verb), "code", rec.code, "duration", d, "remote", r.RemoteAddr)
 	})
 }
 
@@ -73,6 +86,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	}
 	if err := parseRequest(r, info); err != nil {
 		writeError(w, err)
+		return
+	}
+	if info.kind == podKind && (info.sub == "log" || info.sub == "exec") {
+		s.proxy.ServeHTTP(w, r) // to the agent of the pod's node (proxy.go)
 		return
 	}
 	s.serveResource(w, r, info)
@@ -266,7 +283,7 @@ func knownSub(k *api.Kind, sub string) bool {
 		return true
 	case "status":
 		return k.HasStatus
-	case "binding", "trace":
+	case "binding", "trace", "log", "exec":
 		return k == podKind
 	case "scale":
 		return k == deploymentKind || k == replicaSetKind

@@ -251,3 +251,5 @@ func (w *httpWatch) ended() {
 		w.t.Fatal("watch stream did not end within 5s")
 	}
 }
+
+func httptestBody(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }

@@ -22,6 +22,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	handler http.Handler
+	proxy   *Proxy // pods/log and pods/exec
 
 	// watchCtx ends every watch stream when the server shuts down: an
 	// http.Server waits for requests to finish, and a watch never would.
@@ -39,6 +40,9 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("api server config: %w", err)
 	}
+	if reg == nil {
+		return nil, errors.New("api server: no registry")
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -53,7 +57,7 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 			return nil, fmt.Errorf("register store metrics: %w", err)
 		}
 	}
-	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m}
+	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m, proxy: ProxyHandler(reg, cfg.Token)}
 	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
 	s.handler = s.routes()
 	return s, nil

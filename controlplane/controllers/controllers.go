@@ -45,6 +45,12 @@ type Options struct {
 	// Resync enqueues every object again this often; 0 means
 	// client.DefaultLoopOptions' value (a minute).
 	Resync time.Duration
+	// Members is the gossip view the node lifecycle controller reads;
+	// nil: it watches heartbeats only.
+	Members MemberSource
+	// NodeLifecycle are the node lifecycle controller's timeouts; zero
+	// fields take DefaultNodeLifecycleConfig's.
+	NodeLifecycle NodeLifecycleConfig
 }
 
 // Manager owns the shared informers and the loops of every controller,
@@ -54,6 +60,7 @@ type Manager struct {
 	informers []*client.Informer
 	loops     []*client.Loop
 	recorders []*client.Recorder
+	runners   []func(context.Context) // more goroutines, started with the loops
 }
 
 // Run builds a Manager and runs it until ctx ends.
@@ -124,6 +131,25 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	nsLoop := newLoop(namespaceControllerName, nc, namespaces.Keys)
 	namespaces.AddHandler(nsLoop.Handler())
 
+	// Node lifecycle controller (nodelifecycle.go): a node stopped
+	// reporting, or gossip lost it; its pods go elsewhere.
+	nodes := m.informer(c, api.MustKindOf(&api.Node{}), log)
+	nlc := NewNodeLifecycleController(c, nodes, pods, opts.Members, events(nodeLifecycleControllerName), opts.NodeLifecycle, log)
+	nlLoop := newLoop(nodeLifecycleControllerName, nlc, nodes.Keys)
+	nodes.AddHandler(nlLoop.Handler())
+	pods.AddHandler(nlc.PodHandler(nlLoop.Enqueue))
+	m.runners = append(m.runners, func(ctx context.Context) { nlc.WatchMembers(ctx, nlLoop.Enqueue) })
+
+	// Endpoints controller (endpoints.go): a Service changed, a pod its
+	// selector matches did, or its Endpoints did.
+	services := m.informer(c, serviceKind(), log)
+	endpoints := m.informer(c, endpointsKind(), log)
+	epc := NewEndpointsController(c, services, pods, endpoints, log)
+	epLoop := newLoop(endpointsControllerName, epc, serviceKeys(services, endpoints))
+	services.AddHandler(epLoop.Handler())
+	pods.AddHandler(epc.PodHandler(epLoop.Enqueue))
+	endpoints.AddHandler(epc.EndpointsHandler(epLoop.Enqueue))
+
 	return m
 }
 
@@ -155,6 +181,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	errs := make([]error, len(m.loops))
 	for i, l := range m.loops {
 		wg.Go(func() { errs[i] = l.Run(ctx) })
+	}
+	for _, f := range m.runners {
+		wg.Go(func() { f(ctx) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -308,6 +337,24 @@ func getAs[T api.Object](l Lister, namespace, name string) (T, bool) {
 	}
 	t, ok := o.(T)
 	return t, ok
+}
+
+// conflictRetry is when a reconcile that hit a Conflict looks again, at
+// the latest (see requeueOnConflict).
+const conflictRetry = time.Second
+
+// requeueOnConflict turns a Conflict into a quiet retry. A Conflict means
+// the cache showed an older version of the object than the API server has
+// (someone, often this controller itself, wrote it since): that is
+// optimistic concurrency doing its job, not a failure. The newer version's
+// watch event is on its way and will enqueue the key again; the
+// RequeueAfter is only a safety net.
+func requeueOnConflict(log *slog.Logger, key string, err error) error {
+	if err != nil && api.IsConflict(err) {
+		log.Debug(fmt.Sprintf("%s: the cache was stale (%v); trying again with the newer version", key, err))
+		return client.RequeueAfter(conflictRetry)
+	}
+	return err
 }
 
 // logReconcile writes the one line a reconcile leaves: at Info when it did

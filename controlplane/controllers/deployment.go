@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"maps"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,24 +108,35 @@ func (d *DeploymentController) ReplicaSetHandler(enqueue func(key string)) clien
 	}
 }
 
-// PodHandler enqueues the Deployment of a deleted pod (pod → its
-// ReplicaSet → its Deployment): a Recreate rollout waits for the old pods
-// to be gone.
+// PodHandler enqueues the Deployment of a pod that went away or finished
+// (pod → its ReplicaSet → its Deployment): a Recreate rollout waits for
+// the old pods to be gone.
 func (d *DeploymentController) PodHandler(enqueue func(key string)) client.Handler {
-	return client.Handler{
-		OnDelete: func(obj api.Object) {
-			ref := api.ControllerOf(obj)
-			if ref == nil || ref.Kind != "ReplicaSet" {
-				return
+	h := func(obj api.Object) {
+		ref := api.ControllerOf(obj)
+		if ref == nil || ref.Kind != "ReplicaSet" {
+			return
+		}
+		ns := obj.GetObjectMeta().Namespace
+		if rs, ok := d.rsets.Get(ns, ref.Name); ok {
+			if dref := api.ControllerOf(rs); dref != nil && dref.Kind == "Deployment" {
+				enqueue(api.Key(ns, dref.Name))
 			}
-			ns := obj.GetObjectMeta().Namespace
-			if rs, ok := d.rsets.Get(ns, ref.Name); ok {
-				if dref := api.ControllerOf(rs); dref != nil && dref.Kind == "Deployment" {
-					enqueue(api.Key(ns, dref.Name))
-				}
+		}
+	}
+	return client.Handler{
+		OnUpdate: func(old, cur api.Object) {
+			if !isFinished(old.(*api.Pod)) && isFinished(cur.(*api.Pod)) {
+				h(cur)
 			}
 		},
+		OnDelete: h,
 	}
+}
+
+// isFinished: Succeeded or Failed; such a pod no longer blocks Recreate.
+func isFinished(p *api.Pod) bool {
+	return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
 }
 
 // Deployment condition types and reasons, as Kubernetes.
@@ -180,7 +190,7 @@ func (d *DeploymentController) Reconcile(ctx context.Context, key string) error 
 
 	rsList, err := claim(ctx, d.client, dep, sel, listAs[*api.ReplicaSet](d.rsets.ListBy(nil, ns)))
 	if err != nil {
-		return fmt.Errorf("deployment %s: claim replica sets: %w", key, err)
+		return requeueOnConflict(d.log, "deployment "+key, fmt.Errorf("deployment %s: claim replica sets: %w", key, err))
 	}
 	s := &deploymentSync{
 		DeploymentController: d,
@@ -219,7 +229,7 @@ func (d *DeploymentController) Reconcile(ctx context.Context, key string) error 
 	requeue, statusErr := s.syncStatus(ctx)
 	s.logLine(key)
 	if err := errors.Join(stepErr, statusErr); err != nil {
-		return err
+		return requeueOnConflict(d.log, "deployment "+key, err)
 	}
 	if requeue > 0 {
 		return client.RequeueAfter(requeue)
@@ -380,8 +390,7 @@ func (s *deploymentSync) oldPodsLeft() int {
 	}
 	n := 0
 	for _, p := range listAs[*api.Pod](s.pods.ListBy(nil, s.d.Namespace)) {
-		if ref := api.ControllerOf(p); ref != nil && uids[ref.UID] &&
-			p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed {
+		if ref := api.ControllerOf(p); ref != nil && uids[ref.UID] && !isFinished(p) {
 			n++
 		}
 	}
@@ -471,7 +480,7 @@ func (s *deploymentSync) ensureNewRS(ctx context.Context, replicas int32) error 
 			return fmt.Errorf("deployment %s: update replica set %s: %w", api.KeyOf(s.d), u.Name, err)
 		}
 		if Revision(s.newRS) != revision {
-			s.actions = append(s.actions, fmt.Sprintf("replica set %s is revision %d again", u.Name, revision))
+			s.actions = append(s.actions, fmt.Sprintf("replica set %s is now revision %d (its template came back)", u.Name, revision))
 		}
 		s.newRS = out.(*api.ReplicaSet)
 	}
@@ -581,7 +590,7 @@ func (s *deploymentSync) cleanupHistory(ctx context.Context) error {
 		}
 		uid := rs.UID
 		err := s.client.Delete(ctx, replicaSetKind(), rs.Namespace, rs.Name, api.DeleteOptions{Preconditions: &api.Preconditions{UID: &uid}})
-		if err != nil && !api.IsNotFound(err) {
+		if err != nil && !api.IsNotFound(err) && !api.IsConflict(err) {
 			return fmt.Errorf("deployment %s: delete old replica set %s: %w", api.KeyOf(s.d), rs.Name, err)
 		}
 		s.actions = append(s.actions, fmt.Sprintf("deleted old replica set %s (revision %d, history limit %d)", rs.Name, Revision(rs), limit))
@@ -595,7 +604,7 @@ func (s *deploymentSync) cleanupHistory(ctx context.Context) error {
 // progress deadline (0: no need).
 func (s *deploymentSync) syncStatus(ctx context.Context) (time.Duration, error) {
 	st, requeue := s.status(ctx)
-	if reflect.DeepEqual(st, normalizeStatus(s.d.Status)) {
+	if sameJSON(st, normalizeStatus(s.d.Status)) {
 		return requeue, nil
 	}
 	u := api.Clone(s.d)
@@ -687,6 +696,15 @@ func madeProgress(prev, cur api.DeploymentStatus) bool {
 		cur.Replicas-cur.UpdatedReplicas < prev.Replicas-prev.UpdatedReplicas ||
 		cur.ReadyReplicas > prev.ReadyReplicas ||
 		cur.AvailableReplicas > prev.AvailableReplicas
+}
+
+// sameJSON compares two values as the API stores them (times at second
+// precision, nil and empty alike): an unchanged status is never written,
+// or every write would wake the controller to write again.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
 // normalizeStatus makes empty and nil condition lists compare equal.

@@ -177,7 +177,7 @@ func (g *GarbageCollector) Reconcile(ctx context.Context, key string) error {
 	}
 	uid := m.UID
 	err = g.client.Delete(ctx, k, ns, name, api.DeleteOptions{Preconditions: &api.Preconditions{UID: &uid}, PropagationPolicy: "Background"})
-	if err != nil && !api.IsNotFound(err) {
+	if err != nil && !api.IsNotFound(err) && !api.IsConflict(err) { // Conflict: the uid changed, a new object took the name
 		return fmt.Errorf("garbage collector: delete %s %s: %w", kindName, rest, err)
 	}
 	g.log.Info(line + ", action: deleted")

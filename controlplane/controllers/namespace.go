@@ -139,8 +139,11 @@ func (n *NamespaceController) deleteContents(ctx context.Context, namespace stri
 	for _, k := range n.kinds {
 		objs, _, err := n.client.List(ctx, k, namespace, api.ListOptions{})
 		if err != nil {
-			if k.Internal && api.IsNotFound(err) {
-				continue // an internal kind the server does not list (removed with its pod)
+			if k.Internal {
+				// Best effort: the API server removes internal objects
+				// (pod traces) with their pods anyway.
+				n.log.Debug(fmt.Sprintf("namespace %s: list %s: %v (skipped)", namespace, k.Resource, err))
+				continue
 			}
 			errs = append(errs, fmt.Errorf("list %s: %w", k.Resource, err))
 			continue

@@ -130,7 +130,7 @@ func (r *ReplicaSetController) Reconcile(ctx context.Context, key string) error 
 	// 1. Claim: which pods are ours?
 	pods, err := claim(ctx, r.client, rs, sel, listAs[*api.Pod](r.pods.ListBy(nil, ns)))
 	if err != nil {
-		return fmt.Errorf("replicaset %s: claim pods: %w", key, err)
+		return requeueOnConflict(r.log, "replicaset "+key, fmt.Errorf("replicaset %s: claim pods: %w", key, err))
 	}
 	// 2. Which of them count?
 	active := slices.DeleteFunc(slices.Clone(pods), func(p *api.Pod) bool { return !isPodActive(p) })
@@ -155,7 +155,7 @@ func (r *ReplicaSetController) Reconcile(ctx context.Context, key string) error 
 
 	r.logLine(key, rs, status, desired, action)
 	if err := errors.Join(actErr, statusErr); err != nil {
-		return err
+		return requeueOnConflict(r.log, "replicaset "+key, err)
 	}
 	if pending := r.expect.pending(key, ns, r.pods, now); pending > 0 {
 		// Normally the pod events wake us first; this is the safety net
@@ -196,7 +196,7 @@ func (r *ReplicaSetController) manageReplicas(ctx context.Context, rs *api.Repli
 		for _, p := range victims {
 			uid := p.UID // only this pod, not a new one that took its name
 			err := r.client.Delete(ctx, podKind(), p.Namespace, p.Name, api.DeleteOptions{Preconditions: &api.Preconditions{UID: &uid}})
-			if err != nil && !api.IsNotFound(err) {
+			if err != nil && !api.IsNotFound(err) && !api.IsConflict(err) { // Conflict: another pod took the name; ours is gone
 				r.events.Eventf(ctx, rs, api.EventWarning, "FailedDelete", "Error deleting: %v", err)
 				return deletedAction(deleted), fmt.Errorf("replicaset %s: delete pod %s: %w", key, p.Name, err)
 			}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -88,6 +89,7 @@ func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, po
 		victims []*framework.PodInfo
 	}
 	var cands []candidate
+	notHelpful := framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonPreemptionNotHelpful)
 	for _, ni := range snap.Nodes() {
 		name := ni.Node.Name
 		st, ok := statusOf[name]
@@ -95,7 +97,7 @@ func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, po
 			st, ok = res.PreFilterStatus, true
 		}
 		if ok && st.Code() == framework.UnschedulableAndUnresolvable {
-			pr.Nodes = append(pr.Nodes, NodePreemption{Node: name, Status: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonPreemptionNotHelpful)})
+			pr.Nodes = append(pr.Nodes, NodePreemption{Node: name, Status: notHelpful})
 			continue
 		}
 		victims, s := a.selectVictims(ctx, state, pod, prio, ni)
@@ -120,13 +122,13 @@ func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, po
 		return pr, nil
 	}
 	best := slices.MinFunc(cands, func(x, y candidate) int {
-		if c := compareInt(highestPriority(x.victims), highestPriority(y.victims)); c != 0 {
+		if c := cmp.Compare(highestPriority(x.victims), highestPriority(y.victims)); c != 0 {
 			return c
 		}
-		if c := compareInt(len(x.victims), len(y.victims)); c != 0 {
+		if c := cmp.Compare(len(x.victims), len(y.victims)); c != 0 {
 			return c
 		}
-		if c := compareInt(sumPriority(x.victims), sumPriority(y.victims)); c != 0 {
+		if c := cmp.Compare(sumPriority(x.victims), sumPriority(y.victims)); c != 0 {
 			return c
 		}
 		return strings.Compare(x.node, y.node)
@@ -145,7 +147,7 @@ func (a *algorithm) selectVictims(ctx context.Context, state *framework.CycleSta
 		}
 	}
 	if len(potential) == 0 {
-		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims)
+		return nil, a.noVictims
 	}
 	sim := a.withNominated(pod, ni)
 	if sim == ni {
@@ -159,7 +161,7 @@ func (a *algorithm) selectVictims(ctx context.Context, state *framework.CycleSta
 	}
 	// Put back the most important pods first; those that no longer fit are victims.
 	slices.SortStableFunc(potential, func(x, y *framework.PodInfo) int {
-		if c := compareInt(y.Priority, x.Priority); c != 0 {
+		if c := cmp.Compare(y.Priority, x.Priority); c != 0 {
 			return c
 		}
 		return strings.Compare(x.Key, y.Key)

@@ -1,10 +1,11 @@
 package scheduler
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
+	"encoding/json"
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -117,7 +118,7 @@ func (q *Queue) Add(pod *api.Pod) {
 	defer q.mu.Unlock()
 	key := api.Key(pod.Namespace, pod.Name)
 	if qp, ok := q.pods[key]; ok {
-		q.updateLocked(qp, pod)
+		q.updateLocked(qp, pod, specChanged(qp.Info.Pod, pod))
 		return
 	}
 	qp := &QueuedPod{Info: framework.NewPodInfo(pod)}
@@ -142,11 +143,19 @@ func (q *Queue) Update(oldPod, newPod *api.Pod) {
 		q.toActiveLocked(qp)
 		return
 	}
-	q.updateLocked(qp, newPod)
+	q.updateLocked(qp, newPod, specChanged(oldPod, newPod))
 }
 
-func (q *Queue) updateLocked(qp *QueuedPod, pod *api.Pod) {
-	specChanged := !reflect.DeepEqual(&qp.Info.Pod.Spec, &pod.Spec)
+// specChanged compares specs as JSON: resource.Quantity values that are
+// equal may differ inside, so reflect.DeepEqual would see changes that
+// are not there.
+func specChanged(a, b *api.Pod) bool {
+	ja, err1 := json.Marshal(&a.Spec)
+	jb, err2 := json.Marshal(&b.Spec)
+	return err1 != nil || err2 != nil || !bytes.Equal(ja, jb)
+}
+
+func (q *Queue) updateLocked(qp *QueuedPod, pod *api.Pod, specChanged bool) {
 	q.untrackNominatedLocked(qp.Info)
 	qp.Info = framework.NewPodInfo(pod)
 	q.trackNominatedLocked(qp.Info)
@@ -453,4 +462,3 @@ func (h *podHeap) Pop() any {
 	h.items = h.items[:n-1]
 	return qp
 }
-

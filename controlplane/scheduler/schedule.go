@@ -94,6 +94,8 @@ type algorithm struct {
 	parallelism int
 	// nominated pods per node, from the queue (may be nil).
 	nominated map[string][]*framework.PodInfo
+	// noVictims is the shared "No preemption victims" status.
+	noVictims *framework.Status
 }
 
 // numFeasibleNodesToFind is how many feasible nodes are enough, as
@@ -187,6 +189,9 @@ func (a *algorithm) filterNode(ctx context.Context, state *framework.CycleState,
 }
 
 func (a *algorithm) withNominated(pod *api.Pod, ni *framework.NodeInfo) *framework.NodeInfo {
+	if len(a.nominated) == 0 {
+		return ni
+	}
 	noms := a.nominated[ni.Node.Name]
 	if len(noms) == 0 {
 		return ni

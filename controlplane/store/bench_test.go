@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,9 +50,14 @@ func benchPod(i int) *api.Pod {
 	}
 }
 
+// benchOptions fsync every commit, the number that matters; set
+// BENCH_NOSYNC=1 to see what the CPU alone allows.
 func benchOptions() Options {
-	o := DefaultOptions() // fsync on: the number that matters
+	o := DefaultOptions()
 	o.HistorySize = 1000
+	if os.Getenv("BENCH_NOSYNC") != "" {
+		o.NoSync = true
+	}
 	return o
 }
 

@@ -113,7 +113,7 @@ func Open(path string, opts Options) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: opts.NoSync})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: opts.NoSync, InitialMmapSize: 1 << 30, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -338,6 +338,9 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		}
 		if next == nil {
 			return nil, api.NewBadRequest(fmt.Sprintf("update %s %q: tryUpdate returned no object", kind.GroupResource(), name))
+		}
+		if k, err := api.KindOf(next); err != nil || k.GroupResource() != kind.GroupResource() {
+			return nil, api.NewBadRequest(fmt.Sprintf("update %s %q: tryUpdate returned a %T", kind.GroupResource(), name, next))
 		}
 		m := next.GetObjectMeta()
 		if m.Namespace != namespace || m.Name != name {

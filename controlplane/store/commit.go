@@ -17,8 +17,10 @@ import (
 //
 // Writers never touch bbolt themselves. Each write becomes an op sent to
 // the committer goroutine, which takes every op already queued (up to
-// MaxBatch), applies them in order inside one read-write transaction and
-// commits once: one fsync for the whole batch. Each op is checked against
+// MaxBatch, waiting briefly for the previous batch's writers to come back),
+// applies them in order inside one read-write transaction and
+// commits once: one durable commit (bbolt fsyncs data, then meta) for the
+// whole batch. Each op is checked against
 // the transaction's state as it is applied, so two writes to the same object
 // in one batch see each other, and an op that fails (conflict, not found)
 // writes nothing and fails alone. Only a failed commit fails every op.
@@ -93,14 +95,24 @@ func (b *Bolt) enqueue(ctx context.Context, o *op) error {
 // drained.
 func (b *Bolt) commitLoop() {
 	batch := make([]*op, 0, b.opts.MaxBatch)
+	// expect is the size of the previous batch: its writers, just woken,
+	// are likely to come back with their next write. A full batch is
+	// expected at first so that a burst at startup is not split.
+	expect := b.opts.MaxBatch
+	// Waiting for more writes longer than a commit takes is pointless:
+	// committing and starting the next batch would be as quick.
+	wait := b.opts.MaxBatchDelay
 	for {
 		o, ok := <-b.ops
 		if !ok {
 			return
 		}
 		batch = append(batch[:0], o)
-		open := b.fill(&batch)
+		open := b.fill(&batch, expect, wait)
+		expect = len(batch)
+		start := time.Now()
 		b.commit(batch)
+		wait = min(time.Since(start), b.opts.MaxBatchDelay)
 		clear(batch) // drop references to committed objects
 		if !open {
 			return
@@ -108,15 +120,11 @@ func (b *Bolt) commitLoop() {
 	}
 }
 
-// fill adds queued ops to batch, waiting up to MaxBatchDelay for more. It
+// fill adds queued ops to batch. While the batch is smaller than expect it
+// waits, at most wait, for more. A lone writer (expect 1) never waits. It
 // reports false when ops was closed.
-func (b *Bolt) fill(batch *[]*op) bool {
+func (b *Bolt) fill(batch *[]*op, expect int, wait time.Duration) bool {
 	var timeout <-chan time.Time
-	if d := b.opts.MaxBatchDelay; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
 	for len(*batch) < b.opts.MaxBatch {
 		select {
 		case o, ok := <-b.ops:
@@ -127,8 +135,13 @@ func (b *Bolt) fill(batch *[]*op) bool {
 			continue
 		default:
 		}
-		if timeout == nil {
+		if len(*batch) >= expect || wait <= 0 {
 			return true
+		}
+		if timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
 		}
 		select {
 		case o, ok := <-b.ops:

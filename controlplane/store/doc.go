@@ -11,7 +11,7 @@
 //   - Writes are optimistic: an update or delete that names a stale
 //     resourceVersion fails with Conflict and changes nothing.
 //   - Concurrent writers share commits (group commit): one goroutine applies
-//     a batch of writes in one bbolt transaction, one fsync, and each write
+//     a batch of writes in one bbolt transaction, one durable commit, and each write
 //     still gets its own result. A failed write never fails its neighbours.
 //   - Watchers see every change after the revision they ask for, in revision
 //     order, with no gaps. History is bounded and in memory: a revision older

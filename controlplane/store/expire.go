@@ -10,15 +10,6 @@ import (
 	"skiff.dev/skiff/api"
 )
 
-// eventKind is the registered Event kind, whose objects expire.
-var eventKind = func() *api.Kind {
-	k, err := api.KindOf(&api.Event{})
-	if err != nil {
-		panic(err)
-	}
-	return k
-}()
-
 // sweepLoop deletes expired Events every SweepInterval until ctx ends.
 func (b *Bolt) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(b.opts.SweepInterval)
@@ -55,6 +46,7 @@ type eventTimes struct {
 // the resourceVersion it read, so an Event bumped meanwhile survives.
 func (b *Bolt) expireEvents(ctx context.Context) (int, error) {
 	cutoff := b.opts.Now().Add(-b.opts.EventTTL)
+	eventKind := api.MustKindOf(&api.Event{})
 	var ops []*op
 	err := b.db.View(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte(eventKind.GroupResource()))

@@ -163,6 +163,7 @@ func (h *hub) stats() (watchers int, slow uint64) {
 // means from now. Each event's object is the watcher's own copy. The channel
 // closes when ctx ends, when the store closes, or when the watcher falls
 // more than WatchBuffer events behind; resume from the last revision seen.
+// A rev newer than the current revision is accepted: events after it follow.
 func (b *Bolt) Watch(ctx context.Context, kind *api.Kind, namespace string, rev int64) (<-chan Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -332,7 +332,13 @@ func (r *Runtime) ListContainers(ctx context.Context, labels map[string]string) 
 	}
 	procs := map[string]*tasktypes.Process{}
 	for _, p := range resp.Tasks {
-		procs[p.ContainerID] = p
+		// containerd 1.x leaves ContainerID empty here; a task's ID is its
+		// container's.
+		id := p.ContainerID
+		if id == "" {
+			id = p.ID
+		}
+		procs[id] = p
 	}
 	out := make([]runtime.ContainerStatus, 0, len(recs))
 	for _, rec := range recs {

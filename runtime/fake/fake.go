@@ -280,7 +280,13 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // run interprets the container's command up to its end or a sleep.
 func (r *Runtime) run(c *container) {
 	var out bytes.Buffer
-	code, done := interpret(c.spec.Command, c.spec.Env, c.spec.WorkingDir, nil, &out)
+	args := runtime.ResolveArgs(nil, nil, c.spec.Command, c.spec.Args)
+	if len(args) == 0 {
+		// No command: the image's own entrypoint, a server as far as a
+		// simulation can tell (nginx:alpine). It runs until stopped.
+		return
+	}
+	code, done := interpret(args, c.spec.Env, c.spec.WorkingDir, nil, &out)
 	c.log.Write(out.Bytes())
 	if done {
 		r.exit(c, code, "")

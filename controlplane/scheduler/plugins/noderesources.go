@@ -123,6 +123,9 @@ const fitStateKey framework.StateKey = "PreFilter" + NodeResourcesFitName
 type fitState struct {
 	req, nonZero framework.Resource
 	scalarNames  []string // sorted, for deterministic reasons
+	// single holds a prebuilt status for each one-reason rejection, so the
+	// common case allocates nothing per node (read-only after PreFilter).
+	single map[string]*framework.Status
 }
 
 func (s *fitState) Clone() framework.StateData { return s }
@@ -134,6 +137,11 @@ func newFitState(pod *api.Pod) *fitState {
 		st.scalarNames = append(st.scalarNames, name)
 	}
 	slices.Sort(st.scalarNames)
+	st.single = map[string]*framework.Status{ReasonTooManyPods: framework.NewStatus(framework.Unschedulable, ReasonTooManyPods)}
+	for _, name := range append([]string{api.ResourceCPU, api.ResourceMemory}, st.scalarNames...) {
+		r := InsufficientReason(name)
+		st.single[r] = framework.NewStatus(framework.Unschedulable, r)
+	}
 	return st
 }
 
@@ -165,7 +173,8 @@ const ReasonTooManyPods = "Too many pods"
 // Filter implements framework.FilterPlugin.
 func (*NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
 	st := fitStateOf(state, pod)
-	var reasons []string
+	var buf [4]string
+	reasons := buf[:0]
 	if int64(len(node.Pods))+1 > node.Allocatable.Pods {
 		reasons = append(reasons, ReasonTooManyPods)
 	}
@@ -182,10 +191,13 @@ func (*NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, 
 			reasons = append(reasons, InsufficientReason(name))
 		}
 	}
-	if len(reasons) > 0 {
-		return framework.NewStatus(framework.Unschedulable, reasons...)
+	switch len(reasons) {
+	case 0:
+		return nil
+	case 1:
+		return st.single[reasons[0]]
 	}
-	return nil
+	return framework.NewStatus(framework.Unschedulable, reasons...)
 }
 
 // Score implements framework.ScorePlugin.

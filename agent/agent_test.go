@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/agent/podworker"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/runtime"
+	rtfake "skiff.dev/skiff/runtime/fake"
+)
+
+const testNode = "node-1"
+
+func testPod(name, uid string) *api.Pod {
+	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", UID: uid}}
+	p.Spec.NodeName = testNode
+	p.Spec.Containers = []api.Container{{Name: "web", Image: "nginx:1", ImagePullPolicy: "IfNotPresent"}}
+	return p
+}
+
+// runContainer creates and starts the container the pod worker would have
+// made for pod uid's container "web" at attempt 0.
+func runContainer(t testing.TB, rt runtime.Runtime, ns, name, uid string) string {
+	t.Helper()
+	ctx := context.Background()
+	img, err := rt.EnsureImage(ctx, "nginx:1", runtime.PullIfNotPresent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rt.CreateContainer(ctx, runtime.ContainerSpec{
+		ID: podworker.ContainerID(uid, "web", 0), Image: img.Name,
+		Labels: map[string]string{runtime.LabelPodUID: uid, runtime.LabelPodNamespace: ns, runtime.LabelPodName: name,
+			runtime.LabelContainerName: "web", runtime.LabelAttempt: strconv.Itoa(0)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func containersOf(t testing.TB, rt runtime.Runtime, uid string) []runtime.ContainerStatus {
+	t.Helper()
+	cs, err := rt.ListContainers(context.Background(), map[string]string{runtime.LabelPodUID: uid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// waitFor polls cond until it holds or 10 s pass (STYLE 18).
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // the poll interval of a deadline-bound wait
+	}
+}
+
+func startAgent(t *testing.T, cfg Config, c *fake.Client, rt runtime.Runtime) *Agent {
+	t.Helper()
+	a, err := New(cfg, c, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return a
+}
+
+func testConfig(t testing.TB) Config {
+	cfg := DefaultConfig()
+	cfg.NodeName, cfg.NodeIP, cfg.DataDir = testNode, "127.0.0.1", t.TempDir()
+	cfg.Resync = time.Hour // only the start-up cleanup may act in these tests
+	return cfg
+}
+
+// A node that comes back must stop the pods it no longer owns: while the
+// agent was down, pod "gone" was deleted (the node lifecycle controller
+// evicted it); its container still runs. At start the agent removes it,
+// and adopts the container of the pod that is still bound to it.
+func TestRunRemovesContainersOfPodsDeletedWhileDown(t *testing.T) {
+	rt := rtfake.New(rtfake.Config{Images: []string{"nginx:1"}})
+	liveID := runContainer(t, rt, "default", "live", "uid-live")
+	runContainer(t, rt, "default", "gone", "uid-gone")
+	c := fake.New(testPod("live", "uid-live"))
+
+	startAgent(t, testConfig(t), c, rt)
+
+	waitFor(t, "the containers of the deleted pod to be removed", func() bool { return len(containersOf(t, rt, "uid-gone")) == 0 })
+	waitFor(t, "the live pod to be Running", func() bool {
+		o, err := c.Get(t.Context(), api.MustKindOf(&api.Pod{}), "default", "live")
+		return err == nil && o.(*api.Pod).Status.Phase == api.PodRunning
+	})
+	cs := containersOf(t, rt, "uid-live")
+	if len(cs) != 1 || cs[0].ID != liveID || cs[0].State != runtime.StateRunning {
+		t.Errorf("containers of the live pod %+v, want the adopted %s still running and no other", cs, liveID)
+	}
+}
+
+// The node registers the agent server's port, and the server wants the
+// cluster token.
+func TestServerPortAndAuth(t *testing.T) {
+	rt := rtfake.New(rtfake.Config{Images: []string{"nginx:1"}})
+	c := fake.New()
+	cfg := testConfig(t)
+	cfg.Listen, cfg.Token = "127.0.0.1:0", "s3cret"
+	a := startAgent(t, cfg, c, rt)
+
+	waitFor(t, "the node to register its daemon port", func() bool {
+		o, err := c.Get(t.Context(), api.MustKindOf(&api.Node{}), "", testNode)
+		return err == nil && o.(*api.Node).Status.DaemonEndpoints.KubeletEndpoint.Port != 0
+	})
+	o, _ := c.Get(t.Context(), api.MustKindOf(&api.Node{}), "", testNode)
+	port := o.(*api.Node).Status.DaemonEndpoints.KubeletEndpoint.Port
+	if !strings.HasSuffix(a.Addr(), ":"+strconv.Itoa(int(port))) {
+		t.Errorf("daemon port %d, server at %s", port, a.Addr())
+	}
+
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, token string
+		code        int
+		body        string
+	}{
+		{"no token", "", http.StatusUnauthorized, "Unauthorized"},
+		{"wrong token", "nope", http.StatusUnauthorized, "Unauthorized"},
+		{"unknown pod", "s3cret", http.StatusNotFound, `pods \"nope\" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/pods/default/nope/log", nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.body) {
+				t.Errorf("got %d %s, want %d with %q", resp.StatusCode, b, tc.code, tc.body)
+			}
+		})
+	}
+}

@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"skiff.dev/skiff/agent/remotecommand"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/runtime"
+)
+
+// The agent's HTTP endpoint, the kubelet's port 10250 in a skiff cluster.
+// The API server forwards `skiff logs` and `skiff exec` here, to the agent
+// of the pod's node (it finds the port in the Node's
+// status.daemonEndpoints.kubeletEndpoint.Port):
+//
+//	GET  /pods/{ns}/{name}/log?container=C&follow=true&tailLines=N&previous=true
+//	POST /pods/{ns}/{name}/exec?command=...&command=...&container=C&stdin=true&tty=true
+//	GET  /healthz
+//
+// Every request but /healthz needs the cluster token as a bearer token.
+// Exec upgrades the connection (Upgrade: skiff-exec) and speaks the frame
+// protocol of agent/remotecommand. Errors are Kubernetes Status objects,
+// so the API server passes them on unchanged and the CLI prints them as
+// it prints any other.
+
+// Handler is the agent's HTTP handler (authentication included).
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /pods/{ns}/{name}/log", a.serveLog)
+	mux.HandleFunc("POST /pods/{ns}/{name}/exec", a.serveExec)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			io.WriteString(w, "ok")
+			return
+		}
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if a.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(a.cfg.Token)) != 1 {
+			writeStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized"))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Listen opens the agent's HTTP socket on Config.Listen, so that its port
+// is known before the node registers. Run calls it when it was not called;
+// with no Config.Listen there is no server.
+func (a *Agent) Listen() error {
+	a.srvMu.Lock()
+	defer a.srvMu.Unlock()
+	if a.ln != nil || a.cfg.Listen == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("agent server: listen on %s: %w", a.cfg.Listen, err)
+	}
+	a.ln = ln
+	return nil
+}
+
+// Addr is the address the agent's server listens on ("" without one).
+func (a *Agent) Addr() string {
+	a.srvMu.Lock()
+	defer a.srvMu.Unlock()
+	if a.ln == nil {
+		return ""
+	}
+	return a.ln.Addr().String()
+}
+
+// port is the listening port, for the Node's daemonEndpoints (0: none).
+func (a *Agent) port() int32 {
+	a.srvMu.Lock()
+	defer a.srvMu.Unlock()
+	if a.ln == nil {
+		return 0
+	}
+	return int32(a.ln.Addr().(*net.TCPAddr).Port)
+}
+
+// serve runs the HTTP server until ctx ends. Log follows and execs in
+// flight end with ctx (their request contexts derive from it).
+func (a *Agent) serve(ctx context.Context) {
+	a.srvMu.Lock()
+	ln := a.ln
+	a.srvMu.Unlock()
+	if ln == nil {
+		return
+	}
+	srv := &http.Server{
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	a.log.Info("agent server listening", "addr", ln.Addr().String())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.log.Error("agent server stopped", "err", err)
+	}
+	<-done
+}
+
+// podContainer finds the pod (in the agent's cache: it must be bound to
+// this node) and the container a request names, defaulting to the only
+// one.
+func (a *Agent) podContainer(r *http.Request, name string) (*api.Pod, string, error) {
+	ns, podName := r.PathValue("ns"), r.PathValue("name")
+	o, ok := a.pods.Get(ns, podName)
+	if !ok {
+		return nil, "", api.NewNotFound(api.MustKindOf(&api.Pod{}), podName)
+	}
+	pod := o.(*api.Pod)
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	switch {
+	case name == "" && len(pod.Spec.Containers) == 1:
+		name = pod.Spec.Containers[0].Name
+	case name == "":
+		return nil, "", api.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", podName, names))
+	case !slices.Contains(names, name):
+		return nil, "", api.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, podName))
+	}
+	return pod, name, nil
+}
+
+// containerAttempts returns the runtime containers of one pod container,
+// newest attempt first.
+func (a *Agent) containerAttempts(ctx context.Context, pod *api.Pod, name string) ([]runtime.ContainerStatus, error) {
+	cs, err := a.rt.ListContainers(ctx, map[string]string{runtime.LabelPodUID: pod.UID, runtime.LabelContainerName: name})
+	if err != nil {
+		return nil, api.NewInternal(fmt.Errorf("list containers of pod %s: %w", api.KeyOf(pod), err))
+	}
+	attempt := func(c runtime.ContainerStatus) int {
+		n, _ := strconv.Atoi(c.Labels[runtime.LabelAttempt])
+		return n
+	}
+	slices.SortFunc(cs, func(x, y runtime.ContainerStatus) int { return attempt(y) - attempt(x) })
+	return cs, nil
+}
+
+// waitingReason is the reason a container with no runtime container yet
+// is waiting, from the pod status.
+func waitingReason(pod *api.Pod, name string) string {
+	for _, list := range [][]api.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, s := range list {
+			if s.Name == name && s.State.Waiting != nil && s.State.Waiting.Reason != "" {
+				return s.State.Waiting.Reason
+			}
+		}
+	}
+	return "ContainerCreating"
+}
+
+func (a *Agent) serveLog(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	follow, err1 := boolQuery(q.Get("follow"))
+	previous, err2 := boolQuery(q.Get("previous"))
+	tail := -1
+	var err3 error
+	if s := q.Get("tailLines"); s != "" {
+		tail, err3 = strconv.Atoi(s)
+		if err3 == nil && tail < 0 {
+			err3 = errors.New("must not be negative")
+		}
+	}
+	if err := errors.Join(err1, err2, err3); err != nil {
+		writeStatus(w, api.NewBadRequest("log options: "+err.Error()))
+		return
+	}
+	pod, name, err := a.podContainer(r, q.Get("container"))
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	cs, err := a.containerAttempts(r.Context(), pod, name)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	var c runtime.ContainerStatus
+	switch {
+	case previous && len(cs) < 2:
+		writeStatus(w, api.NewBadRequest(fmt.Sprintf("previous terminated container %q in pod %q not found", name, pod.Name)))
+		return
+	case previous:
+		c, follow = cs[1], false
+	case len(cs) == 0:
+		writeStatus(w, api.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, waitingReason(pod, name))))
+		return
+	default:
+		c = cs[0]
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
+	if err := a.rt.Logs(r.Context(), c.ID, runtime.LogOptions{Follow: follow, Tail: tail}, fw); err != nil && r.Context().Err() == nil {
+		// The status line is sent: all that can be done is to stop.
+		a.log.Debug("logs", "pod", api.KeyOf(pod), "container", name, "err", err)
+	}
+}
+
+func boolQuery(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", s)
+}
+
+// flushWriter sends each write at once (logs -f).
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.rc.Flush()
+	}
+	return n, err
+}
+
+func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), remotecommand.Protocol) {
+		writeStatus(w, api.NewBadRequest("exec needs a connection upgrade (Connection: Upgrade, Upgrade: "+remotecommand.Protocol+")"))
+		return
+	}
+	opts, err := remotecommand.ParseQuery(r.URL.Query())
+	if err != nil {
+		writeStatus(w, api.NewBadRequest(err.Error()))
+		return
+	}
+	pod, name, err := a.podContainer(r, opts.Container)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	cs, err := a.containerAttempts(r.Context(), pod, name)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	if len(cs) == 0 || cs[0].State != runtime.StateRunning {
+		writeStatus(w, api.NewBadRequest(fmt.Sprintf("unable to upgrade connection: container %s not found in pod %s or not running", name, pod.Name)))
+		return
+	}
+	id := cs[0].ID
+
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		writeStatus(w, api.NewInternal(fmt.Errorf("exec: %w", err)))
+		return
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Time{})
+	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", remotecommand.Protocol); err != nil {
+		return
+	}
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	a.log.Info("exec", "pod", api.KeyOf(pod), "container", name, "command", opts.Command, "tty", opts.TTY)
+
+	// The exec lives as long as the connection: a read error (the client
+	// went away) cancels it.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var stdinR *io.PipeReader
+	var stdinW *io.PipeWriter
+	if opts.Stdin {
+		stdinR, stdinW = io.Pipe()
+	}
+	go readClientFrames(brw.Reader, stdinW, cancel)
+
+	var mu sync.Mutex
+	eo := runtime.ExecOptions{
+		Cmd:    opts.Command,
+		Stdout: &remotecommand.FrameWriter{Mu: &mu, W: conn, Stream: remotecommand.StreamStdout},
+		Stderr: &remotecommand.FrameWriter{Mu: &mu, W: conn, Stream: remotecommand.StreamStderr},
+		TTY:    opts.TTY,
+	}
+	if stdinR != nil {
+		eo.Stdin = stdinR
+	}
+	code, err := a.rt.Exec(ctx, id, eo)
+	if stdinR != nil {
+		stdinR.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		_ = remotecommand.WriteFrame(conn, remotecommand.StreamError, []byte(err.Error()))
+		return
+	}
+	_ = remotecommand.WriteFrame(conn, remotecommand.StreamExit, remotecommand.ExitPayload(code))
+}
+
+// readClientFrames copies stdin frames into stdin until the client closes
+// it (an empty frame) or the connection; the latter cancels the exec.
+func readClientFrames(r *bufio.Reader, stdin *io.PipeWriter, cancel context.CancelFunc) {
+	for {
+		stream, payload, err := remotecommand.ReadFrame(r)
+		if err != nil {
+			if stdin != nil {
+				stdin.CloseWithError(io.EOF)
+			}
+			cancel()
+			return
+		}
+		if stream != remotecommand.StreamStdin || stdin == nil {
+			continue
+		}
+		if len(payload) == 0 {
+			stdin.Close()
+			stdin = nil
+			continue
+		}
+		if _, err := stdin.Write(payload); err != nil {
+			stdin = nil // the command stopped reading: drop the rest
+		}
+	}
+}
+
+// writeStatus writes err as a Kubernetes Status.
+func writeStatus(w http.ResponseWriter, err error) {
+	var se *api.StatusError
+	if !errors.As(err, &se) {
+		se = api.NewInternal(err)
+	}
+	st := se.Status
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	st.TypeMeta = api.TypeMeta{APIVersion: "v1", Kind: "Status"}
+	st.Status = "Failure"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(st.Code))
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+// closeListener closes a socket Listen opened when Run fails before serving.
+func (a *Agent) closeListener() {
+	a.srvMu.Lock()
+	defer a.srvMu.Unlock()
+	if a.ln != nil {
+		a.ln.Close()
+		a.ln = nil
+	}
+}

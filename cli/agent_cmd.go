@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/agent/membership"
+	"skiff.dev/skiff/client"
+	ctrd "skiff.dev/skiff/runtime/containerd"
+)
+
+// agentCmd runs a node agent that joins an existing cluster.
+type agentCmd struct {
+	r           *Root
+	join        string
+	token       string
+	nodeName    string
+	runtime     string
+	containerd  string
+	dataDir     string
+	gossipPort  int
+	advertise   string
+	listenAgent string
+	joinTimeout time.Duration
+}
+
+func newAgentCmd(r *Root) *cobra.Command {
+	a := &agentCmd{r: r}
+	cmd := &cobra.Command{
+		Use:   "agent --join HOST[:PORT] --token TOKEN",
+		Short: "Run a node agent that joins a cluster through any of its members",
+		Long: `Run a node agent (the kubelet of a skiff cluster) on this machine and join the
+cluster that HOST belongs to. HOST is any member: the server, or another agent;
+PORT is its gossip port (default 7946). The agent learns the API server's
+address from gossip, registers this machine as a Node and runs the pods the
+scheduler binds to it.
+
+The token is the cluster token that ` + "`skiff server`" + ` printed (also in its data
+directory, file token). Gossip is encrypted with a key derived from it: with a
+wrong token the join fails.`,
+		Example: `  skiff agent --join 10.0.0.1 --token 3f9c...`,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return a.Run(cmd.Context()) },
+	}
+	home, _ := os.UserHomeDir()
+	fl := cmd.Flags()
+	fl.StringVar(&a.join, "join", "", "a member of the cluster to join: HOST or HOST:PORT (required)")
+	fl.StringVar(&a.token, "token", "", "the cluster token (required)")
+	fl.StringVar(&a.nodeName, "node-name", "", "name of this node (default: the hostname)")
+	fl.StringVar(&a.runtime, "runtime", "auto", "container runtime: auto (containerd when reachable, else simulated), containerd, or fake (simulated, no processes)")
+	fl.StringVar(&a.containerd, "containerd-address", ctrd.DefaultConfig().Address, "containerd socket")
+	fl.StringVar(&a.dataDir, "data-dir", filepath.Join(home, ".skiff", "agent"), "where the agent keeps pod volumes and container logs")
+	fl.IntVar(&a.gossipPort, "gossip-port", membership.DefaultPort, "gossip port of this agent (UDP and TCP)")
+	fl.StringVar(&a.advertise, "advertise-address", "", "address other machines reach this node at (default: the address of the default route)")
+	fl.StringVar(&a.listenAgent, "listen-agent", "0.0.0.0:10250", "address of the agent's logs/exec server (host:port), which the API server calls")
+	fl.DurationVar(&a.joinTimeout, "join-timeout", 30*time.Second, "how long to wait for gossip to name the API server")
+	_ = cmd.MarkFlagRequired("join")
+	_ = cmd.MarkFlagRequired("token")
+	return cmd
+}
+
+// joinConfig is what joinCluster needs.
+type joinConfig struct {
+	Name, Join, Token   string
+	BindAddr, Advertise string
+	Port                int
+	Fast                bool // shorter gossip intervals (tests)
+	Timeout             time.Duration
+	Log                 *slog.Logger
+}
+
+// joinCluster joins the cluster through cfg.Join and waits until gossip
+// names an API server. It returns the running member and the API URL.
+func joinCluster(ctx context.Context, cfg joinConfig) (*membership.Membership, string, error) {
+	mc := membership.DefaultConfig(cfg.Name, cfg.Token)
+	if cfg.BindAddr != "" {
+		mc.BindAddr = cfg.BindAddr
+	}
+	mc.BindPort, mc.AdvertiseAddr, mc.Fast, mc.Log = cfg.Port, cfg.Advertise, cfg.Fast, cfg.Log
+	mc.Meta = membership.Meta{Role: membership.RoleAgent, Node: cfg.Name}
+	mc.Join = []string{cfg.Join}
+	m, err := membership.Start(mc)
+	if errors.Is(err, membership.ErrWrongToken) {
+		return nil, "", fmt.Errorf("cannot join %s: the cluster token is wrong (gossip messages could not be decrypted)", cfg.Join)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot join %s: %w", cfg.Join, err)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	timer := time.NewTimer(cfg.Timeout)
+	defer timer.Stop()
+	for {
+		if url, ok := m.APIServer(); ok {
+			return m, url, nil
+		}
+		select {
+		case <-m.Changed():
+		case <-timer.C:
+			m.Stop()
+			return nil, "", fmt.Errorf("joined the cluster through %s, but no server member advertised an API server within %v (is `skiff server` running with gossip?)", cfg.Join, cfg.Timeout)
+		case <-ctx.Done():
+			m.Stop()
+			return nil, "", ctx.Err()
+		}
+	}
+}
+
+// Run joins the cluster and runs the agent until ctx ends.
+func (a *agentCmd) Run(ctx context.Context) error {
+	lg := a.r.Logger()
+	acfg := agent.DefaultConfig()
+	if a.nodeName != "" {
+		acfg.NodeName = a.nodeName
+	}
+	if a.advertise != "" {
+		acfg.NodeIP = a.advertise
+	}
+	m, apiURL, err := joinCluster(ctx, joinConfig{
+		Name: acfg.NodeName, Join: a.join, Token: a.token,
+		Port: a.gossipPort, Advertise: a.advertise, Timeout: a.joinTimeout, Log: lg,
+	})
+	if err != nil {
+		return err
+	}
+	defer m.Stop() // leave: the server sees Left, not a crash
+	fmt.Fprintf(a.r.Stdout, "joined the cluster through %s (%d members); API server at %s\n", a.join, len(m.Members()), apiURL)
+
+	c, err := client.New(client.Config{Server: apiURL, Token: a.token})
+	if err != nil {
+		return err
+	}
+	rt, simulated, why, err := openRuntime(ctx, clusterFlags{dataDir: a.dataDir, runtime: a.runtime, containerd: a.containerd}, lg)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if why != "" {
+		fmt.Fprintln(a.r.Stdout, why)
+	}
+	acfg.DataDir = a.dataDir
+	acfg.Simulated = simulated
+	acfg.Log = lg
+	acfg.Listen = a.listenAgent
+	acfg.Token = a.token
+	ag, err := agent.New(acfg, c, rt)
+	if err != nil {
+		return err
+	}
+	if err := ag.Listen(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.r.Stdout, "node %s: agent running (logs and exec served on %s)\n", acfg.NodeName, ag.Addr())
+	return ag.Run(ctx)
+}
+
+// gossipFlags are the server side's gossip flags (`up`, `server`).
+type gossipFlags struct {
+	port      int
+	advertise string
+	off       bool
+}
+
+func (g *gossipFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&g.port, "gossip-port", membership.DefaultPort, "gossip port (UDP and TCP) agents join through")
+	fl.StringVar(&g.advertise, "advertise-address", "", "address agents reach this machine at (default: the address of the default route)")
+	fl.BoolVar(&g.off, "no-gossip", false, "do not start gossip: no agent can join, nodes are watched through heartbeats only")
+}
+
+// startServerGossip starts the server's gossip member, advertising apiURL
+// (its host replaced by the advertise address when it listens on all
+// interfaces). It returns nil, nil with --no-gossip.
+func startServerGossip(g gossipFlags, name, apiURL, token string, lg *slog.Logger) (*membership.Membership, string, error) {
+	if g.off {
+		return nil, "", nil
+	}
+	advertised := advertiseURL(apiURL, g.advertise)
+	mc := membership.DefaultConfig(name, token)
+	mc.BindPort, mc.AdvertiseAddr, mc.Log = g.port, g.advertise, lg
+	mc.Meta = membership.Meta{Role: membership.RoleServer, APIServer: advertised}
+	m, err := membership.Start(mc)
+	if err != nil {
+		return nil, "", fmt.Errorf("start gossip (use --gossip-port, or --no-gossip): %w", err)
+	}
+	return m, advertised, nil
+}
+
+// advertiseURL turns http://0.0.0.0:7443 into http://ADDR:7443, with ADDR
+// the advertise address or the default route's.
+func advertiseURL(apiURL, advertise string) string {
+	const scheme = "http://"
+	hostport := apiURL
+	if len(hostport) > len(scheme) && hostport[:len(scheme)] == scheme {
+		hostport = hostport[len(scheme):]
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return apiURL
+	}
+	ip := net.ParseIP(host)
+	if host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return apiURL
+	}
+	if advertise == "" {
+		advertise = agent.DefaultConfig().NodeIP
+	}
+	return scheme + net.JoinHostPort(advertise, port)
+}
+
+// joinCommand is what `skiff server` prints for the other machines.
+func joinCommand(m *membership.Membership, advertise, token string) string {
+	addr := m.LocalAddr()
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if advertise != "" {
+			host = advertise
+		} else if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			host = agent.DefaultConfig().NodeIP
+		}
+		if port == strconv.Itoa(membership.DefaultPort) {
+			addr = host
+		} else {
+			addr = net.JoinHostPort(host, port)
+		}
+	}
+	return fmt.Sprintf("skiff agent --join %s --token %s", addr, token)
+}

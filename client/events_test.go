@@ -1,0 +1,154 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/fake"
+)
+
+func listEvents(t *testing.T, f *fake.Client, ns string) []*api.Event {
+	t.Helper()
+	evs, _, err := client.List[*api.Event](t.Context(), f, ns, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func flush(t *testing.T, r *client.Recorder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRecorderDeduplicates(t *testing.T) {
+	ctx := t.Context()
+	pod := testPod("team", "web", "", nil)
+	f := fake.New(pod)
+	pod, _ = client.Get[*api.Pod](ctx, f, "team", "web")
+	r := client.NewRecorder(f, "default-scheduler", "", nil)
+
+	for range 3 {
+		r.Event(ctx, pod, api.EventWarning, "FailedScheduling", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+	}
+	r.Eventf(ctx, pod, api.EventNormal, "Scheduled", "Successfully assigned %s/%s to %s", "team", "web", "n1")
+	flush(t, r)
+
+	evs := listEvents(t, f, "team")
+	if len(evs) != 2 {
+		t.Fatalf("got %d events, want 2: %+v", len(evs), evs)
+	}
+	byReason := map[string]*api.Event{}
+	for _, e := range evs {
+		byReason[e.Reason] = e
+	}
+	fs := byReason["FailedScheduling"]
+	if fs == nil || fs.Count != 3 || fs.Type != api.EventWarning {
+		t.Fatalf("FailedScheduling event = %+v", fs)
+	}
+	want := api.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "team", Name: "web", UID: pod.UID, ResourceVersion: pod.ResourceVersion}
+	if fs.InvolvedObject != want {
+		t.Errorf("involvedObject = %+v, want %+v", fs.InvolvedObject, want)
+	}
+	if fs.Source.Component != "default-scheduler" || fs.FirstTimestamp.IsZero() || fs.LastTimestamp.Before(fs.FirstTimestamp.Time) {
+		t.Errorf("source/timestamps = %+v %v %v", fs.Source, fs.FirstTimestamp, fs.LastTimestamp)
+	}
+	if sc := byReason["Scheduled"]; sc == nil || sc.Count != 1 || sc.Message != "Successfully assigned team/web to n1" {
+		t.Errorf("Scheduled event = %+v", sc)
+	}
+	// One create per distinct event, one update per repeat.
+	var creates, updates int
+	for _, a := range f.Actions() {
+		if a.Kind != "Event" {
+			continue
+		}
+		switch a.Verb {
+		case "create":
+			creates++
+		case "update":
+			updates++
+		}
+	}
+	if creates != 2 || updates != 2 {
+		t.Errorf("creates = %d, updates = %d; want 2 and 2", creates, updates)
+	}
+}
+
+func TestRecorderFallbacks(t *testing.T) {
+	ctx := t.Context()
+	node := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}}
+	f := fake.New(node)
+	r := client.NewRecorder(f, "node-controller", "cp", nil)
+	record := func() { r.Event(ctx, node, api.EventNormal, "NodeReady", "Node n1 status is now: NodeReady") }
+
+	record()
+	flush(t, r)
+	evs := listEvents(t, f, "default") // cluster-scoped objects' events live in "default"
+	if len(evs) != 1 || evs[0].InvolvedObject.Kind != "Node" {
+		t.Fatalf("events = %+v", evs)
+	}
+
+	// Someone else bumped the event: our cached resourceVersion is stale,
+	// the recorder refetches and bumps the stored count.
+	e := evs[0]
+	e.Count = 10
+	if _, err := client.Update(ctx, f, e); err != nil {
+		t.Fatal(err)
+	}
+	record()
+	flush(t, r)
+	evs = listEvents(t, f, "default")
+	if len(evs) != 1 || evs[0].Count != 11 {
+		t.Fatalf("after conflict: %+v", evs)
+	}
+
+	// The event expired: the recorder creates a new one.
+	if err := f.Delete(ctx, kind(t, &api.Event{}), "default", evs[0].Name, api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	record()
+	flush(t, r)
+	evs = listEvents(t, f, "default")
+	if len(evs) != 1 || evs[0].Count != 1 {
+		t.Fatalf("after delete: %+v", evs)
+	}
+}
+
+func TestRecorderRunAndDrop(t *testing.T) {
+	ctx := t.Context()
+	pod := testPod("default", "web", "", nil)
+	f := fake.New(pod)
+	r := client.NewRecorder(f, "test", "", nil)
+
+	// Without Run, the bounded buffer fills and further events are dropped.
+	for range 2000 {
+		r.Event(ctx, pod, api.EventNormal, "Pulled", "same message")
+	}
+	r.Event(ctx, pod, api.EventNormal, "Other", "dropped too: the buffer is full")
+	r.Event(ctx, pod, "Fatal", "Nope", "invalid type")
+	flush(t, r)
+	evs := listEvents(t, f, "default")
+	if len(evs) != 1 || evs[0].Count != 1024 {
+		t.Fatalf("events = %d, count %d; want 1 with count 1024", len(evs), evs[0].Count)
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	r.Event(ctx, pod, api.EventWarning, "BackOff", "Back-off restarting failed container")
+	flush(t, r) // waits for Run's write
+	if evs := listEvents(t, f, "default"); len(evs) != 2 {
+		t.Errorf("after Run: %d events, want 2", len(evs))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}

@@ -1,0 +1,173 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+
+	"skiff.dev/skiff/api"
+)
+
+// Proxy forwards the pods/log and pods/exec subresources to the agent of
+// the pod's node, as kube-apiserver forwards them to the kubelet:
+//
+//	GET  /api/v1/namespaces/NS/pods/NAME/log   →  GET  http://NODE-IP:PORT/pods/NS/NAME/log
+//	POST /api/v1/namespaces/NS/pods/NAME/exec  →  POST http://NODE-IP:PORT/pods/NS/NAME/exec
+//
+// The query goes along unchanged. NODE-IP is the node's InternalIP and PORT
+// its status.daemonEndpoints.kubeletEndpoint.Port; the request carries the
+// cluster token, which the agent checks. Log responses are passed on as
+// they come (logs -f); an exec's connection upgrade (Upgrade: skiff-exec,
+// see agent/remotecommand) is passed on too, after which the proxy copies
+// bytes both ways until either side closes.
+//
+// An agent listening on loopback only (the agent inside `skiff up`) is
+// reached through 127.0.0.1 when its InternalIP is an address of this
+// machine.
+type Proxy struct {
+	reg   *Registry
+	token string
+	rp    *httputil.ReverseProxy
+}
+
+// ProxyHandler returns the handler of pods/log and pods/exec. The caller
+// has authenticated the request; the handler reads the pod and its node
+// from reg and forwards to the node's agent with token.
+func ProxyHandler(reg *Registry, token string) *Proxy {
+	p := &Proxy{reg: reg, token: token}
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err == nil {
+				return conn, nil
+			}
+			host, port, _ := net.SplitHostPort(addr)
+			if isLocalAddress(host) {
+				if c, lerr := dialer.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port)); lerr == nil {
+					return c, nil
+				}
+			}
+			return nil, err
+		},
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:       func(*httputil.ProxyRequest) {}, // ServeHTTP sets the outgoing request up
+		Transport:     tr,
+		FlushInterval: -1, // logs -f: pass every write on at once
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, api.NewStatusError(http.StatusBadGateway, api.ReasonServiceUnavail,
+				fmt.Sprintf("cannot reach the agent at %s: %v", r.URL.Host, err)))
+		},
+	}
+	return p
+}
+
+// ServeHTTP forwards r, whose path is .../namespaces/NS/pods/NAME/{log,exec}.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info := &requestInfo{}
+	if err := parseRequest(r, info); err != nil {
+		writeError(w, err)
+		return
+	}
+	target, err := p.agentURL(r.Context(), info)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wantMethod := http.MethodGet
+	if info.sub == "exec" {
+		wantMethod = http.MethodPost
+	}
+	if r.Method != wantMethod {
+		writeError(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd,
+			fmt.Sprintf("method %s is not supported on pods/%s", r.Method, info.sub)))
+		return
+	}
+	out := r.Clone(r.Context())
+	out.URL = target
+	out.URL.RawQuery = r.URL.RawQuery
+	out.Host = target.Host
+	out.Header.Set("Authorization", "Bearer "+p.token)
+	out.Header.Del("Cookie")
+	p.rp.ServeHTTP(w, out)
+}
+
+// agentURL finds where the agent of the pod's node serves this request.
+func (p *Proxy) agentURL(ctx context.Context, info *requestInfo) (*url.URL, error) {
+	if info.kind != podKind || info.name == "" || (info.sub != "log" && info.sub != "exec") {
+		return nil, notFoundPath()
+	}
+	o, err := p.reg.Get(ctx, podKind, info.namespace, info.name)
+	if err != nil {
+		return nil, err
+	}
+	pod := o.(*api.Pod)
+	if pod.Spec.NodeName == "" {
+		return nil, api.NewBadRequest(fmt.Sprintf("pod %s is not scheduled to a node yet: there are no %s to show", pod.Name, subNoun(info.sub)))
+	}
+	no, err := p.reg.Get(ctx, nodeKind, "", pod.Spec.NodeName)
+	if err != nil {
+		if api.IsNotFound(err) {
+			return nil, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail,
+				fmt.Sprintf("node %s of pod %s is not registered", pod.Spec.NodeName, pod.Name))
+		}
+		return nil, err
+	}
+	node := no.(*api.Node)
+	var ip string
+	for _, a := range node.Status.Addresses {
+		if a.Type == "InternalIP" && a.Address != "" {
+			ip = a.Address
+			break
+		}
+	}
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if ip == "" || port == 0 {
+		return nil, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail,
+			fmt.Sprintf("node %s does not serve logs and exec (no InternalIP or daemon port in its status)", node.Name))
+	}
+	return &url.URL{
+		Scheme: "http",
+		Host:   net.JoinHostPort(ip, strconv.Itoa(int(port))),
+		Path:   "/pods/" + url.PathEscape(pod.Namespace) + "/" + url.PathEscape(pod.Name) + "/" + info.sub,
+	}, nil
+}
+
+func subNoun(sub string) string {
+	if sub == "exec" {
+		return "containers to exec in"
+	}
+	return "logs"
+}
+
+// isLocalAddress reports whether ip is an address of this machine.
+func isLocalAddress(ip string) bool {
+	parsed := net.ParseIP(ip)
+	if parsed == nil {
+		return false
+	}
+	if parsed.IsLoopback() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(parsed) {
+			return true
+		}
+	}
+	return false
+}
+
+var _ http.Handler = (*Proxy)(nil)

@@ -1,0 +1,137 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"skiff.dev/skiff/api"
+)
+
+// Concurrent updates: without a resourceVersion every one lands; with the
+// same one, exactly one wins and the others get Conflict.
+func TestConcurrentUpdates(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	obj, err := e.local.Create(ctx, configMap("", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := obj.(*api.ConfigMap)
+
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			cm := api.Clone(base)
+			cm.ResourceVersion = ""
+			cm.Data = map[string]string{"k": fmt.Sprint(i)}
+			_, errs[i] = e.local.Update(ctx, cm)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("unconditional update %d: %v", i, err)
+		}
+	}
+
+	obj, err = e.local.Get(ctx, cmKind, "default", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := obj.(*api.ConfigMap)
+	wins := 0
+	for i := range n {
+		wg.Go(func() {
+			cm := api.Clone(cur)
+			cm.Data = map[string]string{"k": fmt.Sprint("rv", i)}
+			_, errs[i] = e.local.Update(ctx, cm)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !api.IsConflict(err):
+			t.Fatalf("conditional update: %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d conditional updates won, want 1", wins)
+	}
+}
+
+func TestUpdateStatusLocal(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	obj, err := e.local.Create(ctx, pod("p", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := obj.(*api.Pod)
+	if p.Status.Phase != api.PodPending {
+		t.Fatalf("new pod phase %q", p.Status.Phase)
+	}
+	p.Status.Phase = api.PodRunning
+	p.Labels = map[string]string{"ignored": "yes"}
+	out, err := e.local.UpdateStatus(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*api.Pod)
+	if got.Status.Phase != api.PodRunning || got.Labels["ignored"] != "" {
+		t.Fatalf("status update: phase %q labels %v", got.Status.Phase, got.Labels)
+	}
+	if _, err := e.local.UpdateStatus(ctx, configMap("", "x")); !api.IsNotFound(err) {
+		t.Fatalf("status of a configmap: %v", err)
+	}
+	// A finished pod on a node is deleted at once.
+	if err := e.local.Bind(ctx, &api.Binding{ObjectMeta: api.ObjectMeta{Name: "p"}, Target: api.ObjectReference{Name: "n"}}); err != nil {
+		t.Fatal(err)
+	}
+	obj, _ = e.local.Get(ctx, podKind, "", "p")
+	p = obj.(*api.Pod)
+	p.Status.Phase = api.PodSucceeded
+	if _, err := e.local.UpdateStatus(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.local.Delete(ctx, podKind, "", "p", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.local.Get(ctx, podKind, "", "p"); !api.IsNotFound(err) {
+		t.Fatalf("finished pod: %v", err)
+	}
+}
+
+// FuzzServe: no request body or path makes the server panic or answer
+// with anything but JSON.
+func FuzzServe(f *testing.F) {
+	f.Add("POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"a"},"data":{"k":"v"}}`)
+	f.Add("PUT", "/api/v1/namespaces/default/configmaps/a", `{"metadata":{"name":"a","resourceVersion":"x"}}`)
+	f.Add("PATCH", "/api/v1/namespaces/default/configmaps/a", `{"metadata":null}`)
+	f.Add("POST", "/api/v1/namespaces/default/pods/a/binding", `{"target":{"name":"n"}}`)
+	f.Add("POST", "/api/v1/namespaces/default/pods", `{"spec":{"containers":[{"name":"c","image":"i"}]},"metadata":{"generateName":"p-"}}`)
+	f.Add("PUT", "/api/v1/namespaces/x/finalize", `{}`)
+	f.Add("DELETE", "/apis/apps/v1/namespaces/default/deployments/a", `{"gracePeriodSeconds":-1}`)
+	e := newEnv(f)
+	f.Fuzz(func(t *testing.T, method, path, body string) {
+		req := httptest.NewRequest("GET", "/", nil)
+		if u, err := req.URL.Parse(path); err == nil && len(method) < 10 {
+			req.URL = u
+			req.Method = method
+		}
+		req.Body = httptestBody(body)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+		rec := httptest.NewRecorder()
+		e.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %s %q: %d %s", method, path, body, rec.Code, rec.Body)
+		}
+	})
+}

@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/fake"
+)
+
+// The reconcilers are tested one by one on fixtures (the other _test
+// files). This test runs the whole Manager (informers, handlers, loops) on
+// the fake client, to check the wiring: a Deployment becomes a ReplicaSet
+// and pods, follows a scale, and deleting it cascades through the garbage
+// collector. It polls with a deadline (STYLE 18); no sleeps.
+func TestManagerWiring(t *testing.T) {
+	c := fake.New(namespace(ns, false))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, c, &finalizer{}, Options{Log: testLogger(t), Workers: 1}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	d := deployment(3, "nginx:1")
+	d.UID = ""
+	if _, err := c.Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	activePods := func() int {
+		n := 0
+		for _, p := range list[*api.Pod](t, c, ns) {
+			if isPodActive(p) && api.ControllerOf(p) != nil {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "3 pods of the deployment", func() bool { return activePods() == 3 })
+
+	cur := get[*api.Deployment](t, c, ns, "web")
+	cur.Spec.Replicas = ptr[int32](1)
+	if _, err := c.Update(t.Context(), cur); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "scale down to 1 pod", func() bool { return activePods() == 1 })
+
+	if err := c.Delete(t.Context(), deploymentKind(), ns, "web", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the garbage collector to remove the replica set and its pods", func() bool {
+		return len(list[*api.ReplicaSet](t, c, ns)) == 0 && len(list[*api.Pod](t, c, ns)) == 0
+	})
+}
+
+// waitFor polls cond until it holds or 10 seconds pass.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval of a deadline-bound wait, not a bare sleep
+	}
+}

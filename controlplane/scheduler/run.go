@@ -1,0 +1,187 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"reflect"
+	"sync"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+)
+
+// Run schedules pods until ctx ends. It starts and owns every goroutine it
+// needs and returns only after they have stopped:
+//
+//   - two informers (all nodes, all pods) whose handlers feed the cache and
+//     the queue; handlers only record and enqueue, they never schedule;
+//   - the scheduling loop: pop a pod, run one cycle, hand the binding (or
+//     the failure report) to a worker; one cycle at a time, so each cycle
+//     sees the pods assumed by the ones before;
+//   - BindWorkers workers that bind and report, so a slow API call never
+//     holds up the next decision;
+//   - a one-second ticker that flushes the queue's backoff and
+//     unschedulable parts and expires assumed pods never confirmed;
+//   - the event recorder, when Options.Recorder was nil.
+//
+// Run may be called once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("scheduler: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	nodes := client.NewInformer(s.client, api.MustKindOf(&api.Node{}), "", api.ListOptions{}, s.log)
+	pods := client.NewInformer(s.client, api.MustKindOf(&api.Pod{}), "", api.ListOptions{}, s.log)
+	nodes.AddHandler(client.Handler{OnAdd: s.onNodeAdd, OnUpdate: s.onNodeUpdate, OnDelete: s.onNodeDelete})
+	pods.AddHandler(client.Handler{OnAdd: s.onPodAdd, OnUpdate: s.onPodUpdate, OnDelete: s.onPodDelete})
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait
+	wg.Go(func() { nodes.Run(ctx) })
+	wg.Go(func() { pods.Run(ctx) })
+	if s.ownRec != nil {
+		wg.Go(func() { _ = s.ownRec.Run(ctx) })
+	}
+	if !nodes.WaitForSync(ctx) || !pods.WaitForSync(ctx) {
+		return nil // ctx ended first
+	}
+	s.log.Info("scheduler started", "nodes", len(nodes.List()), "pods", len(pods.List()))
+
+	tasks := make(chan *task, s.workers)
+	var workers sync.WaitGroup
+	for range s.workers {
+		workers.Go(func() {
+			for t := range tasks {
+				s.runTask(ctx, t)
+			}
+		})
+	}
+	wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				s.queue.Flush()
+				for _, key := range s.cache.Cleanup(s.now()) {
+					s.log.Warn("assumed pod expired: its binding was never confirmed", "pod", key)
+					s.queue.MoveAllToActiveOrBackoff()
+				}
+			}
+		}
+	})
+	for {
+		qp, err := s.queue.Pop(ctx)
+		if err != nil {
+			break
+		}
+		if t := s.scheduleOne(ctx, qp); t != nil {
+			tasks <- t
+		}
+	}
+	close(tasks)
+	workers.Wait()
+	return nil
+}
+
+// responsible reports whether this scheduler should place a pending pod.
+func responsible(pod *api.Pod) bool {
+	return (pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == SchedulerName) &&
+		pod.DeletionTimestamp == nil && !isTerminal(pod)
+}
+
+func (s *Scheduler) onNodeAdd(obj api.Object) {
+	s.cache.AddNode(obj.(*api.Node))
+	s.queue.MoveAllToActiveOrBackoff()
+}
+
+func (s *Scheduler) onNodeUpdate(oldObj, newObj api.Object) {
+	old, node := oldObj.(*api.Node), newObj.(*api.Node)
+	s.cache.AddNode(node)
+	if nodeSchedulingChanged(old, node) {
+		s.queue.MoveAllToActiveOrBackoff()
+	}
+}
+
+func (s *Scheduler) onNodeDelete(obj api.Object) {
+	s.cache.RemoveNode(obj.(*api.Node).Name)
+}
+
+// nodeSchedulingChanged reports whether a node update can change a
+// scheduling decision; heartbeats alone do not.
+func nodeSchedulingChanged(old, node *api.Node) bool {
+	return old.Spec.Unschedulable != node.Spec.Unschedulable ||
+		!maps.Equal(old.Labels, node.Labels) ||
+		!reflect.DeepEqual(old.Spec.Taints, node.Spec.Taints) ||
+		!sameResources(old.Status.Allocatable, node.Status.Allocatable) ||
+		readyStatus(old) != readyStatus(node)
+}
+
+// sameResources compares quantities by value (reflect.DeepEqual would see
+// "1" and "1000m" as different).
+func sameResources(a, b api.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		if o, ok := b[k]; !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func readyStatus(n *api.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == api.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func (s *Scheduler) onPodAdd(obj api.Object) {
+	pod := obj.(*api.Pod)
+	switch {
+	case pod.Spec.NodeName != "":
+		s.cache.AddPod(pod)
+	case responsible(pod):
+		s.queue.Add(pod)
+	}
+}
+
+func (s *Scheduler) onPodUpdate(oldObj, newObj api.Object) {
+	old, pod := oldObj.(*api.Pod), newObj.(*api.Pod)
+	if pod.Spec.NodeName != "" {
+		if old.Spec.NodeName == "" {
+			s.queue.Delete(pod) // bound: it leaves the queue
+		}
+		s.cache.AddPod(pod) // confirms an assumed pod; drops a finished one
+		if isTerminal(pod) && !isTerminal(old) {
+			s.queue.MoveAllToActiveOrBackoff() // its resources are free
+		}
+		return
+	}
+	if responsible(pod) {
+		s.queue.Update(old, pod)
+	} else {
+		s.queue.Delete(pod)
+	}
+}
+
+func (s *Scheduler) onPodDelete(obj api.Object) {
+	pod := obj.(*api.Pod)
+	s.queue.Delete(pod)
+	key := api.Key(pod.Namespace, pod.Name)
+	if pod.Spec.NodeName != "" || s.cache.IsAssumed(key) {
+		s.cache.RemovePod(pod)
+		s.queue.MoveAllToActiveOrBackoff() // its resources are free
+	}
+}

@@ -1,0 +1,341 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+	"skiff.dev/skiff/controlplane/scheduler/plugins"
+)
+
+// SchedulerName is the spec.schedulerName this scheduler serves ("" too).
+const SchedulerName = "default-scheduler"
+
+// TopologyProvider ranks GPU sets on a node; see plugins.TopologyProvider.
+type TopologyProvider = plugins.TopologyProvider
+
+// EventRecorder records Events; *client.Recorder is one. Eventf must not
+// block.
+type EventRecorder interface {
+	Eventf(ctx context.Context, obj api.Object, eventType, reason, format string, args ...any)
+}
+
+// Options are the scheduler's collaborators; Config holds its settings.
+// Every field may be left zero.
+type Options struct {
+	// Logger: nil discards.
+	Logger *slog.Logger
+	// Recorder for Events. nil: a client.Recorder on the scheduler's
+	// client, run by Run (component "default-scheduler").
+	Recorder EventRecorder
+	// GPUTopology for the GPUTopology plugin; nil: plugins.NoTopology.
+	GPUTopology TopologyProvider
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// BindWorkers: how many bindings (and failure reports) may be in
+	// flight at once; 0: 16.
+	BindWorkers int
+}
+
+// Scheduler assigns pending pods to nodes. See the package doc.
+type Scheduler struct {
+	client    client.Interface
+	cfg       Config
+	log       *slog.Logger
+	recorder  EventRecorder
+	ownRec    *client.Recorder // the recorder Run runs, when we made it
+	now       func() time.Time
+	workers   int
+	fwk       *framework.Framework
+	cache     *Cache
+	queue     *Queue
+	snap      Snapshot
+	nextStart int // round-robin start of the next cycle's node scan
+	started   atomic.Bool
+}
+
+// New builds a scheduler from a validated configuration. It starts
+// nothing: Run does.
+func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{client: c, cfg: cfg, log: opts.Logger, recorder: opts.Recorder, now: opts.Now, workers: opts.BindWorkers}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "scheduler")
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.workers <= 0 {
+		s.workers = 16
+	}
+	if s.recorder == nil {
+		s.ownRec = client.NewRecorder(c, SchedulerName, "", s.log)
+		s.recorder = s.ownRec
+	}
+	registry := plugins.Registry()
+	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, GPUTopology: opts.GPUTopology}
+	var ps []framework.Plugin
+	weights := map[string]int64{}
+	for _, pc := range cfg.Plugins {
+		p, err := registry[pc.Name](args)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", pc.Name, err)
+		}
+		ps = append(ps, p)
+		weights[pc.Name] = pc.Weight
+	}
+	fwk, err := framework.New(ps, weights)
+	if err != nil {
+		return nil, err
+	}
+	s.fwk = fwk
+	s.cache = NewCache(cfg.AssumedPodTTL.Duration)
+	s.queue = NewQueue(cfg, s.now)
+	return s, nil
+}
+
+// Cache returns the scheduler's cache (for tools and tests).
+func (s *Scheduler) Cache() *Cache { return s.cache }
+
+// Queue returns the scheduler's queue (for tools and tests).
+func (s *Scheduler) Queue() *Queue { return s.queue }
+
+func (s *Scheduler) algorithm() *algorithm {
+	return &algorithm{fwk: s.fwk, percentage: s.cfg.PercentageOfNodesToScore, parallelism: s.cfg.Parallelism, nominated: s.queue.NominatedPods(),
+		noVictims: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims)}
+}
+
+// ScheduleOne runs one scheduling decision for pod on snap: PreFilter,
+// Filter, Score and, when no node fits, the preemption search. It is pure:
+// it changes neither the cache nor the queue and writes nothing. A pod
+// that fits nowhere is not an error: the result has no SelectedNode and
+// carries the FailedScheduling message. The error is for internal failures
+// (a plugin returned Error).
+func (s *Scheduler) ScheduleOne(ctx context.Context, pod *api.Pod, snap *Snapshot) (*CycleResult, error) {
+	a := s.algorithm()
+	state := framework.NewCycleState()
+	res, _, err := a.schedule(ctx, state, pod, snap, 0, s.now)
+	if err != nil {
+		return nil, err
+	}
+	if res.SelectedNode == "" && !s.cfg.DisablePreemption && res.NumNodes > 0 {
+		if err := s.preempt(ctx, a, state, pod, snap, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (s *Scheduler) preempt(ctx context.Context, a *algorithm, state *framework.CycleState, pod *api.Pod, snap *Snapshot, res *CycleResult) error {
+	pr, err := a.preempt(ctx, state, pod, snap, res)
+	if err != nil {
+		return err
+	}
+	res.Preemption = pr
+	if pr.Node == "" {
+		res.Message = fitMessage(res, pr.Message)
+	}
+	return nil
+}
+
+// task is work for a binding worker: bind an assumed pod, or report a
+// failed attempt (status, events, trace, preemption's evictions).
+type task struct {
+	qp      *QueuedPod
+	state   *framework.CycleState
+	assumed *framework.PodInfo // nil for a failure report
+	node    string
+	result  *CycleResult
+	err     error // an internal error instead of a result
+}
+
+// scheduleOne is one scheduling cycle for a popped pod. It decides on a
+// snapshot, assumes the pod on the chosen node (or puts it back in the
+// queue) and returns the slower follow-up work, done by runTask.
+func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
+	pod := qp.Info.Pod
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || s.cache.IsAssumed(qp.Info.Key) {
+		s.queue.Done(qp.Info.Key)
+		return nil
+	}
+	s.cache.Snapshot(&s.snap)
+	a := s.algorithm()
+	state := framework.NewCycleState()
+	res, processed, err := a.schedule(ctx, state, pod, &s.snap, s.nextStart, s.now)
+	if n := len(s.snap.Nodes()); n > 0 {
+		s.nextStart = (s.nextStart + processed) % n
+	}
+	if err != nil {
+		s.log.Error("scheduling cycle failed", "pod", qp.Info.Key, "err", err)
+		s.queue.AddBackoff(qp)
+		return &task{qp: qp, err: err}
+	}
+	if res.SelectedNode == "" {
+		if !s.cfg.DisablePreemption && res.NumNodes > 0 {
+			if err := s.preempt(ctx, a, state, pod, &s.snap, res); err != nil {
+				s.log.Error("preemption failed", "pod", qp.Info.Key, "err", err)
+			} else if res.Preemption.Node != "" {
+				s.queue.Nominate(qp.Info, res.Preemption.Node)
+			}
+		}
+		s.log.Debug("unschedulable", "pod", qp.Info.Key, "message", res.Message)
+		s.queue.AddUnschedulable(qp)
+		return &task{qp: qp, result: res}
+	}
+
+	// Assume: count the pod on its node now, so the next cycle sees it.
+	// A shallow copy is enough: only spec.nodeName differs, and nothing
+	// changes the parts it shares with the informer's object.
+	bound := *pod
+	bound.Spec.NodeName = res.SelectedNode
+	assumed := framework.NewPodInfo(&bound)
+	if err := s.cache.AssumePod(assumed); err != nil {
+		s.log.Error("assume failed", "pod", qp.Info.Key, "err", err)
+		s.queue.AddBackoff(qp)
+		return nil
+	}
+	if st := s.fwk.RunReserve(ctx, state, &bound, res.SelectedNode); !st.IsSuccess() {
+		s.cache.ForgetPod(assumed.Key)
+		s.queue.AddBackoff(qp)
+		return &task{qp: qp, err: fmt.Errorf("reserve on node %q: %w", res.SelectedNode, st.AsError())}
+	}
+	s.log.Debug("assumed", "pod", qp.Info.Key, "node", res.SelectedNode)
+	return &task{qp: qp, state: state, assumed: assumed, node: res.SelectedNode, result: res}
+}
+
+// runTask does a task's I/O: binding, or reporting a failure.
+func (s *Scheduler) runTask(ctx context.Context, t *task) {
+	switch {
+	case t.assumed != nil:
+		s.bind(ctx, t)
+	case t.err != nil:
+		s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventWarning, "FailedScheduling", "%v", t.err)
+	default:
+		s.reportUnschedulable(ctx, t)
+	}
+}
+
+// bind writes the binding. On failure the assumed pod is forgotten (its
+// room freed), Unreserve runs, and the pod is retried after its backoff.
+func (s *Scheduler) bind(ctx context.Context, t *task) {
+	pod, key := t.assumed.Pod, t.assumed.Key
+	start := s.now()
+	st := s.fwk.RunBind(ctx, t.state, pod, t.node)
+	end := s.now()
+	if !st.IsSuccess() {
+		err := st.AsError()
+		s.log.Info("binding failed", "pod", key, "node", t.node, "err", err)
+		s.fwk.RunUnreserve(ctx, t.state, pod, t.node)
+		s.cache.ForgetPod(key)
+		s.queue.MoveAllToActiveOrBackoff() // the room it held is free again
+		if api.IsNotFound(err) {
+			s.queue.Done(key)
+			return
+		}
+		s.queue.AddBackoff(t.qp)
+		s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventWarning, "FailedScheduling", "Binding rejected: %v", err)
+		s.addTrace(ctx, pod, traceSpans(t.result, start, end, err)...)
+		return
+	}
+	s.cache.FinishBinding(key, s.now())
+	s.queue.Done(key)
+	s.log.Debug("bound", "pod", key, "node", t.node)
+	s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, t.node)
+	s.addTrace(ctx, pod, traceSpans(t.result, start, end, nil)...)
+}
+
+// reportUnschedulable tells the user why the pod waits: the PodScheduled
+// condition, a FailedScheduling event, the trace; and carries out what
+// preemption decided.
+func (s *Scheduler) reportUnschedulable(ctx context.Context, t *task) {
+	pod, res := t.qp.Info.Pod, t.result
+	nominated := ""
+	if pr := res.Preemption; pr != nil && pr.Node != "" {
+		nominated = pr.Node
+		for _, v := range pr.Victims {
+			err := s.client.Delete(ctx, api.MustKindOf(v.Pod), v.Pod.Namespace, v.Pod.Name, api.DeleteOptions{})
+			if err != nil && !api.IsNotFound(err) {
+				s.log.Error("preemption: delete victim", "victim", v.Key, "err", err)
+				continue
+			}
+			s.log.Info("preempted", "victim", v.Key, "by", t.qp.Info.Key, "node", pr.Node)
+			s.recorder.Eventf(ctx, v.Pod, api.EventNormal, "Preempted", "Preempted by %s on node %s", t.qp.Info.Key, pr.Node)
+		}
+	}
+	cond := api.PodCondition{Type: api.PodScheduled, Status: api.ConditionFalse, Reason: "Unschedulable", Message: res.Message}
+	if err := s.updateStatus(ctx, pod, cond, nominated); err != nil && !api.IsNotFound(err) {
+		s.log.Error("update pod status", "pod", t.qp.Info.Key, "err", err)
+	}
+	s.recorder.Eventf(ctx, pod, api.EventWarning, "FailedScheduling", "%s", res.Message)
+	s.addTrace(ctx, pod, traceSpans(res, time.Time{}, time.Time{}, nil)...)
+}
+
+// updateStatus sets the PodScheduled condition (and nominatedNodeName)
+// unless they already say so. It copies the pod first: the original
+// belongs to the informer. On a conflict it rereads the pod once.
+func (s *Scheduler) updateStatus(ctx context.Context, pod *api.Pod, cond api.PodCondition, nominated string) error {
+	for attempt := 0; ; attempt++ {
+		if !statusNeedsUpdate(pod, cond, nominated) {
+			return nil
+		}
+		p := api.Clone(pod)
+		setCondition(&p.Status, cond, s.now())
+		if nominated != "" {
+			p.Status.NominatedNodeName = nominated
+		}
+		_, err := s.client.UpdateStatus(ctx, p)
+		if err == nil || !api.IsConflict(err) || attempt == 1 {
+			return err
+		}
+		fresh, err := client.Get[*api.Pod](ctx, s.client, pod.Namespace, pod.Name)
+		if err != nil {
+			return err
+		}
+		pod = fresh
+	}
+}
+
+func statusNeedsUpdate(pod *api.Pod, cond api.PodCondition, nominated string) bool {
+	if nominated != "" && pod.Status.NominatedNodeName != nominated {
+		return true
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == cond.Type {
+			return c.Status != cond.Status || c.Reason != cond.Reason || c.Message != cond.Message
+		}
+	}
+	return true
+}
+
+func setCondition(st *api.PodStatus, cond api.PodCondition, now time.Time) {
+	t := api.NewTime(now.Truncate(time.Second))
+	cond.LastProbeTime = t
+	cond.LastTransitionTime = t
+	for i, c := range st.Conditions {
+		if c.Type == cond.Type {
+			if c.Status == cond.Status {
+				cond.LastTransitionTime = c.LastTransitionTime
+			}
+			st.Conditions[i] = cond
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, cond)
+}
+
+func (s *Scheduler) addTrace(ctx context.Context, pod *api.Pod, spans ...api.TraceSpan) {
+	if len(spans) == 0 {
+		return
+	}
+	if err := s.client.AddTrace(ctx, pod.Namespace, pod.Name, spans...); err != nil && !api.IsNotFound(err) {
+		s.log.Debug("add trace", "pod", api.Key(pod.Namespace, pod.Name), "err", err)
+	}
+}
