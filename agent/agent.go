@@ -215,9 +215,17 @@ func (a *Agent) reconcile(ctx context.Context, key string) error {
 		// its containers; do it now for this name too.
 		return a.cleanup(ctx)
 	}
-	after, err := a.worker.Sync(ctx, o.(*api.Pod))
+	pod := o.(*api.Pod)
+	after, err := a.worker.Sync(ctx, pod)
 	if err != nil {
 		return err
+	}
+	if a.cfg.Devices != nil && (pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed) {
+		// A pod that ended never runs again: its devices (GPUs) are free
+		// for the next pod at once, as the scheduler already counts them.
+		if err := a.cfg.Devices.Release(ctx, pod.UID); err != nil {
+			return err
+		}
 	}
 	if after > 0 {
 		return client.RequeueAfter(after)
@@ -227,10 +235,18 @@ func (a *Agent) reconcile(ctx context.Context, key string) error {
 
 func (a *Agent) cleanup(ctx context.Context) error {
 	live := map[string]bool{}
+	active := map[string]bool{} // live and not ended: may hold devices
 	for _, o := range a.pods.List() {
 		live[o.GetObjectMeta().UID] = true
+		if p := o.(*api.Pod); p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed {
+			active[p.UID] = true
+		}
 	}
-	return a.worker.Cleanup(ctx, live)
+	err := a.worker.Cleanup(ctx, live)
+	if r, ok := a.cfg.Devices.(interface{ Retain(map[string]bool) error }); ok {
+		err = errors.Join(err, r.Retain(active))
+	}
+	return err
 }
 
 func (a *Agent) cleanupLoop(ctx context.Context) {

@@ -26,9 +26,9 @@ func testPod(name, uid string) *api.Pod {
 	return p
 }
 
-// runContainer creates and starts the container the pod worker would have
-// made for pod uid's container "web" at attempt 0.
-func runContainer(t testing.TB, rt runtime.Runtime, ns, name, uid string) string {
+// runContainer creates and starts the container the pod worker of node
+// would have made for pod uid's container "web" at attempt 0.
+func runContainer(t testing.TB, rt runtime.Runtime, node, ns, name, uid string) string {
 	t.Helper()
 	ctx := context.Background()
 	img, err := rt.EnsureImage(ctx, "nginx:1", runtime.PullIfNotPresent, nil)
@@ -38,7 +38,7 @@ func runContainer(t testing.TB, rt runtime.Runtime, ns, name, uid string) string
 	id, err := rt.CreateContainer(ctx, runtime.ContainerSpec{
 		ID: podworker.ContainerID(uid, "web", 0), Image: img.Name,
 		Labels: map[string]string{runtime.LabelPodUID: uid, runtime.LabelPodNamespace: ns, runtime.LabelPodName: name,
-			runtime.LabelContainerName: "web", runtime.LabelAttempt: strconv.Itoa(0)},
+			runtime.LabelContainerName: "web", runtime.LabelAttempt: strconv.Itoa(0), podworker.LabelNode: node},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -101,8 +101,10 @@ func testConfig(t testing.TB) Config {
 // and adopts the container of the pod that is still bound to it.
 func TestRunRemovesContainersOfPodsDeletedWhileDown(t *testing.T) {
 	rt := rtfake.New(rtfake.Config{Images: []string{"nginx:1"}})
-	liveID := runContainer(t, rt, "default", "live", "uid-live")
-	runContainer(t, rt, "default", "gone", "uid-gone")
+	liveID := runContainer(t, rt, testNode, "default", "live", "uid-live")
+	runContainer(t, rt, testNode, "default", "gone", "uid-gone")
+	// Another node's agent shares this runtime: its containers are not ours.
+	runContainer(t, rt, "node-2", "default", "elsewhere", "uid-elsewhere")
 	c := fake.New(testPod("live", "uid-live"))
 
 	startAgent(t, testConfig(t), c, rt)
@@ -115,6 +117,9 @@ func TestRunRemovesContainersOfPodsDeletedWhileDown(t *testing.T) {
 	cs := containersOf(t, rt, "uid-live")
 	if len(cs) != 1 || cs[0].ID != liveID || cs[0].State != runtime.StateRunning {
 		t.Errorf("containers of the live pod %+v, want the adopted %s still running and no other", cs, liveID)
+	}
+	if cs := containersOf(t, rt, "uid-elsewhere"); len(cs) != 1 {
+		t.Errorf("the other node's container was touched: %+v", cs)
 	}
 }
 

@@ -32,6 +32,7 @@ type agentCmd struct {
 	advertise   string
 	listenAgent string
 	joinTimeout time.Duration
+	gpus        string
 }
 
 func newAgentCmd(r *Root) *cobra.Command {
@@ -64,6 +65,7 @@ wrong token the join fails.`,
 	fl.StringVar(&a.advertise, "advertise-address", "", "address other machines reach this node at (default: the address of the default route)")
 	fl.StringVar(&a.listenAgent, "listen-agent", "0.0.0.0:10250", "address of the agent's logs/exec server (host:port), which the API server calls")
 	fl.DurationVar(&a.joinTimeout, "join-timeout", 30*time.Second, "how long to wait for gossip to name the API server")
+	fl.StringVar(&a.gpus, "gpus", "auto", "GPUs of this node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
 	_ = cmd.MarkFlagRequired("join")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd
@@ -141,7 +143,17 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rt, simulated, why, err := openRuntime(ctx, clusterFlags{dataDir: a.dataDir, runtime: a.runtime, containerd: a.containerd}, lg)
+	gpus, err := agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: a.gpus, NodeName: acfg.NodeName, DataDir: a.dataDir, Log: lg})
+	if err != nil {
+		return err
+	}
+	defer gpus.Close()
+	fmt.Fprintln(a.r.Stdout, gpus.Message)
+	var cdiDirs []string
+	if gpus.CDISpecDir != "" {
+		cdiDirs = append(cdiDirs, gpus.CDISpecDir)
+	}
+	rt, simulated, why, err := openRuntime(ctx, clusterFlags{dataDir: a.dataDir, runtime: a.runtime, containerd: a.containerd, cdiDirs: cdiDirs}, lg)
 	if err != nil {
 		return err
 	}
@@ -154,6 +166,7 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	acfg.Log = lg
 	acfg.Listen = a.listenAgent
 	acfg.Token = a.token
+	gpus.Configure(&acfg)
 	ag, err := agent.New(acfg, c, rt)
 	if err != nil {
 		return err

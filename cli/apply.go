@@ -247,6 +247,11 @@ func mergeForApply(k *api.Kind, cur, file api.Object) (api.Object, error) {
 // applied object leaves them empty.
 func keepAllocated(out, cur api.Object) {
 	switch o := out.(type) {
+	case *api.Namespace:
+		// The API server owns a namespace's finalizers.
+		if len(o.Spec.Finalizers) == 0 {
+			o.Spec.Finalizers = cur.(*api.Namespace).Spec.Finalizers
+		}
 	case *api.Service:
 		c := cur.(*api.Service)
 		if o.Spec.ClusterIP == "" {

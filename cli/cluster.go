@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +38,10 @@ type clusterFlags struct {
 	nodeName   string
 	noAgent    bool
 	gossip     gossipFlags
+	sim        simFlags
+	gpus       string   // --gpus: auto, nvml, none, sim:NAME, sim:FILE.yaml
+	cdiDirs    []string // extra CDI spec dirs for containerd (simulated GPUs)
+	network    string   // --network: none or cni (cli/network.go)
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
@@ -50,6 +56,9 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 		fl.BoolVar(&f.noAgent, "no-agent", false, "run the control plane only, without a local node")
 	}
 	f.gossip.register(cmd)
+	f.sim.register(cmd)
+	fl.StringVar(&f.network, "network", networkNone, "pod network of the local node: none (pods share the node's network) or cni (a namespace and IP per pod through the CNI bridge plugins in /usr/lib/cni; needs root)")
+	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
 }
 
 // upCmd runs a whole cluster in one process: control plane plus a node.
@@ -157,6 +166,11 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 			return fmt.Errorf("write CLI config: %w", err)
 		}
 	}
+	// Started with sudo: the student's own `skiff get` runs as themselves,
+	// so give them the config too.
+	if err := saveForSudoUser(cc); err != nil {
+		lg.Warn("write CLI config for the sudo user", "err", err)
+	}
 	fmt.Fprintf(r.Stdout, "skiff %s: API server at %s (data in %s)\n", Version, cc.Server, f.dataDir)
 	if gossip != nil {
 		fmt.Fprintf(r.Stdout, "gossip on %s, advertising the API server as %s\n", gossip.LocalAddr(), apiURL)
@@ -170,8 +184,22 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopSim, err := f.sim.start(ctx, cp.Local(), r.Stdout, lg)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
 	agentDone := make(chan error, 1)
 	if withAgent {
+		gpus, err := agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: f.gpus, NodeName: nodeName, DataDir: f.dataDir, Log: lg})
+		if err != nil {
+			return err
+		}
+		defer gpus.Close()
+		fmt.Fprintln(r.Stdout, gpus.Message)
+		if gpus.CDISpecDir != "" {
+			f.cdiDirs = append(f.cdiDirs, gpus.CDISpecDir)
+		}
 		rt, simulated, why, err := openRuntime(ctx, f, lg)
 		if err != nil {
 			return err
@@ -185,9 +213,13 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 		acfg.Simulated = simulated
 		acfg.Log = lg
 		acfg.Metrics = cp.Metrics()
+		if acfg.Network, err = f.podNetwork(cp.Local(), acfg.NodeName); err != nil {
+			return err
+		}
 		// Logs and exec for the API server's proxy, on loopback: the API
 		// server runs in this process, on this machine.
 		acfg.Listen, acfg.Token = "127.0.0.1:0", cp.Token()
+		gpus.Configure(&acfg)
 		a, err := agent.New(acfg, cp.Local(), rt)
 		if err != nil {
 			return err
@@ -237,6 +269,7 @@ func openRuntime(ctx context.Context, f clusterFlags, lg *slog.Logger) (rt runti
 		cfg := ctrd.DefaultConfig()
 		cfg.Address = f.containerd
 		cfg.StateDir = filepath.Join(f.dataDir, "containers")
+		cfg.CDISpecDirs = append(append([]string(nil), cfg.CDISpecDirs...), f.cdiDirs...)
 		cfg.Logger = lg
 		return ctrd.New(ctx, cfg)
 	}
@@ -337,3 +370,25 @@ func (v *versionCmd) Run(ctx context.Context) error {
 }
 
 func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// saveForSudoUser writes the CLI config into the home of the user who ran
+// sudo, owned by them.
+func saveForSudoUser(cc client.Config) error {
+	name := os.Getenv("SUDO_USER")
+	if name == "" || name == "root" {
+		return nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(u.HomeDir, ".skiff")
+	p := filepath.Join(dir, "config")
+	if err := client.SaveConfig(p, cc); err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	_ = os.Chown(dir, uid, gid)
+	return os.Chown(p, uid, gid)
+}

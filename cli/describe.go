@@ -10,6 +10,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler"
 )
 
 // describeCmd is `skiff describe`: kubectl-like sections per kind, always
@@ -326,6 +327,12 @@ func printScheduling(ctx context.Context, w *describeWriter, cl client.Interface
 			line += " " + s.Node
 		}
 		w.line(1, "%s:\t%s\n", line, orDefault(s.Message, "-"))
+	}
+	// The per-node, per-plugin record of that attempt, as the scheduler renders it.
+	if table := scheduler.ExplainTrace(p.Name, spans); table != "" {
+		for _, l := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
+			w.line(1, "%s\n", l)
+		}
 	}
 }
 

@@ -6,5 +6,6 @@ import "github.com/spf13/cobra"
 // server and version (cluster.go), agent (agent_cmd.go); and logs and exec
 // (logs.go, exec.go), which reach the node agents through the API server.
 func (r *Root) serverCommands() []*cobra.Command {
-	return []*cobra.Command{newUpCmd(r), newServerCmd(r), newVersionCmd(r), newAgentCmd(r), newLogsCmd(r), newExecCmd(r)}
+	return []*cobra.Command{newUpCmd(r), newServerCmd(r), newVersionCmd(r), newAgentCmd(r), newLogsCmd(r), newExecCmd(r),
+		newCordonCmd(r), newUncordonCmd(r), newDrainCmd(r), newTaintCmd(r), newLabelCmd(r), newDevicePluginCmd(r)}
 }

@@ -268,7 +268,8 @@ func TestExplainAndAPIResources(t *testing.T) {
 		t.Errorf("explain widgets: %+v", res)
 	}
 	res = run(t, newFake(), "", "api-resources")
-	wantContains(t, res.out, "NAME          SHORTNAMES   APIVERSION   NAMESPACED   KIND\n", "deployments   deploy       apps/v1      true         Deployment\n")
+	wantContainsLoose(t, res.out, "NAME SHORTNAMES APIVERSION NAMESPACED KIND\n", "deployments deploy apps/v1 true Deployment\n",
+		"priorityclasses pc scheduling.k8s.io/v1 false PriorityClass\n")
 	if strings.Contains(res.out, "podtraces") {
 		t.Errorf("internal kind listed")
 	}

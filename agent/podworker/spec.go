@@ -83,6 +83,10 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 			return runtime.ContainerSpec{}, fmt.Errorf("allocate devices for container %s: %w", c.Name, err)
 		}
 		spec.CDIDevices = alloc.CDIDevices
+		if st.allocTrace == nil {
+			st.allocTrace = map[string]map[string]any{}
+		}
+		st.allocTrace[c.Name] = alloc.Trace
 		spec.Mounts = append(spec.Mounts, alloc.Mounts...)
 		keys := make([]string, 0, len(alloc.Env))
 		for k := range alloc.Env {

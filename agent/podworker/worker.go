@@ -47,6 +47,9 @@ type Allocation struct {
 	Mounts []runtime.Mount
 	// Devices by resource name, for the pod status and trace.
 	Devices map[string][]string
+	// Trace is what the device manager asked and the plugins answered
+	// (per resource), for the "create" span of the pod trace.
+	Trace map[string]any
 }
 
 // Config of a Worker.
@@ -93,6 +96,9 @@ type podState struct {
 	started map[string]bool
 	network *PodNetwork
 	traced  bool
+	// allocTrace is the device manager's Allocate per container name
+	// (Allocation.Trace), for the create span.
+	allocTrace map[string]map[string]any
 }
 
 type backoff struct {
@@ -365,6 +371,9 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 		return 0, fmt.Errorf("create container %s of pod %s: %w", c.Name, api.KeyOf(pod), err)
 	}
 	details := map[string]any{"containerID": id, "image": img.Name}
+	if t := st.allocTrace[c.Name]; len(t) > 0 {
+		details["allocate"] = t
+	}
 	if len(spec.CDIDevices) > 0 {
 		if cs, err := w.cfg.Runtime.ContainerStatus(ctx, id); err == nil && cs.CDIEdits != nil {
 			details["cdi"] = cs.CDIEdits

@@ -52,6 +52,9 @@ const conflictRetries = 5
 type Registry struct {
 	store store.Store
 	log   *slog.Logger
+	// services serializes Service writes while their cluster IP and node
+	// ports are allocated (allocate_service.go); it holds no allocations.
+	services *serviceAllocator
 }
 
 // NewRegistry returns a registry over st. A nil logger discards.
@@ -59,7 +62,7 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{store: st, log: logger}
+	return &Registry{store: st, log: logger, services: newServiceAllocator()}
 }
 
 // EnsureDefaults creates the namespaces that always exist ("default").
@@ -135,6 +138,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
 	}
 	api.SetDefaults(obj)
+	if err := r.admitPriority(ctx, k, obj); err != nil {
+		return nil, err
+	}
 	if errs := api.Validate(obj); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
@@ -142,6 +148,10 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		if err := r.checkNamespace(ctx, k, m.Namespace, m.Name); err != nil {
 			return nil, err
 		}
+	}
+	defer r.lockServices(k)()
+	if err := r.allocateService(ctx, obj, nil); err != nil {
+		return nil, err
 	}
 	out, err := r.store.Create(ctx, obj)
 	for i := 0; generated && api.IsAlreadyExists(err) && i < conflictRetries; i++ {
@@ -191,6 +201,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "")})
 	}
+	defer r.lockServices(k)()
 	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
 		if err := checkPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
@@ -219,6 +230,11 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 		}
 		if errs := api.ValidateUpdate(next, cur); len(errs) > 0 {
 			return nil, api.NewInvalid(k, m.Name, errs)
+		}
+		if !status {
+			if err := r.allocateService(ctx, next, cur); err != nil {
+				return nil, err
+			}
 		}
 		if sameJSON(next, cur) {
 			return cur, nil

@@ -150,6 +150,11 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	pods.AddHandler(epc.PodHandler(epLoop.Enqueue))
 	endpoints.AddHandler(epc.EndpointsHandler(epLoop.Enqueue))
 
+	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
+	ipam := newDefaultNodeIPAM(c, nodes, log)
+	ipamLoop := newLoop(nodeIPAMControllerName, ipam, nodes.Keys)
+	nodes.AddHandler(ipamLoop.Handler())
+
 	return m
 }
 

@@ -87,7 +87,9 @@ func deletionOrder(kinds []*api.Kind) []*api.Kind {
 	}
 	var out []*api.Kind
 	for _, k := range kinds {
-		if k.Namespaced {
+		// Internal kinds (pod traces) belong to other objects: the API
+		// server removes them with their owners.
+		if k.Namespaced && !k.Internal {
 			out = append(out, k)
 		}
 	}

@@ -1,0 +1,123 @@
+package devices
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// checkpointVersion is bumped when the file's meaning changes.
+const checkpointVersion = 1
+
+// checkpoint is the file of allocations: which pod container holds which
+// devices. It is the truth about allocations across agent restarts; the
+// plugins' answers are not kept (Allocate is asked again after a restart).
+type checkpoint struct {
+	Version int     `json:"version"`
+	Entries []entry `json:"entries"`
+}
+
+type entry struct {
+	PodUID    string   `json:"podUID"`
+	Namespace string   `json:"namespace"`
+	PodName   string   `json:"podName"`
+	Container string   `json:"container"`
+	Resource  string   `json:"resource"`
+	DeviceIDs []string `json:"deviceIDs"`
+	// Created is when the devices were picked (see Config.RetainGrace).
+	Created time.Time `json:"created"`
+}
+
+func (c *checkpoint) find(uid, container, resource string) *entry {
+	for i := range c.Entries {
+		e := &c.Entries[i]
+		if e.PodUID == uid && e.Container == container && e.Resource == resource {
+			return e
+		}
+	}
+	return nil
+}
+
+// holds reports whether (uid, container) has an entry for every resource.
+func (c *checkpoint) holds(uid, container string, resources []string) bool {
+	for _, r := range resources {
+		if c.find(uid, container, r) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// held is the set of device IDs of a resource that some pod holds.
+func (c *checkpoint) held(resource string) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range c.Entries {
+		if e.Resource == resource {
+			for _, id := range e.DeviceIDs {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
+// remove drops the entries that match; it reports whether any did.
+func (c *checkpoint) remove(match func(entry) bool) bool {
+	n := len(c.Entries)
+	c.Entries = slices.DeleteFunc(c.Entries, match)
+	return len(c.Entries) != n
+}
+
+// readCheckpoint reads the file; a missing file is an empty checkpoint. A
+// file that cannot be read is an error, not a fresh start: handing out
+// devices without knowing who holds them could give one GPU to two pods.
+func readCheckpoint(path string) (checkpoint, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return checkpoint{Version: checkpointVersion}, nil
+	}
+	if err != nil {
+		return checkpoint{}, fmt.Errorf("read device checkpoint: %w", err)
+	}
+	var ck checkpoint
+	if err := json.Unmarshal(b, &ck); err != nil {
+		return checkpoint{}, fmt.Errorf("read device checkpoint %s: %w (remove it only when no pod on this node holds devices)", path, err)
+	}
+	if ck.Version != checkpointVersion {
+		return checkpoint{}, fmt.Errorf("read device checkpoint %s: version %d, want %d", path, ck.Version, checkpointVersion)
+	}
+	return ck, nil
+}
+
+// writeCheckpoint replaces the file atomically: a temporary file, synced,
+// renamed over the old one.
+func writeCheckpoint(path string, ck checkpoint) error {
+	ck.Version = checkpointVersion
+	b, err := json.MarshalIndent(ck, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write device checkpoint: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
+	if err != nil {
+		return fmt.Errorf("write device checkpoint: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write device checkpoint: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,775 @@
+package devices
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"skiff.dev/skiff/agent/podworker"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/runtime"
+)
+
+const (
+	// DefaultDir is where skiff's manager listens and plugins put their
+	// sockets (the kubelet uses /var/lib/kubelet/device-plugins).
+	DefaultDir = "/var/lib/skiff/device-plugins"
+	// SocketName is the manager's Registration socket in the directory.
+	SocketName = "kubelet.sock"
+	// CheckpointName is the file of allocations in the directory.
+	CheckpointName = "skiff_checkpoint.json"
+)
+
+// Errors callers can branch on with errors.Is.
+var (
+	// ErrInsufficient: not enough free healthy devices for a container.
+	ErrInsufficient = errors.New("insufficient devices")
+	// ErrNoPlugin: the resource's plugin is not registered (now).
+	ErrNoPlugin = errors.New("no device plugin registered")
+)
+
+// Config of a Manager.
+type Config struct {
+	// Dir holds kubelet.sock, the plugins' sockets and the checkpoint.
+	// Unix socket paths are limited to 107 bytes, so keep it short.
+	Dir string
+	// Log, or discard.
+	Log *slog.Logger
+	// DialTimeout bounds dialing a plugin and each call that is not a
+	// stream (5 s: plugins are local; a slow one should fail, not hang a pod).
+	DialTimeout time.Duration
+	// RetainGrace keeps allocations younger than this from Retain: a pod
+	// the caller listed just before it was created and allocated is not
+	// freed by a resync that raced with it (30 s: far longer than that race).
+	RetainGrace time.Duration
+}
+
+// DefaultConfig listens in DefaultDir.
+func DefaultConfig() Config {
+	return Config{Dir: DefaultDir, DialTimeout: 5 * time.Second, RetainGrace: 30 * time.Second}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Dir == "" {
+		errs = append(errs, errors.New("device plugin directory is required"))
+	}
+	if n := len(filepath.Join(c.Dir, SocketName)); n > 107 {
+		errs = append(errs, fmt.Errorf("device plugin directory %q is too long for a unix socket path (%d > 107 bytes)", c.Dir, n))
+	}
+	if c.DialTimeout <= 0 {
+		errs = append(errs, errors.New("dial timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Manager is the device manager: the Registration server, one client per
+// plugin, and the allocations. Safe for concurrent use.
+type Manager struct {
+	pluginapi.UnimplementedRegistrationServer
+
+	cfg Config
+	log *slog.Logger
+
+	mu        sync.Mutex
+	resources map[string]*plugin // by resource name; kept after the plugin goes
+	ck        checkpoint
+	responses map[respKey]podworker.Allocation // plugin answers, not checkpointed
+	changed   chan struct{}                    // closed and replaced on every change
+	stopped   bool
+
+	srv    *grpc.Server
+	ctx    context.Context // the manager's own, cancelled by Stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var _ podworker.DeviceAllocator = (*Manager)(nil)
+
+type respKey struct{ uid, container string }
+
+// plugin is one registered resource.
+type plugin struct {
+	resource string
+	endpoint string // socket path
+	gen      int    // bumps on every registration
+	conn     *grpc.ClientConn
+	client   pluginapi.DevicePluginClient
+	opts     *pluginapi.DevicePluginOptions
+	devices  map[string]*pluginapi.Device // by ID; nil when the plugin is gone
+}
+
+// New builds a Manager and reads its checkpoint; Start serves.
+func New(cfg Config) (*Manager, error) {
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = DefaultConfig().DialTimeout
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("device manager config: %w", err)
+	}
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("device plugin directory: %w", err)
+	}
+	ck, err := readCheckpoint(filepath.Join(cfg.Dir, CheckpointName))
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{
+		cfg: cfg, log: lg.With("component", "devicemanager"),
+		resources: map[string]*plugin{},
+		ck:        ck,
+		responses: map[respKey]podworker.Allocation{},
+		changed:   make(chan struct{}),
+	}, nil
+}
+
+// Dir is the plugin directory.
+func (m *Manager) Dir() string { return m.cfg.Dir }
+
+// SocketPath is the Registration socket plugins call.
+func (m *Manager) SocketPath() string { return filepath.Join(m.cfg.Dir, SocketName) }
+
+// Start listens on kubelet.sock and serves Registration until Stop. A
+// stale socket from an earlier run is replaced. The plugins' streams run
+// under the manager's own context, not ctx (which only bounds starting).
+func (m *Manager) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sock := m.SocketPath()
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale %s: %w", sock, err)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.srv = grpc.NewServer()
+	pluginapi.RegisterRegistrationServer(m.srv, m)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.srv.Serve(ln); err != nil {
+			m.log.Warn("registration server stopped", "err", err)
+		}
+	}()
+	m.log.Info("device manager listening", "socket", sock)
+	return nil
+}
+
+// Stop stops serving, closes the plugin connections and waits for the
+// streams to end. Safe to call twice.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	if m.stopped || m.srv == nil {
+		m.stopped = true
+		m.mu.Unlock()
+		return
+	}
+	m.stopped = true
+	m.mu.Unlock()
+	m.srv.Stop()
+	m.cancel()
+	m.mu.Lock()
+	for _, p := range m.resources {
+		if p.conn != nil {
+			p.conn.Close()
+		}
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	os.Remove(m.SocketPath())
+}
+
+// Register is the Registration service: a plugin says it is there.
+func (m *Manager) Register(ctx context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	if err := validateRegister(req, m.cfg.Dir); err != nil {
+		m.log.Warn("device plugin registration rejected", "resource", req.GetResourceName(), "err", err)
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	endpoint := filepath.Join(m.cfg.Dir, req.Endpoint)
+	conn, err := grpc.NewClient("unix://"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "dial plugin %s: %v", endpoint, err)
+	}
+	client := pluginapi.NewDevicePluginClient(conn)
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	opts, err := client.GetDevicePluginOptions(cctx, &pluginapi.Empty{}, grpc.WaitForReady(true))
+	cancel()
+	if err != nil {
+		conn.Close()
+		return nil, status.Errorf(codes.Unavailable, "register %s: plugin at %s does not answer GetDevicePluginOptions: %v", req.ResourceName, endpoint, err)
+	}
+
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		conn.Close()
+		return nil, status.Error(codes.Unavailable, "device manager is stopping")
+	}
+	p := m.resources[req.ResourceName]
+	if p == nil {
+		p = &plugin{resource: req.ResourceName}
+		m.resources[req.ResourceName] = p
+	}
+	if p.conn != nil {
+		p.conn.Close() // the old registration's stream ends; gen tells it apart
+	}
+	p.gen++
+	p.endpoint, p.conn, p.client, p.opts, p.devices = endpoint, conn, client, opts, map[string]*pluginapi.Device{}
+	gen := p.gen
+	m.notifyLocked()
+	m.wg.Add(1)
+	m.mu.Unlock()
+
+	m.log.Info("device plugin registered", "resource", req.ResourceName, "endpoint", endpoint,
+		"preferredAllocation", opts.GetGetPreferredAllocationAvailable(), "preStart", opts.GetPreStartRequired())
+	go func() {
+		defer m.wg.Done()
+		m.listAndWatch(req.ResourceName, gen, client)
+	}()
+	return &pluginapi.Empty{}, nil
+}
+
+// validateRegister checks a request, as the kubelet does.
+func validateRegister(req *pluginapi.RegisterRequest, dir string) error {
+	var errs []error
+	if !slices.Contains(pluginapi.SupportedVersions[:], req.GetVersion()) {
+		errs = append(errs, fmt.Errorf("unsupported device plugin API version %q (want %s)", req.GetVersion(), strings.Join(pluginapi.SupportedVersions[:], ", ")))
+	}
+	if err := ValidateResourceName(req.GetResourceName()); err != nil {
+		errs = append(errs, err)
+	}
+	ep := req.GetEndpoint()
+	switch {
+	case ep == "":
+		errs = append(errs, errors.New("endpoint is required (the name of the plugin's socket in the plugin directory)"))
+	case filepath.Base(ep) != ep || ep == "." || ep == "..":
+		errs = append(errs, fmt.Errorf("endpoint %q must be a socket name in %s, not a path", ep, dir))
+	case ep == SocketName:
+		errs = append(errs, fmt.Errorf("endpoint %q is the manager's own socket", ep))
+	default:
+		if fi, err := os.Stat(filepath.Join(dir, ep)); err != nil {
+			errs = append(errs, fmt.Errorf("endpoint %q: %w", ep, err))
+		} else if fi.Mode()&os.ModeSocket == 0 {
+			errs = append(errs, fmt.Errorf("endpoint %q in %s is not a unix socket", ep, dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateResourceName checks an extended resource name: "vendor.domain/name",
+// a qualified name with a domain that is not Kubernetes' own.
+func ValidateResourceName(name string) error {
+	domain, _, ok := strings.Cut(name, "/")
+	if !ok || domain == "" {
+		return fmt.Errorf("resource name %q must be an extended resource name: domain/name, like nvidia.com/gpu", name)
+	}
+	if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
+		return fmt.Errorf("resource name %q: %s", name, strings.Join(msgs, "; "))
+	}
+	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") || domain == "k8s.io" || strings.HasSuffix(domain, ".k8s.io") {
+		return fmt.Errorf("resource name %q: domain %s is reserved for Kubernetes", name, domain)
+	}
+	if strings.HasPrefix(name, "requests.") {
+		return fmt.Errorf("resource name %q: the prefix requests. is reserved for quotas", name)
+	}
+	return nil
+}
+
+// listAndWatch keeps the device list of one registration until its stream
+// ends; then, unless a newer registration took over, the resource drops to
+// no devices.
+func (m *Manager) listAndWatch(resourceName string, gen int, client pluginapi.DevicePluginClient) {
+	log := m.log.With("resource", resourceName)
+	stream, err := client.ListAndWatch(m.ctx, &pluginapi.Empty{})
+	if err == nil {
+		for {
+			var resp *pluginapi.ListAndWatchResponse
+			resp, err = stream.Recv()
+			if err != nil {
+				break
+			}
+			devs := make(map[string]*pluginapi.Device, len(resp.Devices))
+			for _, d := range resp.Devices {
+				devs[d.ID] = d
+			}
+			m.mu.Lock()
+			p := m.resources[resourceName]
+			if p == nil || p.gen != gen {
+				m.mu.Unlock()
+				return
+			}
+			p.devices = devs
+			m.notifyLocked()
+			m.mu.Unlock()
+			log.Debug("device list", "devices", len(devs), "healthy", countHealthy(devs))
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.resources[resourceName]
+	if p == nil || p.gen != gen {
+		return
+	}
+	if m.ctx.Err() == nil {
+		log.Warn("device plugin went away; its devices are gone until it registers again", "err", err)
+	}
+	p.devices = nil
+	if p.conn != nil {
+		p.conn.Close()
+	}
+	p.conn, p.client = nil, nil
+	m.notifyLocked()
+}
+
+func countHealthy(devs map[string]*pluginapi.Device) int {
+	n := 0
+	for _, d := range devs {
+		if d.Health == pluginapi.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+// notifyLocked wakes every Wait.
+func (m *Manager) notifyLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// Changed returns a channel that closes at the next change of devices,
+// health or allocations (then call Changed again).
+func (m *Manager) Changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed
+}
+
+// Wait blocks until cond holds for the current state or ctx ends.
+func (m *Manager) Wait(ctx context.Context, cond func(Snapshot) bool) error {
+	for {
+		ch := m.Changed()
+		if cond(m.Snapshot()) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// ResourceState is one resource in a Snapshot.
+type ResourceState struct {
+	// Registered is false once the plugin went away.
+	Registered bool
+	// Devices by ID, with health (pluginapi.Healthy or Unhealthy).
+	Devices map[string]string
+	// Allocated device IDs, to the pod holding them ("ns/name").
+	Allocated map[string]string
+}
+
+// Snapshot is a copy of the manager's state.
+type Snapshot map[string]ResourceState
+
+// Snapshot returns a copy of the current state, by resource name.
+func (m *Manager) Snapshot() Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := Snapshot{}
+	for name, p := range m.resources {
+		rs := ResourceState{Registered: p.devices != nil, Devices: map[string]string{}, Allocated: map[string]string{}}
+		for id, d := range p.devices {
+			rs.Devices[id] = d.Health
+		}
+		out[name] = rs
+	}
+	for _, e := range m.ck.Entries {
+		rs, ok := out[e.Resource]
+		if !ok {
+			rs = ResourceState{Devices: map[string]string{}, Allocated: map[string]string{}}
+			out[e.Resource] = rs
+		}
+		for _, id := range e.DeviceIDs {
+			rs.Allocated[id] = e.Namespace + "/" + e.PodName
+		}
+	}
+	return out
+}
+
+// Resources is the node's capacity and allocatable for the plugins'
+// resources: every device, and the healthy ones. A resource whose plugin
+// went away reports 0 (the scheduler stops placing pods there). It has the
+// signature of agent.Config.ExtraResources.
+func (m *Manager) Resources() (capacity, allocatable api.ResourceList) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	capacity, allocatable = api.ResourceList{}, api.ResourceList{}
+	for name, p := range m.resources {
+		capacity[name] = *resource.NewQuantity(int64(len(p.devices)), resource.DecimalSI)
+		allocatable[name] = *resource.NewQuantity(int64(countHealthy(p.devices)), resource.DecimalSI)
+	}
+	return capacity, allocatable
+}
+
+// requests are the device plugin resources a container asks for, whole units.
+func (m *Manager) requests(c *api.Container) (map[string]int, error) {
+	out := map[string]int{}
+	for name, q := range c.Resources.Limits {
+		if !strings.Contains(name, "/") || strings.HasPrefix(name, "kubernetes.io/") {
+			continue
+		}
+		m.mu.Lock()
+		_, known := m.resources[name]
+		m.mu.Unlock()
+		if !known {
+			continue // not a device plugin resource on this node (the kubelet ignores those too)
+		}
+		if q.MilliValue()%1000 != 0 || q.Value() < 0 {
+			return nil, fmt.Errorf("%s: %s is not a whole number of devices", name, q.String())
+		}
+		if n := q.Value(); n > 0 {
+			out[name] = int(n)
+		}
+	}
+	return out, nil
+}
+
+// Allocate gives container c of pod its devices: the same ones as before
+// when it has some already (idempotent per pod uid and container), or free
+// healthy ones, reserved in the checkpoint before the plugin is called.
+func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) (podworker.Allocation, error) {
+	reqs, err := m.requests(c)
+	if err != nil {
+		return podworker.Allocation{}, fmt.Errorf("allocate for pod %s container %s: %w", api.KeyOf(pod), c.Name, err)
+	}
+	key := respKey{pod.UID, c.Name}
+	names := make([]string, 0, len(reqs))
+	for name := range reqs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	out := podworker.Allocation{Env: map[string]string{}, Devices: map[string][]string{}, Trace: map[string]any{}}
+	m.mu.Lock()
+	if cached, ok := m.responses[key]; ok && m.ck.holds(pod.UID, c.Name, names) {
+		m.mu.Unlock()
+		return cached, nil
+	}
+	m.mu.Unlock()
+	for _, name := range names {
+		ids, fresh, err := m.reserve(ctx, pod, c.Name, name, reqs[name])
+		if err != nil {
+			return podworker.Allocation{}, fmt.Errorf("allocate %d %s for pod %s container %s: %w", reqs[name], name, api.KeyOf(pod), c.Name, err)
+		}
+		start := time.Now()
+		resp, opts, err := m.callAllocate(ctx, name, ids)
+		if err != nil {
+			if fresh {
+				m.unreserve(pod.UID, c.Name, name)
+			}
+			return podworker.Allocation{}, fmt.Errorf("allocate %s for pod %s container %s: %w", name, api.KeyOf(pod), c.Name, err)
+		}
+		if opts.GetPreStartRequired() {
+			if err := m.preStart(ctx, name, ids); err != nil {
+				return podworker.Allocation{}, fmt.Errorf("pre-start %s for pod %s container %s: %w", name, api.KeyOf(pod), c.Name, err)
+			}
+		}
+		merge(&out, name, ids, resp)
+		out.Trace[name] = map[string]any{
+			"request":     ids,
+			"response":    summary(resp),
+			"roundTripMs": float64(time.Since(start).Microseconds()) / 1000,
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ck.holds(pod.UID, c.Name, names) {
+		return podworker.Allocation{}, fmt.Errorf("allocate for pod %s container %s: the pod's devices were released meanwhile", api.KeyOf(pod), c.Name)
+	}
+	m.responses[key] = out
+	return out, nil
+}
+
+// reserve returns the devices of (pod, container) for a resource: those in
+// the checkpoint, or n new ones it records there. fresh is true for new ones.
+func (m *Manager) reserve(ctx context.Context, pod *api.Pod, container, name string, n int) (ids []string, fresh bool, err error) {
+	m.mu.Lock()
+	if e := m.ck.find(pod.UID, container, name); e != nil {
+		ids = slices.Clone(e.DeviceIDs)
+		m.mu.Unlock()
+		return ids, false, nil
+	}
+	free, healthy, p, err := m.freeLocked(name)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, false, err
+	}
+	if len(free) < n {
+		m.mu.Unlock()
+		return nil, false, fmt.Errorf("%w: %s wants %d, %d free of %d healthy", ErrInsufficient, name, n, len(free), healthy)
+	}
+	var preferred []string
+	if p.opts.GetGetPreferredAllocationAvailable() && n < len(free) {
+		client := p.client
+		m.mu.Unlock()
+		preferred = m.preferred(ctx, name, client, free, n)
+		m.mu.Lock()
+		if e := m.ck.find(pod.UID, container, name); e != nil { // a concurrent call for the same container won
+			ids = slices.Clone(e.DeviceIDs)
+			m.mu.Unlock()
+			return ids, false, nil
+		}
+		if free, healthy, _, err = m.freeLocked(name); err != nil {
+			m.mu.Unlock()
+			return nil, false, err
+		}
+		if len(free) < n {
+			m.mu.Unlock()
+			return nil, false, fmt.Errorf("%w: %s wants %d, %d free of %d healthy", ErrInsufficient, name, n, len(free), healthy)
+		}
+	}
+	ids = pick(free, preferred, n)
+	m.ck.Entries = append(m.ck.Entries, entry{
+		PodUID: pod.UID, Namespace: pod.Namespace, PodName: pod.Name,
+		Container: container, Resource: name, DeviceIDs: ids, Created: time.Now(),
+	})
+	if err := m.saveLocked(); err != nil {
+		m.ck.remove(func(e entry) bool { return e.PodUID == pod.UID && e.Container == container && e.Resource == name })
+		m.mu.Unlock()
+		return nil, false, err
+	}
+	m.notifyLocked()
+	m.mu.Unlock()
+	return ids, true, nil
+}
+
+// pick takes preferred when it is n distinct free devices, else the first n free.
+func pick(free, preferred []string, n int) []string {
+	if len(preferred) == n {
+		ok := true
+		seen := map[string]bool{}
+		for _, id := range preferred {
+			if seen[id] || !slices.Contains(free, id) {
+				ok = false
+				break
+			}
+			seen[id] = true
+		}
+		if ok {
+			out := slices.Clone(preferred)
+			sort.Strings(out)
+			return out
+		}
+	}
+	return slices.Clone(free[:n])
+}
+
+// freeLocked lists the healthy devices no pod holds, sorted.
+func (m *Manager) freeLocked(name string) (free []string, healthy int, p *plugin, err error) {
+	p = m.resources[name]
+	if p == nil || p.devices == nil || p.client == nil {
+		return nil, 0, nil, fmt.Errorf("%w for %s", ErrNoPlugin, name)
+	}
+	held := m.ck.held(name)
+	for id, d := range p.devices {
+		if d.Health != pluginapi.Healthy {
+			continue
+		}
+		healthy++
+		if !held[id] {
+			free = append(free, id)
+		}
+	}
+	sort.Strings(free)
+	return free, healthy, p, nil
+}
+
+// preferred asks the plugin; nil when it has no answer.
+func (m *Manager) preferred(ctx context.Context, name string, client pluginapi.DevicePluginClient, free []string, n int) []string {
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	defer cancel()
+	resp, err := client.GetPreferredAllocation(cctx, &pluginapi.PreferredAllocationRequest{
+		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{AvailableDeviceIDs: free, AllocationSize: int32(n)}},
+	})
+	if err != nil || len(resp.GetContainerResponses()) != 1 {
+		m.log.Warn("GetPreferredAllocation failed; picking devices in order", "resource", name, "err", err)
+		return nil
+	}
+	return resp.ContainerResponses[0].DeviceIDs
+}
+
+func (m *Manager) unreserve(uid, container, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ck.remove(func(e entry) bool { return e.PodUID == uid && e.Container == container && e.Resource == name }) {
+		if err := m.saveLocked(); err != nil {
+			m.log.Warn("write device checkpoint", "err", err)
+		}
+		m.notifyLocked()
+	}
+}
+
+func (m *Manager) client(name string) (pluginapi.DevicePluginClient, *pluginapi.DevicePluginOptions, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.resources[name]
+	if p == nil || p.client == nil {
+		return nil, nil, fmt.Errorf("%w for %s", ErrNoPlugin, name)
+	}
+	return p.client, p.opts, nil
+}
+
+func (m *Manager) callAllocate(ctx context.Context, name string, ids []string) (*pluginapi.ContainerAllocateResponse, *pluginapi.DevicePluginOptions, error) {
+	client, opts, err := m.client(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	defer cancel()
+	resp, err := client.Allocate(cctx, &pluginapi.AllocateRequest{
+		ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("plugin Allocate: %w", err)
+	}
+	if len(resp.GetContainerResponses()) != 1 {
+		return nil, nil, fmt.Errorf("plugin Allocate: %d container responses for 1 request", len(resp.GetContainerResponses()))
+	}
+	return resp.ContainerResponses[0], opts, nil
+}
+
+func (m *Manager) preStart(ctx context.Context, name string, ids []string) error {
+	client, _, err := m.client(name)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, pluginapi.KubeletPreStartContainerRPCTimeoutInSecs*time.Second)
+	defer cancel()
+	_, err = client.PreStartContainer(cctx, &pluginapi.PreStartContainerRequest{DevicesIds: ids})
+	return err
+}
+
+// merge adds one resource's answer to a container's Allocation. Device
+// nodes become bind mounts (the runtime has no device-node field; CDI is
+// the way plugins should hand out device nodes today).
+func merge(out *podworker.Allocation, name string, ids []string, r *pluginapi.ContainerAllocateResponse) {
+	out.Devices[name] = ids
+	for k, v := range r.GetEnvs() {
+		out.Env[k] = v
+	}
+	for _, mt := range r.GetMounts() {
+		out.Mounts = append(out.Mounts, runtime.Mount{Type: runtime.MountBind, Source: mt.HostPath, Destination: mt.ContainerPath, ReadOnly: mt.ReadOnly})
+	}
+	for _, d := range r.GetDevices() {
+		out.Mounts = append(out.Mounts, runtime.Mount{Type: runtime.MountBind, Source: d.HostPath, Destination: d.ContainerPath, ReadOnly: !strings.Contains(d.Permissions, "w")})
+	}
+	for _, d := range r.GetCdiDevices() {
+		if !slices.Contains(out.CDIDevices, d.Name) {
+			out.CDIDevices = append(out.CDIDevices, d.Name)
+		}
+	}
+}
+
+// summary is the plugin's answer for the pod trace.
+func summary(r *pluginapi.ContainerAllocateResponse) map[string]any {
+	s := map[string]any{}
+	if len(r.GetEnvs()) > 0 {
+		s["envs"] = r.GetEnvs()
+	}
+	var cdi []string
+	for _, d := range r.GetCdiDevices() {
+		cdi = append(cdi, d.Name)
+	}
+	if len(cdi) > 0 {
+		s["cdiDevices"] = cdi
+	}
+	var mounts []string
+	for _, mt := range r.GetMounts() {
+		mounts = append(mounts, mt.HostPath+":"+mt.ContainerPath)
+	}
+	if len(mounts) > 0 {
+		s["mounts"] = mounts
+	}
+	var devs []string
+	for _, d := range r.GetDevices() {
+		devs = append(devs, d.HostPath+":"+d.ContainerPath)
+	}
+	if len(devs) > 0 {
+		s["devices"] = devs
+	}
+	return s
+}
+
+// Release frees every device of a pod. Releasing a pod without devices is
+// not an error.
+func (m *Manager) Release(_ context.Context, podUID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.responses {
+		if k.uid == podUID {
+			delete(m.responses, k)
+		}
+	}
+	if !m.ck.remove(func(e entry) bool { return e.PodUID == podUID }) {
+		return nil
+	}
+	m.notifyLocked()
+	if err := m.saveLocked(); err != nil {
+		return fmt.Errorf("release devices of pod %s: %w", podUID, err)
+	}
+	return nil
+}
+
+// Retain frees the devices of every pod whose uid is not in live: the
+// agent's resync, for pods deleted while it was down or that ended.
+// Allocations younger than Config.RetainGrace are kept.
+func (m *Manager) Retain(live map[string]bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cutoff := time.Now().Add(-m.cfg.RetainGrace)
+	gone := func(e entry) bool { return !live[e.PodUID] && !e.Created.After(cutoff) }
+	for _, e := range m.ck.Entries {
+		if gone(e) {
+			delete(m.responses, respKey{e.PodUID, e.Container})
+		}
+	}
+	if !m.ck.remove(gone) {
+		return nil
+	}
+	m.notifyLocked()
+	if err := m.saveLocked(); err != nil {
+		return fmt.Errorf("release devices of ended pods: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) saveLocked() error {
+	return writeCheckpoint(filepath.Join(m.cfg.Dir, CheckpointName), m.ck)
+}

@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"skiff.dev/skiff/agent/devices"
+	"skiff.dev/skiff/agent/devices/gpuplugin"
+	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/agent/gpu/cdi"
+)
+
+// GPUConfig says how a node finds its GPUs (SetUpGPUs).
+type GPUConfig struct {
+	// Spec is the --gpus flag: auto, nvml, none, sim:NAME, sim:FILE.yaml.
+	Spec string
+	// NodeName seeds simulated UUIDs and names the CDI spec.
+	NodeName string
+	// DataDir is the node's data directory: the device plugin directory
+	// (DataDir/device-plugins, with the allocation checkpoint) and, for
+	// simulated GPUs, the CDI spec (DataDir/cdi) and its files
+	// (DataDir/gpu) go there.
+	DataDir string
+	// PluginDir overrides DataDir/device-plugins.
+	PluginDir string
+	// Log, or discard.
+	Log *slog.Logger
+}
+
+// GPUs is a node's GPU stack: the Source, the device manager (the kubelet
+// side of the device plugin API) and the built-in GPU device plugin, which
+// registers with the manager over their unix sockets like any plugin.
+type GPUs struct {
+	// Source of the GPUs (gpu.None() without any).
+	Source gpu.Source
+	// Message is the one line for the node's output ("GPUs: 8x ...").
+	Message string
+	// Manager is the device manager; nil when it could not start on a node
+	// without GPUs (a warning, not an error).
+	Manager *devices.Manager
+	// CDISpecDir is where the simulated GPUs' CDI spec is; "" for real
+	// GPUs (nvidia-ctk's /etc/cdi, /var/run/cdi) and none.
+	CDISpecDir string
+
+	labels map[string]string
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// SetUpGPUs opens the GPUs of --gpus, writes the CDI spec of simulated
+// ones, starts the device manager and, when there are GPUs, the built-in
+// plugin. Without GPUs nothing but the manager runs (external plugins can
+// still register). Close stops everything.
+func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	src, msg, err := gpu.Open(cfg.Spec, gpu.Options{NodeName: cfg.NodeName, Logger: lg})
+	if err != nil {
+		return nil, err
+	}
+	g := &GPUs{Source: src, Message: msg, labels: map[string]string{}}
+	devs, err := src.Devices(ctx)
+	if err != nil {
+		src.Close()
+		return nil, fmt.Errorf("list GPUs: %w", err)
+	}
+	g.labels = gpu.Labels(devs, src.Simulated())
+	if src.Simulated() && len(devs) > 0 {
+		topo, err := src.Topology(ctx)
+		if err != nil {
+			src.Close()
+			return nil, fmt.Errorf("GPU topology: %w", err)
+		}
+		ccfg := cdi.Config{NodeName: cfg.NodeName, SpecDir: filepath.Join(cfg.DataDir, "cdi"), DataDir: filepath.Join(cfg.DataDir, "gpu")}
+		if err := os.MkdirAll(ccfg.SpecDir, 0o755); err != nil {
+			src.Close()
+			return nil, fmt.Errorf("CDI spec dir: %w", err)
+		}
+		if _, err := cdi.WriteSimSpec(ccfg, devs, topo); err != nil {
+			src.Close()
+			return nil, err
+		}
+		g.CDISpecDir = ccfg.SpecDir
+	} else if len(devs) > 0 {
+		if err := cdi.RealCDIAvailable(); err != nil {
+			lg.Warn("GPU containers will not start until a CDI spec exists", "err", err)
+			g.Message += "\n" + err.Error()
+		}
+	}
+
+	dcfg := devices.DefaultConfig()
+	dcfg.Dir = cfg.PluginDir
+	if dcfg.Dir == "" {
+		dcfg.Dir = filepath.Join(cfg.DataDir, "device-plugins")
+	}
+	dcfg.Log = lg
+	m, err := devices.New(dcfg)
+	if err == nil {
+		err = m.Start(ctx)
+	}
+	if err != nil {
+		if len(devs) == 0 {
+			lg.Warn("device manager not started: no device plugin can register", "err", err)
+			return g, nil
+		}
+		src.Close()
+		return nil, fmt.Errorf("device manager: %w", err)
+	}
+	g.Manager = m
+	if len(devs) == 0 {
+		return g, nil
+	}
+	p, err := gpuplugin.New(gpuplugin.Config{Source: src, Dir: dcfg.Dir, Log: lg})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	if err := p.Serve(); err != nil {
+		g.Close()
+		return nil, err
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := p.Run(pctx); err != nil {
+			lg.Error("GPU device plugin", "err", err)
+		}
+	}()
+	// Wait for the first device list, so the node registers with its GPUs.
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	err = m.Wait(wctx, func(s devices.Snapshot) bool { return len(s[gpuplugin.ResourceName].Devices) == len(devs) })
+	if err != nil {
+		lg.Warn("GPU device plugin has not listed its GPUs yet", "err", err)
+	}
+	return g, nil
+}
+
+// Configure gives an agent config the node's devices: the allocator, the
+// device plugins' resources, and the GPU labels.
+func (g *GPUs) Configure(c *Config) {
+	if g == nil {
+		return
+	}
+	if g.Manager != nil {
+		c.Devices = g.Manager
+		c.ExtraResources = g.Manager.Resources
+	}
+	if len(g.labels) > 0 {
+		l := make(map[string]string, len(c.Labels)+len(g.labels))
+		for k, v := range g.labels {
+			l[k] = v
+		}
+		for k, v := range c.Labels {
+			l[k] = v // the user's labels win
+		}
+		c.Labels = l
+	}
+}
+
+// Faults is the simulator's fault injector, or ErrNotSimulated.
+func (g *GPUs) Faults() (gpu.FaultInjector, error) {
+	if g == nil {
+		return nil, ErrNotSimulated
+	}
+	fi, ok := g.Source.(gpu.FaultInjector)
+	if !ok {
+		return nil, ErrNotSimulated
+	}
+	return fi, nil
+}
+
+// ErrNotSimulated: faults can only be injected into simulated GPUs.
+var ErrNotSimulated = errors.New("this node's GPUs are not simulated: faults can only be injected with --gpus sim:...")
+
+// Close stops the plugin, the manager and the Source. Safe to call twice.
+func (g *GPUs) Close() {
+	if g == nil {
+		return
+	}
+	g.once.Do(func() {
+		if g.cancel != nil {
+			g.cancel()
+		}
+		g.wg.Wait()
+		if g.Manager != nil {
+			g.Manager.Stop()
+		}
+		g.Source.Close()
+	})
+}

@@ -1,0 +1,318 @@
+package network
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"golang.org/x/sys/unix"
+
+	"skiff.dev/skiff/api"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*Config)
+		wantErr []string
+	}{
+		{name: "default", change: func(*Config) {}},
+		{name: "bad CIDR", change: func(c *Config) { c.PodCIDR = "10.244.1.0" }, wantErr: []string{"pod CIDR"}},
+		{name: "IPv6", change: func(c *Config) { c.PodCIDR = "fd00::/64" }, wantErr: []string{"IPv4"}},
+		{
+			name:    "every problem at once",
+			change:  func(c *Config) { c.Bridge = "a-very-long-bridge-name"; c.PluginDirs = nil; c.NetNSPrefix = "" },
+			wantErr: []string{"bridge", "plugin directory", "netns prefix"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig("10.244.1.0/24")
+			tt.change(&c)
+			err := c.Validate()
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			for _, w := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate: %v, want it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfList(t *testing.T) {
+	c := DefaultConfig("10.244.3.7/24")
+	raw, err := c.ConfList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := libcni.ConfListFromBytes(raw)
+	if err != nil {
+		t.Fatalf("libcni rejects the generated config: %v\n%s", err, raw)
+	}
+	if list.Name != "skiff" || len(list.Plugins) != 2 || list.Plugins[0].Network.Type != "bridge" || list.Plugins[1].Network.Type != "portmap" {
+		t.Fatalf("plugins %+v", list.Plugins)
+	}
+	var bridge struct {
+		Bridge    string `json:"bridge"`
+		IsGateway bool   `json:"isGateway"`
+		IPMasq    bool   `json:"ipMasq"`
+		IPAM      struct {
+			Type   string                `json:"type"`
+			Ranges [][]map[string]string `json:"ranges"`
+		} `json:"ipam"`
+	}
+	if err := json.Unmarshal(list.Plugins[0].Bytes, &bridge); err != nil {
+		t.Fatal(err)
+	}
+	if bridge.Bridge != "skiff0" || !bridge.IsGateway || !bridge.IPMasq || bridge.IPAM.Type != "host-local" ||
+		bridge.IPAM.Ranges[0][0]["subnet"] != "10.244.3.0/24" {
+		t.Errorf("bridge config %+v", bridge)
+	}
+}
+
+func TestNewMissingPlugins(t *testing.T) {
+	c := DefaultConfig("10.244.1.0/24")
+	c.PluginDirs = []string{t.TempDir()}
+	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "containernetworking-plugins") {
+		t.Fatalf("New: %v, want a missing plugins error", err)
+	}
+}
+
+// requireRootAndPlugins skips unless the test can change the node's
+// network: root, and the CNI plugins installed. With CI=true a root run
+// without plugins fails instead.
+func requireRootAndPlugins(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces, bridges)")
+	}
+	for _, p := range []string{"bridge", "host-local", "portmap", "loopback"} {
+		if _, err := os.Stat(filepath.Join("/usr/lib/cni", p)); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("CNI plugin %s missing under /usr/lib/cni (apt-get install containernetworking-plugins)", p)
+			}
+			t.Skipf("CNI plugin %s missing under /usr/lib/cni", p)
+		}
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip command")
+	}
+}
+
+func randHex(t testing.TB, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func testPod(t testing.TB, name string) *api.Pod {
+	p := &api.Pod{}
+	p.Namespace, p.Name, p.UID = "default", name, "test-"+randHex(t, 8)
+	return p
+}
+
+// TestCNIPodToPod sets up two pods on a bridge of the test's own, checks
+// they talk over TCP, and that tear-down leaves nothing behind.
+func TestCNIPodToPod(t *testing.T) {
+	requireRootAndPlugins(t)
+	suffix := randHex(t, 3)
+	cfg := DefaultConfig(fmt.Sprintf("10.251.%d.0/24", 1+os.Getpid()%250))
+	cfg.Bridge = "skt" + suffix // 9 characters
+	cfg.NetworkName = "skiff-test-" + suffix
+	cfg.PluginDirs = []string{"/usr/lib/cni"}
+	dir := t.TempDir()
+	cfg.CacheDir, cfg.IPAMDataDir = filepath.Join(dir, "cache"), filepath.Join(dir, "ipam")
+	cfg.NetNSPrefix = "skifftest-"
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := testPod(t, "a"), testPod(t, "b")
+	t.Cleanup(func() {
+		for _, p := range []*api.Pod{a, b} {
+			if err := n.TearDown(context.Background(), p.Namespace, p.Name, p.UID); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+			_ = exec.Command("ip", "netns", "delete", n.NetNSName(p.UID)).Run()
+		}
+		_ = exec.Command("ip", "link", "delete", cfg.Bridge).Run()
+	})
+
+	ctx := t.Context()
+	na, err := n.SetUp(ctx, a)
+	if err != nil {
+		t.Fatalf("set up a: %v", err)
+	}
+	nb, err := n.SetUp(ctx, b)
+	if err != nil {
+		t.Fatalf("set up b: %v", err)
+	}
+	cidr := netip.MustParsePrefix(cfg.PodCIDR)
+	for _, pn := range []string{na.IP, nb.IP} {
+		if ip, err := netip.ParseAddr(pn); err != nil || !cidr.Contains(ip) {
+			t.Fatalf("pod IP %q, want one in %s", pn, cidr)
+		}
+	}
+	if na.IP == nb.IP || na.NetNSPath == nb.NetNSPath {
+		t.Fatalf("pods share %+v and %+v", na, nb)
+	}
+	if again, err := n.SetUp(ctx, a); err != nil || again != na {
+		t.Fatalf("second set up of a: %+v, %v; want %+v", again, err, na)
+	}
+	if links := bridgeLinks(t, cfg.Bridge); len(links) != 2 {
+		t.Errorf("bridge ports %q, want 2", links)
+	}
+
+	// b connects to a listener in a's namespace, on a's IP.
+	var ln net.Listener
+	inNetNS(t, na.NetNSPath, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(na.IP, "8080"))
+		return err
+	})
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write([]byte(c.RemoteAddr().(*net.TCPAddr).IP.String() + "\n"))
+	}()
+	var conn net.Conn
+	inNetNS(t, nb.NetNSPath, func() (err error) {
+		conn, err = net.DialTimeout("tcp", net.JoinHostPort(na.IP, "8080"), 5*time.Second)
+		return err
+	})
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if err != nil || strings.TrimSpace(line) != nb.IP {
+		t.Fatalf("a saw %q (%v), want b's IP %s", line, err, nb.IP)
+	}
+
+	// Tear down, twice: nothing left.
+	for range 2 {
+		for _, p := range []*api.Pod{a, b} {
+			if err := n.TearDown(ctx, p.Namespace, p.Name, p.UID); err != nil {
+				t.Fatalf("tear down %s: %v", p.Name, err)
+			}
+		}
+	}
+	for _, p := range []*api.Pod{a, b} {
+		if _, err := os.Stat(n.NetNSPath(p.UID)); !os.IsNotExist(err) {
+			t.Errorf("netns of %s still there: %v", p.Name, err)
+		}
+	}
+	if links := bridgeLinks(t, cfg.Bridge); len(links) != 0 {
+		t.Errorf("bridge ports left: %q", links)
+	}
+	leases, _ := filepath.Glob(filepath.Join(cfg.IPAMDataDir, cfg.NetworkName, "10.*"))
+	if len(leases) != 0 {
+		t.Errorf("IPAM leases left: %q", leases)
+	}
+	if out, err := exec.Command("iptables-save", "-t", "nat").Output(); err == nil {
+		for _, p := range []*api.Pod{a, b} {
+			if strings.Contains(string(out), p.UID) {
+				t.Errorf("nat rules mention %s after tear down", p.UID)
+			}
+		}
+	}
+	// Tear down of a pod never set up is fine.
+	if err := n.TearDown(ctx, "default", "never", "test-never-"+suffix); err != nil {
+		t.Errorf("tear down of an unknown pod: %v", err)
+	}
+}
+
+// bridgeLinks lists the interfaces enslaved to bridge.
+func bridgeLinks(t *testing.T, bridge string) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "-o", "link", "show", "master", bridge).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "does not exist") {
+			return nil
+		}
+		t.Fatalf("ip link show master %s: %v: %s", bridge, err, out)
+	}
+	var links []string
+	for l := range strings.Lines(string(out)) {
+		if f := strings.Fields(l); len(f) > 1 {
+			links = append(links, strings.TrimSuffix(f[1], ":"))
+		}
+	}
+	return links
+}
+
+// inNetNS runs f on a thread switched into the network namespace at path;
+// sockets f opens stay in that namespace.
+func inNetNS(t *testing.T, path string, f func() error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(path)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns %s: %w", path, err)
+			return // the thread stays locked and dies with the goroutine
+		}
+		ferr := f()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns back: %w", err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNodeWaitsForPodCIDR(t *testing.T) {
+	cidr := ""
+	tmpl := DefaultConfig("")
+	tmpl.PluginDirs = []string{t.TempDir()} // no plugins: New fails once a CIDR is known
+	n := NewNode(tmpl, func(context.Context) (string, error) { return cidr, nil })
+	if _, err := n.SetUp(t.Context(), testPod(t, "a")); !errors.Is(err, ErrNoPodCIDR) {
+		t.Fatalf("SetUp before a CIDR: %v, want ErrNoPodCIDR", err)
+	}
+	if err := n.TearDown(t.Context(), "default", "a", "uid"); err != nil {
+		t.Fatalf("TearDown before a CIDR: %v", err)
+	}
+	cidr = "10.244.1.0/24"
+	if _, err := n.SetUp(t.Context(), testPod(t, "a")); err == nil || errors.Is(err, ErrNoPodCIDR) || !strings.Contains(err.Error(), "CNI plugins") {
+		t.Fatalf("SetUp with a CIDR and no plugins: %v", err)
+	}
+}

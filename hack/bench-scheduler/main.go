@@ -1,0 +1,261 @@
+// Command bench-scheduler measures the scheduler the way Kubernetes'
+// scheduler_perf does: the real control plane in process (bbolt store,
+// API server logic, controllers, scheduler), N simulated nodes
+// (controlplane/simnodes, pods not run), and P pods created through the
+// in-process client as fast as the API takes them. Every binding goes
+// through the API's binding subresource and is committed to the store.
+//
+// It prints one JSON line: pods/s from the first create to the last
+// measured pod bound, and the process's memory at the end (the control
+// plane plus this harness, which keeps only counters).
+//
+// Variants: plain (cpu and memory requests), gpu (one nvidia.com/gpu per
+// pod on 8-GPU nodes), unschedulable (every other pod selects a GPU
+// product no node has; pods/s counts the schedulable half, as
+// scheduler_perf measures its schedulable pods among unschedulable ones).
+//
+// hack/bench-scheduler.sh runs the variants and prints a table.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/simnodes"
+)
+
+type result struct {
+	Variant     string  `json:"variant"`
+	Nodes       int     `json:"nodes"`
+	Pods        int     `json:"pods"`
+	Measured    int     `json:"measured"`
+	NoSync      bool    `json:"nosync"`
+	GOMAXPROCS  int     `json:"gomaxprocs"`
+	RegisterSec float64 `json:"register_s"`
+	Seconds     float64 `json:"seconds"`
+	PodsPerSec  float64 `json:"pods_per_s"`
+	RSSMiB      float64 `json:"rss_mib"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"`
+	HeapMiB     float64 `json:"heap_mib"`
+	GoSysMiB    float64 `json:"go_sys_mib"`
+	Unscheduled int     `json:"unscheduled"`
+	TimedOut    bool    `json:"timed_out,omitempty"`
+	StoreMiB    float64 `json:"store_mib"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		nodes    = flag.Int("nodes", 5000, "simulated nodes")
+		pods     = flag.Int("pods", 10000, "pods to create")
+		variant  = flag.String("variant", "plain", "plain, gpu or unschedulable")
+		noSync   = flag.Bool("nosync", false, "store without fsync")
+		creators = flag.Int("creators", 16, "concurrent pod creators")
+		timeout  = flag.Duration("timeout", 5*time.Minute, "give up after")
+	)
+	flag.Parse()
+	switch *variant {
+	case "plain", "gpu", "unschedulable":
+	default:
+		return fmt.Errorf("variant %q: want plain, gpu or unschedulable", *variant)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+
+	dir, err := os.MkdirTemp("", "skiff-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg := controlplane.DefaultConfig(dir)
+	cfg.API.Listen = "127.0.0.1:0"
+	cfg.Store.NoSync = *noSync
+	cp, err := controlplane.Start(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	c := cp.Local()
+
+	scfg := simnodes.DefaultConfig()
+	scfg.Count, scfg.RunPods = *nodes, false
+	sim, err := simnodes.New(scfg, c)
+	if err != nil {
+		return err
+	}
+	regStart := time.Now()
+	if err := sim.Start(context.Background()); err != nil {
+		return err
+	}
+	defer sim.Stop()
+	res := result{Variant: *variant, Nodes: *nodes, Pods: *pods, NoSync: *noSync, GOMAXPROCS: runtime.GOMAXPROCS(0),
+		RegisterSec: time.Since(regStart).Seconds()}
+
+	// Watch binds from now on.
+	podKind := api.MustKindOf(&api.Pod{})
+	_, rv, err := c.List(ctx, podKind, "", api.ListOptions{})
+	if err != nil {
+		return err
+	}
+	measured := func(p *api.Pod) bool { return p.Labels["measured"] == "true" }
+	for i := range *pods {
+		if isMeasured(*variant, i) {
+			res.Measured++
+		}
+	}
+	var bound atomic.Int64
+	done := make(chan struct{})
+	var lastBind atomic.Int64
+	go func() {
+		seen := map[string]bool{}
+		for ctx.Err() == nil {
+			w, err := c.Watch(ctx, podKind, "", api.ListOptions{ResourceVersion: rv})
+			if err != nil {
+				return
+			}
+			for ev := range w.Events() {
+				p, ok := ev.Object.(*api.Pod)
+				if !ok {
+					continue
+				}
+				rv = p.ResourceVersion
+				if p.Spec.NodeName != "" && measured(p) && !seen[p.Name] {
+					seen[p.Name] = true
+					lastBind.Store(time.Now().UnixNano())
+					if bound.Add(1) == int64(res.Measured) {
+						close(done)
+						w.Stop()
+						return
+					}
+				}
+			}
+			if api.IsGone(w.Err()) { // fell behind: count from a fresh list
+				items, lrv, err := c.List(ctx, podKind, "", api.ListOptions{})
+				if err != nil {
+					return
+				}
+				for _, o := range items {
+					p := o.(*api.Pod)
+					if p.Spec.NodeName != "" && measured(p) && !seen[p.Name] {
+						seen[p.Name] = true
+						bound.Add(1)
+					}
+				}
+				rv = lrv
+				if bound.Load() >= int64(res.Measured) {
+					lastBind.Store(time.Now().UnixNano())
+					close(done)
+					return
+				}
+			}
+		}
+	}()
+
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var createErr atomic.Value
+	for range *creators {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= *pods || ctx.Err() != nil {
+					return
+				}
+				if _, err := c.Create(ctx, newPod(*variant, i)); err != nil {
+					createErr.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := createErr.Load().(error); ok {
+		return fmt.Errorf("create pods: %w", err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		res.TimedOut = true
+	}
+	end := time.Unix(0, lastBind.Load())
+	if res.TimedOut {
+		end = time.Now()
+	}
+	res.Seconds = end.Sub(start).Seconds()
+	res.PodsPerSec = float64(bound.Load()) / res.Seconds
+	if res.TimedOut {
+		res.Measured = int(bound.Load())
+	}
+
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res.HeapMiB, res.GoSysMiB = mib(ms.HeapAlloc), mib(ms.Sys)
+	res.RSSMiB, res.PeakRSSMiB = procStatus("VmRSS:"), procStatus("VmHWM:")
+	if fi, err := os.Stat(dir + "/state.db"); err == nil {
+		res.StoreMiB = mib(uint64(fi.Size()))
+	}
+	all, _, err := client.List[*api.Pod](context.Background(), c, "", api.ListOptions{FieldSelector: "spec.nodeName="})
+	if err == nil {
+		res.Unscheduled = len(all)
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+func isMeasured(variant string, i int) bool { return variant != "unschedulable" || i%2 == 0 }
+
+// newPod is pod i of a variant.
+func newPod(variant string, i int) *api.Pod {
+	p := &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%05d", i),
+		Labels: map[string]string{"measured": fmt.Sprint(isMeasured(variant, i))}},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
+			Resources: api.ResourceRequirements{Requests: api.ResourceList{
+				api.ResourceCPU: resource.MustParse("100m"), api.ResourceMemory: resource.MustParse("500Mi")}}}}}}
+	switch {
+	case variant == "gpu":
+		p.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceNvidiaGPU: resource.MustParse("1")}
+	case !isMeasured(variant, i):
+		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
+	}
+	return p
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// procStatus reads a kB field of /proc/self/status, in MiB (0 off Linux).
+func procStatus(field string) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
+			var kb float64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
