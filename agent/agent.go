@@ -24,6 +24,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
@@ -74,6 +75,19 @@ type Config struct {
 	Listen string
 	// Token is the cluster token the server requires as a bearer token.
 	Token string
+	// GPUFaults lets the server break and repair simulated GPUs
+	// (POST /gpus/{index}/fault, `skiff gpu fault`); nil: no simulated GPUs.
+	GPUFaults gpu.FaultInjector
+	// DevicesChanged returns a channel that closes at the next change of
+	// the node's devices (health, allocations); the agent then writes the
+	// Node's annotations and status at once rather than at the next
+	// heartbeat, so a failed GPU leaves allocatable within a second. nil:
+	// heartbeats only (devices.Manager.Changed has this signature).
+	DevicesChanged func() <-chan struct{}
+	// Annotations are node annotations the agent owns (GPU topology and
+	// allocations), written at registration and after every
+	// DevicesChanged; keys it returns are set, others left alone. nil: none.
+	Annotations func(ctx context.Context) (map[string]string, error)
 }
 
 // DefaultConfig fills what can be detected from this machine.
@@ -143,6 +157,7 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 		Network: cfg.Network, Devices: cfg.Devices,
 		VolumeDir:   volumeDir(cfg.DataDir),
 		BaseBackoff: cfg.BaseBackoff, MaxBackoff: cfg.MaxBackoff, Log: lg,
+		OnProbeChange: func(ns, name string) { a.loop.Enqueue(api.Key(ns, name)) },
 	})
 	podKind := api.MustKindOf(&api.Pod{})
 	a.pods = client.NewInformer(c, podKind, "", api.ListOptions{FieldSelector: "spec.nodeName=" + cfg.NodeName}, lg)
@@ -186,6 +201,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(func() { a.pods.Run(ctx) })
 	run(func() { a.rec.Run(ctx) })
 	run(func() { a.heartbeat(ctx) })
+	run(func() { a.deviceUpdates(ctx) })
 	run(func() { a.runtimeEvents(ctx) })
 	run(func() { a.serve(ctx) })
 	if !a.pods.WaitForSync(ctx) {
@@ -200,6 +216,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(func() { a.cleanupLoop(ctx) })
 	a.log.Info("node agent running", "simulated", a.cfg.Simulated)
 	err := a.loop.Run(ctx)
+	a.worker.Close()
 	wg.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -246,6 +263,16 @@ func (a *Agent) cleanup(ctx context.Context) error {
 	if r, ok := a.cfg.Devices.(interface{ Retain(map[string]bool) error }); ok {
 		err = errors.Join(err, r.Retain(active))
 	}
+	if r, ok := a.cfg.Network.(interface {
+		Retain(context.Context, map[string]bool) error
+	}); ok {
+		// Pod networks whose containers are gone already (or never came):
+		// the informer is read again so a pod added meanwhile stays.
+		for _, o := range a.pods.List() {
+			live[o.GetObjectMeta().UID] = true
+		}
+		err = errors.Join(err, r.Retain(ctx, live))
+	}
 	return err
 }
 
@@ -290,6 +317,7 @@ func (a *Agent) register(ctx context.Context) error {
 			n := &api.Node{}
 			n.Name = a.cfg.NodeName
 			n.Labels = a.labels()
+			a.setAnnotations(ctx, n)
 			n.Spec.Taints = a.cfg.Taints
 			n.Status = a.status(ctx, nil)
 			_, err = a.c.Create(ctx, n)
@@ -311,6 +339,7 @@ func (a *Agent) register(ctx context.Context) error {
 		for k, v := range a.labels() {
 			n.Labels[k] = v
 		}
+		a.setAnnotations(ctx, n)
 		up, err := a.c.Update(ctx, n)
 		if api.IsConflict(err) {
 			continue

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"skiff.dev/skiff/agent/devices"
 	"skiff.dev/skiff/agent/devices/gpuplugin"
@@ -49,6 +52,7 @@ type GPUs struct {
 	CDISpecDir string
 
 	labels map[string]string
+	topo   *gpu.Topology // of the GPUs at setup, for the annotations
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -74,6 +78,12 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		return nil, fmt.Errorf("list GPUs: %w", err)
 	}
 	g.labels = gpu.Labels(devs, src.Simulated())
+	if len(devs) > 0 {
+		if g.topo, err = src.Topology(ctx); err != nil {
+			lg.Warn("GPU topology unknown: the scheduler cannot rank this node's GPU sets", "err", err)
+			g.topo = nil
+		}
+	}
 	if src.Simulated() && len(devs) > 0 {
 		topo, err := src.Topology(ctx)
 		if err != nil {
@@ -156,6 +166,11 @@ func (g *GPUs) Configure(c *Config) {
 	if g.Manager != nil {
 		c.Devices = g.Manager
 		c.ExtraResources = g.Manager.Resources
+		c.DevicesChanged = g.Manager.Changed
+		c.Annotations = g.Annotations
+	}
+	if fi, err := g.Faults(); err == nil {
+		c.GPUFaults = fi
 	}
 	if len(g.labels) > 0 {
 		l := make(map[string]string, len(c.Labels)+len(g.labels))
@@ -167,6 +182,51 @@ func (g *GPUs) Configure(c *Config) {
 		}
 		c.Labels = l
 	}
+}
+
+// Annotations are the node annotations about the GPUs (gpu.AnnotationTopology
+// and gpu.AnnotationAllocations), from the Source's devices and the device
+// manager's health and allocations. Without GPUs (or without a known
+// topology) it returns none. It has the signature of agent.Config.Annotations.
+func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
+	if g == nil || g.Manager == nil || g.topo == nil {
+		return nil, nil
+	}
+	devs, err := g.Source.Devices(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list GPUs: %w", err)
+	}
+	if len(devs) != g.topo.N() {
+		return nil, fmt.Errorf("GPU annotations: %d GPUs, topology of %d", len(devs), g.topo.N())
+	}
+	rs := g.Manager.Snapshot()[gpuplugin.ResourceName]
+	ng := gpu.NodeGPUs{Topology: g.topo, Healthy: []int{}, Free: []int{}}
+	allocs := map[string]string{}
+	for _, d := range devs {
+		// The device manager's view of health is what allocation uses:
+		// a GPU is healthy when the plugin said so last.
+		healthy := rs.Devices[d.UUID] == pluginapi.Healthy
+		ng.Devices = append(ng.Devices, gpu.NodeGPU{Index: d.Index, UUID: d.UUID, Name: d.Name, Healthy: healthy, LastXid: d.LastXid})
+		pod, held := rs.Allocated[d.UUID]
+		if held {
+			allocs[d.UUID] = pod
+		}
+		if healthy {
+			ng.Healthy = append(ng.Healthy, d.Index)
+			if !held {
+				ng.Free = append(ng.Free, d.Index)
+			}
+		}
+	}
+	topo, err := json.Marshal(ng)
+	if err != nil {
+		return nil, err
+	}
+	al, err := json.Marshal(allocs)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{gpu.AnnotationTopology: string(topo), gpu.AnnotationAllocations: string(al)}, nil
 }
 
 // Faults is the simulator's fault injector, or ErrNotSimulated.

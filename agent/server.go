@@ -28,6 +28,7 @@ import (
 //
 //	GET  /pods/{ns}/{name}/log?container=C&follow=true&tailLines=N&previous=true
 //	POST /pods/{ns}/{name}/exec?command=...&command=...&container=C&stdin=true&tty=true
+//	POST /gpus/{index}/fault?xid=79 | ?clear=true   (simulated GPUs, gpufault.go)
 //	GET  /healthz
 //
 // Every request but /healthz needs the cluster token as a bearer token.
@@ -41,6 +42,7 @@ func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods/{ns}/{name}/log", a.serveLog)
 	mux.HandleFunc("POST /pods/{ns}/{name}/exec", a.serveExec)
+	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault) // gpufault.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			io.WriteString(w, "ok")

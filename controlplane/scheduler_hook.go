@@ -18,7 +18,7 @@ func runScheduler(ctx context.Context, c client.Interface, cfg Config, lg *slog.
 			return err
 		}
 	}
-	s, err := scheduler.New(c, scfg, scheduler.Options{Logger: lg})
+	s, err := scheduler.New(c, scfg, scheduler.Options{Logger: lg, GPUTopology: newAnnotationTopology()})
 	if err != nil {
 		return err
 	}

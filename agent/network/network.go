@@ -71,6 +71,13 @@ type Config struct {
 	IPMasq bool
 	// MTU of the veths; 0 lets the plugin choose.
 	MTU int
+	// Wrap prefixes every command that changes the node's network (the
+	// CNI plugins, ip route, iptables): nil runs them as they are; tests
+	// run a whole "node" inside a network namespace of their own with
+	// {"ip", "netns", "exec", NAME}. Pod namespaces are created unwrapped
+	// (a named namespace made inside `ip netns exec` would vanish with
+	// its private mount namespace).
+	Wrap []string
 }
 
 // DefaultConfig is the network of a node with pod CIDR podCIDR.
@@ -198,7 +205,7 @@ func New(cfg Config) (*CNI, error) {
 	}
 	return &CNI{
 		cfg:      cfg,
-		cni:      libcni.NewCNIConfigWithCacheDir(cfg.PluginDirs, cfg.CacheDir, nil),
+		cni:      libcni.NewCNIConfigWithCacheDir(cfg.PluginDirs, cfg.CacheDir, newWrapExec(cfg.Wrap)),
 		list:     list,
 		loopback: lo,
 		locks:    map[string]*sync.Mutex{},
@@ -295,6 +302,11 @@ func (c *CNI) TearDown(ctx context.Context, namespace, name, uid string) error {
 	}
 	if err := c.cni.DelNetworkList(ctx, c.list, rt); err != nil {
 		return fmt.Errorf("tear down network of pod %s/%s: CNI DEL: %w", namespace, name, err)
+	}
+	loRT := c.runtimeConf(namespace, name, uid, nsPath)
+	loRT.IfName = "lo"
+	if err := c.cni.DelNetworkList(ctx, c.loopback, loRT); err != nil {
+		return fmt.Errorf("tear down network of pod %s/%s: loopback: %w", namespace, name, err)
 	}
 	if err := c.deleteNetNS(ctx, uid); err != nil {
 		return fmt.Errorf("tear down network of pod %s/%s: %w", namespace, name, err)

@@ -41,10 +41,16 @@ func (w *Worker) statuses(pod *api.Pod, spec []api.Container, latest map[string]
 			case runtime.StateCreated:
 				cs.State.Waiting = &api.ContainerStateWaiting{Reason: "ContainerCreating"}
 			case runtime.StateRunning:
-				t := true
-				cs.Started = &t
 				cs.State.Running = &api.ContainerStateRunning{StartedAt: api.NewTime(cur.StartedAt)}
-				cs.Ready = true
+				// Started once the startup probe (if any) has passed; Ready
+				// once the readiness probe (if any) passes.
+				started := !w.probes.gated(cur.ID)
+				cs.Started = &started
+				cs.Ready = started
+				if c.ReadinessProbe != nil {
+					r, _, _ := w.probes.result(cur.ID, probeReadiness)
+					cs.Ready = started && r == resultSuccess
+				}
 			case runtime.StateExited:
 				term := &api.ContainerStateTerminated{ExitCode: int32(cur.ExitCode), Reason: cur.Reason,
 					StartedAt: api.NewTime(cur.StartedAt), FinishedAt: api.NewTime(cur.FinishedAt), ContainerID: cs.ContainerID}

@@ -73,6 +73,9 @@ type Config struct {
 	Log                     *slog.Logger
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// OnProbeChange is called when a probe's result changes; the agent
+	// enqueues the pod. Called from probe timers: must not block.
+	OnProbeChange func(namespace, name string)
 }
 
 // Worker syncs pods. One Worker serves all pods of a node; Sync must not be
@@ -83,6 +86,8 @@ type Worker struct {
 
 	mu    sync.Mutex
 	state map[string]*podState // by pod uid
+
+	probes *prober
 }
 
 // podState is what the worker remembers between syncs. Losing it (an agent
@@ -133,8 +138,13 @@ func New(cfg Config) *Worker {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}}
+	w := &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}}
+	w.probes = newProber(w)
+	return w
 }
+
+// Close stops every probe timer. Containers keep running.
+func (w *Worker) Close() { w.probes.stopAll() }
 
 func (w *Worker) stateOf(uid string) *podState {
 	w.mu.Lock()
@@ -250,6 +260,7 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		return 0, fmt.Errorf("list containers of pod %s: %w", api.KeyOf(pod), err)
 	}
 	latest = latestByName(containers)
+	w.syncProbes(pod, latest)
 	next := api.Clone(pod)
 	w.computeStatus(next, latest, st)
 	if _, err := w.writeStatus(ctx, pod, next); err != nil {
@@ -276,7 +287,7 @@ func (w *Worker) step(ctx context.Context, pod *api.Pod, c *api.Container, cur r
 		return 0, nil
 	case cur.State == runtime.StateRunning:
 		w.startedEvent(ctx, pod, c, cur.ID, st)
-		return 0, nil
+		return 0, w.killIfUnhealthy(ctx, pod, c, cur)
 	case cur.State == runtime.StateExited:
 		if !shouldRestart(pod.Spec.RestartPolicy, cur.ExitCode, isInit) {
 			return 0, nil
@@ -573,4 +584,42 @@ func (w *Worker) trace(ctx context.Context, pod *api.Pod, step string, start tim
 	if err := w.cfg.Client.AddTrace(ctx, pod.Namespace, pod.Name, span); err != nil && !api.IsNotFound(err) {
 		w.log.Debug("add trace span", "pod", api.KeyOf(pod), "err", err)
 	}
+}
+
+// syncProbes starts probes of running containers and stops those of
+// containers that are gone.
+func (w *Worker) syncProbes(pod *api.Pod, latest map[string]runtime.ContainerStatus) {
+	live := map[string]bool{}
+	for _, list := range [][]api.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			if cur, ok := latest[c.Name]; ok && cur.State == runtime.StateRunning {
+				live[cur.ID] = true
+				w.probes.ensure(pod, c, cur)
+			}
+		}
+	}
+	w.probes.forget(pod.UID, live)
+}
+
+// killIfUnhealthy stops a container whose liveness or startup probe has
+// failed; the restart policy then decides what happens next.
+func (w *Worker) killIfUnhealthy(ctx context.Context, pod *api.Pod, c *api.Container, cur runtime.ContainerStatus) error {
+	for _, k := range []probeKind{probeStartup, probeLiveness} {
+		r, _, ok := w.probes.result(cur.ID, k)
+		if !ok || r != resultFailure {
+			continue
+		}
+		w.event(ctx, pod, api.EventNormal, "Killing", "Container %s failed %s probe, will be restarted", c.Name, k)
+		grace := w.grace(pod)
+		if p := probeOf(c, k); p != nil && p.TerminationGracePeriodSeconds != nil {
+			grace = time.Duration(*p.TerminationGracePeriodSeconds) * time.Second
+		}
+		w.probes.forgetContainer(cur.ID)
+		if err := w.cfg.Runtime.StopContainer(ctx, cur.ID, grace); err != nil {
+			return fmt.Errorf("stop unhealthy container %s of pod %s: %w", c.Name, api.KeyOf(pod), err)
+		}
+		return nil
+	}
+	return nil
 }

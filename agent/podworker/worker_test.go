@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -303,5 +304,72 @@ func TestExpand(t *testing.T) {
 		if got := expand(in, vals); got != want {
 			t.Errorf("expand(%q) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+// probeFixture is a fixture whose probe changes arrive on a channel.
+func probeFixture(t *testing.T, hook func(cmd []string) int, objs ...api.Object) (*fixture, chan string) {
+	f := newFixture(t, objs...)
+	changed := make(chan string, 16)
+	rc := rtfake.DefaultConfig()
+	rc.Now = func() time.Time { return f.now }
+	rc.ExecHook = func(id string, opts runtime.ExecOptions) (int, error) { return hook(opts.Cmd), nil }
+	f.rt = rtfake.New(rc)
+	f.w = New(Config{NodeName: "node-1", NodeIP: "127.0.0.1", Client: f.c, Runtime: f.rt, VolumeDir: t.TempDir(),
+		BaseBackoff: 10 * time.Second, Now: func() time.Time { return f.now },
+		OnProbeChange: func(ns, name string) { changed <- name }})
+	t.Cleanup(f.w.Close)
+	return f, changed
+}
+
+func waitChange(t *testing.T, ch chan string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no probe result change within 10s")
+	}
+}
+
+func TestReadinessProbeGatesReady(t *testing.T) {
+	var mu sync.Mutex
+	ready := 1
+	hook := func(cmd []string) int { mu.Lock(); defer mu.Unlock(); return ready }
+	f, changed := probeFixture(t, hook, newPod("web", func(p *api.Pod) {
+		p.Spec.Containers[0].ReadinessProbe = &api.Probe{Exec: &api.ExecAction{Command: []string{"cat", "/ready"}}, PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1}
+	}))
+	f.sync("web")
+	if f.pod("web").Status.ContainerStatuses[0].Ready {
+		t.Fatal("ready before the readiness probe passed")
+	}
+	waitChange(t, changed) // first check fails: unknown → failure
+	mu.Lock()
+	ready = 0
+	mu.Unlock()
+	waitChange(t, changed) // next check passes
+	f.sync("web")
+	p := f.pod("web")
+	if !p.Status.ContainerStatuses[0].Ready {
+		t.Fatalf("not ready after the probe passed: %+v", p.Status.ContainerStatuses[0])
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == api.PodReady && c.Status != api.ConditionTrue {
+			t.Fatalf("pod Ready condition %s", c.Status)
+		}
+	}
+}
+
+func TestLivenessProbeFailureRestartsContainer(t *testing.T) {
+	f, changed := probeFixture(t, func([]string) int { return 1 }, newPod("web", func(p *api.Pod) {
+		p.Spec.Containers[0].LivenessProbe = &api.Probe{Exec: &api.ExecAction{Command: []string{"false"}}, PeriodSeconds: 1, FailureThreshold: 1}
+	}))
+	f.sync("web")
+	first := f.running("web").ID
+	waitChange(t, changed)
+	f.sync("web") // kills the unhealthy container
+	f.sync("web") // restarts it (first restart is immediate)
+	cs := f.pod("web").Status.ContainerStatuses[0]
+	if cs.RestartCount != 1 || cs.State.Running == nil || f.running("web").ID == first {
+		t.Fatalf("after a failed liveness probe: %+v; want a new running container with 1 restart", cs)
 	}
 }

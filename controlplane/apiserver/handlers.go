@@ -84,6 +84,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if s.serveDiscovery(w, r) {
 		return
 	}
+	if name, path, ok := nodeProxyPath(r.URL.Path); ok {
+		info.kind, info.name, info.sub = nodeKind, name, "proxy"
+		s.proxy.serveNode(w, r, name, path) // to the node's agent (proxy_node.go)
+		return
+	}
 	if err := parseRequest(r, info); err != nil {
 		writeError(w, err)
 		return
@@ -289,6 +294,8 @@ func knownSub(k *api.Kind, sub string) bool {
 		return k == deploymentKind || k == replicaSetKind
 	case "finalize":
 		return k == namespaceKind
+	case "proxy":
+		return k == nodeKind
 	}
 	return false
 }

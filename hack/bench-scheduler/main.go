@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,7 @@ func run() error {
 		noSync   = flag.Bool("nosync", false, "store without fsync")
 		creators = flag.Int("creators", 16, "concurrent pod creators")
 		timeout  = flag.Duration("timeout", 5*time.Minute, "give up after")
+		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the measured part here")
 	)
 	flag.Parse()
 	switch *variant {
@@ -171,6 +173,16 @@ func run() error {
 		}
 	}()
 
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup

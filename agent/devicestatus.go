@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+
+	"skiff.dev/skiff/api"
+)
+
+// Device changes reach the cluster at once: a GPU that fails (an Xid, a
+// `skiff gpu fault`) leaves the Node's allocatable within a second instead
+// of at the next 10 s heartbeat, so the scheduler stops counting it; and
+// the GPU annotations (topology, free GPUs, allocations) follow every
+// allocation. The device manager's Changed channel wakes deviceUpdates;
+// changes that come while a write is in flight are coalesced into the
+// next write, since the state is recomputed, never replayed.
+
+// setAnnotations puts the agent's own annotations (Config.Annotations) on
+// n, reporting whether anything changed. n must be the agent's own copy.
+func (a *Agent) setAnnotations(ctx context.Context, n *api.Node) bool {
+	if a.cfg.Annotations == nil {
+		return false
+	}
+	ann, err := a.cfg.Annotations(ctx)
+	if err != nil {
+		a.log.Warn("node annotations", "err", err)
+		return false
+	}
+	changed := false
+	for k, v := range ann {
+		if n.Annotations[k] != v {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Annotations[k] = v
+			changed = true
+		}
+	}
+	return changed
+}
+
+// deviceUpdates writes the Node's annotations and status after every
+// device change, until ctx ends.
+func (a *Agent) deviceUpdates(ctx context.Context) {
+	if a.cfg.DevicesChanged == nil {
+		return
+	}
+	for {
+		ch := a.cfg.DevicesChanged()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+		if err := a.writeDeviceState(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("write node status after a device change", "err", err)
+		}
+	}
+}
+
+// writeDeviceState updates the Node's annotations (when they changed) and
+// status, retrying on conflicts with the heartbeat.
+func (a *Agent) writeDeviceState(ctx context.Context) error {
+	kind := api.MustKindOf(&api.Node{})
+	var err error
+	for range 5 {
+		var o api.Object
+		if o, err = a.c.Get(ctx, kind, "", a.cfg.NodeName); err != nil {
+			if api.IsNotFound(err) {
+				return nil // the heartbeat registers the node again
+			}
+			return err
+		}
+		n := api.Clone(o.(*api.Node))
+		if a.setAnnotations(ctx, n) {
+			if o, err = a.c.Update(ctx, n); api.IsConflict(err) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			n = o.(*api.Node)
+		}
+		if err = a.writeStatus(ctx, n); !api.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}

@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/api"
+)
+
+// GPUFaultResult is the answer of POST /gpus/{index}/fault: the GPU after
+// the fault was injected or cleared.
+type GPUFaultResult struct {
+	Node    string `json:"node"`
+	Index   int    `json:"index"`
+	UUID    string `json:"uuid,omitempty"`
+	Healthy bool   `json:"healthy"`
+	Xid     uint64 `json:"xid,omitempty"`
+	// Reason is a sentence for people: "Xid 79: GPU has fallen off the bus".
+	Reason string `json:"reason"`
+}
+
+// serveGPUFault injects an Xid into a simulated GPU (?xid=N) or makes it
+// healthy again (?clear=true). The health change travels the way a real
+// one does: Source event → device plugin's ListAndWatch → device manager
+// → Node allocatable (deviceUpdates writes it at once).
+func (a *Agent) serveGPUFault(w http.ResponseWriter, r *http.Request) {
+	fi := a.cfg.GPUFaults
+	if fi == nil {
+		writeStatus(w, api.NewBadRequest(fmt.Sprintf("node %s: %v", a.cfg.NodeName, ErrNotSimulated)))
+		return
+	}
+	index, err := strconv.Atoi(r.PathValue("index"))
+	if err != nil || index < 0 {
+		writeStatus(w, api.NewBadRequest(fmt.Sprintf("GPU index %q: want a number from 0", r.PathValue("index"))))
+		return
+	}
+	q := r.URL.Query()
+	clear, err := boolQuery(q.Get("clear"))
+	if err != nil {
+		writeStatus(w, api.NewBadRequest("clear: "+err.Error()))
+		return
+	}
+	var xid uint64
+	if s := q.Get("xid"); s != "" {
+		if xid, err = strconv.ParseUint(s, 10, 64); err != nil || xid == 0 {
+			writeStatus(w, api.NewBadRequest(fmt.Sprintf("xid %q: want a positive number, like 79", s)))
+			return
+		}
+	}
+	switch {
+	case clear && xid != 0:
+		writeStatus(w, api.NewBadRequest("give either xid or clear, not both"))
+		return
+	case !clear && xid == 0:
+		writeStatus(w, api.NewBadRequest("give xid=N to inject an Xid error, or clear=true to repair the GPU"))
+		return
+	}
+	if clear {
+		err = fi.Clear(index)
+	} else {
+		err = fi.InjectXid(index, xid)
+	}
+	if errors.Is(err, gpu.ErrNoSuchGPU) {
+		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, fmt.Sprintf("node %s has no GPU %d", a.cfg.NodeName, index)))
+		return
+	}
+	if err != nil {
+		writeStatus(w, api.NewInternal(fmt.Errorf("GPU %d fault: %w", index, err)))
+		return
+	}
+	res := GPUFaultResult{Node: a.cfg.NodeName, Index: index, Healthy: true, Xid: xid, Reason: "cleared: healthy again"}
+	if xid != 0 {
+		res.Healthy = !gpu.IsCriticalXid(xid)
+		res.Reason = fmt.Sprintf("Xid %d: %s", xid, gpu.XidReason(xid))
+	}
+	if src, ok := fi.(gpu.Source); ok {
+		if devs, err := src.Devices(r.Context()); err == nil && index < len(devs) {
+			res.UUID, res.Healthy = devs[index].UUID, devs[index].Healthy
+		}
+	}
+	a.log.Info("GPU fault", "index", index, "xid", xid, "clear", clear, "healthy", res.Healthy)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(res)
+}
