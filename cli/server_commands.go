@@ -8,5 +8,5 @@ import "github.com/spf13/cobra"
 // and gpu fault (gpu_cmd.go), through the nodes/proxy subresource.
 func (r *Root) serverCommands() []*cobra.Command {
 	return []*cobra.Command{newUpCmd(r), newServerCmd(r), newVersionCmd(r), newAgentCmd(r), newLogsCmd(r), newExecCmd(r),
-		newCordonCmd(r), newUncordonCmd(r), newDrainCmd(r), newTaintCmd(r), newLabelCmd(r), newDevicePluginCmd(r), newGPUCmd(r)}
+		newCordonCmd(r), newUncordonCmd(r), newDrainCmd(r), newTaintCmd(r), newLabelCmd(r), newDevicePluginCmd(r), newGPUCmd(r), newImageCmd(r)}
 }

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"sort"
+
+	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/api"
+)
+
+// describeNodeGPUs writes the GPUs: section of `skiff describe node`, from
+// the annotations the node's agent keeps (agent/gpu annotations.go): each
+// GPU's index, model, UUID, health and the pod holding it. Nothing for a
+// node without GPUs.
+func describeNodeGPUs(w *describeWriter, n *api.Node) {
+	raw, ok := n.Annotations[gpu.AnnotationTopology]
+	if !ok {
+		return
+	}
+	ng, err := gpu.ParseNodeGPUs(raw)
+	if err != nil {
+		w.line(0, "GPUs:\t<unreadable: %v>\n", err)
+		return
+	}
+	allocs := map[string]string{}
+	if s, ok := n.Annotations[gpu.AnnotationAllocations]; ok {
+		if a, err := gpu.ParseAllocations(s); err == nil {
+			allocs = a
+		}
+	}
+	w.line(0, "GPUs:\n")
+	if n.Labels[gpu.LabelSimulated] == "true" {
+		w.line(1, "(simulated GPUs)\n")
+	}
+	w.line(1, "Index\tModel\tUUID\tHealth\tPod\n")
+	w.line(1, "-----\t-----\t----\t------\t---\n")
+	devs := append([]gpu.NodeGPU(nil), ng.Devices...)
+	sort.Slice(devs, func(i, j int) bool { return devs[i].Index < devs[j].Index })
+	for _, d := range devs {
+		health := "Healthy"
+		if !d.Healthy {
+			health = "Unhealthy"
+			if d.LastXid != 0 {
+				health += " (Xid " + uitoa(d.LastXid) + ")"
+			}
+		}
+		w.line(1, "%d\t%s\t%s\t%s\t%s\n", d.Index, d.Name, d.UUID, health, orNone(allocs[d.UUID]))
+	}
+}
+
+// gpuColumns are the GPU columns of `skiff get nodes -o wide`: allocatable
+// nvidia.com/gpu and the product label (GPU feature discovery's).
+func gpuColumns(n *api.Node) []string {
+	count := "0"
+	if q, ok := n.Status.Allocatable[api.ResourceNvidiaGPU]; ok {
+		count = q.String()
+	}
+	return []string{count, orNone(n.Labels[gpu.LabelProduct])}
+}
+
+func uitoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}
