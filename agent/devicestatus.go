@@ -44,13 +44,16 @@ func (a *Agent) deviceUpdates(ctx context.Context) {
 	if a.cfg.DevicesChanged == nil {
 		return
 	}
+	ch := a.cfg.DevicesChanged()
 	for {
-		ch := a.cfg.DevicesChanged()
 		select {
 		case <-ctx.Done():
 			return
 		case <-ch:
 		}
+		// Take the next channel before reading the state: a change during
+		// the write closes it, and is written next round.
+		ch = a.cfg.DevicesChanged()
 		if err := a.writeDeviceState(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("write node status after a device change", "err", err)
 		}

@@ -33,6 +33,7 @@ type agentCmd struct {
 	listenAgent string
 	joinTimeout time.Duration
 	gpus        string
+	network     string
 }
 
 func newAgentCmd(r *Root) *cobra.Command {
@@ -66,6 +67,7 @@ wrong token the join fails.`,
 	fl.StringVar(&a.listenAgent, "listen-agent", "0.0.0.0:10250", "address of the agent's logs/exec server (host:port), which the API server calls")
 	fl.DurationVar(&a.joinTimeout, "join-timeout", 30*time.Second, "how long to wait for gossip to name the API server")
 	fl.StringVar(&a.gpus, "gpus", "auto", "GPUs of this node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
+	fl.StringVar(&a.network, "network", networkAuto, networkFlagHelp)
 	_ = cmd.MarkFlagRequired("join")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd
@@ -163,6 +165,15 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	}
 	acfg.DataDir = a.dataDir
 	acfg.Simulated = simulated
+	nf := clusterFlags{dataDir: a.dataDir, network: a.network}
+	pn, netWhy, err := nf.podNetwork(c, acfg.NodeName, simulated)
+	if err != nil {
+		return err
+	}
+	acfg.Network = pn
+	if netWhy != "" {
+		fmt.Fprintln(a.r.Stdout, netWhy)
+	}
 	acfg.Log = lg
 	acfg.Listen = a.listenAgent
 	acfg.Token = a.token
@@ -175,6 +186,10 @@ func (a *agentCmd) Run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(a.r.Stdout, "node %s: agent running (logs and exec served on %s)\n", acfg.NodeName, ag.Addr())
+	netCtx, stopNet := context.WithCancel(ctx)
+	waitNet := startNodeNetwork(netCtx, pn, c, acfg.NodeName, lg)
+	defer waitNet()
+	defer stopNet()
 	return ag.Run(ctx)
 }
 

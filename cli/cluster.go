@@ -41,7 +41,7 @@ type clusterFlags struct {
 	sim        simFlags
 	gpus       string   // --gpus: auto, nvml, none, sim:NAME, sim:FILE.yaml
 	cdiDirs    []string // extra CDI spec dirs for containerd (simulated GPUs)
-	network    string   // --network: none or cni (cli/network.go)
+	network    string   // --network: auto, none or cni (cli/network.go)
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
@@ -57,7 +57,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	}
 	f.gossip.register(cmd)
 	f.sim.register(cmd)
-	fl.StringVar(&f.network, "network", networkNone, "pod network of the local node: none (pods share the node's network) or cni (a namespace and IP per pod through the CNI bridge plugins in /usr/lib/cni; needs root)")
+	fl.StringVar(&f.network, "network", networkAuto, networkFlagHelp)
 	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
 }
 
@@ -213,8 +213,12 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 		acfg.Simulated = simulated
 		acfg.Log = lg
 		acfg.Metrics = cp.Metrics()
-		if acfg.Network, err = f.podNetwork(cp.Local(), acfg.NodeName); err != nil {
+		var netWhy string
+		if acfg.Network, netWhy, err = f.podNetwork(cp.Local(), acfg.NodeName, simulated); err != nil {
 			return err
+		}
+		if netWhy != "" {
+			fmt.Fprintln(r.Stdout, netWhy)
 		}
 		// Logs and exec for the API server's proxy, on loopback: the API
 		// server runs in this process, on this machine.
@@ -224,7 +228,9 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 		if err != nil {
 			return err
 		}
-		go func() { agentDone <- a.Run(ctx) }()
+		netCtx, stopNet := context.WithCancel(ctx)
+		waitNet := startNodeNetwork(netCtx, acfg.Network, cp.Local(), acfg.NodeName, lg)
+		go func() { err := a.Run(ctx); stopNet(); waitNet(); agentDone <- err }()
 		if err := waitNodeReady(ctx, cp.Local(), acfg.NodeName, 30*time.Second); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/scheduler"
@@ -458,7 +459,8 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	w.line(0, "Name:\t%s\n", n.Name)
 	w.line(0, "Roles:\t%s\n", nodeRoles(n))
 	w.labels(0, n.Labels)
-	w.annotations(0, n.Annotations)
+	w.printMap(0, "Annotations", n.Annotations, ": ", "kubectl.kubernetes.io/last-applied-configuration",
+		gpu.AnnotationTopology, gpu.AnnotationAllocations) // shown as the GPUs: section
 	w.line(0, "CreationTimestamp:\t%s\n", describeTime(n.CreationTimestamp.Time))
 	printTaints(w, n.Spec.Taints)
 	w.line(0, "Unschedulable:\t%v\n", n.Spec.Unschedulable)
@@ -476,6 +478,7 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	}
 	printResources(w, 0, "Capacity", n.Status.Capacity)
 	printResources(w, 0, "Allocatable", n.Status.Allocatable)
+	describeNodeGPUs(w, n) // print_gpus.go
 	info := n.Status.NodeInfo
 	w.line(0, "System Info:\n")
 	w.line(1, "Machine ID:\t%s\n", info.MachineID)

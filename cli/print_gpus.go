@@ -2,6 +2,7 @@ package cli
 
 import (
 	"sort"
+	"strconv"
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
@@ -40,7 +41,7 @@ func describeNodeGPUs(w *describeWriter, n *api.Node) {
 		if !d.Healthy {
 			health = "Unhealthy"
 			if d.LastXid != 0 {
-				health += " (Xid " + uitoa(d.LastXid) + ")"
+				health += " (Xid " + strconv.FormatUint(d.LastXid, 10) + ")"
 			}
 		}
 		w.line(1, "%d\t%s\t%s\t%s\t%s\n", d.Index, d.Name, d.UUID, health, orNone(allocs[d.UUID]))
@@ -55,17 +56,4 @@ func gpuColumns(n *api.Node) []string {
 		count = q.String()
 	}
 	return []string{count, orNone(n.Labels[gpu.LabelProduct])}
-}
-
-func uitoa(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
-	}
 }

@@ -84,13 +84,13 @@ func columnsFor(k *api.Kind) columns {
 	case "Node":
 		return columns{
 			headers: []string{"NAME", "STATUS", "ROLES", "AGE", "VERSION"},
-			wide:    []string{"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"},
+			wide:    []string{"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME", "GPUS", "GPU-PRODUCT"},
 			row: func(o api.Object, now time.Time) ([]string, []string) {
 				n := o.(*api.Node)
 				info := n.Status.NodeInfo
 				return []string{n.Name, nodeStatus(n), nodeRoles(n), age(now, n.CreationTimestamp.Time), orNone(info.KubeletVersion)},
 					[]string{orNone(nodeAddress(n, "InternalIP")), orNone(nodeAddress(n, "ExternalIP")),
-						orNone(info.OSImage), orNone(info.KernelVersion), orNone(info.ContainerRuntimeVersion)}
+						orNone(info.OSImage), orNone(info.KernelVersion), orNone(info.ContainerRuntimeVersion), gpuColumns(n)[0], gpuColumns(n)[1]}
 			},
 		}
 	case "ConfigMap":

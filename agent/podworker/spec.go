@@ -68,6 +68,11 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 	if st.network != nil && !pod.Spec.HostNetwork {
 		spec.NetNSPath = st.network.NetNSPath
 	}
+	if m, ok, err := w.hostsMount(ctx, pod, st); err != nil {
+		return runtime.ContainerSpec{}, err
+	} else if ok {
+		spec.Mounts = append(spec.Mounts, m)
+	}
 	if q, ok := c.Resources.Limits[api.ResourceCPU]; ok {
 		spec.CPUMillis = q.MilliValue()
 	}
@@ -124,6 +129,10 @@ func (w *Worker) env(ctx context.Context, pod *api.Pod, c *api.Container) ([]str
 			order = append(order, k)
 		}
 		vals[k] = v
+	}
+	// Service links first: the container's own env wins (discovery.go).
+	for _, kv := range w.serviceLinks(ctx, pod) {
+		set(kv[0], kv[1])
 	}
 	for i, from := range c.EnvFrom {
 		switch {

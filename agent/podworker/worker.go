@@ -223,6 +223,11 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		}
 		st.network = &pn
 		w.trace(ctx, pod, "network", t0, "pod IP "+pn.IP, nil)
+	} else if st.network != nil {
+		// Keep the hosts file's services current (discovery.go).
+		if _, _, err := w.hostsMount(ctx, pod, st); err != nil {
+			w.log.Debug("refresh hosts file", "pod", api.KeyOf(pod), "err", err)
+		}
 	}
 
 	// Init containers run one after the other; the app containers start

@@ -67,13 +67,15 @@ func main() {
 
 func run() error {
 	var (
-		nodes    = flag.Int("nodes", 5000, "simulated nodes")
-		pods     = flag.Int("pods", 10000, "pods to create")
-		variant  = flag.String("variant", "plain", "plain, gpu or unschedulable")
-		noSync   = flag.Bool("nosync", false, "store without fsync")
-		creators = flag.Int("creators", 16, "concurrent pod creators")
-		timeout  = flag.Duration("timeout", 5*time.Minute, "give up after")
-		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the measured part here")
+		nodes     = flag.Int("nodes", 5000, "simulated nodes")
+		pods      = flag.Int("pods", 10000, "pods to create")
+		variant   = flag.String("variant", "plain", "plain, gpu or unschedulable")
+		noSync    = flag.Bool("nosync", false, "store without fsync")
+		creators  = flag.Int("creators", 16, "concurrent pod creators")
+		timeout   = flag.Duration("timeout", 5*time.Minute, "give up after")
+		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the measured part here")
+		blockProf = flag.String("blockprofile", "", "write a block profile (blocking on channels, locks, select) of the run here")
+		mutexProf = flag.String("mutexprofile", "", "write a mutex contention profile of the run here")
 	)
 	flag.Parse()
 	switch *variant {
@@ -83,6 +85,14 @@ func run() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	if *blockProf != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond)) // sample blocking events of ~10µs and more
+		defer writeProfile("block", *blockProf)
+	}
+	if *mutexProf != "" {
+		runtime.SetMutexProfileFraction(10)
+		defer writeProfile("mutex", *mutexProf)
+	}
 
 	dir, err := os.MkdirTemp("", "skiff-bench-")
 	if err != nil {
@@ -250,6 +260,19 @@ func newPod(variant string, i int) *api.Pod {
 		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
 	}
 	return p
+}
+
+// writeProfile writes the named runtime profile (block, mutex) to path.
+func writeProfile(name, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scheduler:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scheduler:", err)
+	}
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
