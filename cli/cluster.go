@@ -42,6 +42,8 @@ type clusterFlags struct {
 	gpus       string   // --gpus: auto, nvml, none, sim:NAME, sim:FILE.yaml
 	cdiDirs    []string // extra CDI spec dirs for containerd (simulated GPUs)
 	network    string   // --network: auto, none or cni (cli/network.go)
+	nodes      int      // --nodes: agents in this process (cli/up_nodes.go)
+	ctrdNS     string   // --containerd-namespace
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
@@ -58,7 +60,9 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	f.gossip.register(cmd)
 	f.sim.register(cmd)
 	fl.StringVar(&f.network, "network", networkAuto, networkFlagHelp)
-	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
+	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml; with --nodes, a comma list with one value per node (one value applies to all)")
+	fl.IntVar(&f.nodes, "nodes", 1, "run N nodes in this process, named NAME-1..NAME-N (NAME: --node-name or the hostname), each with its own data dir and GPUs; they share containerd")
+	fl.StringVar(&f.ctrdNS, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images and containers")
 }
 
 // upCmd runs a whole cluster in one process: control plane plus a node.
@@ -190,7 +194,22 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 	}
 	defer stopSim()
 	agentDone := make(chan error, 1)
-	if withAgent {
+	if withAgent && f.nodes != 1 {
+		stopNodes, nodeErr, err := startLocalNodes(ctx, r.Stdout, f, cp.Local(), cp.Token(), cp.Metrics(), lg, start)
+		if err != nil {
+			return err
+		}
+		go func() {
+			var err error
+			select {
+			case err = <-nodeErr:
+				<-ctx.Done()
+			case <-ctx.Done():
+			}
+			stopNodes()
+			agentDone <- err
+		}()
+	} else if withAgent {
 		gpus, err := agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: f.gpus, NodeName: nodeName, DataDir: f.dataDir, Log: lg})
 		if err != nil {
 			return err
@@ -247,9 +266,12 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 	}
 	fmt.Fprintf(r.Stdout, `
 Try, in another terminal:
-  skiff get nodes
+  skiff get nodes -o wide
   skiff apply -f examples/lab1-nginx.yaml
-  skiff get deploy,rs,pods -n gpu-demo
+  skiff get configmap,deploy,pods,svc -n gpu-demo
+  curl localhost:30080            (with the cni pod network: the lab 1 page)
+  skiff apply -f examples/lab2-gpu-pod.yaml; skiff logs -n gpu-demo gpu-test
+docs/labs.md walks through every lab; docs/troubleshooting.md helps when one sticks.
 Stop with Ctrl-C; the cluster's state stays in %s.
 `, f.dataDir)
 
@@ -274,6 +296,9 @@ func openRuntime(ctx context.Context, f clusterFlags, lg *slog.Logger) (rt runti
 	openCtrd := func() (runtime.Runtime, error) {
 		cfg := ctrd.DefaultConfig()
 		cfg.Address = f.containerd
+		if f.ctrdNS != "" {
+			cfg.Namespace = f.ctrdNS
+		}
 		cfg.StateDir = filepath.Join(f.dataDir, "containers")
 		cfg.CDISpecDirs = append(append([]string(nil), cfg.CDISpecDirs...), f.cdiDirs...)
 		cfg.Logger = lg

@@ -108,6 +108,7 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 		newApplyCmd(r), newCreateCmd(r), newGetCmd(r), newDescribeCmd(r), newDeleteCmd(r),
 		newScaleCmd(r), newRolloutCmd(r), newExplainCmd(r), newTraceCmd(r), newAPIResourcesCmd(r),
 		newCompletionCmd(r),
+		newExposeCmd(r),
 	)
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,6 +69,9 @@ func (g *gpuCluster) gpuStartAgent(t *testing.T) {
 		gpus.Configure(c)
 		c.HeartbeatInterval = 10 * time.Second
 		c.Listen, c.Token = "127.0.0.1:0", g.cp.Token()
+		if os.Getenv("GPU_DEBUG") != "" {
+			c.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
 	})
 }
 
@@ -401,6 +405,11 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 			g.agent.kill(t)
 			g.gpus.Close()
 			g.gpuStartAgent(t)
+			select {
+			case err := <-g.agent.done:
+				t.Fatalf("DEBUG agent ended: %v", err)
+			case <-time.After(2 * time.Second):
+			}
 			// The new device manager read the checkpoint: the same pods hold
 			// the same GPUs, and the pending pod still has none to take.
 			eventually(t, 20*time.Second, func() (bool, string) {

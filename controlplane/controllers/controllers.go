@@ -153,7 +153,7 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
 	ipam := newDefaultNodeIPAM(c, nodes, log)
 	ipamLoop := newLoop(nodeIPAMControllerName, ipam, nodes.Keys)
-	nodes.AddHandler(ipamLoop.Handler())
+	nodes.AddHandler(ipam.Handler(ipamLoop.Enqueue))
 
 	return m
 }

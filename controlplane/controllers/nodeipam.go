@@ -23,6 +23,14 @@ import (
 // The cache may not show a CIDR just written yet, so the controller also
 // remembers what it handed out (by node name) until the node is gone
 // from the cache; a restarted controller starts from the nodes' specs.
+//
+// Cost: a node that already has a pod CIDR (every node after its first
+// reconcile, and nodes that bring their own, such as simulated ones) is
+// settled by one cache lookup; only a node that needs a CIDR lists the
+// nodes to find the used ones. Handler enqueues only such nodes (and
+// deletions), so heartbeats, which update every node's status every few
+// seconds, cost nothing here: without both, each heartbeat of each node
+// listed every node, O(nodes²) per heartbeat round.
 // It is done here rather than in the API server so that the API stays
 // free of cluster policy, as in Kubernetes (kube-controller-manager
 // --allocate-node-cidrs).
@@ -70,6 +78,14 @@ func (n *NodeIPAMController) Reconcile(ctx context.Context, key string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, name := splitKey(key)
+	// Fast path, without listing: a node gone frees what we handed it; a
+	// node with a pod CIDR keeps it; a deleted node gets none.
+	if o, ok := n.nodes.Get("", name); !ok {
+		delete(n.assigned, name)
+		return nil
+	} else if nd, ok := o.(*api.Node); !ok || nd.Spec.PodCIDR != "" || nd.DeletionTimestamp != nil {
+		return nil
+	}
 	nodes := listAs[*api.Node](n.nodes.ListBy(nil, ""))
 	used := map[netip.Prefix]bool{}
 	present := map[string]bool{}
@@ -111,6 +127,22 @@ func (n *NodeIPAMController) Reconcile(ctx context.Context, key string) error {
 	n.assigned[name] = cidr
 	n.log.Info(fmt.Sprintf("node %s: pod CIDR %s", name, cidr))
 	return nil
+}
+
+// Handler enqueues what Reconcile has work for: a node added or updated
+// without a pod CIDR, and a node deleted (its CIDR is free again).
+// Updates of nodes that have one (status heartbeats, labels) are ignored.
+func (n *NodeIPAMController) Handler(enqueue func(string)) client.Handler {
+	needs := func(o api.Object) {
+		if nd, ok := o.(*api.Node); ok && nd.Spec.PodCIDR == "" {
+			enqueue(client.KeyFunc(nd))
+		}
+	}
+	return client.Handler{
+		OnAdd:    needs,
+		OnUpdate: func(_, o api.Object) { needs(o) },
+		OnDelete: func(o api.Object) { enqueue(client.KeyFunc(o)) },
+	}
 }
 
 // next is the lowest free prefix of the cluster CIDR.

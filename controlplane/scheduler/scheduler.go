@@ -38,9 +38,19 @@ type Options struct {
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// BindWorkers: how many bindings (and failure reports) may be in
-	// flight at once; 0: 16.
+	// flight at once; 0: DefaultBindWorkers.
 	BindWorkers int
 }
+
+// DefaultBindWorkers is how many bindings may be in flight by default.
+// A binding waits for two durable store commits (the binding, then the
+// pod's trace), a few milliseconds each with fsync, while a scheduling
+// cycle takes well under a millisecond: with few workers the loop waits
+// for a free one, and throughput is workers / bind latency. Many writes in
+// flight also make the store's group commits bigger, so the fsyncs per
+// second stay the same. kube-scheduler does not bound them at all (one
+// goroutine per binding); a worker costs only a goroutine.
+const DefaultBindWorkers = 256
 
 // Scheduler assigns pending pods to nodes. See the package doc.
 type Scheduler struct {
@@ -74,7 +84,7 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 		s.now = time.Now
 	}
 	if s.workers <= 0 {
-		s.workers = 16
+		s.workers = DefaultBindWorkers
 	}
 	if s.recorder == nil {
 		s.ownRec = client.NewRecorder(c, SchedulerName, "", s.log)

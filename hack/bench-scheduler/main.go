@@ -56,6 +56,9 @@ type result struct {
 	Unscheduled int     `json:"unscheduled"`
 	TimedOut    bool    `json:"timed_out,omitempty"`
 	StoreMiB    float64 `json:"store_mib"`
+	// Store commits (fsyncs) and writes during the measured part.
+	Commits float64 `json:"commits"`
+	Writes  float64 `json:"writes"`
 }
 
 func main() {
@@ -193,6 +196,7 @@ func run() error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	commits0, writes0 := storeCounter(cp, "skiff_store_commits_total"), storeCounter(cp, "skiff_store_writes_total")
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -225,6 +229,8 @@ func run() error {
 		end = time.Now()
 	}
 	res.Seconds = end.Sub(start).Seconds()
+	res.Commits = storeCounter(cp, "skiff_store_commits_total") - commits0
+	res.Writes = storeCounter(cp, "skiff_store_writes_total") - writes0
 	res.PodsPerSec = float64(bound.Load()) / res.Seconds
 	if res.TimedOut {
 		res.Measured = int(bound.Load())
@@ -260,6 +266,21 @@ func newPod(variant string, i int) *api.Pod {
 		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
 	}
 	return p
+}
+
+// storeCounter reads one of the store's counters from the control plane's
+// metrics (0 when absent).
+func storeCounter(cp *controlplane.ControlPlane, name string) float64 {
+	mfs, err := cp.Metrics().Registry().Gather()
+	if err != nil {
+		return 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // writeProfile writes the named runtime profile (block, mutex) to path.

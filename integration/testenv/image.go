@@ -51,6 +51,9 @@ type Image struct {
 	WorkingDir string
 	// Files are extra regular files, by absolute path in the image.
 	Files map[string]string
+	// Executables are extra executable files (mode 0755), by absolute
+	// path in the image: scripts standing in for programs busybox lacks.
+	Executables map[string]string
 	// Busybox is the static busybox binary to install (BusyboxPath if empty).
 	Busybox string
 	// Stub puts a placeholder file in place of busybox, for runtimes that
@@ -84,6 +87,20 @@ func NginxStandIn(names ...string) Image {
 		"/usr/share/nginx/html/index.html": "<!DOCTYPE html>\n<html><body><h1>Welcome to nginx!</h1>" +
 			"<p>(busybox httpd standing in for nginx in skiff's tests)</p></body></html>\n",
 	}
+	return img
+}
+
+// CUDAStandIn is a busybox image named like NVIDIA's CUDA base image
+// (docker.io/nvidia/cuda:12.4.0-base-ubuntu22.04 unless names are given)
+// with a /bin/bash that runs busybox sh, for course YAML whose command is
+// /bin/bash -c (busybox has no bash applet). nvidia-smi itself comes into
+// the container with the GPU, from the CDI spec, as on a real node.
+func CUDAStandIn(names ...string) Image {
+	if len(names) == 0 {
+		names = []string{"docker.io/nvidia/cuda:12.4.0-base-ubuntu22.04"}
+	}
+	img := Busybox(names...)
+	img.Executables = map[string]string{"/bin/bash": "#!/bin/sh\n# bash stand-in: busybox sh\nexec /bin/sh \"$@\"\n"}
 	return img
 }
 
@@ -210,6 +227,11 @@ func (im Image) layer() ([]byte, digest.Digest, error) {
 	tw := tar.NewWriter(&raw)
 	mtime := time.Unix(0, 0).UTC()
 	dirs := []string{"bin", "dev", "etc", "proc", "root", "sys", "tmp", "usr", "usr/bin", "usr/sbin", "usr/local", "usr/local/bin", "var", "var/www", "home"}
+	for f := range im.Executables {
+		for d := path.Dir(strings.TrimPrefix(f, "/")); d != "." && d != "/"; d = path.Dir(d) {
+			dirs = append(dirs, d)
+		}
+	}
 	for f := range im.Files {
 		for d := path.Dir(strings.TrimPrefix(f, "/")); d != "." && d != "/"; d = path.Dir(d) {
 			dirs = append(dirs, d)
@@ -249,6 +271,11 @@ func (im Image) layer() ([]byte, digest.Digest, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(im.Files)) {
 		if err := writeFile(tw, strings.TrimPrefix(name, "/"), []byte(im.Files[name]), 0o644); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(im.Executables)) {
+		if err := writeFile(tw, strings.TrimPrefix(name, "/"), []byte(im.Executables[name]), 0o755); err != nil {
 			return nil, "", err
 		}
 	}
