@@ -157,7 +157,7 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 		Network: cfg.Network, Devices: cfg.Devices,
 		VolumeDir:   volumeDir(cfg.DataDir),
 		BaseBackoff: cfg.BaseBackoff, MaxBackoff: cfg.MaxBackoff, Log: lg,
-		OnProbeChange: func(ns, name string) { a.loop.Enqueue(api.Key(ns, name)) },
+		Enqueue: func(ns, name string) { a.loop.Enqueue(api.Key(ns, name)) },
 	})
 	podKind := api.MustKindOf(&api.Pod{})
 	a.pods = client.NewInformer(c, podKind, "", api.ListOptions{FieldSelector: "spec.nodeName=" + cfg.NodeName}, lg)

@@ -28,6 +28,7 @@ import (
 //
 //	GET  /pods/{ns}/{name}/log?container=C&follow=true&tailLines=N&previous=true
 //	POST /pods/{ns}/{name}/exec?command=...&command=...&container=C&stdin=true&tty=true
+//	POST /pods/{ns}/{name}/portforward?port=N   (Upgrade: skiff-portforward, portforward.go)
 //	POST /gpus/{index}/fault?xid=79 | ?clear=true   (simulated GPUs, gpufault.go)
 //	GET  /healthz
 //
@@ -42,6 +43,7 @@ func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods/{ns}/{name}/log", a.serveLog)
 	mux.HandleFunc("POST /pods/{ns}/{name}/exec", a.serveExec)
+	mux.HandleFunc("POST /pods/{ns}/{name}/portforward", a.servePortForward) // portforward.go
 	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault) // gpufault.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {

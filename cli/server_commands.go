@@ -3,10 +3,10 @@ package cli
 import "github.com/spf13/cobra"
 
 // serverCommands returns the commands that run cluster components: up,
-// server and version (cluster.go), agent (agent_cmd.go); and logs and exec
-// (logs.go, exec.go), which reach the node agents through the API server;
+// server and version (cluster.go), agent (agent_cmd.go); and logs, exec and
+// port-forward (logs.go, exec.go, port_forward.go), which reach the node agents through the API server;
 // and gpu fault (gpu_cmd.go), through the nodes/proxy subresource.
 func (r *Root) serverCommands() []*cobra.Command {
-	return []*cobra.Command{newUpCmd(r), newServerCmd(r), newVersionCmd(r), newAgentCmd(r), newLogsCmd(r), newExecCmd(r),
+	return []*cobra.Command{newUpCmd(r), newServerCmd(r), newVersionCmd(r), newAgentCmd(r), newLogsCmd(r), newExecCmd(r), newPortForwardCmd(r),
 		newCordonCmd(r), newUncordonCmd(r), newDrainCmd(r), newTaintCmd(r), newLabelCmd(r), newDevicePluginCmd(r), newGPUCmd(r), newImageCmd(r)}
 }

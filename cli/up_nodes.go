@@ -61,9 +61,9 @@ func nodeGPUSpecs(spec string, nodes int) ([]string, error) {
 	}
 	seenReal := false
 	for _, p := range parts {
-		if real(p) && p != "auto" {
+		if real(p) {
 			if seenReal {
-				return nil, fmt.Errorf("--gpus %q: the machine's real GPUs (nvml) can belong to one node only", spec)
+				return nil, fmt.Errorf("--gpus %q: the machine's real GPUs (auto, nvml) can belong to one node only", spec)
 			}
 			seenReal = true
 		}

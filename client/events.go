@@ -28,7 +28,13 @@ import (
 //
 // Event and Eventf only put the event in a bounded buffer and return; a full
 // buffer drops the event with a log line (events are best-effort, as in
-// Kubernetes). Run writes them in its own goroutine; Flush writes what is
+// Kubernetes). Run writes them with recorderWriters goroutines, so that
+// many writes are in flight at once and the store's group commit takes
+// them together: one writer waits for one durable commit per event, a few
+// milliseconds, which would cap a busy scheduler at a few hundred events a
+// second and drop the rest. Events with the same key (the deduplication
+// key) are never written at the same time, so a repeat bumps the stored
+// Event rather than racing it with a second create. Flush writes what is
 // buffered in the caller's goroutine, for tests and for shutdown.
 //
 // Event names are "<object name>.<hex timestamp>", in the object's namespace;
@@ -40,9 +46,15 @@ type Recorder struct {
 	now    func() time.Time
 	ch     chan eventRequest
 
-	// writeMu serializes writes (Run's goroutine and Flush) and guards cache.
-	writeMu sync.Mutex
+	// cacheMu guards cache.
+	cacheMu sync.Mutex
 	cache   *eventCache
+
+	// keyMu and keyCond guard writing: the keys of the events being
+	// written now (Run's writers and Flush), one write per key at a time.
+	keyMu   sync.Mutex
+	keyCond *sync.Cond
+	writing map[string]bool
 
 	// stateMu and cond track events accepted but not yet written, for Flush.
 	stateMu sync.Mutex
@@ -53,6 +65,9 @@ type Recorder struct {
 // recorderBuffer is how many events may wait to be written: enough for a
 // burst (a 100-replica scale-up), small enough to bound memory.
 const recorderBuffer = 1024
+
+// recorderWriters is how many events Run writes at once.
+const recorderWriters = 16
 
 // recorderCacheSize is how many distinct recent events are remembered for
 // deduplication, as Kubernetes' default (4096).
@@ -75,14 +90,16 @@ func NewRecorder(c Interface, component, host string, log *slog.Logger) *Recorde
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Recorder{
-		c:      c,
-		source: api.EventSource{Component: component, Host: host},
-		log:    log.With("recorder", component),
-		now:    time.Now,
-		ch:     make(chan eventRequest, recorderBuffer),
-		cache:  newEventCache(recorderCacheSize),
+		c:       c,
+		source:  api.EventSource{Component: component, Host: host},
+		log:     log.With("recorder", component),
+		now:     time.Now,
+		ch:      make(chan eventRequest, recorderBuffer),
+		cache:   newEventCache(recorderCacheSize),
+		writing: map[string]bool{},
 	}
 	r.cond = sync.NewCond(&r.stateMu)
+	r.keyCond = sync.NewCond(&r.keyMu)
 	return r
 }
 
@@ -123,21 +140,28 @@ func (r *Recorder) Eventf(ctx context.Context, obj api.Object, eventType, reason
 // most two seconds) to write what is still buffered. It blocks; run it in
 // the component's errgroup. Run at most once at a time.
 func (r *Recorder) Run(ctx context.Context) error {
-	for {
-		select {
-		case req := <-r.ch:
-			r.write(ctx, req)
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			_ = r.Flush(fctx)
-			return nil
-		}
+	var wg sync.WaitGroup
+	for range recorderWriters {
+		wg.Go(func() {
+			for {
+				select {
+				case req := <-r.ch:
+					r.write(ctx, req)
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = r.Flush(fctx)
+	return nil
 }
 
 // Flush writes every buffered event in the caller's goroutine and waits for
-// a write in flight in Run to finish. Unit tests call it instead of Run to
+// the writes in flight in Run to finish. Unit tests call it instead of Run to
 // make recording synchronous.
 func (r *Recorder) Flush(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
@@ -180,28 +204,62 @@ func (r *Recorder) write(ctx context.Context, req eventRequest) {
 		r.cond.Broadcast()
 		r.stateMu.Unlock()
 	}()
-	r.writeMu.Lock()
-	defer r.writeMu.Unlock()
-
 	key := r.dedupKey(req)
-	if prev, ok := r.cache.get(key); ok {
+	defer r.lockKey(key)()
+
+	if prev, ok := r.cached(key); ok {
 		ev, err := r.bump(ctx, prev, req)
 		if err == nil {
-			r.cache.add(key, ev)
+			r.remember(key, ev)
 			return
 		}
 		if !api.IsNotFound(err) {
 			r.log.Warn("event not recorded", "reason", req.reason, "object", req.ref.Name, "err", err)
 			return
 		}
-		r.cache.remove(key)
+		r.forget(key)
 	}
 	ev, err := r.create(ctx, req)
 	if err != nil {
 		r.log.Warn("event not recorded", "reason", req.reason, "object", req.ref.Name, "err", err)
 		return
 	}
+	r.remember(key, ev)
+}
+
+// lockKey waits until no other write of key is in flight, marks it in
+// flight and returns the function that ends that.
+func (r *Recorder) lockKey(key string) (unlock func()) {
+	r.keyMu.Lock()
+	for r.writing[key] {
+		r.keyCond.Wait()
+	}
+	r.writing[key] = true
+	r.keyMu.Unlock()
+	return func() {
+		r.keyMu.Lock()
+		delete(r.writing, key)
+		r.keyCond.Broadcast()
+		r.keyMu.Unlock()
+	}
+}
+
+func (r *Recorder) cached(key string) (*api.Event, bool) {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	return r.cache.get(key)
+}
+
+func (r *Recorder) remember(key string, ev *api.Event) {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
 	r.cache.add(key, ev)
+}
+
+func (r *Recorder) forget(key string) {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	r.cache.remove(key)
 }
 
 // bump updates a stored event with count+1; on a conflict it refetches the

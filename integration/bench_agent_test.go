@@ -119,7 +119,8 @@ func TestBenchAgent(t *testing.T) {
 	}
 	agentProc := startProc(t, bin, home, "agent", "--join", fmt.Sprintf("127.0.0.1:%d", gossipPort), "--token", strings.TrimSpace(string(token)),
 		"--node-name", node, "--runtime", "containerd", "--containerd-address", addr, "--data-dir", filepath.Join(t.TempDir(), "agent"),
-		"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", "127.0.0.1:0")
+		"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", "127.0.0.1:0",
+		"--network", "none") // never the machine's own network namespace
 	eventually(t, 30*time.Second, func() (bool, string) {
 		n, err := client.Get[*api.Node](ctx, c, "", node)
 		if err != nil {

@@ -78,9 +78,9 @@ func TestTwoAgentsOnContainerd(t *testing.T) {
 			return false, err.Error()
 		}
 		cs := p.Status.ContainerStatuses
-		// TODO(lead): the podworker leaves lastState empty after a
-		// restart; Kubernetes reports the killed run there (exit 137).
-		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].Ready && cs[0].State.Running != nil,
+		// lastState reports the killed run, as Kubernetes does (exit 137).
+		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].Ready && cs[0].State.Running != nil &&
+				cs[0].LastTerminationState.Terminated != nil && cs[0].LastTerminationState.Terminated.ExitCode == 137,
 			podSummary([]*api.Pod{p})
 	})
 

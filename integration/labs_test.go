@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,7 +91,12 @@ func startLabsCluster(t *testing.T) *labsCluster {
 	e := newCtrdEnv(t)
 	netnstest.Require(t)
 	rt := e.runtime(t)
-	for _, img := range []testenv.Image{testenv.NginxStandIn(), testenv.CUDAStandIn()} {
+	// nginx stops at once on SIGTERM; busybox httpd as PID 1 ignores it,
+	// so the stand-in's shell does it, or every scale-down would wait out
+	// the 30 s grace period.
+	nginx := testenv.NginxStandIn()
+	nginx.Cmd = []string{"sh", "-c", "trap 'exit 0' TERM; " + strings.Join(nginx.Cmd, " ") + " & wait"}
+	for _, img := range []testenv.Image{nginx, testenv.CUDAStandIn()} {
 		arch, err := img.Archive()
 		if err != nil {
 			t.Fatal(err)
@@ -215,16 +221,20 @@ func TestLabs(t *testing.T) {
 			if !l.cni {
 				t.Skip("the page on :30080 needs the service proxy, which runs with the cni pod network (root, containerd, CNI plugins in /usr/lib/cni); this cluster runs with --network none")
 			}
+			// curl localhost:30080 on the node.
 			var page string
 			eventually(t, 30*time.Second, func() (bool, string) {
-				o, err := l.netns.Run("busybox", "wget", "-q", "-T", "2", "-O", "-", "http://127.0.0.1:30080/")
-				page = o
-				return err == nil && strings.Contains(o, "Hello from skiff"), fmt.Sprintf("curl localhost:30080 on the node: %v %s", err, o)
+				var err error
+				derr := netnstest.DoPath(l.netns.Path(), func() error { page, err = httpGet("127.0.0.1:30080"); return nil })
+				if derr != nil {
+					return false, derr.Error()
+				}
+				return err == nil && strings.Contains(page, "Hello from skiff"), fmt.Sprintf("curl localhost:30080 on the node: %v %s", err, page)
 			})
 			// And from another machine, at the node's address.
 			eventually(t, 10*time.Second, func() (bool, string) {
-				o, err := exec.Command("busybox", "wget", "-q", "-T", "2", "-O", "-", "http://"+labsNodeIP+":30080/").CombinedOutput()
-				return err == nil && strings.Contains(string(o), "Hello from skiff"), fmt.Sprintf("curl %s:30080: %v %s", labsNodeIP, err, o)
+				o, err := httpGet(labsNodeIP + ":30080")
+				return err == nil && strings.Contains(o, "Hello from skiff"), fmt.Sprintf("curl %s:30080: %v %s", labsNodeIP, err, o)
 			})
 			t.Logf("the lab 1 page: %s", strings.TrimSpace(page))
 		})
@@ -259,10 +269,11 @@ func TestLabs(t *testing.T) {
 		l.sk(t, "apply", "-f", "../examples/lab3-gpu-deployment.yaml")
 		l.until(t, 60*time.Second, func(o string) bool { return strings.Contains(o, "Running") },
 			"get", "pods", "-n", labsNS, "-l", "app=gpu-inference")
-		logs := l.until(t, 20*time.Second, func(o string) bool { return strings.Contains(o, "NVIDIA_VISIBLE_DEVICES=") },
+		// logs -l shows the last 10 lines of each pod, like kubectl's.
+		l.until(t, 20*time.Second, func(o string) bool { return strings.Contains(o, "NVIDIA_VISIBLE_DEVICES=GPU-") },
 			"logs", "-n", labsNS, "-l", "app=gpu-inference")
-		if !strings.Contains(logs, "A100-SXM4-40GB") {
-			t.Errorf("logs -l app=gpu-inference: no nvidia-smi table:\n%s", logs)
+		if logs := l.sk(t, "logs", "-n", labsNS, "deployment/gpu-inference"); !strings.Contains(logs, "A100-SXM4-40GB") {
+			t.Errorf("logs deployment/gpu-inference: no nvidia-smi table:\n%s", logs)
 		}
 		// 17 GPUs asked of two DGX A100s (16) and a node without GPUs.
 		l.sk(t, "scale", "deployment", "gpu-inference", "-n", labsNS, "--replicas=17")
@@ -353,6 +364,23 @@ func TestLabs(t *testing.T) {
 		})
 	})
 	t.Logf("TestLabs took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// httpGet is a plain HTTP/1.0 GET of / on addr, dialled from the calling
+// goroutine (so from inside a namespace under netnstest.DoPath); it
+// returns the whole response.
+func httpGet(addr string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.WriteString(conn, "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n"); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	return string(b), err
 }
 
 // grepA is `grep -A n pattern`.

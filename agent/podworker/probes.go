@@ -28,7 +28,7 @@ import (
 //	readiness — decides the container's Ready, hence the pod's Ready
 //	            condition, hence whether Services send it traffic.
 //
-// A change of result calls Config.OnProbeChange (the agent enqueues the
+// A change of result calls Config.Enqueue (the agent enqueues the
 // pod), so Sync reads results; it never waits for a probe.
 
 type probeKind string
@@ -220,8 +220,8 @@ func (p *prober) record(e *probeEntry, ok bool, msg string) {
 		kind := strings.ToUpper(string(e.kind[:1])) + string(e.kind[1:])
 		p.w.cfg.Recorder.Eventf(context.Background(), pod, api.EventWarning, "Unhealthy", "%s probe failed: %s", kind, msg)
 	}
-	if changed && !stopped && p.w.cfg.OnProbeChange != nil {
-		p.w.cfg.OnProbeChange(e.podNS, e.podName)
+	if changed && !stopped && p.w.cfg.Enqueue != nil {
+		p.w.cfg.Enqueue(e.podNS, e.podName)
 	}
 }
 

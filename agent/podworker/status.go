@@ -72,13 +72,15 @@ func (w *Worker) statuses(pod *api.Pod, spec []api.Container, latest map[string]
 				cs.State.Waiting = &api.ContainerStateWaiting{Reason: "Unknown"}
 			}
 		}
-		// Keep the previous termination for restarted, running containers.
-		if cs.LastTerminationState.Terminated == nil {
-			for _, prev := range pod.Status.ContainerStatuses {
-				if prev.Name == c.Name && prev.RestartCount == cs.RestartCount {
-					cs.LastTerminationState = prev.LastTerminationState
-				}
+		// lastState of a restarted container: how the previous attempt
+		// ended, read from that container (kept until the next restart).
+		if prev, ok := st.previous[c.Name]; ok && cs.LastTerminationState.Terminated == nil && prev.State == runtime.StateExited {
+			reason := prev.Reason
+			if reason == "" {
+				reason = runtime.ExitReason(prev.ExitCode, false)
 			}
+			cs.LastTerminationState.Terminated = &api.ContainerStateTerminated{ExitCode: int32(prev.ExitCode), Reason: reason,
+				StartedAt: api.NewTime(prev.StartedAt), FinishedAt: api.NewTime(prev.FinishedAt), ContainerID: "containerd://" + prev.ID}
 		}
 		out = append(out, cs)
 	}

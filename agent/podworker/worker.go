@@ -73,9 +73,10 @@ type Config struct {
 	Log                     *slog.Logger
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
-	// OnProbeChange is called when a probe's result changes; the agent
+	// Enqueue asks for another Sync of a pod: a probe's result changed,
+	// or a background stop finished or failed. The agent enqueues the pod;
 	// enqueues the pod. Called from probe timers: must not block.
-	OnProbeChange func(namespace, name string)
+	Enqueue func(namespace, name string)
 }
 
 // Worker syncs pods. One Worker serves all pods of a node; Sync must not be
@@ -88,6 +89,12 @@ type Worker struct {
 	state map[string]*podState // by pod uid
 
 	probes *prober
+
+	// terminating holds the uids of pods being stopped in the background:
+	// a stop waits out the grace period, and pods are stopped in parallel,
+	// as the kubelet does, not one worker at a time.
+	terminating map[string]bool
+	stops       sync.WaitGroup
 }
 
 // podState is what the worker remembers between syncs. Losing it (an agent
@@ -101,6 +108,8 @@ type podState struct {
 	started map[string]bool
 	network *PodNetwork
 	traced  bool
+	// previous holds, per container name, the attempt before the latest.
+	previous map[string]runtime.ContainerStatus
 	// allocTrace is the device manager's Allocate per container name
 	// (Allocation.Trace), for the create span.
 	allocTrace map[string]map[string]any
@@ -138,13 +147,45 @@ func New(cfg Config) *Worker {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	w := &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}}
+	w := &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}, terminating: map[string]bool{}}
 	w.probes = newProber(w)
 	return w
 }
 
-// Close stops every probe timer. Containers keep running.
-func (w *Worker) Close() { w.probes.stopAll() }
+// Close stops every probe timer and waits for background stops to end
+// (they end with the ctx they were started with). Containers keep running.
+func (w *Worker) Close() {
+	w.probes.stopAll()
+	w.stops.Wait()
+}
+
+// terminateAsync stops a deleting pod in the background, once.
+func (w *Worker) terminateAsync(ctx context.Context, pod *api.Pod) {
+	w.mu.Lock()
+	if w.terminating[pod.UID] {
+		w.mu.Unlock()
+		return
+	}
+	w.terminating[pod.UID] = true
+	w.mu.Unlock()
+	w.stops.Add(1)
+	go func() {
+		defer w.stops.Done()
+		err := w.terminate(ctx, pod)
+		w.mu.Lock()
+		delete(w.terminating, pod.UID)
+		w.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("stop pod", "pod", api.KeyOf(pod), "err", err)
+			if w.cfg.Enqueue != nil {
+				w.cfg.Enqueue(pod.Namespace, pod.Name)
+			}
+		}
+	}()
+}
+
+// WaitStops waits for background stops (tests).
+func (w *Worker) WaitStops() { w.stops.Wait() }
 
 func (w *Worker) stateOf(uid string) *podState {
 	w.mu.Lock()
@@ -170,7 +211,8 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		return 0, nil
 	}
 	if pod.DeletionTimestamp != nil {
-		return 0, w.terminate(ctx, pod)
+		w.terminateAsync(ctx, pod)
+		return 0, nil
 	}
 	containers, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: pod.UID})
 	if err != nil {
@@ -265,6 +307,7 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		return 0, fmt.Errorf("list containers of pod %s: %w", api.KeyOf(pod), err)
 	}
 	latest = latestByName(containers)
+	st.previous = previousByName(containers)
 	w.syncProbes(pod, latest)
 	next := api.Clone(pod)
 	w.computeStatus(next, latest, st)

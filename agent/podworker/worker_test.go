@@ -128,6 +128,9 @@ func TestCrashRestartsWithBackoffAndCountsRestarts(t *testing.T) {
 	if p := f.pod("web"); p.Status.ContainerStatuses[0].RestartCount != 1 || p.Status.ContainerStatuses[0].State.Running == nil {
 		t.Fatalf("after first crash: %+v; want running with 1 restart", p.Status.ContainerStatuses[0])
 	}
+	if last := f.pod("web").Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ExitCode != 1 || last.Reason != "Error" {
+		t.Fatalf("lastState after a restart = %+v; want terminated with exit code 1, reason Error", last)
+	}
 	// The second crash backs off: CrashLoopBackOff until the delay passes.
 	if err := f.rt.Exit(f.running("web").ID, 2, ""); err != nil {
 		t.Fatal(err)
@@ -267,6 +270,7 @@ func TestDeletingPodStopsContainersAndRemovesPod(t *testing.T) {
 	if _, err := f.w.Sync(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
+	f.w.WaitStops()
 	if n := len(f.containers("web")); n != 0 {
 		t.Fatalf("%d containers left after delete", n)
 	}
@@ -317,7 +321,7 @@ func probeFixture(t *testing.T, hook func(cmd []string) int, objs ...api.Object)
 	f.rt = rtfake.New(rc)
 	f.w = New(Config{NodeName: "node-1", NodeIP: "127.0.0.1", Client: f.c, Runtime: f.rt, VolumeDir: t.TempDir(),
 		BaseBackoff: 10 * time.Second, Now: func() time.Time { return f.now },
-		OnProbeChange: func(ns, name string) { changed <- name }})
+		Enqueue: func(ns, name string) { changed <- name }})
 	t.Cleanup(f.w.Close)
 	return f, changed
 }

@@ -93,7 +93,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		writeError(w, err)
 		return
 	}
-	if info.kind == podKind && (info.sub == "log" || info.sub == "exec") {
+	if info.kind == podKind && (info.sub == "log" || info.sub == "exec" || info.sub == "portforward") {
 		s.proxy.ServeHTTP(w, r) // to the agent of the pod's node (proxy.go)
 		return
 	}
@@ -288,7 +288,7 @@ func knownSub(k *api.Kind, sub string) bool {
 		return true
 	case "status":
 		return k.HasStatus
-	case "binding", "trace", "log", "exec":
+	case "binding", "trace", "log", "exec", "portforward":
 		return k == podKind
 	case "scale":
 		return k == deploymentKind || k == replicaSetKind

@@ -18,12 +18,14 @@ import (
 //
 //	GET  /api/v1/namespaces/NS/pods/NAME/log   →  GET  http://NODE-IP:PORT/pods/NS/NAME/log
 //	POST /api/v1/namespaces/NS/pods/NAME/exec  →  POST http://NODE-IP:PORT/pods/NS/NAME/exec
+//	POST /api/v1/namespaces/NS/pods/NAME/portforward  →  POST http://NODE-IP:PORT/pods/NS/NAME/portforward
 //
 // The query goes along unchanged. NODE-IP is the node's InternalIP and PORT
 // its status.daemonEndpoints.kubeletEndpoint.Port; the request carries the
 // cluster token, which the agent checks. Log responses are passed on as
 // they come (logs -f); an exec's connection upgrade (Upgrade: skiff-exec,
-// see agent/remotecommand) is passed on too, after which the proxy copies
+// see agent/remotecommand) is passed on too, as is a port-forward's
+// (Upgrade: skiff-portforward, agent/portforward), after which the proxy copies
 // bytes both ways until either side closes.
 //
 // An agent listening on loopback only (the agent inside `skiff up`) is
@@ -84,7 +86,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wantMethod := http.MethodGet
-	if info.sub == "exec" {
+	if info.sub == "exec" || info.sub == "portforward" {
 		wantMethod = http.MethodPost
 	}
 	if r.Method != wantMethod {
@@ -103,7 +105,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // agentURL finds where the agent of the pod's node serves this request.
 func (p *Proxy) agentURL(ctx context.Context, info *requestInfo) (*url.URL, error) {
-	if info.kind != podKind || info.name == "" || (info.sub != "log" && info.sub != "exec") {
+	if info.kind != podKind || info.name == "" || (info.sub != "log" && info.sub != "exec" && info.sub != "portforward") {
 		return nil, notFoundPath()
 	}
 	o, err := p.reg.Get(ctx, podKind, info.namespace, info.name)
@@ -143,8 +145,11 @@ func (p *Proxy) agentURL(ctx context.Context, info *requestInfo) (*url.URL, erro
 }
 
 func subNoun(sub string) string {
-	if sub == "exec" {
+	switch sub {
+	case "exec":
 		return "containers to exec in"
+	case "portforward":
+		return "ports to forward"
 	}
 	return "logs"
 }

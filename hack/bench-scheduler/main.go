@@ -54,6 +54,7 @@ type result struct {
 	HeapMiB     float64 `json:"heap_mib"`
 	GoSysMiB    float64 `json:"go_sys_mib"`
 	Unscheduled int     `json:"unscheduled"`
+	Events      int     `json:"events"`
 	TimedOut    bool    `json:"timed_out,omitempty"`
 	StoreMiB    float64 `json:"store_mib"`
 	// Store commits (fsyncs) and writes during the measured part.
@@ -246,6 +247,9 @@ func run() error {
 	all, _, err := client.List[*api.Pod](context.Background(), c, "", api.ListOptions{FieldSelector: "spec.nodeName="})
 	if err == nil {
 		res.Unscheduled = len(all)
+	}
+	if evs, _, err := c.List(context.Background(), api.MustKindOf(&api.Event{}), "", api.ListOptions{}); err == nil {
+		res.Events = len(evs)
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
 }

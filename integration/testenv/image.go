@@ -100,9 +100,20 @@ func CUDAStandIn(names ...string) Image {
 		names = []string{"docker.io/nvidia/cuda:12.4.0-base-ubuntu22.04"}
 	}
 	img := Busybox(names...)
-	img.Executables = map[string]string{"/bin/bash": "#!/bin/sh\n# bash stand-in: busybox sh\nexec /bin/sh \"$@\"\n"}
+	img.Executables = map[string]string{"/bin/bash": bashStandIn}
 	return img
 }
+
+// bashStandIn runs its arguments with busybox sh. As a container's PID 1
+// it stops on SIGTERM (a shell as PID 1 ignores it, so the pod would sit
+// out its whole grace period on every delete), so tests need not wait.
+const bashStandIn = `#!/bin/sh
+# bash stand-in: busybox sh, stopping on SIGTERM
+trap 'kill -TERM $child 2>/dev/null; exit 143' TERM
+/bin/sh "$@" &
+child=$!
+wait $child
+`
 
 // WriteArchive writes the image as an OCI image layout tar to w.
 func (im Image) WriteArchive(w io.Writer) error {
