@@ -43,7 +43,7 @@ func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods/{ns}/{name}/log", a.serveLog)
 	mux.HandleFunc("POST /pods/{ns}/{name}/exec", a.serveExec)
-	mux.HandleFunc("POST /pods/{ns}/{name}/portforward", a.servePortForward) // portforward.go
+	mux.HandleFunc("POST /pods/{ns}/{name}/portforward", a.servePortForward)
 	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault) // gpufault.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {

@@ -158,8 +158,8 @@ func TestGetTables(t *testing.T) {
 			"node-1   Ready    control-plane   2d    skiff-v0.1.0",
 		}},
 		{"nodes wide", []string{"get", "no", "-o", "wide"}, []string{
-			"NAME     STATUS   ROLES           AGE   VERSION        INTERNAL-IP   EXTERNAL-IP   OS-IMAGE    KERNEL-VERSION   CONTAINER-RUNTIME",
-			"node-1   Ready    control-plane   2d    skiff-v0.1.0   10.0.0.1      <none>        Debian 12   6.1.0            fake://1",
+			"NAME     STATUS   ROLES           AGE   VERSION        INTERNAL-IP   EXTERNAL-IP   OS-IMAGE    KERNEL-VERSION   CONTAINER-RUNTIME   GPUS   GPU-PRODUCT",
+			"node-1   Ready    control-plane   2d    skiff-v0.1.0   10.0.0.1      <none>        Debian 12   6.1.0            fake://1            0      <none>",
 		}},
 		{"nodes ignore -A", []string{"get", "nodes", "-A", "--no-headers"}, []string{
 			"node-1   Ready   control-plane   2d    skiff-v0.1.0",

@@ -402,6 +402,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 
 		t.Run("AgentRestartKeepsAllocations", func(t *testing.T) {
 			before := g.gpuCheckpoint(t)
+			oldPort := g.node(t).Status.DaemonEndpoints.KubeletEndpoint.Port
 			g.agent.kill(t)
 			g.gpus.Close()
 			g.gpuStartAgent(top) // the parent's: the agent outlives this subtest
@@ -410,7 +411,9 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 			eventually(t, 20*time.Second, func() (bool, string) {
 				n := g.node(t)
 				ng, err := gpu.ParseNodeGPUs(n.Annotations[gpu.AnnotationTopology])
-				return err == nil && len(ng.Free) == 0 && len(ng.Healthy) == 8, fmt.Sprintf("annotation %v", n.Annotations[gpu.AnnotationTopology])
+				restarted := n.Status.DaemonEndpoints.KubeletEndpoint.Port != oldPort // the new agent's server
+				return restarted && err == nil && len(ng.Free) == 0 && len(ng.Healthy) == 8 && gpuAllocatable(n) == 8,
+					fmt.Sprintf("restarted %v, annotation %v", restarted, n.Annotations[gpu.AnnotationTopology])
 			})
 			if after := g.gpuCheckpoint(t); !sameHolders(before, after) {
 				t.Errorf("allocations changed over the agent restart:\nbefore %v\nafter  %v", before, after)

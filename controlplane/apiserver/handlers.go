@@ -94,7 +94,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		return
 	}
 	if info.kind == podKind && (info.sub == "log" || info.sub == "exec" || info.sub == "portforward") {
-		s.proxy.ServeHTTP(w, r) // to the agent of the pod's node (proxy.go)
+		// To the agent of the pod's node (proxy.go). Like a watch, a
+		// followed log is long-lived: server shutdown ends it.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(s.watchCtx, cancel)
+		defer stop()
+		s.proxy.ServeHTTP(w, r.WithContext(ctx))
 		return
 	}
 	s.serveResource(w, r, info)
