@@ -357,16 +357,7 @@ func readClientFrames(r *bufio.Reader, stdin *io.PipeWriter, cancel context.Canc
 
 // writeStatus writes err as a Kubernetes Status.
 func writeStatus(w http.ResponseWriter, err error) {
-	var se *api.StatusError
-	if !errors.As(err, &se) {
-		se = api.NewInternal(err)
-	}
-	st := se.Status
-	if st.Code == 0 {
-		st.Code = http.StatusInternalServerError
-	}
-	st.TypeMeta = api.TypeMeta{APIVersion: "v1", Kind: "Status"}
-	st.Status = "Failure"
+	st := api.StatusOf(err)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(int(st.Code))
 	_ = json.NewEncoder(w).Encode(st)

@@ -152,6 +152,22 @@ func details(k *Kind, name string) *StatusDetails {
 	return d
 }
 
+// StatusOf returns the failure Status to send for err: its own when it is a
+// StatusError, an InternalError otherwise; code, kind and status filled in.
+func StatusOf(err error) Status {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		se = NewInternal(err)
+	}
+	st := se.Status
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	st.TypeMeta = TypeMeta{APIVersion: "v1", Kind: "Status"}
+	st.Status = "Failure"
+	return st
+}
+
 // ReasonOf returns the Status reason of err, or "" when err is not a StatusError.
 func ReasonOf(err error) StatusReason {
 	var se *StatusError

@@ -41,7 +41,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 
 	"skiff.dev/skiff/agent/remotecommand"
@@ -68,36 +67,7 @@ func ParsePort(q url.Values) (int, error) {
 // "portforward")) on server. An answer other than 101 is returned as
 // *api.StatusError. hc nil means http.DefaultClient.
 func Dial(ctx context.Context, hc *http.Client, server, token, path string, port int) (io.ReadWriteCloser, error) {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	u := strings.TrimRight(server, "/") + path + "?port=" + strconv.Itoa(port)
-	if !strings.Contains(server, "://") {
-		u = "http://" + u
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("port-forward: %w", err)
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", Protocol)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("port-forward: %w", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer resp.Body.Close()
-		return nil, remotecommand.StatusFromResponse(resp)
-	}
-	rwc, ok := resp.Body.(io.ReadWriteCloser)
-	if !ok {
-		resp.Body.Close()
-		return nil, errors.New("port-forward: the server switched protocols but the connection is not writable")
-	}
-	return rwc, nil
+	return remotecommand.DialUpgrade(ctx, hc, server, token, path, url.Values{"port": {strconv.Itoa(port)}}, Protocol, "port-forward")
 }
 
 // Splice copies a to b and b to a until either side ends or ctx does, then

@@ -190,25 +190,36 @@ func boolParam(q url.Values, name string) (bool, error) {
 // in the query and the upgrade headers, and returns the upgraded
 // connection. An answer other than 101 is returned as *api.StatusError.
 func Dial(ctx context.Context, hc *http.Client, server, token, path string, o Options) (io.ReadWriteCloser, error) {
+	return DialUpgrade(ctx, hc, server, token, path, o.Query(), Protocol, "exec")
+}
+
+// DialUpgrade POSTs to server+path?query asking to upgrade the connection
+// to protocol, with the bearer token, and returns the upgraded connection.
+// An answer other than 101 is returned as *api.StatusError. what names the
+// operation in errors ("exec", "port-forward"). Port-forward uses it too.
+func DialUpgrade(ctx context.Context, hc *http.Client, server, token, path string, query url.Values, protocol, what string) (io.ReadWriteCloser, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	u := strings.TrimRight(server, "/") + path + "?" + o.Query().Encode()
+	u := strings.TrimRight(server, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
 	if !strings.Contains(server, "://") {
 		u = "http://" + u
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", Protocol)
+	req.Header.Set("Upgrade", protocol)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer resp.Body.Close()
@@ -217,7 +228,7 @@ func Dial(ctx context.Context, hc *http.Client, server, token, path string, o Op
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		resp.Body.Close()
-		return nil, errors.New("exec: the server switched protocols but the connection is not writable")
+		return nil, fmt.Errorf("%s: the server switched protocols but the connection is not writable", what)
 	}
 	return rwc, nil
 }

@@ -720,16 +720,7 @@ func respond(w http.ResponseWriter, code int, v any, err error) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	var se *api.StatusError
-	if !errors.As(err, &se) {
-		se = api.NewInternal(err)
-	}
-	st := se.Status
-	if st.Code == 0 {
-		st.Code = http.StatusInternalServerError
-	}
-	st.TypeMeta = api.TypeMeta{APIVersion: "v1", Kind: "Status"}
-	st.Status = "Failure"
+	st := api.StatusOf(err)
 	writeJSON(w, int(st.Code), st)
 }
 

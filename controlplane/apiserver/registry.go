@@ -55,6 +55,8 @@ type Registry struct {
 	// services serializes Service writes while their cluster IP and node
 	// ports are allocated (allocate_service.go); it holds no allocations.
 	services *serviceAllocator
+	// traces keeps pod traces in memory (traces.go).
+	traces *traceBook
 }
 
 // NewRegistry returns a registry over st. A nil logger discards.
@@ -62,7 +64,7 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{store: st, log: logger, services: newServiceAllocator()}
+	return &Registry{store: st, log: logger, services: newServiceAllocator(), traces: newTraceBook(MaxTracedPods)}
 }
 
 // EnsureDefaults creates the namespaces that always exist ("default").
@@ -77,6 +79,10 @@ func (r *Registry) EnsureDefaults(ctx context.Context) error {
 
 // Get returns one object. A namespaced kind with namespace "" reads from "default".
 func (r *Registry) Get(ctx context.Context, k *api.Kind, namespace, name string) (api.Object, error) {
+	if k == traceKind {
+		// Traces live in memory (traces.go), readable as objects too.
+		return r.GetTrace(ctx, namespace, name)
+	}
 	obj, err := r.store.Get(ctx, k, scope(k, namespace), name)
 	if err != nil {
 		return nil, err
@@ -471,14 +477,7 @@ func (r *Registry) GetTrace(ctx context.Context, namespace, podName string) (*ap
 		return nil, err
 	}
 	pod := obj.(*api.Pod)
-	t, err := r.store.Get(ctx, traceKind, namespace, podName)
-	if err != nil && !api.IsNotFound(err) {
-		return nil, err
-	}
-	if err != nil || !api.IsControlledBy(t, pod.UID) {
-		return withTypeMeta(traceKind, newTrace(pod, nil)).(*api.PodTrace), nil
-	}
-	return withTypeMeta(traceKind, t).(*api.PodTrace), nil
+	return withTypeMeta(traceKind, newTrace(pod, r.traces.get(pod))).(*api.PodTrace), nil
 }
 
 // recordCreate writes the API server's own span for a new pod. It starts a
@@ -496,27 +495,8 @@ func (r *Registry) recordCreate(ctx context.Context, pod *api.Pod, start time.Ti
 	}
 }
 
-func (r *Registry) appendTrace(ctx context.Context, pod *api.Pod, reset bool, spans []api.TraceSpan) (*api.PodTrace, error) {
-	for attempt := 0; ; attempt++ {
-		out, err := r.store.GuaranteedUpdate(ctx, traceKind, pod.Namespace, pod.Name, func(cur api.Object) (api.Object, error) {
-			t := api.Clone(cur.(*api.PodTrace))
-			if reset || !api.IsControlledBy(t, pod.UID) {
-				t.Spans, t.OwnerReferences = nil, newTrace(pod, nil).OwnerReferences
-			}
-			t.Spans = boundSpans(append(t.Spans, spans...))
-			return t, nil
-		})
-		if api.IsNotFound(err) {
-			out, err = r.store.Create(ctx, newTrace(pod, spans))
-		}
-		if api.IsAlreadyExists(err) && attempt < conflictRetries {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("append trace of pod %s: %w", api.KeyOf(pod), err)
-		}
-		return withTypeMeta(traceKind, out).(*api.PodTrace), nil
-	}
+func (r *Registry) appendTrace(_ context.Context, pod *api.Pod, reset bool, spans []api.TraceSpan) (*api.PodTrace, error) {
+	return withTypeMeta(traceKind, newTrace(pod, r.traces.append(pod, reset, spans))).(*api.PodTrace), nil
 }
 
 func newTrace(pod *api.Pod, spans []api.TraceSpan) *api.PodTrace {
@@ -564,9 +544,7 @@ func (r *Registry) afterRemove(ctx context.Context, k *api.Kind, obj api.Object)
 		return
 	}
 	m := obj.GetObjectMeta()
-	if _, err := r.store.Delete(ctx, traceKind, m.Namespace, m.Name, nil); err != nil && !api.IsNotFound(err) {
-		r.log.Warn("delete pod trace", "pod", api.KeyOf(obj), "err", err)
-	}
+	r.traces.remove(m.Namespace, m.Name)
 }
 
 // checkNamespace: objects may only be created in an existing namespace

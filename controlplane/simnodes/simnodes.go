@@ -65,9 +65,11 @@ func DefaultConfig() Config {
 		GPUs:       8,
 		GPUProduct: "NVIDIA-A100-SXM4-40GB",
 		RunPods:    true,
-		// The kubelet's nodeStatusUpdateFrequency: four beats fit in the
-		// node lifecycle controller's 40 s grace period.
-		HeartbeatInterval: 10 * time.Second,
+		// Two beats fit in the node lifecycle controller's 40 s grace
+		// period. Slower than a kubelet's 10 s on purpose: thousands of
+		// simulated nodes would otherwise spend most of the store's writes
+		// on heartbeats (a real cluster renews cheap Leases instead).
+		HeartbeatInterval: 20 * time.Second,
 		// Enough concurrent writes for the store's group commit to batch
 		// them well; more only queues.
 		Writers: 64,
