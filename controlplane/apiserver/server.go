@@ -131,6 +131,12 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Graceful shutdown is bounded: requests still running after
+		// ShutdownTimeout (a slow client, a stuck proxy stream) are cut.
+		s.log.Warn("api server: requests still running after the shutdown timeout; closing them", "timeout", s.cfg.ShutdownTimeout)
+		err = srv.Close()
+	}
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
