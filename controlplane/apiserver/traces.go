@@ -30,9 +30,10 @@ type traceEntry struct {
 	spans []api.TraceSpan
 }
 
-// MaxTracedPods bounds the pods whose traces are kept: 5,000 traces of a
-// few KiB (scheduler spans hold per-node tables) stay well under 100 MiB.
-const MaxTracedPods = 5000
+// MaxTracedPods bounds the pods whose traces are kept: 1,000 traces of a
+// few tens of KiB at most (scheduler spans hold per-node tables) stay
+// well under 100 MiB even on a 5,000-node simulated cluster.
+const MaxTracedPods = 1000
 
 func newTraceBook(max int) *traceBook {
 	return &traceBook{max: max, byKey: map[string]*list.Element{}, order: list.New()}
