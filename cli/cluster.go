@@ -60,7 +60,14 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	f.gossip.register(cmd)
 	f.sim.register(cmd)
 	fl.StringVar(&f.network, "network", networkAuto, networkFlagHelp)
-	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml; with --nodes, a comma list with one value per node (one value applies to all)")
+	// `up` is the one-machine teaching cluster: without a GPU it simulates
+	// a DGX A100 so every lab works. `server` nodes are real machines of a
+	// lab: they never pretend to have GPUs unless asked.
+	defGPUs := "auto-sim"
+	if withNoAgent {
+		defGPUs = "auto"
+	}
+	fl.StringVar(&f.gpus, "gpus", defGPUs, "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), auto-sim (real when the driver loads, else a simulated DGX A100), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml; with --nodes, a comma list with one value per node (one value applies to all)")
 	fl.IntVar(&f.nodes, "nodes", 1, "run N nodes in this process, named NAME-1..NAME-N (NAME: --node-name or the hostname), each with its own data dir and GPUs; they share containerd")
 	fl.StringVar(&f.ctrdNS, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images and containers")
 }

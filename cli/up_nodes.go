@@ -45,13 +45,17 @@ func nodeGPUSpecs(spec string, nodes int) ([]string, error) {
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
-	real := func(s string) bool { return s == "auto" || s == "nvml" || s == "" }
+	real := func(s string) bool { return s == "auto" || s == "auto-sim" || s == "nvml" || s == "" }
 	if len(parts) == 1 {
 		out := make([]string, nodes)
 		for i := range out {
 			out[i] = parts[0]
 			if i > 0 && real(parts[0]) {
 				out[i] = "none"
+			}
+			if i > 0 && parts[0] == "auto-sim" {
+				// Real GPUs (if any) on the first node, simulated on the rest.
+				out[i] = "sim:dgxa100"
 			}
 		}
 		return out, nil

@@ -16,6 +16,7 @@ func TestNodeGPUSpecs(t *testing.T) {
 		{"one per node", "sim:dgxa100,sim:dgxa100,none", 3, []string{"sim:dgxa100", "sim:dgxa100", "none"}, false},
 		{"one for all", "sim:dgxh100", 3, []string{"sim:dgxh100", "sim:dgxh100", "sim:dgxh100"}, false},
 		{"real GPUs go to the first node only", "auto", 2, []string{"auto", "none"}, false},
+		{"auto-sim: real (or simulated) on the first node, simulated on the rest", "auto-sim", 3, []string{"auto-sim", "sim:dgxa100", "sim:dgxa100"}, false},
 		{"spaces", "sim:dgxa100, none", 2, []string{"sim:dgxa100", "none"}, false},
 		{"too few", "sim:dgxa100,none", 3, nil, true},
 		{"nvml twice", "nvml,nvml", 2, nil, true},

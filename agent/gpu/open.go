@@ -39,6 +39,19 @@ func Open(spec string, opts Options) (Source, string, error) {
 			return None(), msg, nil
 		}
 		return src, describe(src), nil
+	case spec == "auto-sim":
+		// skiff up's default: the machine's real GPUs when the driver
+		// loads, otherwise a simulated DGX A100 so that every lab works
+		// on a laptop. Agents and servers default to plain auto, which
+		// never simulates unless asked.
+		if src, err := NewNVML(opts.Logger); err == nil {
+			return src, describe(src), nil
+		}
+		src, msg, err := Open("sim:dgxa100", opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return src, msg + " — no NVIDIA driver here, so simulated; choose with --gpus sim:dgxh100|sim:rtx4090x4|none", nil
 	case spec == "nvml":
 		src, err := NewNVML(opts.Logger)
 		if err != nil {
@@ -65,7 +78,7 @@ func Open(spec string, opts Options) (Source, string, error) {
 		}
 		return src, describe(src), nil
 	}
-	return nil, "", fmt.Errorf("--gpus %q: want auto, nvml, none, sim:NAME (%s) or sim:FILE.yaml",
+	return nil, "", fmt.Errorf("--gpus %q: want auto, auto-sim, nvml, none, sim:NAME (%s) or sim:FILE.yaml",
 		spec, strings.Join(BuiltinProfiles(), ", "))
 }
 
