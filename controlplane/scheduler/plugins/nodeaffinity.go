@@ -32,13 +32,20 @@ var (
 // ReasonNodeAffinity is Kubernetes' wording, for nodeSelector and affinity alike.
 const ReasonNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
 
+// statusNodeAffinity is shared by every rejected node: a Status never
+// changes once made, and a pod that fits nowhere is rejected by every node
+// of the cluster in every attempt (5,000 allocations per attempt otherwise).
+// UnschedulableAndUnresolvable: evicting pods cannot change a label, so
+// preemption skips such nodes, and freeing resources does not requeue the pod.
+var statusNodeAffinity = framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeAffinity)
+
 // Name implements framework.Plugin.
 func (*NodeAffinity) Name() string { return NodeAffinityName }
 
 // Filter implements framework.FilterPlugin.
 func (*NodeAffinity) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
 	if !RequiredNodeAffinityMatches(pod, node.Node) {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeAffinity)
+		return statusNodeAffinity
 	}
 	return nil
 }

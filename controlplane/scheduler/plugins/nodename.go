@@ -19,6 +19,9 @@ var _ framework.FilterPlugin = (*NodeName)(nil)
 // ReasonNodeName is Kubernetes' wording.
 const ReasonNodeName = "node(s) didn't match the requested node name"
 
+// statusNodeName is shared by every rejected node (a Status never changes).
+var statusNodeName = framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeName)
+
 // Name implements framework.Plugin.
 func (*NodeName) Name() string { return NodeNameName }
 
@@ -27,5 +30,5 @@ func (*NodeName) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod
 	if pod.Spec.NodeName == "" || pod.Spec.NodeName == node.Node.Name {
 		return nil
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeName)
+	return statusNodeName
 }

@@ -46,5 +46,14 @@ func (*NodeReady) Filter(_ context.Context, _ *framework.CycleState, pod *api.Po
 	if TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
 		return nil
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, UntoleratedTaintReason(&taint))
+	if taint.Key == api.TaintUnreachable {
+		return statusUnreachable
+	}
+	return statusNotReady
 }
+
+// The two rejections, shared by every rejected node (a Status never changes).
+var (
+	statusNotReady    = framework.NewStatus(framework.UnschedulableAndUnresolvable, UntoleratedTaintReason(&api.Taint{Key: api.TaintNotReady}))
+	statusUnreachable = framework.NewStatus(framework.UnschedulableAndUnresolvable, UntoleratedTaintReason(&api.Taint{Key: api.TaintUnreachable}))
+)

@@ -17,6 +17,9 @@ var _ framework.FilterPlugin = (*NodeUnschedulable)(nil)
 // ReasonNodeUnschedulable is Kubernetes' wording.
 const ReasonNodeUnschedulable = "node(s) were unschedulable"
 
+// statusNodeUnschedulable is shared by every rejected node (a Status never changes).
+var statusNodeUnschedulable = framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeUnschedulable)
+
 // Name implements framework.Plugin.
 func (*NodeUnschedulable) Name() string { return NodeUnschedulableName }
 
@@ -29,5 +32,5 @@ func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod
 	if TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
 		return nil
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeUnschedulable)
+	return statusNodeUnschedulable
 }
