@@ -42,6 +42,8 @@ type PreemptionResult struct {
 	// could not help: "preemption: 0/3 nodes are available: ...".
 	Message string
 	// Nodes: each node's outcome (Status nil for the nodes that would work).
+	// Empty when no node could be helped at all (every node was rejected
+	// for a reason eviction cannot fix): then no node was searched.
 	Nodes []NodePreemption
 }
 
@@ -78,6 +80,10 @@ func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, po
 				}
 			}
 		}
+	}
+	if n := len(snap.Nodes()); notHelpfulAnywhere(res, n) {
+		// Kubernetes' shortcut: no candidate node, so no search at all.
+		return &PreemptionResult{Message: fmt.Sprintf("preemption: 0/%d nodes are available: %d %s", n, n, ReasonPreemptionNotHelpful)}, nil
 	}
 	statusOf := make(map[string]*framework.Status, len(res.Nodes))
 	for _, r := range res.Nodes {
@@ -135,6 +141,28 @@ func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, po
 	})
 	pr.Node, pr.Victims = best.node, best.victims
 	return pr, nil
+}
+
+// notHelpfulAnywhere reports whether the attempt rejected every one of the
+// snapshot's n nodes for a reason eviction cannot fix (a PreFilter
+// rejection or a Filter status of UnschedulableAndUnresolvable: a label,
+// a taint, a cordon). Then preemption has no candidate and is skipped; this
+// is the common case of a pod that can never schedule (a nodeSelector no
+// node matches), which would otherwise pay a second pass over the cluster
+// on every attempt for the same answer.
+func notHelpfulAnywhere(res *CycleResult, n int) bool {
+	if res.PreFilterStatus != nil {
+		return res.PreFilterStatus.Code() == framework.UnschedulableAndUnresolvable
+	}
+	if len(res.Nodes) != n {
+		return false
+	}
+	for _, r := range res.Nodes {
+		if r.Status.Code() != framework.UnschedulableAndUnresolvable {
+			return false
+		}
+	}
+	return true
 }
 
 // selectVictims finds the fewest, least important pods on ni whose

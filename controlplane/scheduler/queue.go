@@ -24,21 +24,35 @@ import (
 //
 // An unschedulable pod is not retried on a timer: it would fail the same
 // way. It is moved back (to activeQ, or to backoffQ if its backoff has not
-// run out) when something happens that could make it fit: a node is added
-// or changes (allocatable, labels, taints, cordon, readiness), or a bound
-// pod is deleted or finishes and frees resources. Kubernetes asks each
-// plugin which events matter to which pod ("queueing hints"); skiff moves
-// all unschedulable pods on any such event, which costs at most one extra
-// attempt each. As a safety net for changes no event reports, Flush moves
-// pods that have waited longer than MaxUnschedulable.
+// run out) when something happens that could make it fit (Move, with a
+// ClusterEvent), and only then:
 //
-// A pod popped for a cycle is "in flight". If a move request arrives while
-// it is in flight and the cycle then fails, the pod goes to backoffQ rather
-// than unschedulableQ, so the change it may have missed is not lost.
+//	NodeChanged     a node is added or changes (allocatable, labels, taints,
+//	                cordon, readiness): every unschedulable pod moves.
+//	ResourcesFreed  a pod leaves a node (deleted, finished, binding failed):
+//	                only pods that some node turned away for lack of room
+//	                (Insufficient cpu, a host port in use: status
+//	                Unschedulable) move. A pod every node rejected for a
+//	                reason no departing pod can fix (its nodeSelector or
+//	                affinity, a taint, a cordon: UnschedulableAndUnresolvable)
+//	                stays; retrying it would fail the same way.
+//
+// Kubernetes asks each plugin which events matter to which pod ("queueing
+// hints"); this is the same idea with one bit per pod, which is what keeps
+// a cluster with many pods that can never schedule from retrying all of
+// them each time any pod is bound or deleted. As a safety net for changes
+// no event reports, Flush moves pods that have waited longer than
+// MaxUnschedulable.
+//
+// A pod popped for a cycle is "in flight". If a move request that would
+// have moved it arrives while it is in flight and the cycle then fails, the
+// pod goes to backoffQ rather than unschedulableQ, so the change it may
+// have missed is not lost.
 //
 // Pods are keyed by namespace/name. An update replaces the queued pod
 // (a spec change also moves it out of unschedulableQ: it may fit now); a
-// delete removes it, even while in flight.
+// status-only update (such as the scheduler's own PodScheduled condition)
+// never moves it. A delete removes it, even while in flight.
 type Queue struct {
 	now            func() time.Time
 	initialBackoff time.Duration
@@ -51,7 +65,8 @@ type Queue struct {
 	unschedulable map[string]*QueuedPod
 	pods          map[string]*QueuedPod // every pod the queue knows, in flight included
 	cycle         int64                 // bumped by each Pop
-	moveCycle     int64                 // cycle of the last move request
+	nodeCycle     int64                 // cycle of the last NodeChanged
+	freedCycle    int64                 // cycle of the last ResourcesFreed
 	nominated     map[string]map[string]*framework.PodInfo
 	wake          chan struct{}
 	closed        bool
@@ -71,6 +86,10 @@ type QueuedPod struct {
 	UnschedulableSince time.Time
 	// Cycle is the queue cycle of its last Pop.
 	Cycle int64
+	// Unresolvable: its last attempt was turned away by every node for
+	// reasons only a node change can fix, so ResourcesFreed leaves it in
+	// unschedulableQ.
+	Unresolvable bool
 
 	where int // one of the inX constants
 	index int // position in its heap
@@ -83,6 +102,32 @@ const (
 	inUnschedulable
 	inFlight
 )
+
+// ClusterEvent is a change in the cluster that may let unschedulable pods
+// fit; see Queue for which pods each one moves.
+type ClusterEvent int
+
+const (
+	// NodeChanged: a node was added, or changed in a way a filter reads.
+	NodeChanged ClusterEvent = iota + 1
+	// ResourcesFreed: a pod left a node, freeing its requests and ports.
+	ResourcesFreed
+)
+
+func (e ClusterEvent) String() string {
+	switch e {
+	case NodeChanged:
+		return "NodeChanged"
+	case ResourcesFreed:
+		return "ResourcesFreed"
+	}
+	return "unknown"
+}
+
+// helps reports whether event e may let a pod rejected as qp was fit.
+func (e ClusterEvent) helps(unresolvable bool) bool {
+	return e == NodeChanged || !unresolvable
+}
 
 // ErrQueueClosed is returned by Pop after Close.
 var ErrQueueClosed = errors.New("scheduling queue closed")
@@ -239,17 +284,19 @@ func (q *Queue) TryPop() (*QueuedPod, error) {
 	return qp, nil
 }
 
-// AddUnschedulable takes back a pod whose cycle found no node. If the
-// cluster changed while it was in flight, it goes to backoffQ (it may fit
-// now); otherwise to unschedulableQ to wait for a change. A pod deleted
-// meanwhile is dropped.
-func (q *Queue) AddUnschedulable(qp *QueuedPod) {
+// AddUnschedulable takes back a pod whose cycle found no node.
+// unresolvable says every node rejected it for a reason only a node change
+// can fix (see Queue). If an event that may help it happened while it was
+// in flight, it goes to backoffQ (it may fit now); otherwise to
+// unschedulableQ to wait for one. A pod deleted meanwhile is dropped.
+func (q *Queue) AddUnschedulable(qp *QueuedPod, unresolvable bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pods[qp.Info.Key] != qp || qp.where != inFlight {
 		return
 	}
-	if q.moveCycle >= qp.Cycle {
+	qp.Unresolvable = unresolvable
+	if q.nodeCycle >= qp.Cycle || (q.freedCycle >= qp.Cycle && ResourcesFreed.helps(unresolvable)) {
 		q.toBackoffLocked(qp)
 		return
 	}
@@ -269,16 +316,24 @@ func (q *Queue) AddBackoff(qp *QueuedPod) {
 	q.toBackoffLocked(qp)
 }
 
-// MoveAllToActiveOrBackoff is called on cluster events that may make
-// unschedulable pods fit (see the type's doc). Pods whose backoff is over
-// go to activeQ, the others to backoffQ.
-func (q *Queue) MoveAllToActiveOrBackoff() {
+// Move is called on cluster events that may make unschedulable pods fit.
+// It moves the pods the event may help (see the type's doc) out of
+// unschedulableQ: those whose backoff is over to activeQ, the others to
+// backoffQ. The order does not matter: activeQ orders them.
+func (q *Queue) Move(e ClusterEvent) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.moveCycle = q.cycle
+	switch e {
+	case NodeChanged:
+		q.nodeCycle = q.cycle
+	case ResourcesFreed:
+		q.freedCycle = q.cycle
+	}
 	for key, qp := range q.unschedulable {
-		delete(q.unschedulable, key)
-		q.moveLocked(qp)
+		if e.helps(qp.Unresolvable) {
+			delete(q.unschedulable, key)
+			q.moveLocked(qp)
+		}
 	}
 }
 

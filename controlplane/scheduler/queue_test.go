@@ -65,7 +65,7 @@ func TestQueueUnschedulable(t *testing.T) {
 	p := gpuPod("p", 1)
 	q.Add(p)
 	qp, _ := q.TryPop()
-	q.AddUnschedulable(qp)
+	q.AddUnschedulable(qp, false)
 	if w := q.Where("gpu-demo/p"); w != "unschedulable" {
 		t.Fatalf("in %q", w)
 	}
@@ -90,7 +90,7 @@ func TestQueueUnschedulable(t *testing.T) {
 	c.t = c.t.Add(2 * time.Second)
 	q.Flush()
 	qp, _ = q.TryPop()
-	q.AddUnschedulable(qp)
+	q.AddUnschedulable(qp, false)
 	c.t = c.t.Add(DefaultConfig().MaxUnschedulable.Duration)
 	q.Flush()
 	if w := q.Where("gpu-demo/p"); w != "active" {
@@ -109,10 +109,58 @@ func TestQueueMoveDuringCycle(t *testing.T) {
 	q, _ := newTestQueue()
 	q.Add(gpuPod("p", 1))
 	qp, _ := q.TryPop()
-	q.MoveAllToActiveOrBackoff() // e.g. a GPU pod deleted during the cycle
-	q.AddUnschedulable(qp)
+	q.Move(ResourcesFreed) // e.g. a GPU pod deleted during the cycle
+	q.AddUnschedulable(qp, false)
 	if w := q.Where("gpu-demo/p"); w != "backoff" {
 		t.Fatalf("in %q, want backoff", w)
+	}
+}
+
+// Which unschedulable pods each cluster event moves: freed resources move
+// only pods some node turned away for lack of room; a node change moves
+// every pod. Nothing else (no event) moves any.
+func TestQueueMoveIsSelective(t *testing.T) {
+	q, c := newTestQueue()
+	q.Add(gpuPod("full", 1))       // rejected for Insufficient nvidia.com/gpu
+	q.Add(gpuPod("no-product", 1)) // rejected by every node's labels
+	full, _ := q.TryPop()
+	noProduct, _ := q.TryPop()
+	q.AddUnschedulable(full, false)
+	q.AddUnschedulable(noProduct, true)
+	c.t = c.t.Add(2 * time.Second) // past the first backoff
+
+	q.Move(ResourcesFreed) // a GPU pod deleted
+	if w := q.Where("gpu-demo/full"); w != "active" {
+		t.Errorf("after ResourcesFreed the pod that lacked a GPU is in %q, want active", w)
+	}
+	if w := q.Where("gpu-demo/no-product"); w != "unschedulable" {
+		t.Errorf("after ResourcesFreed the pod no node's labels match is in %q, want unschedulable", w)
+	}
+
+	q.Move(NodeChanged) // a node added or relabelled
+	if w := q.Where("gpu-demo/no-product"); w != "active" {
+		t.Errorf("after NodeChanged the pod is in %q, want active", w)
+	}
+}
+
+// An event during a cycle sends the pod to backoffQ only if it may help
+// that pod: resources freed while an unresolvable pod was in flight do not.
+func TestQueueMoveDuringCycleIsSelective(t *testing.T) {
+	q, _ := newTestQueue()
+	q.Add(gpuPod("no-product", 1))
+	qp, _ := q.TryPop()
+	q.Move(ResourcesFreed)
+	q.AddUnschedulable(qp, true)
+	if w := q.Where("gpu-demo/no-product"); w != "unschedulable" {
+		t.Fatalf("in %q, want unschedulable", w)
+	}
+
+	q.Move(NodeChanged)
+	qp, _ = q.TryPop()
+	q.Move(NodeChanged)
+	q.AddUnschedulable(qp, true)
+	if w := q.Where("gpu-demo/no-product"); w != "backoff" {
+		t.Fatalf("node changed during the cycle: in %q, want backoff", w)
 	}
 }
 
@@ -122,7 +170,7 @@ func TestQueueDeleteInFlight(t *testing.T) {
 	q.Add(p)
 	qp, _ := q.TryPop()
 	q.Delete(p)
-	q.AddUnschedulable(qp)
+	q.AddUnschedulable(qp, false)
 	if a, b, u := q.Len(); a+b+u != 0 || q.Where("gpu-demo/p") != "" {
 		t.Fatalf("deleted in-flight pod came back: %d %d %d", a, b, u)
 	}

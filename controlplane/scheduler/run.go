@@ -72,7 +72,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				s.queue.Flush()
 				for _, key := range s.cache.Cleanup(s.now()) {
 					s.log.Warn("assumed pod expired: its binding was never confirmed", "pod", key)
-					s.queue.MoveAllToActiveOrBackoff()
+					s.queue.Move(ResourcesFreed)
 				}
 			}
 		}
@@ -99,14 +99,14 @@ func responsible(pod *api.Pod) bool {
 
 func (s *Scheduler) onNodeAdd(obj api.Object) {
 	s.cache.AddNode(obj.(*api.Node))
-	s.queue.MoveAllToActiveOrBackoff()
+	s.queue.Move(NodeChanged)
 }
 
 func (s *Scheduler) onNodeUpdate(oldObj, newObj api.Object) {
 	old, node := oldObj.(*api.Node), newObj.(*api.Node)
 	s.cache.AddNode(node)
 	if nodeSchedulingChanged(old, node) {
-		s.queue.MoveAllToActiveOrBackoff()
+		s.queue.Move(NodeChanged)
 	}
 }
 
@@ -165,7 +165,7 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj api.Object) {
 		}
 		s.cache.AddPod(pod) // confirms an assumed pod; drops a finished one
 		if isTerminal(pod) && !isTerminal(old) {
-			s.queue.MoveAllToActiveOrBackoff() // its resources are free
+			s.queue.Move(ResourcesFreed) // its resources are free
 		}
 		return
 	}
@@ -182,6 +182,6 @@ func (s *Scheduler) onPodDelete(obj api.Object) {
 	key := api.Key(pod.Namespace, pod.Name)
 	if pod.Spec.NodeName != "" || s.cache.IsAssumed(key) {
 		s.cache.RemovePod(pod)
-		s.queue.MoveAllToActiveOrBackoff() // its resources are free
+		s.queue.Move(ResourcesFreed) // its resources are free
 	}
 }

@@ -361,10 +361,17 @@ func fitMessage(res *CycleResult, postFilter string) string {
 
 // reasonHistogram counts nodes per reason: "1 node(s) ..., 2 Insufficient cpu".
 func reasonHistogram(nodes []NodeFilterResult) string {
-	counts := map[string]int{}
+	// Filters share their Status values (one per reason), so most nodes
+	// of a big cluster fall into a few statuses: count those first, by
+	// pointer, then their reasons.
+	byStatus := map[*framework.Status]int{}
 	for _, r := range nodes {
-		for _, reason := range r.Status.Reasons() {
-			counts[reason]++
+		byStatus[r.Status]++
+	}
+	counts := map[string]int{}
+	for st, n := range byStatus {
+		for _, reason := range st.Reasons() {
+			counts[reason] += n
 		}
 	}
 	parts := make([]string, 0, len(counts))

@@ -197,7 +197,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
 			}
 		}
 		s.log.Debug("unschedulable", "pod", qp.Info.Key, "message", res.Message)
-		s.queue.AddUnschedulable(qp)
+		// Rejected everywhere for reasons eviction cannot fix: freeing
+		// resources cannot help either, only a node change can.
+		s.queue.AddUnschedulable(qp, notHelpfulAnywhere(res, res.NumNodes))
 		return &task{qp: qp, result: res}
 	}
 
@@ -245,7 +247,7 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 		s.log.Info("binding failed", "pod", key, "node", t.node, "err", err)
 		s.fwk.RunUnreserve(ctx, t.state, pod, t.node)
 		s.cache.ForgetPod(key)
-		s.queue.MoveAllToActiveOrBackoff() // the room it held is free again
+		s.queue.Move(ResourcesFreed) // the room it held is free again
 		if api.IsNotFound(err) {
 			s.queue.Done(key)
 			return
