@@ -6,4 +6,4 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
-apt-get install -y containerd runc busybox-static containernetworking-plugins iptables
+apt-get install -y containerd runc busybox-static containernetworking-plugins iptables iproute2 util-linux procps
