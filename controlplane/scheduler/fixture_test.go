@@ -194,6 +194,15 @@ func (f *fixture) pod(ns, name string) *api.Pod {
 	return p
 }
 
+func (f *fixture) nodeObj(name string) *api.Node {
+	f.t.Helper()
+	n, err := client.Get[*api.Node](f.ctx, f.c, "", name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
 func (f *fixture) condition(p *api.Pod) api.PodCondition {
 	for _, c := range p.Status.Conditions {
 		if c.Type == api.PodScheduled {

@@ -146,7 +146,7 @@ func TestQueueMoveIsSelective(t *testing.T) {
 // An event during a cycle sends the pod to backoffQ only if it may help
 // that pod: resources freed while an unresolvable pod was in flight do not.
 func TestQueueMoveDuringCycleIsSelective(t *testing.T) {
-	q, _ := newTestQueue()
+	q, c := newTestQueue()
 	q.Add(gpuPod("no-product", 1))
 	qp, _ := q.TryPop()
 	q.Move(ResourcesFreed)
@@ -155,8 +155,11 @@ func TestQueueMoveDuringCycleIsSelective(t *testing.T) {
 		t.Fatalf("in %q, want unschedulable", w)
 	}
 
+	c.t = c.t.Add(2 * time.Second) // past the first backoff
 	q.Move(NodeChanged)
-	qp, _ = q.TryPop()
+	if qp, _ = q.TryPop(); qp == nil {
+		t.Fatal("NodeChanged did not make the pod active")
+	}
 	q.Move(NodeChanged)
 	q.AddUnschedulable(qp, true)
 	if w := q.Where("gpu-demo/no-product"); w != "backoff" {

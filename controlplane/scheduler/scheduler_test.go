@@ -59,6 +59,16 @@ func TestFailedSchedulingMessages(t *testing.T) {
 				"preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.",
 		},
 		{
+			// Kubernetes' wording when no node can be helped: preemption
+			// is skipped without looking at any node.
+			name: "preemption not helpful anywhere", cfg: DefaultConfig(),
+			nodes: threeNodes, pod: gpuPod("p", 1, func(p *api.Pod) {
+				p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
+			}),
+			want: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. " +
+				"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+		},
+		{
 			name: "preemption victims would not be enough", cfg: DefaultConfig(),
 			nodes: []*api.Node{gpuNode("node-1", 1)}, pods: []*api.Pod{gpuPod("low", 1, onNode("node-1"))},
 			pod:  gpuPod("big", 2, priority(100)),
@@ -160,6 +170,67 @@ func TestOverRequestStaysPendingUntilGPUFreed(t *testing.T) {
 	}
 	if want := []string{"filter", "preemption", "filter", "score", "bind"}; !slices.Equal(steps, want) {
 		t.Errorf("trace steps %v, want %v", steps, want)
+	}
+}
+
+// A pod that no node's labels match is not retried when a pod is deleted
+// (freed room cannot help it) but is when a node gains the label; a pod
+// that lacked a GPU is retried on the delete. Our own status writes move
+// neither.
+func TestRequeueOnlyWhenItCanHelp(t *testing.T) {
+	h100 := func(p *api.Pod) {
+		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
+	}
+	f := newFixture(t, DefaultConfig(), gpuNode("node-1", 1, labels(api.LabelGPUProduct, a100)),
+		gpuPod("running", 1, onNode("node-1")), gpuPod("wants-gpu", 1), gpuPod("wants-h100", 1, h100))
+	for range 2 {
+		if res := f.step(); res.SelectedNode != "" {
+			t.Fatalf("%s scheduled on %q", res.Pod, res.SelectedNode)
+		}
+	}
+	h100Pod := f.pod("gpu-demo", "wants-h100")
+	if c := f.condition(h100Pod); c.Message != "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "+
+		"preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling." {
+		t.Errorf("wants-h100: PodScheduled message %q", c.Message)
+	}
+	for _, name := range []string{"wants-gpu", "wants-h100"} {
+		if w := f.s.queue.Where("gpu-demo/" + name); w != "unschedulable" {
+			t.Fatalf("%s after its status write: in %q, want unschedulable", name, w)
+		}
+	}
+
+	f.clock = f.clock.Add(5 * time.Second) // past the backoff
+	running := f.pod("gpu-demo", "running")
+	if err := f.c.Delete(f.ctx, api.MustKindOf(running), "gpu-demo", "running", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.onPodDelete(running)
+	if w := f.s.queue.Where("gpu-demo/wants-gpu"); w != "active" {
+		t.Errorf("wants-gpu after the delete: in %q, want active", w)
+	}
+	if w := f.s.queue.Where("gpu-demo/wants-h100"); w != "unschedulable" {
+		t.Errorf("wants-h100 after the delete: in %q, want unschedulable", w)
+	}
+	if res := f.step(); res.Pod != "gpu-demo/wants-gpu" || res.SelectedNode != "node-1" {
+		t.Fatalf("retry: %s on %q: %s", res.Pod, res.SelectedNode, res.Message)
+	}
+	if f.cycle() != nil {
+		t.Fatal("wants-h100 was retried although nothing that could help it changed")
+	}
+
+	// A heartbeat moves nothing; a new label does.
+	node := f.nodeObj("node-1")
+	beat := api.Clone(node)
+	beat.Status.Conditions[0].LastHeartbeatTime = api.NewTime(f.clock)
+	f.s.onNodeUpdate(node, beat)
+	if w := f.s.queue.Where("gpu-demo/wants-h100"); w != "unschedulable" {
+		t.Errorf("wants-h100 after a heartbeat: in %q, want unschedulable", w)
+	}
+	relabelled := api.Clone(beat)
+	relabelled.Labels[api.LabelGPUProduct] = "NVIDIA-H100-80GB-HBM3"
+	f.s.onNodeUpdate(beat, relabelled)
+	if w := f.s.queue.Where("gpu-demo/wants-h100"); w != "active" {
+		t.Errorf("wants-h100 after the node was relabelled: in %q, want active", w)
 	}
 }
 
