@@ -76,8 +76,14 @@ func (f *clusterFlags) podNetwork(c client.Interface, nodeName string, simulated
 	cfg := network.DefaultConfig("")
 	cfg.CacheDir = filepath.Join(f.dataDir, "cni", "cache")
 	cfg.IPAMDataDir = filepath.Join(f.dataDir, "cni", "networks")
+	return network.NewNode(cfg, nodePodCIDR(c, nodeName)), why, nil
+}
+
+// nodePodCIDR reads a node's pod CIDR from the API ("" until the node is
+// registered and the node IPAM controller has given it one).
+func nodePodCIDR(c client.Interface, nodeName string) func(ctx context.Context) (string, error) {
 	nodes := api.MustKindOf(&api.Node{})
-	return network.NewNode(cfg, func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
 		o, err := c.Get(ctx, nodes, "", nodeName)
 		if api.IsNotFound(err) {
 			return "", nil // not registered yet
@@ -86,7 +92,7 @@ func (f *clusterFlags) podNetwork(c client.Interface, nodeName string, simulated
 			return "", err
 		}
 		return o.(*api.Node).Spec.PodCIDR, nil
-	}), why, nil
+	}
 }
 
 // startNodeNetwork runs, for a node with a CNI pod network, the routes to

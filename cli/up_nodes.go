@@ -13,7 +13,6 @@ import (
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/network"
 	"skiff.dev/skiff/agent/podworker"
-	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 )
 
@@ -227,17 +226,7 @@ func localNodeNetwork(f clusterFlags, c client.Interface, name string, i int, si
 	if why != "" {
 		why += "; one bridge per node (skiff0, skiff1, ...)"
 	}
-	nodes := api.MustKindOf(&api.Node{})
-	return network.NewNode(cfg, func(ctx context.Context) (string, error) {
-		o, err := c.Get(ctx, nodes, "", name)
-		if api.IsNotFound(err) {
-			return "", nil // not registered yet
-		}
-		if err != nil {
-			return "", err
-		}
-		return o.(*api.Node).Spec.PodCIDR, nil
-	}), why, nil
+	return network.NewNode(cfg, nodePodCIDR(c, name)), why, nil
 }
 
 func maxLen(ss []string) int {

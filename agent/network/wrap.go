@@ -55,6 +55,14 @@ func (e *wrapExec) Decode(jsonBytes []byte) (version.PluginInfo, error) {
 
 // run runs a node-network command (ip, iptables) behind the wrap prefix.
 func run(ctx context.Context, wrap []string, stdin []byte, name string, args ...string) ([]byte, error) {
+	return Run(ctx, wrap, stdin, name, args...)
+}
+
+// Run runs a node-network command (ip, iptables, iptables-restore) behind
+// the wrap prefix (a test's `ip netns exec NS`), with stdin when not nil,
+// and returns its stdout; a failure's error holds the command and stderr.
+// The service proxy uses it too.
+func Run(ctx context.Context, wrap []string, stdin []byte, name string, args ...string) ([]byte, error) {
 	full := append(append(append([]string(nil), wrap...), name), args...)
 	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 	if stdin != nil {

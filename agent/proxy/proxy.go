@@ -1,16 +1,14 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
+	"skiff.dev/skiff/agent/network"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 )
@@ -184,15 +182,5 @@ func Cleanup(ctx context.Context, wrap []string) error {
 }
 
 func run(ctx context.Context, wrap []string, stdin []byte, name string, args ...string) ([]byte, error) {
-	full := append(append(append([]string(nil), wrap...), name), args...)
-	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("%s: %w: %s", strings.Join(full, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
+	return network.Run(ctx, wrap, stdin, name, args...)
 }
