@@ -248,9 +248,22 @@ type DeleteOptions struct {
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 	// Preconditions must hold or the delete fails with 409.
 	Preconditions *Preconditions `json:"preconditions,omitempty"`
-	// PropagationPolicy: "Background" (default), "Foreground" or "Orphan".
-	// Foreground is treated as Background.
+	// PropagationPolicy: "Background" (the default: the garbage collector
+	// deletes dependents after the owner) or "Foreground" (treated as
+	// Background). "Orphan" is not supported and rejected.
 	PropagationPolicy string `json:"propagationPolicy,omitempty"`
+}
+
+// CheckPropagationPolicy rejects the propagation policies skiff does not
+// carry out (Orphan), rather than accepting and ignoring them.
+func CheckPropagationPolicy(p string) error {
+	switch p {
+	case "", "Background", "Foreground":
+		return nil
+	case "Orphan":
+		return NewBadRequest(`propagationPolicy: Unsupported value: "Orphan": supported values: "Background", "Foreground" (skiff's garbage collector does not orphan dependents)`)
+	}
+	return NewBadRequest(fmt.Sprintf("propagationPolicy: Unsupported value: %q: supported values: \"Background\", \"Foreground\"", p))
 }
 
 // Preconditions for a delete.

@@ -84,6 +84,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if s.serveDiscovery(w, r) {
 		return
 	}
+	if r.URL.Query().Has("dryRun") {
+		// kubectl --dry-run=server sends this; storing the object anyway
+		// would be the opposite of what was asked.
+		writeError(w, api.NewBadRequest("dryRun: not supported by skiff (use kubectl's --dry-run=client, or skiff apply without it)"))
+		return
+	}
 	if name, path, ok := nodeProxyPath(r.URL.Path); ok {
 		info.kind, info.name, info.sub = nodeKind, name, "proxy"
 		s.proxy.serveNode(w, r, name, path) // to the node's agent (proxy_node.go)
@@ -684,10 +690,8 @@ func deleteOptions(r *http.Request, body []byte) (api.DeleteOptions, error) {
 	if p := q.Get("propagationPolicy"); p != "" {
 		opts.PropagationPolicy = p
 	}
-	switch opts.PropagationPolicy {
-	case "", "Background", "Foreground", "Orphan":
-	default:
-		return opts, api.NewBadRequest(fmt.Sprintf("invalid propagationPolicy %q: want Background, Foreground or Orphan", opts.PropagationPolicy))
+	if err := api.CheckPropagationPolicy(opts.PropagationPolicy); err != nil {
+		return opts, err
 	}
 	return opts, nil
 }

@@ -269,6 +269,9 @@ func (r *Registry) Delete(ctx context.Context, k *api.Kind, namespace, name stri
 	if k.Internal {
 		return nil, false, methodNotAllowed("delete", k)
 	}
+	if err := api.CheckPropagationPolicy(opts.PropagationPolicy); err != nil {
+		return nil, false, err
+	}
 	namespace = scope(k, namespace)
 	if k == namespaceKind && slices.Contains(protectedNamespaces, name) {
 		return nil, false, forbidden(k, name, "this namespace may not be deleted")

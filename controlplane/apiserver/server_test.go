@@ -147,6 +147,8 @@ func TestBadInput(t *testing.T) {
 		{"bad field selector", "GET", cmPath + "?fieldSelector=spec.nodeName%3Dx", nil, 400, api.ReasonBadRequest, "field label not supported"},
 		{"bad watch rv", "GET", cmPath + "?watch=1&resourceVersion=abc", nil, 400, api.ReasonBadRequest, "resourceVersion"},
 		{"json patch", "PATCH", cmPath + "/x", `[]`, 415, "UnsupportedMediaType", "merge-patch"},
+		{"server dry run", "POST", cmPath + "?dryRun=All", configMap("", "x"), 400, api.ReasonBadRequest, "dryRun: not supported"},
+		{"orphan propagation", "DELETE", cmPath + "/x?propagationPolicy=Orphan", nil, 400, api.ReasonBadRequest, `Unsupported value: "Orphan"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			header := []string{}

@@ -200,6 +200,9 @@ func (r *ReplicaSetController) manageReplicas(ctx context.Context, rs *api.Repli
 				r.events.Eventf(ctx, rs, api.EventWarning, "FailedDelete", "Error deleting: %v", err)
 				return deletedAction(deleted), fmt.Errorf("replicaset %s: delete pod %s: %w", key, p.Name, err)
 			}
+			if api.IsConflict(err) {
+				continue // the name belongs to a new pod now: nothing to wait for
+			}
 			r.expect.expectDelete(key, p.Name, r.now())
 			r.events.Eventf(ctx, rs, api.EventNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 			deleted = append(deleted, p.Name)

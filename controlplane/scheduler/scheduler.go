@@ -273,7 +273,12 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, t *task) {
 	if pr := res.Preemption; pr != nil && pr.Node != "" {
 		nominated = pr.Node
 		for _, v := range pr.Victims {
-			err := s.client.Delete(ctx, api.MustKindOf(v.Pod), v.Pod.Namespace, v.Pod.Name, api.DeleteOptions{})
+			// Only the pod chosen, never a new one that took its name since.
+			uid := v.Pod.UID
+			err := s.client.Delete(ctx, api.MustKindOf(v.Pod), v.Pod.Namespace, v.Pod.Name, api.DeleteOptions{Preconditions: &api.Preconditions{UID: &uid}})
+			if api.IsConflict(err) {
+				continue // already gone; the name belongs to another pod
+			}
 			if err != nil && !api.IsNotFound(err) {
 				s.log.Error("preemption: delete victim", "victim", v.Key, "err", err)
 				continue
