@@ -135,6 +135,9 @@ type Agent struct {
 
 	mu    sync.Mutex
 	ready bool
+	// ended holds the uids of ended pods whose devices and network were
+	// released (releaseEnded); entries go when the pod leaves the API.
+	ended map[string]bool
 
 	srvMu sync.Mutex
 	ln    net.Listener
@@ -150,7 +153,7 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	lg = lg.With("node", cfg.NodeName)
-	a := &Agent{cfg: cfg, c: c, rt: rt, log: lg}
+	a := &Agent{cfg: cfg, c: c, rt: rt, log: lg, ended: map[string]bool{}}
 	a.rec = client.NewRecorder(c, "kubelet", cfg.NodeName, lg)
 	a.worker = podworker.New(podworker.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Client: c, Runtime: rt, Recorder: a.rec,
@@ -181,7 +184,7 @@ func volumeDir(dataDir string) string {
 	return dataDir + "/pods"
 }
 
-// Worker exposes the pod worker (logs and exec use the runtime through it).
+// Runtime is the container runtime the agent runs pods on.
 func (a *Agent) Runtime() runtime.Runtime { return a.rt }
 
 // Run registers the node and runs until ctx ends.
@@ -237,16 +240,42 @@ func (a *Agent) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if a.cfg.Devices != nil && (pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed) {
-		// A pod that ended never runs again: its devices (GPUs) are free
-		// for the next pod at once, as the scheduler already counts them.
-		if err := a.cfg.Devices.Release(ctx, pod.UID); err != nil {
+	if pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
+		if err := a.releaseEnded(ctx, pod); err != nil {
 			return err
 		}
 	}
 	if after > 0 {
 		return client.RequeueAfter(after)
 	}
+	return nil
+}
+
+// releaseEnded frees what a pod that ended (Succeeded or Failed) held: it
+// never runs again, so its devices (GPUs) are free for the next pod at once,
+// as the scheduler already counts them, and its pod IP goes back to the
+// node's range, as the kubelet tears down a finished pod's sandbox. Done
+// once per pod; the containers stay for `skiff logs`.
+func (a *Agent) releaseEnded(ctx context.Context, pod *api.Pod) error {
+	a.mu.Lock()
+	done := a.ended[pod.UID]
+	a.mu.Unlock()
+	if done {
+		return nil
+	}
+	if a.cfg.Devices != nil {
+		if err := a.cfg.Devices.Release(ctx, pod.UID); err != nil {
+			return err
+		}
+	}
+	if a.cfg.Network != nil && !pod.Spec.HostNetwork {
+		if err := a.cfg.Network.TearDown(ctx, pod.Namespace, pod.Name, pod.UID); err != nil {
+			return fmt.Errorf("tear down network of ended pod %s: %w", api.KeyOf(pod), err)
+		}
+	}
+	a.mu.Lock()
+	a.ended[pod.UID] = true
+	a.mu.Unlock()
 	return nil
 }
 
@@ -259,6 +288,13 @@ func (a *Agent) cleanup(ctx context.Context) error {
 			active[p.UID] = true
 		}
 	}
+	a.mu.Lock()
+	for uid := range a.ended {
+		if !live[uid] {
+			delete(a.ended, uid)
+		}
+	}
+	a.mu.Unlock()
 	err := a.worker.Cleanup(ctx, live)
 	if r, ok := a.cfg.Devices.(interface{ Retain(map[string]bool) error }); ok {
 		err = errors.Join(err, r.Retain(active))

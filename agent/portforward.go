@@ -94,11 +94,15 @@ func (a *Agent) dialPod(ctx context.Context, pod *api.Pod, port int) (net.Conn, 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if nn, ok := a.cfg.Network.(podNetNS); ok && !pod.Spec.HostNetwork && pod.UID != "" {
 		path := nn.NetNSPath(pod.UID)
-		if _, err := os.Stat(path); err == nil {
-			return network.DialNetNS(ctx, path, "tcp", addr)
-		} else if !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(path); err != nil {
+			// Never fall back to the node's own localhost: that would
+			// forward to the node's services, not the pod's.
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("network namespace of pod %s not found (the pod has no network yet, or it ended)", api.KeyOf(pod))
+			}
 			return nil, fmt.Errorf("network namespace of pod %s: %w", api.KeyOf(pod), err)
 		}
+		return network.DialNetNS(ctx, path, "tcp", addr)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)

@@ -83,9 +83,11 @@ func (c *deleteCmd) Run(ctx context.Context) error {
 	switch {
 	case c.force:
 		opts.GracePeriodSeconds = ptr(int64(0))
-	case c.now:
+	case c.now, c.gracePeriod == 0:
+		// As kubectl: 0 without --force means "as fast as possible" (1 s),
+		// so the node still stops the containers before the pod is gone.
 		opts.GracePeriodSeconds = ptr(int64(1))
-	case c.gracePeriod >= 0:
+	case c.gracePeriod > 0:
 		opts.GracePeriodSeconds = ptr(c.gracePeriod)
 	}
 	var deleted []deleteTarget

@@ -62,6 +62,12 @@ func (c *scaleCmd) Run(ctx context.Context) error {
 				err = fmt.Errorf("expected replicas to be %d, was %d", c.currentReplicas, s.Spec.Replicas)
 			}
 			if err == nil {
+				// As kubectl: no resourceVersion precondition unless
+				// --current-replicas asked for one, so a status write by the
+				// controller in between is not a conflict.
+				if c.currentReplicas < 0 {
+					s.ResourceVersion = ""
+				}
 				s.Spec.Replicas = c.replicas
 				_, err = cl.UpdateScale(ctx, ref.Kind, ns, name, s)
 			}

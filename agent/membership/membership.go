@@ -14,8 +14,10 @@
 //     both sides say so.
 //
 // Members are level-triggered: Changed() signals "something changed" and
-// callers read Members(), as a control loop would; no event is ever lost by
-// a slow reader.
+// callers read Members(), as a control loop would; no change is ever lost by
+// a slow reader. Changed() is meant for one reader per Membership (the
+// control plane's node lifecycle controller): two readers would share its
+// signals.
 package membership
 
 import (
@@ -218,18 +220,20 @@ func (m *Membership) LocalAddr() string {
 // Members returns every member seen, sorted by name, including those dead
 // or left (with their state).
 func (m *Membership) Members() []Member {
-	m.d.mu.Lock()
-	defer m.d.mu.Unlock()
-	out := make([]Member, 0, len(m.d.members))
-	for _, mem := range m.d.members {
-		out = append(out, *mem)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	// memberlist keeps suspicion internally; refresh alive/suspect from it.
+	// memberlist keeps suspicion internally; read it first, without our
+	// lock: memberlist calls our delegate (which takes d.mu) while holding
+	// its own node lock, so taking them in the other order would deadlock.
 	states := map[string]memberlist.NodeStateType{}
 	for _, n := range m.ml.Members() {
 		states[n.Name] = n.State
 	}
+	m.d.mu.Lock()
+	out := make([]Member, 0, len(m.d.members))
+	for _, mem := range m.d.members {
+		out = append(out, *mem)
+	}
+	m.d.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	for i := range out {
 		if st, ok := states[out[i].Name]; ok && st == memberlist.StateSuspect && out[i].State == Alive {
 			out[i].State = Suspect

@@ -256,12 +256,19 @@ func (c *CNI) SetUp(ctx context.Context, pod *api.Pod) (podworker.PodNetwork, er
 	}
 	defer c.lock(uid)()
 	path := c.NetNSPath(uid)
-	if err := c.ensureNetNS(ctx, uid); err != nil {
+	created, err := c.ensureNetNS(ctx, uid)
+	if err != nil {
 		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
 	}
 	rt := c.runtimeConf(pod.Namespace, pod.Name, uid, path)
 	rt.CapabilityArgs = map[string]any{"portMappings": portMappings(pod)}
-	if cached, err := c.cni.GetNetworkListCachedResult(c.list, rt); err == nil && cached != nil {
+	if created {
+		// A new, empty namespace for a pod CNI remembers (the machine
+		// rebooted: /run/netns is tmpfs, the CNI cache is not): the cached
+		// result describes an interface that no longer exists. Release it
+		// and connect afresh.
+		_ = c.cni.DelNetworkList(context.WithoutCancel(ctx), c.list, rt)
+	} else if cached, err := c.cni.GetNetworkListCachedResult(c.list, rt); err == nil && cached != nil {
 		if ip, err := podIP(cached); err == nil {
 			return podworker.PodNetwork{IP: ip, NetNSPath: path}, nil
 		}
@@ -279,6 +286,7 @@ func (c *CNI) SetUp(ctx context.Context, pod *api.Pod) (podworker.PodNetwork, er
 	}
 	ip, err := podIP(res)
 	if err != nil {
+		_ = c.cni.DelNetworkList(context.WithoutCancel(ctx), c.list, rt)
 		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
 	}
 	return podworker.PodNetwork{IP: ip, NetNSPath: path}, nil
@@ -332,15 +340,16 @@ func (c *CNI) runtimeConf(namespace, name, uid, netns string) *libcni.RuntimeCon
 	}
 }
 
-// ensureNetNS creates the pod's named namespace unless it exists.
-func (c *CNI) ensureNetNS(ctx context.Context, uid string) error {
+// ensureNetNS creates the pod's named namespace unless it exists, and
+// reports whether it created it.
+func (c *CNI) ensureNetNS(ctx context.Context, uid string) (bool, error) {
 	if _, err := os.Stat(c.NetNSPath(uid)); err == nil {
-		return nil
+		return false, nil
 	}
 	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", c.NetNSName(uid)).CombinedOutput(); err != nil {
-		return fmt.Errorf("create network namespace %s: %w: %s", c.NetNSName(uid), err, strings.TrimSpace(string(out)))
+		return false, fmt.Errorf("create network namespace %s: %w: %s", c.NetNSName(uid), err, strings.TrimSpace(string(out)))
 	}
-	return nil
+	return true, nil
 }
 
 // deleteNetNS deletes the pod's named namespace if it exists.

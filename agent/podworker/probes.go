@@ -84,7 +84,9 @@ func probeOf(c *api.Container, k probeKind) *api.Probe {
 }
 
 // ensure starts the probes of a running container once.
-func (p *prober) ensure(pod *api.Pod, c *api.Container, cs runtime.ContainerStatus) {
+// podIP is where httpGet and tcpSocket probes go (the pod's own IP, or the
+// node's for host-network pods).
+func (p *prober) ensure(pod *api.Pod, c *api.Container, cs runtime.ContainerStatus, podIP string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, k := range []probeKind{probeStartup, probeLiveness, probeReadiness} {
@@ -97,10 +99,7 @@ func (p *prober) ensure(pod *api.Pod, c *api.Container, cs runtime.ContainerStat
 			continue
 		}
 		e := &probeEntry{podUID: pod.UID, podNS: pod.Namespace, podName: pod.Name, container: c.Name,
-			containerID: cs.ID, kind: k, probe: *pr, podIP: pod.Status.PodIP, ports: c.Ports}
-		if e.podIP == "" {
-			e.podIP = p.w.cfg.NodeIP
-		}
+			containerID: cs.ID, kind: k, probe: *pr, podIP: podIP, ports: c.Ports}
 		p.entries[key] = e
 		delay := time.Duration(pr.InitialDelaySeconds) * time.Second
 		// The delay counts from the container's start, as the kubelet's does.

@@ -74,8 +74,8 @@ type Config struct {
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 	// Enqueue asks for another Sync of a pod: a probe's result changed,
-	// or a background stop finished or failed. The agent enqueues the pod;
-	// enqueues the pod. Called from probe timers: must not block.
+	// or a background stop failed. The agent enqueues the pod's key.
+	// Called from probe timers and stop goroutines: must not block.
 	Enqueue func(namespace, name string)
 }
 
@@ -308,7 +308,7 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 	}
 	latest = latestByName(containers)
 	st.previous = previousByName(containers)
-	w.syncProbes(pod, latest)
+	w.syncProbes(pod, latest, st)
 	next := api.Clone(pod)
 	w.computeStatus(next, latest, st)
 	if _, err := w.writeStatus(ctx, pod, next); err != nil {
@@ -636,14 +636,19 @@ func (w *Worker) trace(ctx context.Context, pod *api.Pod, step string, start tim
 
 // syncProbes starts probes of running containers and stops those of
 // containers that are gone.
-func (w *Worker) syncProbes(pod *api.Pod, latest map[string]runtime.ContainerStatus) {
+func (w *Worker) syncProbes(pod *api.Pod, latest map[string]runtime.ContainerStatus, st *podState) {
+	// The pod IP is known here even before the status carrying it is written.
+	podIP := w.cfg.NodeIP
+	if st.network != nil && !pod.Spec.HostNetwork {
+		podIP = st.network.IP
+	}
 	live := map[string]bool{}
 	for _, list := range [][]api.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			c := &list[i]
 			if cur, ok := latest[c.Name]; ok && cur.State == runtime.StateRunning {
 				live[cur.ID] = true
-				w.probes.ensure(pod, c, cur)
+				w.probes.ensure(pod, c, cur, podIP)
 			}
 		}
 	}
