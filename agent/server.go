@@ -285,7 +285,13 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, api.NewInternal(fmt.Errorf("exec: %w", err)))
 		return
 	}
-	defer conn.Close()
+	// The reader goroutine below ends when conn closes; close, then wait
+	// for it, so no goroutine outlives the request.
+	var readers sync.WaitGroup
+	defer func() {
+		conn.Close()
+		readers.Wait()
+	}()
 	_ = conn.SetDeadline(time.Time{})
 	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", remotecommand.Protocol); err != nil {
 		return
@@ -304,7 +310,11 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 	if opts.Stdin {
 		stdinR, stdinW = io.Pipe()
 	}
-	go readClientFrames(brw.Reader, stdinW, cancel)
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		readClientFrames(brw.Reader, stdinW, cancel)
+	}()
 
 	var mu sync.Mutex
 	eo := runtime.ExecOptions{
