@@ -28,7 +28,7 @@ type fixture struct {
 
 // setUp runs a manager and the GPU plugin over a simulated DGX A100, over
 // real unix sockets, and waits for the plugin's first device list.
-func setUp(t *testing.T) *fixture {
+func setUp(t testing.TB) *fixture {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dp")
 	if err != nil {
@@ -68,7 +68,7 @@ func setUp(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) waitAllocatable(t *testing.T, n int) {
+func (f *fixture) waitAllocatable(t testing.TB, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -1,9 +1,8 @@
-package devices_test
+package gpuplugin_test
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -13,9 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"skiff.dev/skiff/agent/devices"
 	"skiff.dev/skiff/agent/devices/gpuplugin"
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
 )
 
@@ -29,40 +26,10 @@ import (
 //
 // It reports p50 and p99 besides ns/op (docs/performance.md, GPUs).
 func BenchmarkAllocateRoundTrip(b *testing.B) {
-	dir, err := os.MkdirTemp("", "dpb")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	src, _, err := gpu.Open("sim:dgxa100", gpu.Options{NodeName: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { src.Close() })
-	cfg := devices.DefaultConfig()
-	cfg.Dir = dir
-	m, err := devices.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := m.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(m.Stop)
-	p, err := gpuplugin.New(gpuplugin.Config{Source: src, Dir: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	b.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := m.Wait(wctx, func(s devices.Snapshot) bool { return len(s[gpuplugin.ResourceName].Devices) == 8 }); err != nil {
-		b.Fatal(err)
-	}
-	devs, err := src.Devices(ctx)
+	f := setUp(b)
+	m, p := f.m, f.p
+	ctx := context.Background()
+	devs, err := f.src.Devices(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
