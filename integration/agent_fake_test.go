@@ -36,21 +36,7 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := controlplane.DefaultConfig(filepath.Join(dir, "server"))
-	cfg.API.Listen = "127.0.0.1:0"
-	cp, err := controlplane.Start(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	c, err := client.New(cp.ClientConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, c := startControlPlane(t, nil)
 	rt := rtfake.New(rtfake.DefaultConfig())
 	acfg := agent.DefaultConfig()
 	acfg.NodeName, acfg.NodeIP, acfg.DataDir = "node-1", "127.0.0.1", filepath.Join(dir, "agent")
