@@ -296,16 +296,26 @@ func conflict(k *api.Kind, name string) error {
 	return api.NewConflict(k, name, "the object has been modified; please apply your changes to the latest version and try again")
 }
 
-// Create implements client.Interface.
-func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error) {
+// ownCopy is the write path's private copy of obj, with its kind's type
+// metadata and namespace filled in.
+func ownCopy(obj api.Object) (*api.Kind, api.Object, *api.ObjectMeta, error) {
 	k, err := api.KindOf(obj)
 	if err != nil {
-		return nil, api.NewBadRequest(err.Error())
+		return nil, nil, nil, api.NewBadRequest(err.Error())
 	}
 	o := api.Clone(obj)
 	*o.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
 	m := o.GetObjectMeta()
 	m.Namespace = namespaceFor(k, m.Namespace)
+	return k, o, m, nil
+}
+
+// Create implements client.Interface.
+func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error) {
+	k, o, m, err := ownCopy(obj)
+	if err != nil {
+		return nil, err
+	}
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -341,14 +351,10 @@ func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error)
 
 // Update implements client.Interface.
 func (f *Client) Update(ctx context.Context, obj api.Object) (api.Object, error) {
-	k, err := api.KindOf(obj)
+	k, o, m, err := ownCopy(obj)
 	if err != nil {
-		return nil, api.NewBadRequest(err.Error())
+		return nil, err
 	}
-	o := api.Clone(obj)
-	*o.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
-	m := o.GetObjectMeta()
-	m.Namespace = namespaceFor(k, m.Namespace)
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
