@@ -231,9 +231,10 @@ func (a *Agent) reconcile(ctx context.Context, key string) error {
 	ns, name := client.SplitKey(key)
 	o, ok := a.pods.Get(ns, name)
 	if !ok {
-		// Deleted from the API (force delete): the resync cleanup removes
-		// its containers; do it now for this name too.
-		return a.cleanup(ctx)
+		// Gone from the API. After a normal delete the node stopped it and
+		// nothing is left; after a force delete, remove what is. (A pod of
+		// the same name created since has its own key event and uid.)
+		return a.worker.CleanupPod(ctx, ns, name)
 	}
 	pod := o.(*api.Pod)
 	after, err := a.worker.Sync(ctx, pod)

@@ -560,6 +560,29 @@ func (w *Worker) release(ctx context.Context, namespace, name, uid string) error
 	return nil
 }
 
+// CleanupPod removes what is left of one pod the API no longer has (a
+// force delete): its containers, network, devices and volumes, found by the
+// pod's namespace and name. A pod this node stopped itself has nothing left,
+// and costs one container listing.
+func (w *Worker) CleanupPod(ctx context.Context, namespace, name string) error {
+	cs, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{
+		LabelNode: w.cfg.NodeName, runtime.LabelPodNamespace: namespace, runtime.LabelPodName: name})
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s/%s: %w", namespace, name, err)
+	}
+	done := map[string]bool{}
+	var errs []error
+	for _, c := range cs {
+		uid := c.Labels[runtime.LabelPodUID]
+		if uid == "" || done[uid] {
+			continue
+		}
+		done[uid] = true
+		errs = append(errs, w.release(ctx, namespace, name, uid))
+	}
+	return errors.Join(errs...)
+}
+
 // Cleanup removes everything of pods of this node that the API no longer
 // has (force-deleted, or deleted while the agent was down). live holds the
 // uids of the pods the API still binds to this node.

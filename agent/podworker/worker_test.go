@@ -377,3 +377,19 @@ func TestLivenessProbeFailureRestartsContainer(t *testing.T) {
 		t.Fatalf("after a failed liveness probe: %+v; want a new running container with 1 restart", cs)
 	}
 }
+
+func TestCleanupPodRemovesAForceDeletedPodOnly(t *testing.T) {
+	f := newFixture(t, newPod("a"), newPod("b"))
+	f.sync("a")
+	f.sync("b")
+	if err := f.w.CleanupPod(context.Background(), "default", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.containers("a")) != 1 || len(f.containers("b")) != 0 {
+		t.Fatalf("after CleanupPod(b): a has %d, b has %d containers; want 1 and 0", len(f.containers("a")), len(f.containers("b")))
+	}
+	// Nothing left: a second call is a no-op.
+	if err := f.w.CleanupPod(context.Background(), "default", "b"); err != nil {
+		t.Fatal(err)
+	}
+}
