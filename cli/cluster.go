@@ -72,6 +72,29 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	fl.StringVar(&f.ctrdNS, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images and containers")
 }
 
+// validate reports every bad flag value at once, before anything starts.
+// (--gpus values are checked when their node starts: a profile file may
+// only fail when read.)
+func (f *clusterFlags) validate() error {
+	var errs []error
+	switch f.runtime {
+	case "auto", "containerd", "fake":
+	default:
+		errs = append(errs, fmt.Errorf("--runtime %q: want auto, containerd or fake", f.runtime))
+	}
+	switch f.network {
+	case "", networkAuto, networkNone, networkCNI:
+	default:
+		errs = append(errs, fmt.Errorf("--network %q: want %s, %s or %s", f.network, networkAuto, networkCNI, networkNone))
+	}
+	if f.nodes < 1 {
+		errs = append(errs, fmt.Errorf("--nodes %d: want at least 1", f.nodes))
+	} else if _, err := nodeGPUSpecs(f.gpus, f.nodes); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 // upCmd runs a whole cluster in one process: control plane plus a node.
 type upCmd struct {
 	r *Root
@@ -125,6 +148,10 @@ func (s *serverCmd) Run(ctx context.Context) error {
 }
 
 func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJoin bool) error {
+	// Bad flags change nothing: check them before anything starts.
+	if err := f.validate(); err != nil {
+		return err
+	}
 	start := time.Now()
 	lg := r.Logger()
 	cfg := controlplane.DefaultConfig(f.dataDir)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +35,20 @@ func TestNodeGPUSpecs(t *testing.T) {
 	}
 	if got := localNodeNames("lab", 3); !slices.Equal(got, []string{"lab-1", "lab-2", "lab-3"}) {
 		t.Errorf("localNodeNames = %q", got)
+	}
+}
+
+// Bad cluster flags are all reported before anything starts.
+func TestClusterFlagsValidate(t *testing.T) {
+	good := clusterFlags{runtime: "auto", network: "auto", nodes: 1, gpus: "auto-sim"}
+	if err := good.validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	bad := clusterFlags{runtime: "docker", network: "flannel", nodes: 2, gpus: "none,none,none"}
+	err := bad.validate()
+	for _, want := range []string{`--runtime "docker"`, `--network "flannel"`, "3 values for 2 nodes"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate() = %v; want it to mention %s", err, want)
+		}
 	}
 }
