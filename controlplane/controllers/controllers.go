@@ -356,20 +356,25 @@ const conflictRetry = time.Second
 // RequeueAfter is only a safety net.
 func requeueOnConflict(log *slog.Logger, key string, err error) error {
 	if err != nil && api.IsConflict(err) {
-		log.Debug(fmt.Sprintf("%s: the cache was stale (%v); trying again with the newer version", key, err))
+		log.Debug("the cache was stale; trying again with the newer version", "key", key, "err", err)
 		return client.RequeueAfter(conflictRetry)
 	}
 	return err
 }
 
-// logReconcile writes the one line a reconcile leaves: at Info when it did
-// something, at Debug when it found nothing to do (resyncs would flood Info).
-func logReconcile(log *slog.Logger, acted bool, line string) {
+// logReconcile writes the one line a reconcile leaves, with what the loop
+// observed, what it desires and what it did about the difference:
+//
+//	level=INFO msg=reconcile controller=replicaset key=default/web-7c5d observed="2 pods (1 ready, 1 available)" desired=3 action="created 1 pod: web-7c5d-x7k2p"
+//
+// At Info when it did something, at Debug when it found nothing to do
+// (resyncs would flood Info).
+func logReconcile(log *slog.Logger, acted bool, key, observed, desired, action string) {
+	level := slog.LevelDebug
 	if acted {
-		log.Info(line)
-	} else {
-		log.Debug(line)
+		level = slog.LevelInfo
 	}
+	log.Log(context.Background(), level, "reconcile", "key", key, "observed", observed, "desired", desired, "action", action)
 }
 
 // plural is "1 pod", "3 pods".

@@ -169,22 +169,22 @@ func (d *DeploymentController) Reconcile(ctx context.Context, key string) error 
 	ns, name := client.SplitKey(key)
 	dep, ok := getAs[*api.Deployment](d.deploys, ns, name)
 	if !ok {
-		d.log.Debug(fmt.Sprintf("deployment %s: gone, action: none", key))
+		logReconcile(d.log, false, key, "gone", "gone", "none")
 		return nil
 	}
 	if dep.DeletionTimestamp != nil {
-		d.log.Debug(fmt.Sprintf("deployment %s: being deleted, action: none (the garbage collector removes its replica sets)", key))
+		logReconcile(d.log, false, key, "being deleted", "gone", "none (the garbage collector removes its replica sets)")
 		return nil
 	}
 	sel, err := dep.Spec.Selector.AsSelector()
 	if err != nil || sel.Empty() {
 		// Validation should have refused it; retrying will not help.
-		d.log.Warn(fmt.Sprintf("deployment %s: invalid or empty selector (%v), action: none", key, err))
+		d.log.Warn("invalid or empty selector; nothing done", "key", key, "err", err)
 		return nil
 	}
 	surge, unavailable, err := fenceposts(dep)
 	if err != nil {
-		d.log.Warn(fmt.Sprintf("deployment %s: %v, action: none", key, err))
+		d.log.Warn("cannot reconcile; nothing done", "key", key, "err", err)
 		return nil
 	}
 
@@ -762,7 +762,7 @@ func (s *deploymentSync) logLine(key string) {
 			rs = append(rs, fmt.Sprintf("%s %s", r.Name, plural(int(r.Status.Replicas), "pod")))
 		}
 	}
-	observed := fmt.Sprintf("observed %d ready of %d", ready, pods)
+	observed := fmt.Sprintf("%d ready of %d", ready, pods)
 	if len(rs) > 0 {
 		observed += " (rs " + strings.Join(rs, ", ") + ")"
 	}
@@ -770,7 +770,7 @@ func (s *deploymentSync) logLine(key string) {
 	if strategy == "" {
 		strategy = api.RollingUpdate
 	}
-	desired := fmt.Sprintf("desired %d of template %s", s.desired, s.hash)
+	desired := fmt.Sprintf("%d of template %s", s.desired, s.hash)
 	switch {
 	case s.d.Spec.Paused:
 		desired += " (paused)"
@@ -783,7 +783,7 @@ func (s *deploymentSync) logLine(key string) {
 	if len(s.actions) > 0 {
 		action = strings.Join(s.actions, "; ")
 	}
-	logReconcile(s.log, len(s.actions) > 0, fmt.Sprintf("deployment %s: %s, %s, action: %s", key, observed, desired, action))
+	logReconcile(s.log, len(s.actions) > 0, key, observed, desired, action)
 }
 
 // fenceposts resolves maxSurge and maxUnavailable to pod counts: surge

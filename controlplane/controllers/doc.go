@@ -11,9 +11,19 @@
 // recomputes everything. So a lost, late or repeated event costs nothing, a
 // reconcile is always safe to repeat, and a periodic resync repairs the rest.
 //
-// Each controller is one file: deployment.go (rollouts through ReplicaSets),
-// replicaset.go (pods to match a count), gc.go (delete what lost its owners),
-// namespace.go (empty a namespace being deleted). controllers.go wires them
-// to informers and loops. Each reconcile logs one line, "observed ...,
-// desired ..., action: ...": read those to watch the loops think.
+// Each controller is one file, and the file's top comment is its algorithm:
+//
+//   - deployment.go: rollouts through ReplicaSets (RollingUpdate, Recreate,
+//     history, undo, restart);
+//   - replicaset.go: pods to match a count;
+//   - gc.go: the garbage collector, deleting what lost all its owners;
+//   - namespace.go: empty a namespace being deleted, then finalize it;
+//   - endpoints.go: an Endpoints object per Service, listing its ready pods;
+//   - nodeipam.go: a pod CIDR for every node;
+//   - nodelifecycle.go: unreachable nodes tainted, their pods evicted.
+//
+// controllers.go wires them to informers and loops (client.Loop). Each
+// reconcile logs one line, msg=reconcile with the key and what the loop
+// observed, desired and did (logReconcile): read those to watch the loops
+// think (`skiff up -v`; -vv adds the reconciles that changed nothing).
 package controllers

@@ -117,7 +117,7 @@ func (e *EndpointsController) Reconcile(ctx context.Context, key string) error {
 		if err != nil && !api.IsNotFound(err) {
 			return fmt.Errorf("delete endpoints %s: %w", key, err)
 		}
-		e.log.Info(fmt.Sprintf("%s: service gone, endpoints deleted", key))
+		logReconcile(e.log, true, key, "service gone", "no endpoints", "deleted the endpoints")
 		return nil
 	}
 	if len(svc.Spec.Selector) == 0 {
@@ -129,7 +129,7 @@ func (e *EndpointsController) Reconcile(ctx context.Context, key string) error {
 
 	old, exists := getAs[*api.Endpoints](e.endpoints, namespace, name)
 	if exists && reflect.DeepEqual(normalizeSubsets(old.Subsets), subsets) && maps.Equal(old.Labels, svc.Labels) {
-		logReconcile(e.log, false, fmt.Sprintf("%s: endpoints up to date", key))
+		logReconcile(e.log, false, key, "endpoints up to date", "endpoints of the ready pods", "none")
 		return nil
 	}
 	var err error
@@ -150,7 +150,7 @@ func (e *EndpointsController) Reconcile(ctx context.Context, key string) error {
 		return requeueOnConflict(e.log, key, fmt.Errorf("write endpoints %s: %w", key, err))
 	}
 	ready, notReady := countAddresses(subsets)
-	logReconcile(e.log, true, fmt.Sprintf("%s: endpoints %d ready, %d not ready", key, ready, notReady))
+	logReconcile(e.log, true, key, "endpoints out of date", "endpoints of the ready pods", fmt.Sprintf("wrote %d ready, %d not ready", ready, notReady))
 	return nil
 }
 

@@ -139,7 +139,7 @@ func (g *GarbageCollector) Reconcile(ctx context.Context, key string) error {
 	kindName, rest, ok := strings.Cut(key, ":")
 	lister, known := g.graph[kindName]
 	if !ok || !known {
-		g.log.Warn(fmt.Sprintf("garbage collector: bad key %q, action: none", key))
+		g.log.Warn("bad key; nothing done", "key", key)
 		return nil
 	}
 	ns, name := client.SplitKey(rest)
@@ -164,10 +164,11 @@ func (g *GarbageCollector) Reconcile(ctx context.Context, key string) error {
 			dead = append(dead, desc)
 		}
 	}
-	line := fmt.Sprintf("garbage collector: %s %s: observed owners alive [%s], gone [%s], desired: delete when every owner is gone",
-		strings.ToLower(kindName), rest, strings.Join(alive, ", "), strings.Join(dead, ", "))
+	objKey := strings.ToLower(kindName) + " " + rest
+	observed := fmt.Sprintf("owners alive [%s], gone [%s]", strings.Join(alive, ", "), strings.Join(dead, ", "))
+	const desired = "delete when every owner is gone"
 	if len(alive) > 0 {
-		g.log.Debug(line + ", action: none")
+		logReconcile(g.log, false, objKey, observed, desired, "none")
 		return nil
 	}
 
@@ -180,7 +181,7 @@ func (g *GarbageCollector) Reconcile(ctx context.Context, key string) error {
 	if err != nil && !api.IsNotFound(err) && !api.IsConflict(err) { // Conflict: the uid changed, a new object took the name
 		return fmt.Errorf("garbage collector: delete %s %s: %w", kindName, rest, err)
 	}
-	g.log.Info(line + ", action: deleted")
+	logReconcile(g.log, true, objKey, observed, desired, "deleted")
 	return nil
 }
 
@@ -197,7 +198,7 @@ func (g *GarbageCollector) ownerExists(ctx context.Context, namespace string, re
 	}
 	k, err := api.LookupKind(ref.APIVersion, ref.Kind)
 	if err != nil {
-		g.log.Debug(fmt.Sprintf("garbage collector: owner kind %s %s is not served; treating %s as alive", ref.APIVersion, ref.Kind, ref.Name))
+		g.log.Debug("owner kind is not served; treating the owner as alive", "apiVersion", ref.APIVersion, "kind", ref.Kind, "owner", ref.Name)
 		return true, nil
 	}
 	if !k.Namespaced {

@@ -105,11 +105,11 @@ func (n *NamespaceController) Reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	if ns.DeletionTimestamp == nil && ns.Status.Phase != api.NamespaceTerminating {
-		n.log.Debug(fmt.Sprintf("namespace %s: observed %s, desired: keep, action: none", key, phaseOr(ns.Status.Phase, api.NamespaceActive)))
+		logReconcile(n.log, false, key, phaseOr(ns.Status.Phase, api.NamespaceActive), "keep", "none")
 		return nil
 	}
 	if !slices.Contains(ns.Spec.Finalizers, finalizerKubernetes) {
-		n.log.Debug(fmt.Sprintf("namespace %s: observed Terminating and finalized, desired: gone, action: none (the API server removes it)", key))
+		logReconcile(n.log, false, key, "Terminating and finalized", "gone", "none (the API server removes it)")
 		return nil
 	}
 
@@ -123,13 +123,13 @@ func (n *NamespaceController) Reconcile(ctx context.Context, key string) error {
 		if deleted > 0 {
 			action = fmt.Sprintf("deleted %s, waiting", plural(deleted, "object"))
 		}
-		n.log.Info(fmt.Sprintf("namespace %s: observed Terminating with %s left, desired: empty, action: %s", key, strings.Join(left, ", "), action))
+		logReconcile(n.log, true, key, "Terminating with "+strings.Join(left, ", ")+" left", "empty", action)
 		return client.RequeueAfter(namespaceRecheck)
 	}
 	if err := n.finalizer.FinalizeNamespace(ctx, key); err != nil && !api.IsNotFound(err) {
 		return fmt.Errorf("namespace %s: finalize: %w", key, err)
 	}
-	n.log.Info(fmt.Sprintf("namespace %s: observed Terminating and empty, desired: gone, action: finalized", key))
+	logReconcile(n.log, true, key, "Terminating and empty", "gone", "finalized")
 	return nil
 }
 
@@ -144,7 +144,7 @@ func (n *NamespaceController) deleteContents(ctx context.Context, namespace stri
 			if k.Internal {
 				// Best effort: the API server removes internal objects
 				// (pod traces) with their pods anyway.
-				n.log.Debug(fmt.Sprintf("namespace %s: list %s: %v (skipped)", namespace, k.Resource, err))
+				n.log.Debug("list failed; skipped", "namespace", namespace, "resource", k.Resource, "err", err)
 				continue
 			}
 			errs = append(errs, fmt.Errorf("list %s: %w", k.Resource, err))

@@ -125,7 +125,7 @@ func (n *NodeIPAMController) Reconcile(ctx context.Context, key string) error {
 		return requeueOnConflict(n.log, key, fmt.Errorf("set pod CIDR of node %s: %w", name, err))
 	}
 	n.assigned[name] = cidr
-	n.log.Info(fmt.Sprintf("node %s: pod CIDR %s", name, cidr))
+	logReconcile(n.log, true, name, "no pod CIDR", "a pod CIDR", "assigned "+cidr.String())
 	return nil
 }
 

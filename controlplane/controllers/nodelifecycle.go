@@ -165,8 +165,7 @@ func (nc *NodeLifecycleController) Reconcile(ctx context.Context, key string) er
 		return requeueOnConflict(nc.log, key, err)
 	}
 	next, evicted, err := nc.evict(ctx, node, now)
-	logReconcile(nc.log, acted || evicted > 0, fmt.Sprintf("node %s: observed unreachable (%s), desired its pods elsewhere, action: %s",
-		name, why, nodeAction(acted, evicted, next)))
+	logReconcile(nc.log, acted || evicted > 0, name, "unreachable ("+why+")", "its pods elsewhere", nodeAction(acted, evicted, next))
 	if err != nil {
 		return err
 	}
@@ -296,7 +295,7 @@ func (nc *NodeLifecycleController) markUnreachable(ctx context.Context, node *ap
 func (nc *NodeLifecycleController) reachable(ctx context.Context, node *api.Node) error {
 	keep := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t api.Taint) bool { return t.Key == api.TaintUnreachable })
 	if len(keep) == len(node.Spec.Taints) {
-		logReconcile(nc.log, false, fmt.Sprintf("node %s: observed reachable, desired reachable, action: none", node.Name))
+		logReconcile(nc.log, false, node.Name, "reachable", "reachable", "none")
 		return nil
 	}
 	n := api.Clone(node)
@@ -308,7 +307,7 @@ func (nc *NodeLifecycleController) reachable(ctx context.Context, node *api.Node
 		return fmt.Errorf("untaint node %s: %w", node.Name, err)
 	}
 	nc.events.Eventf(ctx, node, api.EventNormal, "NodeReady", "Node %s status is now: NodeReady", node.Name)
-	logReconcile(nc.log, true, fmt.Sprintf("node %s: observed reachable again, desired no %s taint, action: removed it", node.Name, api.TaintUnreachable))
+	logReconcile(nc.log, true, node.Name, "reachable again", "no "+api.TaintUnreachable+" taint", "removed it")
 	return nil
 }
 

@@ -117,13 +117,13 @@ func (r *ReplicaSetController) Reconcile(ctx context.Context, key string) error 
 	if !ok {
 		// Deleted: its pods are the garbage collector's business.
 		r.expect.forget(key)
-		r.log.Debug(fmt.Sprintf("replicaset %s: gone, action: none", key))
+		logReconcile(r.log, false, key, "gone", "gone", "none")
 		return nil
 	}
 	sel, err := rs.Spec.Selector.AsSelector()
 	if err != nil {
 		// Validation should have refused it; retrying will not help.
-		r.log.Warn(fmt.Sprintf("replicaset %s: invalid selector: %v, action: none", key, err))
+		r.log.Warn("invalid selector; nothing done", "key", key, "err", err)
 		return nil
 	}
 
@@ -226,13 +226,10 @@ func deletedAction(names []string) string {
 	return fmt.Sprintf("deleted %s: %s", plural(len(names), "pod"), strings.Join(names, ", "))
 }
 
-// logLine writes the reconcile's one line, e.g.
-//
-//	replicaset default/nginx-7c5ddbdf54: observed 2 pods (1 ready, 1 available), desired 3, action: created 1 pod: nginx-7c5ddbdf54-x7k2p
+// logLine writes the reconcile's one line (see logReconcile).
 func (r *ReplicaSetController) logLine(key string, rs *api.ReplicaSet, st api.ReplicaSetStatus, desired int, action string) {
-	line := fmt.Sprintf("replicaset %s: observed %s (%d ready, %d available), desired %d, action: %s",
-		key, plural(int(st.Replicas), "pod"), st.ReadyReplicas, st.AvailableReplicas, desired, action)
-	logReconcile(r.log, !strings.HasPrefix(action, "none"), line)
+	observed := fmt.Sprintf("%s (%d ready, %d available)", plural(int(st.Replicas), "pod"), st.ReadyReplicas, st.AvailableReplicas)
+	logReconcile(r.log, !strings.HasPrefix(action, "none"), key, observed, fmt.Sprint(desired), action)
 }
 
 // updateStatus writes status if it differs from what the ReplicaSet shows.
