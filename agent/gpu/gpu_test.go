@@ -92,7 +92,8 @@ func TestSimUUIDsStablePerNode(t *testing.T) {
 		devs, _ := s.Devices(t.Context())
 		return devs[3].UUID
 	}
-	if uuid("a") != uuid("a") || uuid("a") == uuid("b") {
+	first, again, other := uuid("a"), uuid("a"), uuid("b")
+	if first != again || first == other {
 		t.Fatal("UUIDs must be stable per node and differ between nodes")
 	}
 }

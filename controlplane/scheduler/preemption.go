@@ -221,13 +221,3 @@ func sumPriority(pods []*framework.PodInfo) int64 {
 	}
 	return s
 }
-
-func compareInt[T int | int32 | int64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

@@ -214,6 +214,7 @@ func snapshotSpec(s *oci.Spec) specSnapshot {
 		ss.mounts = append(ss.mounts, m.Source+":"+m.Destination)
 	}
 	if s.Hooks != nil {
+		//lint:ignore SA1019 CDI specs and older runtimes still write prestart hooks: report them too
 		for _, hs := range [][]specs.Hook{s.Hooks.Prestart, s.Hooks.CreateRuntime, s.Hooks.CreateContainer, s.Hooks.StartContainer, s.Hooks.Poststart, s.Hooks.Poststop} {
 			for _, h := range hs {
 				ss.hooks = append(ss.hooks, h.Path)

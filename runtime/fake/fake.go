@@ -91,7 +91,6 @@ type Runtime struct {
 type container struct {
 	spec   runtime.ContainerSpec
 	status runtime.ContainerStatus
-	script []string // statements left for the interpreter
 	log    bytes.Buffer
 	// changed is closed and replaced on every change of status or log.
 	changed chan struct{}

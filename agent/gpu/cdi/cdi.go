@@ -115,7 +115,7 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gpu.Topology) (string, er
 			specs.Device{Name: fmt.Sprint(d.Index), ContainerEdits: edits},
 			specs.Device{Name: d.UUID, ContainerEdits: edits})
 	}
-	version, err := cdiapi.MinimumRequiredVersion(spec)
+	version, err := specs.MinimumRequiredVersion(spec)
 	if err != nil {
 		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
