@@ -34,6 +34,9 @@ fi
 
 go mod download
 go vet ./...
+echo "== staticcheck"
+# Pinned, fetched through the module proxy; not a dependency of skiff itself.
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 echo "== unit tests"
 # Packages under integration/ and runtime/containerd need containerd; everything else is unit tier.
