@@ -12,6 +12,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/simnodes"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // startCluster runs a control plane (scheduler included) with n simulated nodes.
@@ -36,20 +37,6 @@ func startCluster(t testing.TB, n int) (client.Interface, *simnodes.Sim) {
 	}
 	t.Cleanup(sim.Stop)
 	return cp.Local(), sim
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
 }
 
 func TestSimNodes(t *testing.T) {
@@ -96,14 +83,14 @@ func TestSimNodes(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, "10 pods Running", func() bool { return len(running()) == 10 })
+	testwait.For(t, 20*time.Second, "10 pods Running", func() bool { return len(running()) == 10 })
 
 	// A graceful delete completes: the simulated node removes the pod.
 	victim := running()[0]
 	if err := c.Delete(ctx, api.MustKindOf(victim), "default", victim.Name, api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted pod gone", func() bool {
+	testwait.For(t, 20*time.Second, "deleted pod gone", func() bool {
 		_, err := client.Get[*api.Pod](ctx, c, "default", victim.Name)
 		return api.IsNotFound(err)
 	})
