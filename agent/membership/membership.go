@@ -52,6 +52,25 @@ const DefaultPort = 7946
 // could not read our messages: they use a different cluster token.
 var ErrWrongToken = errors.New("gossip messages could not be decrypted: the cluster token is wrong")
 
+// ErrNameTaken is what a *NameTakenError matches with errors.Is.
+var ErrNameTaken = errors.New("member name already taken")
+
+// NameTakenError is returned by Start when the cluster it joined already has
+// a live member of the same name at another address: memberlist keeps the
+// first one and ignores us, so we would be a member nobody sees.
+type NameTakenError struct {
+	// Name is the name asked for; Addr is the host:port of the member
+	// that holds it.
+	Name, Addr string
+}
+
+func (e *NameTakenError) Error() string {
+	return fmt.Sprintf("member name %q is already taken in the cluster by %s", e.Name, e.Addr)
+}
+
+// Is makes errors.Is(err, ErrNameTaken) true.
+func (e *NameTakenError) Is(target error) bool { return target == ErrNameTaken }
+
 // Meta is what each member tells the others about itself. It travels in
 // memberlist's node metadata (at most 512 bytes).
 type Meta struct {
@@ -163,7 +182,7 @@ func Start(cfg Config) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode gossip metadata: %w", err)
 	}
-	d := &delegate{meta: meta, members: map[string]*Member{}, changed: make(chan struct{}, 1)}
+	d := &delegate{name: cfg.Name, log: lg, meta: meta, members: map[string]*Member{}, changed: make(chan struct{}, 1)}
 
 	mc := memberlist.DefaultLANConfig()
 	if cfg.Fast {
@@ -184,6 +203,7 @@ func Start(cfg Config) (*Membership, error) {
 	mc.SecretKey = GossipKey(cfg.Token)
 	mc.Delegate = d
 	mc.Events = d
+	mc.Conflict = d
 	mc.LogOutput = &logWriter{log: lg, d: d}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -205,6 +225,12 @@ func Start(cfg Config) (*Membership, error) {
 				err = errors.New("no member answered")
 			}
 			return nil, fmt.Errorf("join %s: %w", strings.Join(targets, ", "), err)
+		}
+		// The join's push-pull merged the remote state before Join
+		// returned: a member holding our name showed up as a conflict.
+		if addr, taken := d.takenBy(); taken {
+			_ = ml.Shutdown()
+			return nil, fmt.Errorf("join %s: %w", strings.Join(targets, ", "), &NameTakenError{Name: cfg.Name, Addr: addr})
 		}
 		lg.Info("joined cluster", "via", strings.Join(targets, ","), "members", ml.NumMembers())
 	}
@@ -297,12 +323,42 @@ func isKeyError(s string) bool {
 
 // delegate receives memberlist's callbacks. They must not block.
 type delegate struct {
-	meta []byte
+	name string // the local member's
+	log  *slog.Logger
 
 	mu       sync.Mutex
+	meta     []byte
 	members  map[string]*Member
 	rejected int64
 	changed  chan struct{}
+	// takenAddr is the address of another member that holds our name,
+	// seen by NotifyConflict; "" when none.
+	takenAddr string
+}
+
+// NotifyConflict implements memberlist.ConflictDelegate: two members claim
+// one name at different addresses, and memberlist keeps the one it knew
+// first. When the name is ours, the other member's address is recorded:
+// during Start's join that means the cluster had the name before us (Start
+// fails with a NameTakenError); later, it is a newcomer refused (logged).
+func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
+	if existing.Name != d.name {
+		d.log.Warn("two gossip members claim one name; the second is ignored", "name", existing.Name,
+			"first", net.JoinHostPort(existing.Addr.String(), strconv.Itoa(int(existing.Port))),
+			"second", net.JoinHostPort(other.Addr.String(), strconv.Itoa(int(other.Port))))
+		return
+	}
+	addr := net.JoinHostPort(other.Addr.String(), strconv.Itoa(int(other.Port)))
+	d.mu.Lock()
+	d.takenAddr = addr
+	d.mu.Unlock()
+	d.log.Warn("another member has our name", "name", d.name, "addr", addr)
+}
+
+func (d *delegate) takenBy() (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.takenAddr, d.takenAddr != ""
 }
 
 func (d *delegate) NodeMeta(limit int) []byte {
@@ -389,3 +445,4 @@ func (w *logWriter) Write(p []byte) (int, error) {
 
 var _ memberlist.Delegate = (*delegate)(nil)
 var _ memberlist.EventDelegate = (*delegate)(nil)
+var _ memberlist.ConflictDelegate = (*delegate)(nil)

@@ -142,3 +142,42 @@ func TestLeaveVersusFailure(t *testing.T) {
 		t.Errorf("rejoined member: %+v, want alive and not leaving", m)
 	}
 }
+
+// A second member with a name the cluster already has is refused by
+// memberlist; Start says so, with the holder's address, instead of
+// running as a member nobody sees.
+func TestNameTakenCannotJoin(t *testing.T) {
+	tests := []struct {
+		name   string
+		holder string // the role of the member that has the name
+	}{
+		{"name of the server member", RoleServer},
+		{"name of another agent", RoleAgent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := start(t, "server", "tok", RoleServer)
+			holder := srv
+			if tt.holder == RoleAgent {
+				holder = start(t, "node-a", "tok", RoleAgent, srv.LocalAddr())
+			}
+			taken := holder.ml.LocalNode().Name
+			cfg := DefaultConfig(taken, "tok")
+			cfg.BindAddr, cfg.BindPort, cfg.Fast = "127.0.0.1", 0, true
+			cfg.Meta = Meta{Role: RoleAgent, Node: taken}
+			cfg.Join = []string{srv.LocalAddr()}
+			m, err := Start(cfg)
+			if err == nil {
+				m.Stop()
+				t.Fatalf("a second member named %q joined", taken)
+			}
+			if !errors.Is(err, ErrNameTaken) {
+				t.Fatalf("error = %v; want ErrNameTaken", err)
+			}
+			var nt *NameTakenError
+			if !errors.As(err, &nt) || nt.Name != taken || nt.Addr != holder.LocalAddr() {
+				t.Fatalf("error = %#v; want the name %q held by %s", nt, taken, holder.LocalAddr())
+			}
+		})
+	}
+}
