@@ -55,6 +55,9 @@ type StatusDetails struct {
 	Kind   string        `json:"kind,omitempty"`
 	UID    string        `json:"uid,omitempty"`
 	Causes []StatusCause `json:"causes,omitempty"`
+	// RetryAfterSeconds, when set, is how long the client should wait
+	// before it tries again (the server also sends a Retry-After header).
+	RetryAfterSeconds int32 `json:"retryAfterSeconds,omitempty"`
 }
 
 // StatusCause is one field error of an Invalid status.
@@ -114,6 +117,38 @@ func NewConflict(k *Kind, name, msg string) *StatusError {
 // NewGone: the requested resourceVersion is older than the watch history.
 func NewGone(msg string) *StatusError {
 	return NewStatusError(http.StatusGone, ReasonExpired, msg)
+}
+
+// CauseResourceVersionTooLarge is the cause type of a request for a
+// resourceVersion the server has not reached yet.
+const CauseResourceVersionTooLarge = "ResourceVersionTooLarge"
+
+// NewTooLargeResourceVersion is kube-apiserver's answer to a list or watch
+// from a resourceVersion newer than the store's: 504 Timeout, "Too large
+// resource version: 105, current: 100", with a retry hint. Clients list
+// again (from resourceVersion "") rather than wait.
+func NewTooLargeResourceVersion(requested, current int64, retryAfterSeconds int32) *StatusError {
+	e := NewStatusError(http.StatusGatewayTimeout, ReasonTimeout,
+		fmt.Sprintf("Timeout: Too large resource version: %d, current: %d", requested, current))
+	e.Status.Details = &StatusDetails{
+		Causes:            []StatusCause{{Type: CauseResourceVersionTooLarge, Message: "Too large resource version"}},
+		RetryAfterSeconds: retryAfterSeconds,
+	}
+	return e
+}
+
+// IsTooLargeResourceVersion reports a NewTooLargeResourceVersion error.
+func IsTooLargeResourceVersion(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status.Reason != ReasonTimeout || se.Status.Details == nil {
+		return false
+	}
+	for _, c := range se.Status.Details.Causes {
+		if c.Type == CauseResourceVersionTooLarge {
+			return true
+		}
+	}
+	return false
 }
 
 // NewBadRequest: malformed input.

@@ -234,8 +234,13 @@ type ListOptions struct {
 	// FieldSelector: "metadata.name=x,spec.nodeName=n,status.phase!=Running".
 	FieldSelector string
 	// ResourceVersion: for watch, start after this revision ("" or "0" means
-	// now, with the current objects sent first as ADDED).
+	// now, with the current objects sent first as ADDED). For list: "" is
+	// the most recent state, "0" any state (skiff serves the most recent),
+	// a revision is read as ResourceVersionMatch says.
 	ResourceVersion string
+	// ResourceVersionMatch, for a list with a ResourceVersion:
+	// "NotOlderThan" (the default) or "Exact", as Kubernetes.
+	ResourceVersionMatch string
 	// TimeoutSeconds bounds a watch; 0 means the server default.
 	TimeoutSeconds int64
 }
