@@ -249,6 +249,14 @@ const (
 	LabelArch           = "kubernetes.io/arch"
 	LabelGPUProduct     = "nvidia.com/gpu.product"
 	LabelSkiffSimulated = "skiff.dev/simulated"
+	// LabelSkiffPodNetwork is a node's pod network, set by its agent:
+	// PodNetworkCNI (a network namespace and an IP per pod) or
+	// PodNetworkNone (pods share the node's network, so every
+	// containerPort is a port of the node: the scheduler's NodePorts
+	// plugin counts it as a host port there).
+	LabelSkiffPodNetwork = "skiff.dev/pod-network"
+	PodNetworkCNI        = "cni"
+	PodNetworkNone       = "none"
 )
 
 // Event records something that happened to an object, e.g. a pod

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"strings"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
@@ -11,6 +12,18 @@ import (
 // (containers[].ports[].hostPort) is already taken by another pod. A port
 // is protocol and number; the API has no hostIP, so every port binds all
 // addresses.
+//
+// # Nodes without a pod network
+//
+// A node whose agent runs without a pod network (label
+// skiff.dev/pod-network=none, api.LabelSkiffPodNetwork) has its pods share
+// the node's network namespace, as if every pod had hostNetwork: there a
+// containerPort is a port of the node. So on such a node the plugin counts
+// each pod's containerPorts as host ports too, and two pods that declare
+// the same containerPort do not fit one node: the second stays Pending with
+// Kubernetes' "didn't have free ports" reason rather than crash-looping on
+// a port its sibling holds. Simulated nodes (skiff.dev/simulated=true) run
+// no processes and bind nothing: they are exempt.
 type NodePorts struct{}
 
 var (
@@ -23,7 +36,11 @@ const ReasonNodePorts = "node(s) didn't have free ports for the requested pod po
 
 const nodePortsStateKey framework.StateKey = "PreFilter" + NodePortsName
 
-type nodePortsState []framework.HostPort
+// nodePortsState is the pod's ports, collected once per cycle: host ports,
+// and the ports it binds when it shares the node's network.
+type nodePortsState struct {
+	host, shared []framework.HostPort
+}
 
 func (s nodePortsState) Clone() framework.StateData { return s }
 
@@ -32,22 +49,72 @@ func (*NodePorts) Name() string { return NodePortsName }
 
 // PreFilter implements framework.PreFilterPlugin: collect the pod's host ports once.
 func (*NodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
-	state.Write(nodePortsStateKey, nodePortsState(framework.PodHostPorts(pod)))
+	state.Write(nodePortsStateKey, podPorts(pod))
 	return nil
 }
 
 // Filter implements framework.FilterPlugin.
 func (*NodePorts) Filter(_ context.Context, state *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
-	var ports []framework.HostPort
+	var ports nodePortsState
 	if d, ok := state.Read(nodePortsStateKey); ok {
 		ports = d.(nodePortsState)
 	} else {
-		ports = framework.PodHostPorts(pod)
+		ports = podPorts(pod)
 	}
-	for _, p := range ports {
+	if sharesNodeNetwork(node.Node) {
+		return sharedPortsFit(ports.shared, node)
+	}
+	for _, p := range ports.host {
 		if node.UsedPorts[p] > 0 {
 			return framework.NewStatus(framework.Unschedulable, ReasonNodePorts)
 		}
 	}
 	return nil
+}
+
+// sharesNodeNetwork: the node's pods run in its network namespace (no pod
+// network) and bind real ports (not simulated).
+func sharesNodeNetwork(n *api.Node) bool {
+	return n != nil && n.Labels[api.LabelSkiffPodNetwork] == api.PodNetworkNone && n.Labels[api.LabelSkiffSimulated] != "true"
+}
+
+// sharedPortsFit checks the ports a pod binds on a node without a pod
+// network against those of the pods already there (the node's pods are
+// few: they are read each time rather than kept in the NodeInfo).
+func sharedPortsFit(want []framework.HostPort, node *framework.NodeInfo) *framework.Status {
+	if len(want) == 0 {
+		return nil
+	}
+	used := map[framework.HostPort]bool{}
+	for _, p := range node.Pods {
+		for _, hp := range podPorts(p.Pod).shared {
+			used[hp] = true
+		}
+	}
+	for _, p := range want {
+		if used[p] {
+			return framework.NewStatus(framework.Unschedulable, ReasonNodePorts)
+		}
+	}
+	return nil
+}
+
+// podPorts lists a pod's host ports, and the ports it binds when it shares
+// the node's network: its host ports and its containerPorts.
+func podPorts(pod *api.Pod) nodePortsState {
+	s := nodePortsState{host: framework.PodHostPorts(pod)}
+	s.shared = append(s.shared, s.host...)
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.ContainerPort <= 0 {
+				continue
+			}
+			proto := strings.ToUpper(p.Protocol)
+			if proto == "" {
+				proto = "TCP"
+			}
+			s.shared = append(s.shared, framework.HostPort{Protocol: proto, Port: p.ContainerPort})
+		}
+	}
+	return s
 }
