@@ -58,7 +58,11 @@ type Config struct {
 	Workers int
 	// BaseBackoff and MaxBackoff of container restarts and image pulls.
 	BaseBackoff, MaxBackoff time.Duration
-	// Network and Devices, or nil (see podworker.Config).
+	// Network and Devices, or nil (see podworker.Config). The Node's label
+	// skiff.dev/pod-network (api.LabelSkiffPodNetwork) says which: "cni"
+	// with a Network, "none" without; on a "none" node pods share the
+	// node's network, and the scheduler lets no two of them declare the
+	// same containerPort there.
 	Network podworker.Network
 	Devices podworker.DeviceAllocator
 	// ExtraResources are merged into capacity/allocatable at each
@@ -297,18 +301,16 @@ func (a *Agent) cleanup(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	err := a.worker.Cleanup(ctx, live)
-	if r, ok := a.cfg.Devices.(interface{ Retain(map[string]bool) error }); ok {
-		err = errors.Join(err, r.Retain(active))
+	if a.cfg.Devices != nil {
+		err = errors.Join(err, a.cfg.Devices.Retain(active))
 	}
-	if r, ok := a.cfg.Network.(interface {
-		Retain(context.Context, map[string]bool) error
-	}); ok {
+	if a.cfg.Network != nil {
 		// Pod networks whose containers are gone already (or never came):
 		// the informer is read again so a pod added meanwhile stays.
 		for _, o := range a.pods.List() {
 			live[o.GetObjectMeta().UID] = true
 		}
-		err = errors.Join(err, r.Retain(ctx, live))
+		err = errors.Join(err, a.cfg.Network.Retain(ctx, live))
 	}
 	return err
 }
@@ -396,6 +398,12 @@ func (a *Agent) labels() map[string]string {
 	}
 	if a.cfg.Simulated {
 		l[api.LabelSkiffSimulated] = "true"
+	}
+	// The scheduler reads it: without a pod network a containerPort is a
+	// port of the node (api.LabelSkiffPodNetwork).
+	l[api.LabelSkiffPodNetwork] = api.PodNetworkCNI
+	if a.cfg.Network == nil {
+		l[api.LabelSkiffPodNetwork] = api.PodNetworkNone
 	}
 	for k, v := range a.cfg.Labels {
 		l[k] = v

@@ -17,10 +17,15 @@ import (
 )
 
 // Network sets up a pod's network namespace (agent/network through CNI).
-// Both methods are idempotent; TearDown of an unknown pod is not an error.
+// Every method is idempotent; TearDown of an unknown pod is not an error.
+// Retain is the agent's resync (agent.go): it tears down the network of
+// every pod whose uid is not in live (deleted while the agent was down, or
+// whose containers never came), from the network's own record, and may
+// block on the network plugins.
 type Network interface {
 	SetUp(ctx context.Context, pod *api.Pod) (PodNetwork, error)
 	TearDown(ctx context.Context, namespace, name, uid string) error
+	Retain(ctx context.Context, live map[string]bool) error
 }
 
 // PodNetwork is the result of a network set-up.
@@ -31,10 +36,14 @@ type PodNetwork struct {
 
 // DeviceAllocator gives containers their devices (agent/devices: the device
 // plugin API). Allocate is idempotent per pod uid and container; Release
-// frees everything a pod held.
+// frees everything a pod held; Retain, the agent's resync (agent.go), frees
+// the devices of every pod whose uid is not in live (an implementation may
+// keep allocations too young to have their pod in the agent's cache yet).
+// Retain does not block on plugins: it only changes the allocator's record.
 type DeviceAllocator interface {
 	Allocate(ctx context.Context, pod *api.Pod, container *api.Container) (Allocation, error)
 	Release(ctx context.Context, podUID string) error
+	Retain(live map[string]bool) error
 }
 
 // Allocation is what a device plugin answered for one container.
