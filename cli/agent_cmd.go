@@ -97,6 +97,9 @@ func joinCluster(ctx context.Context, cfg joinConfig) (*membership.Membership, s
 	if errors.Is(err, membership.ErrWrongToken) {
 		return nil, "", fmt.Errorf("cannot join %s: the cluster token is wrong (gossip messages could not be decrypted)", cfg.Join)
 	}
+	if nt := (*membership.NameTakenError)(nil); errors.As(err, &nt) {
+		return nil, "", fmt.Errorf("cannot join %s: node name %q is already taken in the cluster by %s; choose another with --node-name", cfg.Join, nt.Name, nt.Addr)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot join %s: %w", cfg.Join, err)
 	}

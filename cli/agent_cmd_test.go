@@ -55,6 +55,37 @@ func TestJoinClusterWrongToken(t *testing.T) {
 	}
 }
 
+// A node name the cluster already has: the agent says so and names the
+// member that holds it, rather than waiting for an API server it will
+// never see.
+func TestJoinClusterNameTaken(t *testing.T) {
+	srv := startServerMember(t, "tok", "http://10.0.0.1:7443")
+	first, _, err := joinCluster(t.Context(), joinConfig{Name: "gpu-1", Join: srv.LocalAddr(), Token: "tok",
+		BindAddr: "127.0.0.1", Port: 0, Fast: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("first join: %v", err)
+	}
+	t.Cleanup(first.Stop)
+	tests := []struct{ name, taken, holder string }{
+		{"another agent's name", "gpu-1", first.LocalAddr()},
+		{"the server member's name (skiff up's node)", "server", srv.LocalAddr()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _, err := joinCluster(t.Context(), joinConfig{Name: tt.taken, Join: srv.LocalAddr(), Token: "tok",
+				BindAddr: "127.0.0.1", Port: 0, Fast: true, Timeout: 10 * time.Second})
+			if err == nil {
+				m.Stop()
+				t.Fatalf("a second %q joined", tt.taken)
+			}
+			want := "cannot join " + srv.LocalAddr() + ": node name \"" + tt.taken + "\" is already taken in the cluster by " + tt.holder + "; choose another with --node-name"
+			if err.Error() != want {
+				t.Fatalf("error %q\nwant  %q", err, want)
+			}
+		})
+	}
+}
+
 // A cluster whose server advertises no API server: the join times out
 // with a message that says what is missing.
 func TestJoinClusterNoAPIServer(t *testing.T) {
