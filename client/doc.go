@@ -11,12 +11,15 @@
 //     finds the server: its address and bearer token.
 //   - Informer (informer.go) is a cache filled by list + watch, like
 //     client-go's informer: it lists once, then follows the watch stream,
-//     relists when the server says its history is gone (410), and tells
-//     handlers what changed.
+//     relists when the server cannot resume it (410 Gone, or 504 "Too large
+//     resource version"), and tells handlers what changed.
 //   - Loop (loop.go) is the control loop every controller, the scheduler and
 //     the agent share: a deduplicating queue of keys, workers that call
 //     Reconcile(ctx, key), per-key exponential backoff on error and a
 //     periodic resync.
+//   - client/backoff is the one exponential backoff every retry in skiff
+//     uses (Loop, Informer, the scheduler queue, the pod worker's restarts
+//     and image pulls, the GPU plugin, the containerd runtime).
 //   - Recorder (events.go) writes Events, deduplicated like Kubernetes: a
 //     repeat bumps the count of the existing Event.
 //

@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/backoff"
 )
 
 // An Informer keeps an in-memory copy of the objects of one kind (in one
@@ -22,10 +25,15 @@ import (
 //     call the handlers.
 //  3. When the watch ends, watch again from the last resourceVersion seen,
 //     so nothing is missed.
-//  4. When the server answers 410 Gone (its history no longer reaches back
-//     that far), list again and diff the new list against the cache: what is
-//     new is an add, what changed is an update, what vanished is a delete.
-//  5. On other errors, wait (exponential backoff) and try again.
+//  4. When the server cannot resume from that resourceVersion, list again
+//     and diff the new list against the cache: what is new is an add, what
+//     changed is an update, what vanished is a delete. That is a 410 Gone
+//     or Expired (its history no longer reaches back that far) or, as
+//     client-go's reflector also treats it, a 504 Timeout "Too large
+//     resource version" (the server is behind the version asked for: it
+//     restarted from an older store, or it is another server).
+//  5. On other errors, wait (exponential backoff, client/backoff) and try
+//     again.
 //
 // Readers (Get, List, ListBy, ByIndex) see the cache, which may lag the
 // server a little; a controller acts on it and the watch catches it up.
@@ -38,7 +46,7 @@ type Informer struct {
 	opts      api.ListOptions
 	log       *slog.Logger
 
-	baseBackoff, maxBackoff time.Duration
+	backoff backoff.Policy
 
 	started  atomic.Bool
 	synced   chan struct{}
@@ -80,17 +88,19 @@ func NewInformer(c Interface, kind *api.Kind, namespace string, opts api.ListOpt
 	}
 	opts.ResourceVersion = ""
 	return &Informer{
-		c:           c,
-		kind:        kind,
-		namespace:   namespace,
-		opts:        opts,
-		log:         log.With("informer", kind.Resource),
-		baseBackoff: 200 * time.Millisecond, // a restarting server is back within a second or two
-		maxBackoff:  30 * time.Second,       // an absent server is not hammered
-		synced:      make(chan struct{}),
-		items:       map[string]api.Object{},
-		indexers:    map[string]IndexFunc{},
-		indices:     map[string]map[string]map[string]struct{}{},
+		c:         c,
+		kind:      kind,
+		namespace: namespace,
+		opts:      opts,
+		log:       log.With("informer", kind.Resource),
+		backoff: backoff.Policy{
+			Initial: 200 * time.Millisecond, // a restarting server is back within a second or two
+			Max:     30 * time.Second,       // an absent server is not hammered
+		},
+		synced:   make(chan struct{}),
+		items:    map[string]api.Object{},
+		indexers: map[string]IndexFunc{},
+		indices:  map[string]map[string]map[string]struct{}{},
 	}
 }
 
@@ -221,50 +231,93 @@ func (i *Informer) Run(ctx context.Context) {
 	if i.started.Swap(true) {
 		panic("client: Informer.Run called twice")
 	}
-	b := backoff{base: i.baseBackoff, max: i.maxBackoff}
+	b := &backoff.Backoff{Policy: i.backoff}
 	needList := true
 	for ctx.Err() == nil {
+		listed := needList
 		if needList {
 			if err := i.relist(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				d := b.next()
+				d := b.Next()
 				i.log.Warn("list failed", "err", err, "retryIn", d)
-				if !sleepCtx(ctx, d) {
+				if !b.Sleep(ctx, d) {
 					return
 				}
 				continue
 			}
 			needList = false
-			b.reset()
 		}
 		gotEvents, err := i.watch(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		if gotEvents {
+			b.Reset() // a healthy stream: the server is fine
+		}
 		switch {
-		case api.IsGone(err):
-			i.log.Info("watch history expired, listing again", "resourceVersion", i.LastSyncResourceVersion())
+		case mustRelist(err):
 			needList = true
-			continue
+			if listed && !gotEvents {
+				// Even a fresh list did not give a version the server
+				// can watch from: do not spin list against watch.
+				d := b.Next()
+				i.log.Warn("watch cannot resume from a fresh list", "err", err, "resourceVersion", i.LastSyncResourceVersion(), "retryIn", d)
+				if !b.Sleep(ctx, d) {
+					return
+				}
+				continue
+			}
+			i.log.Info("watch cannot resume, listing again", "reason", api.ReasonOf(err), "resourceVersion", i.LastSyncResourceVersion())
 		case err != nil:
-			d := b.next()
+			d := b.Next()
 			i.log.Warn("watch failed", "err", err, "retryIn", d)
-			if !sleepCtx(ctx, d) {
+			if !b.Sleep(ctx, d) {
 				return
 			}
 		case gotEvents:
-			b.reset() // a healthy stream that ended (server timeout): resume at once
+			// A healthy stream that ended (server timeout): resume at once.
 		default:
 			// Ended without a single event: do not spin against a server
 			// that closes streams at once.
-			if !sleepCtx(ctx, b.next()) {
+			if !b.Wait(ctx) {
 				return
 			}
 		}
 	}
 }
+
+// mustRelist reports a watch error that resuming from the same
+// resourceVersion cannot get past, so only a new list can: 410 Gone or
+// Expired (the history was compacted), or a 504 Timeout "Too large resource
+// version" (the server has not reached that version). The second is
+// recognised as client-go's reflector does: by the ResourceVersionTooLarge
+// cause, or, from servers that send none, the message.
+func mustRelist(err error) bool {
+	if api.IsGone(err) {
+		return true
+	}
+	var se *api.StatusError
+	if !errors.As(err, &se) || se.Status.Reason != api.ReasonTimeout {
+		return false
+	}
+	if d := se.Status.Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == causeResourceVersionTooLarge || c.Message == tooLargeResourceVersion {
+				return true
+			}
+		}
+	}
+	return strings.Contains(se.Status.Message, tooLargeResourceVersion)
+}
+
+// The cause type and message of Kubernetes' NewTooLargeResourceVersionError
+// (k8s.io/apiserver storage errors; metav1.CauseTypeResourceVersionTooLarge).
+const (
+	causeResourceVersionTooLarge = "ResourceVersionTooLarge"
+	tooLargeResourceVersion      = "Too large resource version"
+)
 
 // relist lists and replaces the cache, emitting the differences.
 func (i *Informer) relist(ctx context.Context) error {
@@ -421,33 +474,5 @@ func (i *Informer) notifyDelete(o api.Object) {
 		if h.OnDelete != nil {
 			h.OnDelete(o)
 		}
-	}
-}
-
-// backoff doubles from base to max; reset starts again at base.
-type backoff struct {
-	base, max, cur time.Duration
-}
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.base
-	} else {
-		b.cur = min(b.cur*2, b.max)
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/backoff"
 )
 
 // A control loop, as every controller, the scheduler and the agent run it:
@@ -28,8 +29,8 @@ import (
 //   - a key waiting in the queue is there once, however often it is enqueued;
 //   - a key is never reconciled by two workers at once; if it is enqueued
 //     while being reconciled, it is reconciled once more afterwards;
-//   - a failed key comes back after a per-key exponential backoff, reset by
-//     the first success;
+//   - a failed key comes back after a per-key exponential backoff
+//     (client/backoff), reset by the first success;
 //   - a periodic resync enqueues every key (SetResyncFunc), which repairs
 //     anything a lost event or a bug left behind.
 
@@ -108,9 +109,10 @@ func DefaultLoopOptions(name string) LoopOptions {
 // Loop is a deduplicating work queue with workers that call a Reconciler.
 // Enqueue from any goroutine, before or during Run.
 type Loop struct {
-	r    Reconciler
-	opts LoopOptions
-	log  *slog.Logger
+	r       Reconciler
+	opts    LoopOptions
+	backoff backoff.Policy
+	log     *slog.Logger
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -152,6 +154,7 @@ func NewLoop(r Reconciler, opts LoopOptions) *Loop {
 	l := &Loop{
 		r:          r,
 		opts:       opts,
+		backoff:    backoff.Policy{Initial: opts.BaseBackoff, Max: opts.MaxBackoff},
 		log:        log.With("controller", opts.Name),
 		dirty:      map[string]struct{}{},
 		processing: map[string]struct{}{},
@@ -399,11 +402,7 @@ func (l *Loop) forget(key string) {
 func (l *Loop) failed(key string) (time.Duration, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := l.failures[key]
-	l.failures[key] = n + 1
-	d := l.opts.BaseBackoff
-	for i := 0; i < n && d < l.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, l.opts.MaxBackoff), n + 1
+	n := l.failures[key] + 1
+	l.failures[key] = n
+	return l.backoff.Delay(n), n
 }
