@@ -1,0 +1,58 @@
+package patch
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// ErrNoSchema: the kind has no Kubernetes struct, so no strategic merge
+// metadata (kube-apiserver answers 415 for custom resources).
+var ErrNoSchema = errors.New("no strategic merge patch metadata for this kind")
+
+// schemas maps "apiVersion, Kind" to the Kubernetes struct whose
+// patchStrategy and patchMergeKey tags say how its lists merge. Every kind
+// skiff serves has one, except its own (PodTrace). Constant table.
+var schemas = map[string]any{
+	"v1, Kind=Namespace": &corev1.Namespace{},
+	"v1, Kind=ConfigMap": &corev1.ConfigMap{},
+	"v1, Kind=Secret":    &corev1.Secret{},
+	"v1, Kind=Pod":       &corev1.Pod{},
+	"v1, Kind=Service":   &corev1.Service{},
+	//lint:ignore SA1019 skiff serves core/v1 Endpoints, not EndpointSlices
+	"v1, Kind=Endpoints":                       &corev1.Endpoints{},
+	"v1, Kind=Node":                            &corev1.Node{},
+	"v1, Kind=Event":                           &corev1.Event{},
+	"apps/v1, Kind=Deployment":                 &appsv1.Deployment{},
+	"apps/v1, Kind=ReplicaSet":                 &appsv1.ReplicaSet{},
+	"scheduling.k8s.io/v1, Kind=PriorityClass": &schedulingv1.PriorityClass{},
+	"autoscaling/v1, Kind=Scale":               &autoscalingv1.Scale{},
+}
+
+func schemaKey(apiVersion, kind string) string { return apiVersion + ", Kind=" + kind }
+
+// HasSchema reports whether apiVersion/kind has strategic merge metadata,
+// that is whether the API server accepts strategic merge patches for it.
+func HasSchema(apiVersion, kind string) bool {
+	_, ok := schemas[schemaKey(apiVersion, kind)]
+	return ok
+}
+
+// Schema is the strategic merge metadata of apiVersion/kind, for callers
+// that use package strategicpatch directly. The error wraps ErrNoSchema.
+func Schema(apiVersion, kind string) (strategicpatch.LookupPatchMeta, error) {
+	s, ok := schemas[schemaKey(apiVersion, kind)]
+	if !ok {
+		return nil, fmt.Errorf("%s %s: %w", apiVersion, kind, ErrNoSchema)
+	}
+	meta, err := strategicpatch.NewPatchMetaFromStruct(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", apiVersion, kind, err)
+	}
+	return meta, nil
+}
