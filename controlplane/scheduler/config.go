@@ -42,7 +42,9 @@ type Config struct {
 	PercentageOfNodesToScore int32 `json:"percentageOfNodesToScore,omitempty"`
 	// Parallelism bounds the goroutines that filter and score nodes.
 	Parallelism int `json:"parallelism,omitempty"`
-	// PodInitialBackoff and PodMaxBackoff bound the wait before a failed pod is retried.
+	// PodInitialBackoff and PodMaxBackoff bound the wait before a failed pod
+	// is retried: PodInitialBackoff after its first attempt, doubled for
+	// each further one, at most PodMaxBackoff (client/backoff).
 	PodInitialBackoff Duration `json:"podInitialBackoff,omitempty"`
 	PodMaxBackoff     Duration `json:"podMaxBackoff,omitempty"`
 	// MaxUnschedulable is how long a pod waits in unschedulableQ, with no

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/backoff"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -54,10 +55,9 @@ import (
 // status-only update (such as the scheduler's own PodScheduled condition)
 // never moves it. A delete removes it, even while in flight.
 type Queue struct {
-	now            func() time.Time
-	initialBackoff time.Duration
-	maxBackoff     time.Duration
-	maxUnsched     time.Duration
+	now        func() time.Time
+	podBackoff backoff.Policy // podInitialBackoff doubling to podMaxBackoff, by Attempts
+	maxUnsched time.Duration
 
 	mu            sync.Mutex
 	active        podHeap
@@ -138,14 +138,13 @@ func NewQueue(cfg Config, now func() time.Time) *Queue {
 		now = time.Now
 	}
 	q := &Queue{
-		now:            now,
-		initialBackoff: cfg.PodInitialBackoff.Duration,
-		maxBackoff:     cfg.PodMaxBackoff.Duration,
-		maxUnsched:     cfg.MaxUnschedulable.Duration,
-		unschedulable:  map[string]*QueuedPod{},
-		pods:           map[string]*QueuedPod{},
-		nominated:      map[string]map[string]*framework.PodInfo{},
-		wake:           make(chan struct{}, 1),
+		now:           now,
+		podBackoff:    backoff.Policy{Initial: cfg.PodInitialBackoff.Duration, Max: cfg.PodMaxBackoff.Duration},
+		maxUnsched:    cfg.MaxUnschedulable.Duration,
+		unschedulable: map[string]*QueuedPod{},
+		pods:          map[string]*QueuedPod{},
+		nominated:     map[string]map[string]*framework.PodInfo{},
+		wake:          make(chan struct{}, 1),
 	}
 	q.active.less = func(a, b *QueuedPod) bool {
 		if a.Info.Priority != b.Info.Priority {
@@ -401,21 +400,15 @@ func (q *Queue) Len() (active, backoff, unschedulable int) {
 	return q.active.Len(), q.backoff.Len(), len(q.unschedulable)
 }
 
-// backoffDuration: InitialBackoff doubled for each attempt after the
-// first, capped at MaxBackoff.
-func (q *Queue) backoffDuration(qp *QueuedPod) time.Duration {
-	d := q.initialBackoff
-	for i := 1; i < qp.Attempts && d < q.maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, q.maxBackoff)
-}
-
+// backoffExpiry is when a pod's backoff ends, as Kubernetes'
+// calculateBackoffDuration: podInitialBackoff after the first attempt,
+// doubled for each attempt after that, capped at podMaxBackoff, counted
+// from the start of its last attempt. A pod never tried has none.
 func (q *Queue) backoffExpiry(qp *QueuedPod) time.Time {
 	if qp.Attempts == 0 {
 		return time.Time{}
 	}
-	return qp.LastAttempt.Add(q.backoffDuration(qp))
+	return qp.LastAttempt.Add(q.podBackoff.Delay(qp.Attempts))
 }
 
 func (q *Queue) toActiveLocked(qp *QueuedPod) {
