@@ -322,6 +322,47 @@ func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]ap
 	return out, rev, nil
 }
 
+// ListExact returns the objects of a kind as they were at revision rev.
+// Bolt keeps only current objects: it serves rev when its watch history
+// shows no change of the kind (in namespace) after rev, and fails with Gone
+// otherwise, as kube-apiserver does for a compacted revision.
+func (b *Bolt) ListExact(ctx context.Context, kind *api.Kind, namespace string, rev int64) ([]api.Object, error) {
+	if rev <= 0 {
+		return nil, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %d: an exact list needs a positive revision", rev))
+	}
+	items, cur, err := b.List(ctx, kind, namespace)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rev == cur:
+		return items, nil
+	case rev > cur:
+		return nil, api.NewTooLargeResourceVersion(rev, cur, 0)
+	}
+	// The list was read at cur; its events may still be on their way to
+	// the history.
+	if err := b.hub.waitFor(ctx, cur); err != nil {
+		return nil, err
+	}
+	if !kind.Namespaced {
+		namespace = ""
+	}
+	if changed, known := b.hub.changed(kind.GroupResource(), namespace, rev, cur); changed || !known {
+		return nil, api.NewGone("The resourceVersion for the provided list is too old.")
+	}
+	return items, nil
+}
+
+// WaitForRevision blocks until revision rev is committed and published to
+// watchers, ctx ends or the store closes.
+func (b *Bolt) WaitForRevision(ctx context.Context, rev int64) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	return b.hub.waitFor(ctx, rev)
+}
+
 // GuaranteedUpdate reads the object, applies tryUpdate to a copy and writes
 // the result with the read resourceVersion, retrying on conflict until ctx
 // ends. A result byte-equal to the stored object is not written.

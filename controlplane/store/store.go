@@ -16,7 +16,10 @@ import (
 //   - Every successful write gets a new, strictly increasing revision, set
 //     as the returned object's metadata.resourceVersion.
 //   - Errors are *api.StatusError: NotFound, AlreadyExists, Conflict (stale
-//     resourceVersion or failed precondition), Gone (watch too old).
+//     resourceVersion or failed precondition), Gone (watch or exact list
+//     too old), Timeout with cause ResourceVersionTooLarge (an exact list
+//     of a revision the store has not reached); ErrClosed after Close, and
+//     ctx's error when ctx ends while waiting.
 //   - All methods are safe for concurrent use; ctx bounds waiting for a
 //     commit, not the commit itself (a write that started may still land).
 //
@@ -43,6 +46,14 @@ type Store interface {
 	// List returns every object of a kind (in one namespace, or all when
 	// namespace is ""), sorted by key, and the revision it was read at.
 	List(ctx context.Context, kind *api.Kind, namespace string) ([]api.Object, int64, error)
+	// ListExact returns the objects of a kind (in one namespace, or all when
+	// namespace is ""), sorted by key, as they were at revision rev > 0. A
+	// store that keeps only current objects serves rev when nothing of the
+	// kind (in namespace) changed after it, as its watch history shows; it
+	// fails with Gone when something did or the history does not reach back
+	// to rev, and with Timeout ResourceVersionTooLarge when rev is newer than
+	// the current revision (WaitForRevision first).
+	ListExact(ctx context.Context, kind *api.Kind, namespace string, rev int64) ([]api.Object, error)
 	// Watch streams changes to a kind (in one namespace or all) after
 	// revision rev. rev 0 means "from now". A rev older than the watch
 	// history fails with Gone: the caller must list again and watch from the
@@ -51,6 +62,10 @@ type Store interface {
 	Watch(ctx context.Context, kind *api.Kind, namespace string, rev int64) (<-chan Event, error)
 	// Revision is the current global revision.
 	Revision() int64
+	// WaitForRevision blocks until the store has reached revision rev (its
+	// writes up to rev are visible to Get, List and Watch), ctx ends (ctx's
+	// error) or the store closes (ErrClosed). It never sleeps: commits wake it.
+	WaitForRevision(ctx context.Context, rev int64) error
 	// Close flushes pending commits and closes the database. Safe twice.
 	Close() error
 }

@@ -41,7 +41,10 @@ type hub struct {
 	// (start, end]. A watch from rev < start has missed events: Gone.
 	start, end int64
 	watchers   map[*watcher]struct{}
-	closed     bool
+	// advanced, when not nil, is closed by the next publish (and by close):
+	// waitFor's condition variable. Made only when someone waits.
+	advanced chan struct{}
+	closed   bool
 	slow       uint64
 	wg         sync.WaitGroup
 }
@@ -63,8 +66,11 @@ func newHub(size, buf int, rev int64) *hub {
 	}
 }
 
-func (w *watcher) matches(e *hubEvent) bool {
-	return e.bucket == w.bucket && (w.namespace == "" || e.namespace == w.namespace)
+func (w *watcher) matches(e *hubEvent) bool { return e.in(w.bucket, w.namespace) }
+
+// in reports whether e is a change of bucket in namespace ("" any).
+func (e *hubEvent) in(bucket, namespace string) bool {
+	return e.bucket == bucket && (namespace == "" || e.namespace == namespace)
 }
 
 // publish appends committed events (in revision order) to the history and
@@ -72,6 +78,10 @@ func (w *watcher) matches(e *hubEvent) bool {
 func (h *hub) publish(events []hubEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.advanced != nil {
+		close(h.advanced)
+		h.advanced = nil
+	}
 	for i := range events {
 		e := &events[i]
 		if h.n == len(h.ring) {
@@ -127,6 +137,54 @@ func (h *hub) register(w *watcher, rev int64) (replay []hubEvent, from int64, er
 	return replay, rev, nil
 }
 
+// waitFor blocks until revision rev is published (the history and every
+// watcher have it), ctx ends or the hub closes.
+func (h *hub) waitFor(ctx context.Context, rev int64) error {
+	for {
+		h.mu.Lock()
+		if h.end >= rev {
+			h.mu.Unlock()
+			return nil
+		}
+		if h.closed {
+			h.mu.Unlock()
+			return ErrClosed
+		}
+		if h.advanced == nil {
+			h.advanced = make(chan struct{})
+		}
+		advanced := h.advanced
+		h.mu.Unlock()
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// changed reports whether the history holds a change of bucket (in
+// namespace, "" any) in the revisions (after, upTo]; known is false when
+// the history does not cover them all.
+func (h *hub) changed(bucket, namespace string, after, upTo int64) (changed, known bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if after < h.start || upTo > h.end {
+		return false, false
+	}
+	// The ring holds revisions start+1..end in order: after+1 is at after-start.
+	for i := after - h.start; i < int64(h.n); i++ {
+		e := &h.ring[(h.head+int(i))%len(h.ring)]
+		if e.rev > upTo {
+			break
+		}
+		if e.in(bucket, namespace) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
 // remove drops a watcher (its goroutine is ending).
 func (h *hub) remove(w *watcher) {
 	h.mu.Lock()
@@ -143,6 +201,10 @@ func (h *hub) remove(w *watcher) {
 func (h *hub) close() {
 	h.mu.Lock()
 	h.closed = true
+	if h.advanced != nil {
+		close(h.advanced)
+		h.advanced = nil
+	}
 	for w := range h.watchers {
 		if !w.inClosed {
 			w.inClosed = true

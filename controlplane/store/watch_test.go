@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -228,5 +229,120 @@ func TestWatchStops(t *testing.T) {
 	}
 	if _, ok := <-other; ok {
 		t.Fatal("event after Close, want closed channel")
+	}
+}
+
+func TestWaitForRevision(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	p := mustCreate(t, s, newPod("default", "a"))
+	rev := revOf(t, p)
+
+	// Reached already: returns at once, even with a context that has ended.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.WaitForRevision(done, rev); err != nil {
+		t.Fatalf("reached revision: %v", err)
+	}
+	// Not reached and nothing written: the context's error.
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := s.WaitForRevision(short, rev+1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("unreached revision: %v, want DeadlineExceeded", err)
+	}
+	// A commit wakes a waiter.
+	waited := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		waited <- s.WaitForRevision(wctx, rev+2)
+	}()
+	mustCreate(t, s, newPod("default", "b"))
+	mustCreate(t, s, newPod("default", "c"))
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken by the commits")
+	}
+	if got := s.Revision(); got < rev+2 {
+		t.Fatalf("revision %d after the wait, want >= %d", got, rev+2)
+	}
+	// Close wakes a waiter with ErrClosed.
+	go func() { waited <- s.WaitForRevision(ctx, rev+100) }()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("waiter after close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken by Close")
+	}
+}
+
+func TestListExact(t *testing.T) {
+	ctx := context.Background()
+	opts := testOptions()
+	opts.HistorySize = 4
+	s, _ := openStore(t, opts)
+	a := mustCreate(t, s, newPod("default", "a"))                                                       // 1
+	mustCreate(t, s, newPod("other", "b"))                                                              // 2
+	cm := mustCreate(t, s, &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "c"}}) // 3
+	cm.GetObjectMeta().Labels = map[string]string{"v": "2"}
+	if _, err := s.Update(ctx, cm); err != nil { // 4
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		kind      *api.Kind
+		namespace string
+		rev       int64
+		want      []string // names, or nil with wantErr
+		wantErr   func(error) bool
+	}{
+		{name: "current revision", kind: podKind, rev: 4, want: []string{"a", "b"}},
+		{name: "pods unchanged since 2", kind: podKind, rev: 2, want: []string{"a", "b"}},
+		{name: "default pods unchanged since 1", kind: podKind, namespace: "default", rev: 1, want: []string{"a"}},
+		{name: "all pods changed after 1", kind: podKind, rev: 1, wantErr: api.IsGone},
+		{name: "configmap changed after 3", kind: cmKind, rev: 3, wantErr: api.IsGone},
+		{name: "future revision", kind: podKind, rev: 5, wantErr: api.IsTooLargeResourceVersion},
+		{name: "zero", kind: podKind, rev: 0, wantErr: func(err error) bool { return api.CodeOf(err) == 400 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items, err := s.ListExact(ctx, tt.kind, tt.namespace, tt.rev)
+			if tt.wantErr != nil {
+				if !tt.wantErr(err) {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, o := range items {
+				names = append(names, o.GetObjectMeta().Name)
+			}
+			if fmt.Sprint(names) != fmt.Sprint(tt.want) {
+				t.Fatalf("names = %v, want %v", names, tt.want)
+			}
+		})
+	}
+	// Past the history: Gone even though the pods did not change.
+	for range 4 {
+		cm.GetObjectMeta().ResourceVersion = ""
+		cm.GetObjectMeta().Labels["v"] += "x"
+		if _, err := s.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ListExact(ctx, podKind, "", revOf(t, a)+1); !api.IsGone(err) {
+		t.Fatalf("revision older than the history: %v, want Gone", err)
 	}
 }
