@@ -45,8 +45,8 @@ type hub struct {
 	// waitFor's condition variable. Made only when someone waits.
 	advanced chan struct{}
 	closed   bool
-	slow       uint64
-	wg         sync.WaitGroup
+	slow     uint64
+	wg       sync.WaitGroup
 }
 
 // watcher is one open watch.
