@@ -2,10 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,34 +288,12 @@ func (i *Informer) Run(ctx context.Context) {
 
 // mustRelist reports a watch error that resuming from the same
 // resourceVersion cannot get past, so only a new list can: 410 Gone or
-// Expired (the history was compacted), or a 504 Timeout "Too large resource
-// version" (the server has not reached that version). The second is
-// recognised as client-go's reflector does: by the ResourceVersionTooLarge
-// cause, or, from servers that send none, the message.
+// Expired (the history was compacted), or 504 Timeout with cause
+// ResourceVersionTooLarge (the server has not reached that version), as
+// client-go's reflector treats them.
 func mustRelist(err error) bool {
-	if api.IsGone(err) {
-		return true
-	}
-	var se *api.StatusError
-	if !errors.As(err, &se) || se.Status.Reason != api.ReasonTimeout {
-		return false
-	}
-	if d := se.Status.Details; d != nil {
-		for _, c := range d.Causes {
-			if c.Type == causeResourceVersionTooLarge || c.Message == tooLargeResourceVersion {
-				return true
-			}
-		}
-	}
-	return strings.Contains(se.Status.Message, tooLargeResourceVersion)
+	return api.IsGone(err) || api.IsTooLargeResourceVersion(err)
 }
-
-// The cause type and message of Kubernetes' NewTooLargeResourceVersionError
-// (k8s.io/apiserver storage errors; metav1.CauseTypeResourceVersionTooLarge).
-const (
-	causeResourceVersionTooLarge = "ResourceVersionTooLarge"
-	tooLargeResourceVersion      = "Too large resource version"
-)
 
 // relist lists and replaces the cache, emitting the differences.
 func (i *Informer) relist(ctx context.Context) error {

@@ -188,16 +188,6 @@ func TestInformerRelistsAfterGone(t *testing.T) {
 	}
 }
 
-// tooLargeRV is the Status a Kubernetes API server answers a watch from a
-// resourceVersion it has not reached (NewTooLargeResourceVersionError).
-func tooLargeRV(withCause bool) error {
-	e := api.NewStatusError(http.StatusGatewayTimeout, api.ReasonTimeout, "Too large resource version: 90, current: 12")
-	if withCause {
-		e.Status.Details = &api.StatusDetails{Causes: []api.StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}}
-	}
-	return e
-}
-
 func TestMustRelist(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -206,11 +196,10 @@ func TestMustRelist(t *testing.T) {
 	}{
 		{"410 Gone", api.NewStatusError(http.StatusGone, api.ReasonGone, "too old resource version: 1 (5)"), true},
 		{"410 Expired", api.NewGone("too old resource version: 1 (5)"), true},
-		{"504 too large resource version, with its cause", tooLargeRV(true), true},
-		{"504 too large resource version, message only (older servers)", tooLargeRV(false), true},
-		{"wrapped", fmt.Errorf("watch pods: %w", tooLargeRV(true)), true},
+		{"504 too large resource version", api.NewTooLargeResourceVersion(90, 12, 1), true},
+		{"wrapped", fmt.Errorf("watch pods: %w", api.NewTooLargeResourceVersion(90, 12, 1)), true},
 		{"504 Timeout for another reason", api.NewStatusError(http.StatusGatewayTimeout, api.ReasonTimeout, "the server was unable to return a response in the time allotted"), false},
-		{"the cause on another reason", &api.StatusError{Status: api.Status{Reason: api.ReasonInternal, Details: &api.StatusDetails{Causes: []api.StatusCause{{Type: "ResourceVersionTooLarge"}}}}}, false},
+		{"the cause on another reason", &api.StatusError{Status: api.Status{Reason: api.ReasonInternal, Details: &api.StatusDetails{Causes: []api.StatusCause{{Type: api.CauseResourceVersionTooLarge}}}}}, false},
 		{"500", api.NewInternal(errors.New("boom")), false},
 		{"not a Status", errors.New("connection refused"), false},
 		{"no error", nil, false},
@@ -227,55 +216,51 @@ func TestMustRelist(t *testing.T) {
 // version however often it retries: the informer must list again, as it
 // does after 410 Gone.
 func TestInformerRelistsAfterTooLargeResourceVersion(t *testing.T) {
-	for _, withCause := range []bool{true, false} {
-		t.Run(fmt.Sprintf("cause=%v", withCause), func(t *testing.T) {
-			ctx := t.Context()
-			f := fake.New(testPod("default", "keep", "", nil), testPod("default", "vanish", "", nil))
-			pods := kind(t, &api.Pod{})
-			inf := client.NewInformer(f, pods, "default", api.ListOptions{}, nil)
-			var cl changeLog
-			inf.AddHandler(cl.handler())
-			startInformer(t, inf)
-			eventually(t, "watching", func() bool { return f.WatchCount() == 1 })
+	ctx := t.Context()
+	f := fake.New(testPod("default", "keep", "", nil), testPod("default", "vanish", "", nil))
+	pods := kind(t, &api.Pod{})
+	inf := client.NewInformer(f, pods, "default", api.ListOptions{}, nil)
+	var cl changeLog
+	inf.AddHandler(cl.handler())
+	startInformer(t, inf)
+	eventually(t, "watching", func() bool { return f.WatchCount() == 1 })
 
-			// From now on every watch is refused as the server would refuse
-			// one from a version it has not reached; lists still work, so
-			// only a relist can show the informer what changes next.
-			var mu sync.Mutex
-			lists := 0
-			f.Intercept(func(a fake.Action) error {
-				switch a.Verb {
-				case "watch":
-					return tooLargeRV(withCause)
-				case "list":
-					mu.Lock()
-					lists++
-					mu.Unlock()
-				}
-				return nil
-			})
-			f.CloseWatches()
-			if err := f.Delete(ctx, pods, "default", "vanish", api.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := client.Create(ctx, f, testPod("default", "new", "", nil)); err != nil {
-				t.Fatal(err)
-			}
-			for _, want := range []string{"delete default/vanish", "add default/new"} {
-				eventually(t, want, func() bool { return cl.has(want) })
-			}
+	// From now on every watch is refused as the server would refuse
+	// one from a version it has not reached; lists still work, so
+	// only a relist can show the informer what changes next.
+	var mu sync.Mutex
+	lists := 0
+	f.Intercept(func(a fake.Action) error {
+		switch a.Verb {
+		case "watch":
+			return api.NewTooLargeResourceVersion(90, 12, 1)
+		case "list":
 			mu.Lock()
-			n := lists
+			lists++
 			mu.Unlock()
-			if n == 0 {
-				t.Error("the changes arrived without a list")
-			}
-			f.Intercept(nil)
-			eventually(t, "watching again", func() bool { return f.WatchCount() == 1 })
-			if got := keys(inf.List()); !slices.Equal(got, []string{"default/keep", "default/new"}) {
-				t.Errorf("cache = %v", got)
-			}
-		})
+		}
+		return nil
+	})
+	f.CloseWatches()
+	if err := f.Delete(ctx, pods, "default", "vanish", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Create(ctx, f, testPod("default", "new", "", nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"delete default/vanish", "add default/new"} {
+		eventually(t, want, func() bool { return cl.has(want) })
+	}
+	mu.Lock()
+	n := lists
+	mu.Unlock()
+	if n == 0 {
+		t.Error("the changes arrived without a list")
+	}
+	f.Intercept(nil)
+	eventually(t, "watching again", func() bool { return f.WatchCount() == 1 })
+	if got := keys(inf.List()); !slices.Equal(got, []string{"default/keep", "default/new"}) {
+		t.Errorf("cache = %v", got)
 	}
 }
 
