@@ -15,6 +15,11 @@
 //     attempt, so a retried create is idempotent.
 //   - A restart is a new container (attempt+1); the previous one is kept
 //     until the next restart so `skiff logs --previous` can read it.
+//   - Restarts and image pulls back off as the kubelet's (client/backoff):
+//     the first restart at once, then BaseBackoff doubling to MaxBackoff
+//     (10 s to 5 min), starting over once a container ran 10 minutes or
+//     a pull succeeds. The delays live in memory: an agent restart resets
+//     them, never a container.
 //   - Status is written after every transition, and only when it changed.
 //   - A pod with a deletionTimestamp is stopped (SIGTERM, then SIGKILL after
 //     its grace period) and then removed from the API with grace 0: the

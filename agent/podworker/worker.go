@@ -13,6 +13,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/backoff"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -77,7 +78,7 @@ type Config struct {
 	// VolumeDir holds pod volumes: VolumeDir/<pod uid>/volumes/<name>.
 	VolumeDir string
 	// BaseBackoff and MaxBackoff bound the restart and image pull backoff
-	// (kubelet: 10 s doubling to 5 min).
+	// (kubelet: 10 s doubling to 5 min; zero takes those).
 	BaseBackoff, MaxBackoff time.Duration
 	Log                     *slog.Logger
 	// Now is the clock (tests); time.Now when nil.
@@ -93,6 +94,9 @@ type Config struct {
 type Worker struct {
 	cfg Config
 	log *slog.Logger
+	// backoff is BaseBackoff doubling to MaxBackoff, for both restarts
+	// (CrashLoopBackOff) and image pulls (ImagePullBackOff).
+	backoff backoff.Policy
 
 	mu    sync.Mutex
 	state map[string]*podState // by pod uid
@@ -111,12 +115,11 @@ type Worker struct {
 type podState struct {
 	// backoff per container name: when the next attempt may start and the
 	// delay that was used.
-	restart map[string]backoff
+	restart map[string]retryAfter
 	pull    map[string]pullFailure
 	// started records that the Started event was posted, per container id.
 	started map[string]bool
 	network *PodNetwork
-	traced  bool
 	// previous holds, per container name, the attempt before the latest.
 	previous map[string]runtime.ContainerStatus
 	// allocTrace is the device manager's Allocate per container name
@@ -124,15 +127,19 @@ type podState struct {
 	allocTrace map[string]map[string]any
 }
 
-type backoff struct {
+// retryAfter is a container's backoff: the next attempt waits until until.
+type retryAfter struct {
 	until time.Time
-	delay time.Duration
-	// forID is the exited container this backoff waits out.
+	// failures counted since the backoff last started over; delay is
+	// Worker.backoff's delay for them.
+	failures int
+	delay    time.Duration
+	// forID is the exited container this backoff waits out (restarts).
 	forID string
 }
 
 type pullFailure struct {
-	backoff
+	retryAfter
 	message string
 	// shown: a status with ErrImagePull was written; later ones say ImagePullBackOff.
 	shown bool
@@ -156,7 +163,8 @@ func New(cfg Config) *Worker {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	w := &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}, terminating: map[string]bool{}}
+	w := &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}, terminating: map[string]bool{},
+		backoff: backoff.Policy{Initial: cfg.BaseBackoff, Max: cfg.MaxBackoff}}
 	w.probes = newProber(w)
 	return w
 }
@@ -201,7 +209,7 @@ func (w *Worker) stateOf(uid string) *podState {
 	defer w.mu.Unlock()
 	st, ok := w.state[uid]
 	if !ok {
-		st = &podState{restart: map[string]backoff{}, pull: map[string]pullFailure{}, started: map[string]bool{}}
+		st = &podState{restart: map[string]retryAfter{}, pull: map[string]pullFailure{}, started: map[string]bool{}}
 		w.state[uid] = st
 	}
 	return st
@@ -352,20 +360,18 @@ func (w *Worker) step(ctx context.Context, pod *api.Pod, c *api.Container, cur r
 		b := st.restart[c.Name]
 		if b.forID != cur.ID {
 			// A new failure: back off before the next attempt, doubling
-			// the delay (kubelet: 10 s, 20 s, 40 s ... 5 min).
-			d := w.cfg.BaseBackoff
-			if b.delay > 0 {
-				d = min(2*b.delay, w.cfg.MaxBackoff)
+			// the delay (kubelet: at once, then 10 s, 20 s, 40 s ... 5 min).
+			n := b.failures + 1
+			// A container that ran a long time starts over.
+			if !cur.StartedAt.IsZero() && cur.FinishedAt.Sub(cur.StartedAt) > restartBackoffReset {
+				n = 1
 			}
-			// A container that ran a long time (10 min) starts over.
-			if !cur.StartedAt.IsZero() && cur.FinishedAt.Sub(cur.StartedAt) > 10*time.Minute {
-				d = w.cfg.BaseBackoff
-			}
-			if attempt(cur) == 0 && b.delay == 0 {
+			if attempt(cur) == 0 && b.forID == "" {
 				// The first restart happens at once, as the kubelet does.
-				d = 0
+				n = 0
 			}
-			b = backoff{until: cur.FinishedAt.Add(d), delay: max(d, w.cfg.BaseBackoff/2), forID: cur.ID}
+			d := w.backoff.Delay(n)
+			b = retryAfter{until: cur.FinishedAt.Add(d), failures: n, delay: d, forID: cur.ID}
 			st.restart[c.Name] = b
 		}
 		if now.Before(b.until) {
@@ -376,6 +382,10 @@ func (w *Worker) step(ctx context.Context, pod *api.Pod, c *api.Container, cur r
 	}
 	return 0, nil
 }
+
+// restartBackoffReset is how long a container must run for its restart
+// backoff to start over: the kubelet's, twice its 5 min cap.
+const restartBackoffReset = 10 * time.Minute
 
 func shouldRestart(policy string, exitCode int, isInit bool) bool {
 	switch policy {
@@ -404,13 +414,12 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 	w.event(ctx, pod, api.EventNormal, "Pulling", "Pulling image %q", c.Image)
 	img, err := w.cfg.Runtime.EnsureImage(ctx, c.Image, runtime.PullPolicy(pullPolicy(c)), nil)
 	if err != nil {
-		pf := st.pull[c.Name]
-		d := w.cfg.BaseBackoff
-		if pf.delay > 0 {
-			d = min(2*pf.delay, w.cfg.MaxBackoff)
-		}
+		// Pull failures in a row double the wait (kubelet: 10 s ... 5 min);
+		// a pull that works forgets them.
+		n := st.pull[c.Name].failures + 1
+		d := w.backoff.Delay(n)
 		msg := err.Error()
-		st.pull[c.Name] = pullFailure{backoff: backoff{until: now.Add(d), delay: d}, message: msg}
+		st.pull[c.Name] = pullFailure{retryAfter: retryAfter{until: now.Add(d), failures: n, delay: d}, message: msg}
 		w.event(ctx, pod, api.EventWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
 		w.event(ctx, pod, api.EventWarning, "Failed", "Error: ErrImagePull")
 		w.trace(ctx, pod, "pull", t0, "failed: "+msg, nil)
@@ -418,9 +427,7 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 		// while the backoff runs.
 		return min(d, time.Second), nil
 	}
-	if _, had := st.pull[c.Name]; had {
-		delete(st.pull, c.Name)
-	}
+	delete(st.pull, c.Name) // a pull that works ends the backoff
 	w.event(ctx, pod, api.EventNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, w.cfg.Now().Sub(t0).Round(time.Millisecond))
 	w.trace(ctx, pod, "pull", t0, img.Name, nil)
 
@@ -428,8 +435,11 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 	spec, err := w.containerSpec(ctx, pod, c, img, n, st)
 	if err != nil {
 		w.event(ctx, pod, api.EventWarning, "Failed", "Error: %v", err)
-		st.pull[c.Name] = pullFailure{backoff: backoff{until: now.Add(w.cfg.BaseBackoff), delay: w.cfg.BaseBackoff}, message: err.Error(), config: true}
-		return w.cfg.BaseBackoff, nil
+		// The config may be fixed any moment (a ConfigMap created): look
+		// again after the first delay, without growing it.
+		d := w.backoff.Delay(1)
+		st.pull[c.Name] = pullFailure{retryAfter: retryAfter{until: now.Add(d), failures: 1, delay: d}, message: err.Error(), config: true}
+		return d, nil
 	}
 	id, err := w.cfg.Runtime.CreateContainer(ctx, spec)
 	if errors.Is(err, runtime.ErrAlreadyExists) {

@@ -155,6 +155,68 @@ func TestCrashRestartsWithBackoffAndCountsRestarts(t *testing.T) {
 	}
 }
 
+// The restart backoff is the kubelet's: the first restart at once, then the
+// base delay doubling to the cap (10s, 20s, 40s here), starting over once
+// a container ran 10 minutes.
+func TestCrashLoopBackOffDoublesToTheCapAndStartsOver(t *testing.T) {
+	f := newFixture(t, newPod("web"))
+	f.sync("web")
+	for i, step := range []struct {
+		ranFor time.Duration
+		want   time.Duration
+	}{
+		{time.Second, 0},
+		{time.Second, 10 * time.Second},
+		{time.Second, 20 * time.Second},
+		{time.Second, 40 * time.Second},
+		{time.Second, 40 * time.Second},
+		{11 * time.Minute, 10 * time.Second},
+		{time.Second, 20 * time.Second},
+	} {
+		f.now = f.now.Add(step.ranFor)
+		if err := f.rt.Exit(f.running("web").ID, 1, ""); err != nil {
+			t.Fatal(err)
+		}
+		wait := f.sync("web")
+		cs := f.pod("web").Status.ContainerStatuses[0]
+		if step.want == 0 {
+			if wait != 0 || cs.State.Running == nil {
+				t.Fatalf("crash %d: wait %v, state %+v; want an immediate restart", i+1, wait, cs.State)
+			}
+			continue
+		}
+		if wait != step.want {
+			t.Errorf("crash %d: wait %v, want %v", i+1, wait, step.want)
+		}
+		msg := "back-off " + step.want.String() + " restarting failed container=main pod=web_default(uid-web)"
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.State.Waiting.Message != msg {
+			t.Fatalf("crash %d: state %+v; want CrashLoopBackOff %q", i+1, cs.State, msg)
+		}
+		f.now = f.now.Add(wait)
+		f.sync("web")
+		if cs := f.pod("web").Status.ContainerStatuses[0]; cs.State.Running == nil {
+			t.Fatalf("crash %d: after the backoff: %+v; want running", i+1, cs.State)
+		}
+	}
+}
+
+// Failed pulls back off as the kubelet's image pulls: the base delay
+// doubling to the cap.
+func TestImagePullBackOffDoublesToTheCap(t *testing.T) {
+	f := newFixture(t, newPod("bad", func(p *api.Pod) { p.Spec.Containers[0].Image = "registry.invalid/does-not-exist:1" }))
+	for i, want := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 40 * time.Second} {
+		f.sync("bad") // pulls, fails
+		if left := f.sync("bad"); left != want {
+			t.Errorf("failed pull %d: next pull in %v, want %v", i+1, left, want)
+		}
+		f.now = f.now.Add(want - time.Millisecond)
+		if left := f.sync("bad"); left != time.Millisecond {
+			t.Fatalf("failed pull %d: %v before the backoff ends, want 1ms", i+1, left)
+		}
+		f.now = f.now.Add(time.Millisecond)
+	}
+}
+
 func TestRestartPolicyNeverEndsInSucceededOrFailed(t *testing.T) {
 	for _, tc := range []struct {
 		code  int
