@@ -42,6 +42,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/client/backoff"
 )
 
 const (
@@ -167,7 +168,9 @@ func (p *Plugin) Run(ctx context.Context) error {
 		return err
 	}
 	defer p.Stop()
-	delay := 100 * time.Millisecond
+	// 100ms doubling to 5s: the manager is usually back within a second
+	// (an agent restart), and a plugin without one is not busy.
+	b := backoff.Backoff{Policy: backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}}
 	for {
 		p.mu.Lock()
 		ended := p.ended
@@ -183,13 +186,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 			case <-ended: // the manager went away: register again
 			}
 			if time.Since(since) > 30*time.Second {
-				delay = 100 * time.Millisecond // it was a good registration
+				b.Reset() // it was a good registration
 			}
 			err = errors.New("the device manager's ListAndWatch stream ended")
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
+		delay := b.Next()
 		p.log.Warn("register with the device manager (will retry)", "err", err, "retry", delay)
 		t := time.NewTimer(delay)
 		select {
@@ -201,7 +205,6 @@ func (p *Plugin) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
 
