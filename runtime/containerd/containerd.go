@@ -62,6 +62,7 @@ import (
 	"github.com/containerd/typeurl/v2"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
+	"skiff.dev/skiff/client/backoff"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -424,7 +425,8 @@ func (r *Runtime) cgroupOOMKilled(id string) bool {
 // WaitContainer implements runtime.Runtime.
 func (r *Runtime) WaitContainer(ctx context.Context, id string) (runtime.ContainerStatus, error) {
 	ctx = r.ns(ctx)
-	backoff := 100 * time.Millisecond
+	// containerd restarts in about a second: 100ms doubling to 2s.
+	b := backoff.Backoff{Policy: backoff.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second}}
 	for {
 		st, err := r.ContainerStatus(ctx, id)
 		switch {
@@ -438,18 +440,18 @@ func (r *Runtime) WaitContainer(ctx context.Context, id string) (runtime.Contain
 			return runtime.ContainerStatus{}, fmt.Errorf("wait container %s: not started: %w", id, runtime.ErrInvalidState)
 		default:
 			if exited := r.waitTask(ctx, id); exited {
-				backoff = 100 * time.Millisecond
+				b.Reset()
 				continue
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			return runtime.ContainerStatus{}, err
 		}
-		r.log.Debug("wait container: retrying", "id", id, "err", err, "after", backoff)
-		if !sleep(ctx, backoff) {
+		d := b.Next()
+		r.log.Debug("wait container: retrying", "id", id, "err", err, "after", d)
+		if !b.Sleep(ctx, d) {
 			return runtime.ContainerStatus{}, ctx.Err()
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
@@ -471,17 +473,6 @@ func (r *Runtime) waitTask(ctx context.Context, id string) bool {
 	select {
 	case st := <-ch:
 		return st.Error() == nil
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
 	case <-ctx.Done():
 		return false
 	}
@@ -585,31 +576,33 @@ func (r *Runtime) subscribe(ctx context.Context, filters []string, handle func(*
 	for i := range filters {
 		filters[i] = `namespace==` + strconv.Quote(r.cfg.Namespace) + `,` + filters[i]
 	}
-	backoff := 100 * time.Millisecond
+	// 100ms doubling to 5s: containerd restarts in about a second.
+	b := backoff.Backoff{Policy: backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}}
 	for first := true; ; first = false {
 		sctx, cancel := context.WithCancel(ctx)
 		envs, errs := r.client.Subscribe(sctx, filters...)
 		if !first {
 			resynced()
 		}
+		var d time.Duration // before resubscribing
 	loop:
 		for {
 			select {
 			case env := <-envs:
-				backoff = 100 * time.Millisecond
+				b.Reset()
 				handle(env)
 			case err := <-errs:
+				d = b.Next()
 				if ctx.Err() == nil {
-					r.log.Info("event stream broke; resubscribing", "err", err, "after", backoff)
+					r.log.Info("event stream broke; resubscribing", "err", err, "after", d)
 				}
 				break loop
 			}
 		}
 		cancel()
-		if !sleep(ctx, backoff) {
+		if !b.Sleep(ctx, d) {
 			return
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
