@@ -133,7 +133,9 @@ func DecodeJSON(k *Kind, data []byte) (Object, error) {
 func DecodeAny(data []byte) (Object, *Kind, error) {
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, nil, &DecodeError{Index: -1, Err: yamlError(err, 0)}
+		e := yamlDecodeError(data, err, -1, 1)
+		e.Line = 0
+		return nil, nil, e
 	}
 	d := decodeDocument(j, 0, 0)
 	if len(d) != 1 || d[0].Path != "" {
@@ -163,7 +165,7 @@ func DecodeStream(data []byte) []Document {
 		}
 		j, err := yaml.YAMLToJSONStrict(raw.data)
 		if err != nil {
-			out = append(out, Document{Index: index, Line: raw.line, Err: &DecodeError{Index: index, Line: raw.line, Err: yamlError(err, raw.line-1)}})
+			out = append(out, Document{Index: index, Line: raw.line, Err: yamlDecodeError(raw.data, err, index, raw.line)})
 			index++
 			continue
 		}
@@ -215,7 +217,7 @@ func decodeDocument(j []byte, index, line int) []Document {
 		return fail(fmt.Errorf("expected an object with apiVersion and kind, got %s", jsonTypeName(v)))
 	}
 	if itemKind, isList := listKind(m); isList {
-		return decodeList(m, itemKind, index, line)
+		return decodeList(m, j, itemKind, index, line)
 	}
 	k, kerr := kindOf(m)
 	if kerr != nil {
@@ -246,7 +248,8 @@ func listKind(m map[string]any) (itemKind *Kind, isList bool) {
 	return nil, false
 }
 
-func decodeList(m map[string]any, itemKind *Kind, index, line int) []Document {
+// decodeList decodes the items of List m, whose JSON is j.
+func decodeList(m map[string]any, j []byte, itemKind *Kind, index, line int) []Document {
 	fail := func(fe FieldErrors, err error) []Document {
 		return []Document{{Index: index, Line: line, Err: &DecodeError{Index: index, Line: line, Kind: stringField(m, "kind"), Fields: fe, Err: err}}}
 	}
@@ -258,12 +261,27 @@ func decodeList(m map[string]any, itemKind *Kind, index, line int) []Document {
 			fe = append(fe, UnknownField(key, ""))
 		}
 	}
-	if len(fe) > 0 {
-		return fail(fe, nil)
-	}
 	items, ok := m["items"].([]any)
 	if !ok && m["items"] != nil {
-		return fail(FieldErrors{Invalid("items", jsonTypeName(m["items"]), "expected a list")}, nil)
+		fe = append(fe, Invalid("items", jsonTypeName(m["items"]), "expected a list"))
+	}
+	// Each item is decoded from its own bytes, so that keys it gives twice
+	// are seen (m holds only the last of them).
+	var list struct {
+		APIVersion json.RawMessage   `json:"apiVersion"`
+		Kind       json.RawMessage   `json:"kind"`
+		Metadata   json.RawMessage   `json:"metadata"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if ok {
+		dups, err := unmarshalTyped(j, &list)
+		if err != nil { // cannot happen: m came from j
+			return fail(nil, err)
+		}
+		fe = append(fe, dups...)
+	}
+	if len(fe) > 0 {
+		return fail(fe, nil)
 	}
 	var out []Document
 	for i, it := range items {
@@ -289,14 +307,8 @@ func decodeList(m map[string]any, itemKind *Kind, index, line int) []Document {
 			out = append(out, d)
 			continue
 		}
-		raw, err := json.Marshal(im)
-		if err != nil { // cannot happen: im came from JSON
-			d.Err = &DecodeError{Index: index, Line: line, Path: path, Err: err}
-			out = append(out, d)
-			continue
-		}
 		d.Kind = k
-		d.Object, d.Err = decodeTyped(k, im, raw, index)
+		d.Object, d.Err = decodeTyped(k, im, list.Items[i], index)
 		if e, ok := d.Err.(*DecodeError); ok {
 			e.Line, e.Path = line, path
 		}
@@ -325,12 +337,16 @@ func kindOf(m map[string]any) (*Kind, error) {
 
 // decodeTyped checks m strictly against k's type and, when it is clean,
 // unmarshals data (the JSON of m) into a new object.
+// Keys given twice in data (which m, a map, cannot show) are reported with
+// the other problems.
 func decodeTyped(k *Kind, m map[string]any, data []byte, index int) (Object, error) {
-	if fe := checkStrict(m, k.Type); len(fe) > 0 {
+	fe := checkStrict(m, k.Type)
+	o := k.New()
+	dups, err := unmarshalTyped(data, o)
+	if fe = append(fe, dups...); len(fe) > 0 {
 		return nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Fields: fe}
 	}
-	o := k.New()
-	if err := json.Unmarshal(data, o); err != nil {
+	if err != nil {
 		return nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Err: err}
 	}
 	*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
@@ -438,6 +454,28 @@ func splitYAML(data []byte) []rawYAML {
 	}
 	flush(lineNo + 1)
 	return out
+}
+
+// yamlDecodeError explains why YAMLToJSONStrict refused document data
+// (starting at line firstLine of its stream): the paths of keys given twice
+// when that was the reason, the YAML error otherwise.
+func yamlDecodeError(data []byte, err error, index, firstLine int) *DecodeError {
+	e := &DecodeError{Index: index, Line: firstLine}
+	dups := yamlDuplicates(data, firstLine)
+	if len(dups) == 0 {
+		e.Err = yamlError(err, firstLine-1)
+		return e
+	}
+	e.Fields = dups
+	// Name the object when the document reads without the strict check.
+	if j, err := yaml.YAMLToJSON(data); err == nil {
+		if v, err := parseJSON(j); err == nil {
+			if m, ok := v.(map[string]any); ok {
+				e.Kind, e.Name = stringField(m, "kind"), metaName(m)
+			}
+		}
+	}
+	return e
 }
 
 // yamlError makes a YAML error's "line N" count from the stream's start.

@@ -229,6 +229,81 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+// TestDuplicateKeys: a key given twice in one object is an error naming its
+// path on every decode path (the YAML ones are in
+// testdata/invalid-duplicate-keys.yaml), as kube-apiserver's strict decoding.
+func TestDuplicateKeys(t *testing.T) {
+	pods, _ := LookupResource("pods")
+	stream := func(in string) []string {
+		var out []string
+		for _, d := range DecodeStream([]byte(in)) {
+			if d.Err != nil {
+				out = append(out, d.Err.Error())
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		decode func(string) []string
+		in     string
+		want   []string
+	}{
+		{"JSON stream, top level and nested", stream,
+			`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "metadata": {"name": "q"},
+			  "spec": {"containers": [{"name": "c", "image": "cuda", "image": "busybox"}]}}
+			{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n", "labels": {"a": "1", "a": "2"}}}`,
+			[]string{`document 1 (Pod "q"): error validating data: [metadata: duplicate field, spec.containers[0].image: duplicate field]`,
+				`document 2 (Namespace "n"): error validating data: metadata.labels.a: duplicate field`}},
+		{"JSON List item", stream,
+			`{"apiVersion": "v1", "kind": "List", "items": [
+			  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok"}},
+			  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"k": "1", "k": "2"}}]}`,
+			[]string{`document 1, items[1] (ConfigMap "cfg"): error validating data: data.k: duplicate field`}},
+		{"JSON List key", stream,
+			`{"apiVersion": "v1", "kind": "List", "items": [], "items": []}`,
+			[]string{`document 1 (List): error validating data: items: duplicate field`}},
+		{"duplicate with an unknown field: both reported", stream,
+			`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i", "image": "j", "imagee": "k"}]}}`,
+			[]string{`[spec.containers[0].imagee: unknown field: did you mean "image"?, spec.containers[0].image: duplicate field]`}},
+		{"API body (DecodeJSON)", func(in string) []string {
+			if _, err := DecodeJSON(pods, []byte(in)); err != nil {
+				return []string{err.Error()}
+			}
+			return nil
+		}, `{"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "cuda", "image": "busybox"}]}}`,
+			[]string{`(Pod "p"): error validating data: spec.containers[0].image: duplicate field`}},
+		{"one YAML object (DecodeAny)", func(in string) []string {
+			if _, _, err := DecodeAny([]byte(in)); err != nil {
+				return []string{err.Error()}
+			}
+			return nil
+		}, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: a, image: b}\n",
+			[]string{`(Pod "p"): error validating data: spec.containers[0].image: duplicate field: again at line 6`}},
+		{"request body (UnmarshalStrict)", func(in string) []string {
+			var b Binding
+			if err := UnmarshalStrict([]byte(in), &b); err != nil {
+				return []string{err.Error()}
+			}
+			return nil
+		}, `{"metadata": {"name": "p"}, "target": {"name": "n1", "name": "n2"}, "targt": {}}`,
+			[]string{`[targt: unknown field, target.name: duplicate field]`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.decode(c.in)
+			if len(got) != len(c.want) {
+				t.Fatalf("got %d errors, want %d:\n%s", len(got), len(c.want), strings.Join(got, "\n"))
+			}
+			for i, w := range c.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("error %d: missing %q in\n%s", i, w, got[i])
+				}
+			}
+		})
+	}
+}
+
 func TestSecretAndBytes(t *testing.T) {
 	docs := DecodeStream([]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {a: not-base64!}\n"))
 	if docs[0].Err == nil || !strings.Contains(docs[0].Err.Error(), "data[a]: Invalid value") {

@@ -249,6 +249,7 @@ const (
 	FieldNotSupported FieldErrorType = "FieldValueNotSupported"
 	FieldForbidden    FieldErrorType = "FieldValueForbidden"
 	FieldDuplicate    FieldErrorType = "FieldValueDuplicate"
+	FieldTooLong      FieldErrorType = "FieldValueTooLong"
 	FieldUnknown      FieldErrorType = "FieldUnknown"
 	// FieldNotFound: a reference to something that does not exist
 	// (a volumeMount naming no volume).
@@ -256,6 +257,9 @@ const (
 	// FieldUnknownField: a field that exists neither in skiff nor in
 	// Kubernetes, usually a typo ("spec.replcas").
 	FieldUnknownField FieldErrorType = "FieldUnknownField"
+	// FieldDuplicateField: a key given twice in one JSON or YAML object
+	// (kube-apiserver's strict decoding: `duplicate field "spec.replicas"`).
+	FieldDuplicateField FieldErrorType = "FieldDuplicateField"
 )
 
 // FieldError is one problem with one field, named by its path
@@ -280,6 +284,10 @@ func (e *FieldError) Error() string {
 		return fmt.Sprintf("%s: Forbidden%s", e.Field, suffix(e.Detail))
 	case FieldDuplicate:
 		return fmt.Sprintf("%s: Duplicate value: %s", e.Field, quoteValue(e.Value))
+	case FieldTooLong:
+		return fmt.Sprintf("%s: Too long%s", e.Field, suffix(e.Detail))
+	case FieldDuplicateField:
+		return fmt.Sprintf("%s: duplicate field%s", e.Field, suffix(e.Detail))
 	case FieldUnknown:
 		return fmt.Sprintf("%s: field not supported by skiff%s", e.Field, suffix(e.Detail))
 	case FieldUnknownField:
@@ -379,6 +387,12 @@ func NotFound(field string, value any) *FieldError {
 // (usually a typo); detail may suggest the field that was meant.
 func UnknownField(field, detail string) *FieldError {
 	return &FieldError{Type: FieldUnknownField, Field: field, Detail: detail}
+}
+
+// DuplicateField: a key given twice in one object of a JSON or YAML body;
+// detail may say where (the line of the second one).
+func DuplicateField(field, detail string) *FieldError {
+	return &FieldError{Type: FieldDuplicateField, Field: field, Detail: detail}
 }
 
 // Unknown: a field that Kubernetes has but skiff does not support (or that

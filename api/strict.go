@@ -3,13 +3,16 @@ package api
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
+	sjson "sigs.k8s.io/json"
 )
 
 // notSupported lists well-known Kubernetes fields that skiff does not
@@ -366,4 +369,115 @@ func shortValue(v any) any {
 		return x
 	}
 	return jsonTypeName(v)
+}
+
+// # Duplicate keys
+//
+// encoding/json and YAML-to-JSON conversion keep the last of two equal keys
+// in one object; kube-apiserver's strict decoding rejects them, and so does
+// skiff. JSON is decoded with sigs.k8s.io/json (the decoder kube-apiserver
+// uses), which names the path of every duplicate. YAML documents go through
+// sigs.k8s.io/yaml's YAMLToJSONStrict, which rejects a duplicate but names
+// only its line; when it fails, yamlDuplicates reads the document again as a
+// yaml.v3 node tree to name the paths.
+
+// UnmarshalStrict decodes one JSON value into v, as kube-apiserver's strict
+// field validation does: a field v has no place for and a key given twice
+// are errors naming their paths (FieldErrors), and so is any data after the
+// value. It is for request bodies that are not API objects (Binding, Scale,
+// DeleteOptions); objects go through DecodeJSON.
+func UnmarshalStrict(data []byte, v any) error {
+	// One pass per check: sigs.k8s.io/json's errors do not say which
+	// check they come from. Both passes store the same values in v.
+	unknown, err := sjson.UnmarshalStrict(data, v, sjson.DisallowUnknownFields)
+	if err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	dups, err := sjson.UnmarshalStrict(data, v, sjson.DisallowDuplicateFields)
+	if err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	var errs FieldErrors
+	for _, p := range strictPaths(unknown) {
+		errs = append(errs, UnknownField(p, ""))
+	}
+	for _, p := range strictPaths(dups) {
+		errs = append(errs, DuplicateField(p, ""))
+	}
+	return errs.orNil()
+}
+
+// unmarshalTyped decodes JSON data into o (a pointer to an API type) and
+// returns every key given twice as a FieldError. Unknown fields are
+// checkStrict's to report.
+func unmarshalTyped(data []byte, o any) (FieldErrors, error) {
+	dups, err := sjson.UnmarshalStrict(data, o, sjson.DisallowDuplicateFields)
+	var errs FieldErrors
+	for _, p := range strictPaths(dups) {
+		errs = append(errs, DuplicateField(p, ""))
+	}
+	return errs, err
+}
+
+// strictPaths are the field paths of sigs.k8s.io/json's strict errors.
+func strictPaths(strictErrs []error) []string {
+	var out []string
+	for _, e := range strictErrs {
+		if fe, ok := errors.AsType[sjson.FieldError](e); ok {
+			out = append(out, fe.FieldPath())
+		} else {
+			out = append(out, e.Error()) // not produced by sigs.k8s.io/json today
+		}
+	}
+	return out
+}
+
+// orNil is l as an error, nil when l is empty.
+func (l FieldErrors) orNil() error {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// yamlDuplicates lists the keys given twice in one mapping of a YAML
+// document, with their paths (spec.containers[0].image) and the line of the
+// repeat; line 1 of data is line firstLine of the stream. It is nil when
+// data does not parse (the caller then reports YAMLToJSONStrict's error).
+func yamlDuplicates(data []byte, firstLine int) FieldErrors {
+	var doc yaml3.Node
+	if err := yaml3.Unmarshal(data, &doc); err != nil {
+		return nil
+	}
+	var errs FieldErrors
+	var walk func(n *yaml3.Node, path string)
+	walk = func(n *yaml3.Node, path string) {
+		switch n.Kind {
+		case yaml3.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml3.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case yaml3.MappingNode:
+			seen := make(map[string]bool, len(n.Content)/2)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if k.Kind != yaml3.ScalarNode || k.ShortTag() == "!!merge" {
+					continue // complex keys and "<<" merges: YAMLToJSONStrict judges those
+				}
+				p := joinPath(path, k.Value)
+				if seen[k.Value] {
+					errs = append(errs, DuplicateField(p, fmt.Sprintf("again at line %d", k.Line+firstLine-1)))
+					continue
+				}
+				seen[k.Value] = true
+				walk(v, p)
+			}
+		}
+	}
+	walk(&doc, "")
+	return errs
 }

@@ -55,6 +55,12 @@ func Validate(obj Object) FieldErrors {
 		for i, t := range o.Spec.Taints {
 			errs = append(errs, validateTaint(t, fmt.Sprintf("spec.taints[%d]", i))...)
 		}
+		for _, name := range sortedKeys(o.Status.Capacity) {
+			errs = append(errs, validateResourceQuantity(name, o.Status.Capacity[name], "status.capacity["+name+"]")...)
+		}
+		for _, name := range sortedKeys(o.Status.Allocatable) {
+			errs = append(errs, validateResourceQuantity(name, o.Status.Allocatable[name], "status.allocatable["+name+"]")...)
+		}
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClass(o)...)
 	case *Event:
@@ -507,14 +513,21 @@ func validateConfigMap(c *ConfigMap) FieldErrors {
 		size += len(v)
 	}
 	if size > maxConfigSize {
-		errs = append(errs, TooLong("", maxConfigSize))
+		// Kubernetes reports the whole object (an empty path); skiff names
+		// the field, binaryData when only it holds anything.
+		field := "data"
+		if len(c.Data) == 0 {
+			field = "binaryData"
+		}
+		errs = append(errs, TooLong(field, maxConfigSize))
 	}
 	return errs
 }
 
-// TooLong: a value over its size limit, worded as Kubernetes' field.TooLong.
+// TooLong: a value over its size limit, worded as Kubernetes' field.TooLong
+// (`data: Too long: may not be more than 1048576 bytes`).
 func TooLong(field string, limit int) *FieldError {
-	return Invalid(field, "", fmt.Sprintf("Too long: may not be more than %d bytes", limit))
+	return &FieldError{Type: FieldTooLong, Field: field, Detail: fmt.Sprintf("may not be more than %d bytes", limit)}
 }
 
 func validateSecret(s *Secret) FieldErrors {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -51,6 +52,7 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	for i := range s.Containers {
 		errs = append(errs, validateContainer(&s.Containers[i], fmt.Sprintf("%s.containers[%d]", p, i), s, volumes, names)...)
 	}
+	errs = append(errs, validatePodTotals(s, p)...)
 	switch s.RestartPolicy {
 	case "", RestartAlways, RestartOnFailure, RestartNever:
 	default:
@@ -130,8 +132,8 @@ func validateVolumeSource(v *Volume, vp string) FieldErrors {
 			if m := v.EmptyDir.Medium; m != "" && m != "Memory" {
 				errs = append(errs, NotSupported(vp+".emptyDir.medium", m, "", "Memory"))
 			}
-			if q := v.EmptyDir.SizeLimit; q != nil && q.Sign() < 0 {
-				errs = append(errs, Invalid(vp+".emptyDir.sizeLimit", q.String(), "must be greater than or equal to 0"))
+			if q := v.EmptyDir.SizeLimit; q != nil {
+				errs = append(errs, validateResourceQuantity(ResourceMemory, *q, vp+".emptyDir.sizeLimit")...) // bytes
 			}
 		}
 	}
@@ -433,12 +435,7 @@ func validateResources(r *ResourceRequirements, rp string) FieldErrors {
 			q := list[name]
 			fp := lp + "[" + name + "]"
 			errs = append(errs, validateResourceName(name, fp)...)
-			if q.Sign() < 0 {
-				errs = append(errs, Invalid(fp, q.String(), "must be greater than or equal to 0"))
-			}
-			if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
-				errs = append(errs, Invalid(fp, q.String(), "must be an integer"))
-			}
+			errs = append(errs, validateResourceQuantity(name, q, fp)...)
 		}
 	}
 	check(r.Limits, rp+".limits")
@@ -462,6 +459,61 @@ func validateResources(r *ResourceRequirements, rp string) FieldErrors {
 		}
 	}
 	return errs
+}
+
+// validatePodTotals rejects a pod whose containers together ask for more
+// of a resource than an amount holds (ResourceAmount): the scheduler and
+// describe node add them up. Each container's request is its limit when it
+// gives none, as the scheduler counts it. Init containers run one at a time
+// and are counted by their largest, which cannot overflow.
+func validatePodTotals(s *PodSpec, p string) FieldErrors {
+	var errs FieldErrors
+	reported := map[string]bool{} // a request that is its limit: said once, as a limit
+	for _, kind := range []string{"limit", "request"} {
+		total := map[string]int64{}
+		full := map[string]bool{} // reported once per resource
+		for i := range s.Containers {
+			r := &s.Containers[i].Resources
+			names := sortedKeys(r.Limits)
+			if kind == "request" {
+				names = sortedKeys(effectiveRequests(r))
+			}
+			for _, name := range names {
+				field, q := "limits", r.Limits[name]
+				if req, ok := r.Requests[name]; ok && kind == "request" {
+					field, q = "requests", req
+				}
+				a, ok := ResourceAmount(name, q)
+				if !ok || a < 0 || full[name] {
+					continue // out of range or negative: reported on its own
+				}
+				if a > math.MaxInt64-total[name] {
+					fp := fmt.Sprintf("%s.containers[%d].resources.%s[%s]", p, i, field, name)
+					if !reported[fp] {
+						errs = append(errs, Invalid(fp, q.String(),
+							fmt.Sprintf("the containers' total %s %s would be more than %s", name, kind, maxQuantityString(name))))
+					}
+					reported[fp], full[name] = true, true
+					continue
+				}
+				total[name] += a
+			}
+		}
+	}
+	return errs
+}
+
+// effectiveRequests is what a container requests: its requests, and its
+// limit for every resource it gives no request for.
+func effectiveRequests(r *ResourceRequirements) ResourceList {
+	out := make(ResourceList, len(r.Limits)+len(r.Requests))
+	for name, q := range r.Limits {
+		out[name] = q
+	}
+	for name, q := range r.Requests {
+		out[name] = q
+	}
+	return out
 }
 
 func validateProbe(pr *Probe, pp string, successMustBeOne bool) FieldErrors {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -128,6 +129,16 @@ func TestValidateCases(t *testing.T) {
 		{"cluster-scoped namespace", "apiVersion: v1\nkind: Node\nmetadata: {name: node1, namespace: x}\n", []string{"metadata.namespace: Forbidden: not allowed on this type"}},
 		{"event", "apiVersion: v1\nkind: Event\nmetadata: {name: e}\ninvolvedObject: {kind: Pod, name: p}\ntype: Bad\n", []string{`type: Unsupported value: "Bad"`}},
 		{"configmap key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {\"a b\": x}\n", []string{`data: Invalid value: "a b": a valid config key must consist of alphanumeric characters`}},
+		{"configmap too long", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: " + strings.Repeat("x", 1<<19) + ", b: " + strings.Repeat("y", 1<<19+1) + "}\n",
+			[]string{`data: Too long: may not be more than 1048576 bytes`}},
+		{"configmap binaryData too long", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nbinaryData: {a: " + base64.StdEncoding.EncodeToString(make([]byte, 1<<20+1)) + "}\n",
+			[]string{`binaryData: Too long: may not be more than 1048576 bytes`}},
+		{"configmap at the limit", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: " + strings.Repeat("x", 1<<20) + "}\n", nil},
+		{"node allocatable out of range", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nstatus: {capacity: {nvidia.com/gpu: 1e400}, allocatable: {cpu: \"9223372036854776\", memory: -1}}\n",
+			[]string{`status.capacity[nvidia.com/gpu]: Invalid value: "10e399": must be less than or equal to 9223372036854775807`,
+				`status.allocatable[cpu]: Invalid value: "9223372036854776": must be less than or equal to 9223372036854775807m`,
+				`status.allocatable[memory]: Invalid value: "-1": must be greater than or equal to 0`}},
+		{"largest quantities", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {limits: {cpu: 9223372036854775807m, memory: \"9223372036854775807\", nvidia.com/gpu: \"9223372036854775807\"}}}]}\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
