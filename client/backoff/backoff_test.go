@@ -9,6 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"skiff.dev/skiff/client/backoff"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 func TestPolicyDelay(t *testing.T) {
@@ -89,25 +90,13 @@ func TestBackoffCountIsBounded(t *testing.T) {
 	}
 }
 
-// waitForTimer polls until the fake clock has a timer waiting on it.
-func waitForTimer(t *testing.T, c *clocktesting.FakeClock) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !c.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("Sleep never started a timer")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestBackoffWaitSleepsOnTheClock(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := &backoff.Backoff{Policy: backoff.Policy{Initial: time.Second, Max: 4 * time.Second}, Clock: clk}
 	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
 		done := make(chan bool, 1)
 		go func() { done <- b.Wait(context.Background()) }()
-		waitForTimer(t, clk)
+		testwait.For(t, 5*time.Second, "Sleep to start a timer", clk.HasWaiters)
 		clk.Step(want - time.Nanosecond)
 		select {
 		case <-done:
@@ -133,7 +122,7 @@ func TestBackoffSleepStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan bool, 1)
 	go func() { done <- b.Wait(ctx) }()
-	waitForTimer(t, clk)
+	testwait.For(t, 5*time.Second, "Sleep to start a timer", clk.HasWaiters)
 	cancel()
 	select {
 	case ok := <-done:
