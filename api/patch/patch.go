@@ -154,7 +154,7 @@ func ThreeWay(apiVersion, kind string, original, modified, current []byte) ([]by
 
 // checkObject: merge and strategic patches are JSON objects.
 func checkObject(p []byte) error {
-	var m map[string]json.RawMessage
+	var m map[string]any
 	if err := json.Unmarshal(p, &m); err != nil {
 		return &Error{Reason: Malformed, Err: err}
 	}

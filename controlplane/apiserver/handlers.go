@@ -404,33 +404,8 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *reques
 		out, err := s.reg.UpdateScale(ctx, k, info.namespace, info.name, &sc)
 		respond(w, http.StatusOK, out, err)
 	case http.MethodPatch:
-		if err := checkPatchType(r.Header.Get("Content-Type")); err != nil {
-			writeError(w, err)
-			return
-		}
-		patch, err := parsePatch(body)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		for attempt := 0; ; attempt++ {
-			cur, err := s.reg.GetScale(ctx, k, info.namespace, info.name)
-			if err != nil {
-				writeError(w, err)
-				return
-			}
-			var sc api.Scale
-			if err := applyPatch(cur, patch, &sc); err != nil {
-				writeError(w, err)
-				return
-			}
-			out, err := s.reg.UpdateScale(ctx, k, info.namespace, info.name, &sc)
-			if api.IsConflict(err) && !patchSetsRV(patch) && attempt < conflictRetries {
-				continue
-			}
-			respond(w, http.StatusOK, out, err)
-			return
-		}
+		out, err := s.patchScale(ctx, info, r.Header.Get("Content-Type"), body)
+		respond(w, http.StatusOK, out, err)
 	}
 }
 

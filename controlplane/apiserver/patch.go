@@ -3,115 +3,142 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"mime"
+	"errors"
 	"net/http"
+	"strings"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/patch"
 )
 
-// patch applies a JSON merge patch (RFC 7386) to the stored object and
-// updates it (or its status). Strategic merge patches are applied as merge
-// patches: lists are replaced, not merged by key. Without a
-// resourceVersion in the patch, a lost race is retried.
+// patch applies the request's patch (JSON, merge or strategic merge patch,
+// by its Content-Type; package api/patch) to the stored object and updates
+// it, or its status. The patched document is decoded as strictly as a PUT
+// body. A lost race is retried with the new object, unless the patch set
+// the resourceVersion itself: then the conflict is the answer. A patch that
+// fails changes nothing.
 func (s *Server) patch(ctx context.Context, info *requestInfo, contentType string, body []byte) (api.Object, error) {
-	if err := checkPatchType(contentType); err != nil {
-		return nil, err
-	}
-	patch, err := parsePatch(body)
+	k := info.kind
+	pt, err := patchTypeOf(contentType, k.APIVersion(), k.Kind)
 	if err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		cur, err := s.reg.Get(ctx, info.kind, info.namespace, info.name)
+		cur, err := s.reg.Get(ctx, k, info.namespace, info.name)
 		if err != nil {
 			return nil, err
 		}
-		var merged json.RawMessage
-		if err := applyPatch(cur, patch, &merged); err != nil {
+		patched, setsRV, err := applyPatch(pt, k.APIVersion(), k.Kind, cur, body)
+		if err != nil {
 			return nil, err
 		}
-		obj, err := decodeObject(info.kind, merged, info.namespace, info.name)
+		obj, err := decodeObject(k, patched, info.namespace, info.name)
 		if err != nil {
 			return nil, err
 		}
 		var out api.Object
 		if info.sub == "status" {
-			out, err = s.reg.UpdateStatus(ctx, info.kind, obj)
+			out, err = s.reg.UpdateStatus(ctx, k, obj)
 		} else {
-			out, err = s.reg.Update(ctx, info.kind, obj)
+			out, err = s.reg.Update(ctx, k, obj)
 		}
-		if api.IsConflict(err) && !patchSetsRV(patch) && attempt < conflictRetries {
+		if api.IsConflict(err) && !setsRV && attempt < conflictRetries {
 			continue
 		}
 		return out, err
 	}
 }
 
-func checkPatchType(contentType string) error {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	switch mt {
-	case "application/merge-patch+json", "application/strategic-merge-patch+json":
-		return nil
-	}
-	return api.NewStatusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-		fmt.Sprintf("the body of the request was in an unknown format %q - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json", mt))
-}
-
-func parsePatch(body []byte) (map[string]any, error) {
-	var p map[string]any
-	if err := json.Unmarshal(body, &p); err != nil || p == nil {
-		return nil, api.NewBadRequest("the patch must be a JSON object")
-	}
-	return p, nil
-}
-
-func patchSetsRV(p map[string]any) bool {
-	m, _ := p["metadata"].(map[string]any)
-	_, ok := m["resourceVersion"]
-	return ok
-}
-
-// applyPatch merges patch into cur's JSON and decodes the result into out.
-func applyPatch(cur any, patch map[string]any, out any) error {
-	b, err := json.Marshal(cur)
+// patchScale is patch for the scale subresource (an autoscaling/v1 Scale).
+func (s *Server) patchScale(ctx context.Context, info *requestInfo, contentType string, body []byte) (*api.Scale, error) {
+	const apiVersion, kind = "autoscaling/v1", "Scale"
+	pt, err := patchTypeOf(contentType, apiVersion, kind)
 	if err != nil {
-		return api.NewInternal(err)
+		return nil, err
 	}
-	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return api.NewInternal(err)
+	for attempt := 0; ; attempt++ {
+		cur, err := s.reg.GetScale(ctx, info.kind, info.namespace, info.name)
+		if err != nil {
+			return nil, err
+		}
+		patched, setsRV, err := applyPatch(pt, apiVersion, kind, cur, body)
+		if err != nil {
+			return nil, err
+		}
+		var sc api.Scale
+		if err := strictUnmarshal(patched, &sc); err != nil {
+			return nil, api.NewBadRequest("decode Scale: " + err.Error())
+		}
+		out, err := s.reg.UpdateScale(ctx, info.kind, info.namespace, info.name, &sc)
+		if api.IsConflict(err) && !setsRV && attempt < conflictRetries {
+			continue
+		}
+		return out, err
 	}
-	if b, err = json.Marshal(mergePatch(doc, patch)); err != nil {
-		return api.NewInternal(err)
-	}
-	if raw, ok := out.(*json.RawMessage); ok {
-		*raw = b
-		return nil
-	}
-	if err := strictUnmarshal(b, out); err != nil {
-		return api.NewBadRequest("apply patch: " + err.Error())
-	}
-	return nil
 }
 
-// mergePatch is RFC 7386: objects merge key by key, null deletes a key,
-// anything else (arrays included) replaces.
-func mergePatch(target, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(t, k)
-		} else {
-			t[k] = mergePatch(t[k], v)
+// patchTypeOf returns the patch type of a request, or kube-apiserver's 415
+// for a type it does not take for this kind: strategic merge patches need a
+// Kubernetes schema, and server-side apply is not implemented.
+func patchTypeOf(contentType, apiVersion, kind string) (patch.Type, error) {
+	t := patch.ParseType(contentType)
+	accepted := patch.Supported(apiVersion, kind)
+	names := make([]string, len(accepted))
+	for i, a := range accepted {
+		if a == t {
+			return t, nil
 		}
+		names[i] = string(a)
 	}
-	return t
+	return "", api.NewStatusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+		"the body of the request was in an unknown format - accepted media types include: "+strings.Join(names, ", "))
+}
+
+// applyPatch applies body, a patch of type t, to the JSON of cur (an object
+// of apiVersion/kind) and returns the patched JSON, and whether the patch
+// changed the resourceVersion (an optimistic-concurrency precondition).
+// Errors are answered as kube-apiserver does: 400 for a malformed patch,
+// 422 for one that does not apply, 413 for too many operations.
+func applyPatch(t patch.Type, apiVersion, kind string, cur any, body []byte) ([]byte, bool, error) {
+	doc, err := json.Marshal(cur)
+	if err != nil {
+		return nil, false, api.NewInternal(err)
+	}
+	out, err := patch.Apply(t, apiVersion, kind, doc, body)
+	if err != nil {
+		return nil, false, patchError(err)
+	}
+	return out, resourceVersion(out) != resourceVersion(doc), nil
+}
+
+func patchError(err error) error {
+	var pe *patch.Error
+	if !errors.As(err, &pe) {
+		return api.NewInternal(err)
+	}
+	switch pe.Reason {
+	case patch.Malformed:
+		return api.NewBadRequest(pe.Error())
+	case patch.TooLarge:
+		return api.NewStatusError(http.StatusRequestEntityTooLarge, api.ReasonTooLarge, "Request entity too large: "+pe.Error())
+	}
+	// kube-apiserver's message for a patch that does not apply says no more;
+	// the cause says what failed.
+	e := api.NewStatusError(http.StatusUnprocessableEntity, api.ReasonInvalid, "the server rejected our request due to an error in our request")
+	e.Status.Details = &api.StatusDetails{Causes: []api.StatusCause{{Type: "FieldValueInvalid", Message: pe.Error(), Field: "patch"}}}
+	return e
+}
+
+// resourceVersion reads metadata.resourceVersion of a JSON object.
+func resourceVersion(doc []byte) string {
+	var o struct {
+		Metadata struct {
+			ResourceVersion any `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(doc, &o) != nil || o.Metadata.ResourceVersion == nil {
+		return ""
+	}
+	b, _ := json.Marshal(o.Metadata.ResourceVersion)
+	return string(b)
 }

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -146,14 +145,14 @@ func TestBadInput(t *testing.T) {
 		{"bad label selector", "GET", cmPath + "?labelSelector=a%20in", nil, 400, api.ReasonBadRequest, "label selector"},
 		{"bad field selector", "GET", cmPath + "?fieldSelector=spec.nodeName%3Dx", nil, 400, api.ReasonBadRequest, "field label not supported"},
 		{"bad watch rv", "GET", cmPath + "?watch=1&resourceVersion=abc", nil, 400, api.ReasonBadRequest, "resourceVersion"},
-		{"json patch", "PATCH", cmPath + "/x", `[]`, 415, "UnsupportedMediaType", "merge-patch"},
+		{"server-side apply", "PATCH", cmPath + "/x", `{}`, 415, "UnsupportedMediaType", "accepted media types include: application/json-patch+json"},
 		{"server dry run", "POST", cmPath + "?dryRun=All", configMap("", "x"), 400, api.ReasonBadRequest, "dryRun: not supported"},
 		{"orphan propagation", "DELETE", cmPath + "/x?propagationPolicy=Orphan", nil, 400, api.ReasonBadRequest, `Unsupported value: "Orphan"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			header := []string{}
 			if tc.method == "PATCH" {
-				header = []string{"Content-Type", "application/json-patch+json"}
+				header = []string{"Content-Type", "application/apply-patch+yaml"}
 			}
 			code, b := e.do(tc.method, tc.path, tc.body, header...)
 			if code != tc.code {
@@ -571,49 +570,6 @@ func TestStatusSubresource(t *testing.T) {
 	// No status subresource on configmaps.
 	e.must(201, "POST", cmPath, configMap("", "c"))
 	e.must(404, "PUT", cmPath+"/c/status", configMap("", "c"))
-}
-
-func TestMergePatch(t *testing.T) {
-	e := newEnv(t)
-	cm := configMap("", "p")
-	cm.Labels = map[string]string{"a": "1", "b": "2"}
-	e.must(201, "POST", cmPath, cm)
-	for _, ct := range []string{"application/merge-patch+json", "application/strategic-merge-patch+json; charset=utf-8"} {
-		e.must(200, "PATCH", cmPath+"/p", `{"metadata":{"labels":{"a":null,"c":"3"}},"data":{"k2":"v2"}}`, "Content-Type", ct)
-	}
-	got := decode[api.ConfigMap](t, e.must(200, "GET", cmPath+"/p", nil))
-	if _, ok := got.Labels["a"]; ok || got.Labels["b"] != "2" || got.Labels["c"] != "3" || got.Data["k"] != "v" || got.Data["k2"] != "v2" {
-		t.Fatalf("patched: labels %v data %v", got.Labels, got.Data)
-	}
-	// A patch naming a stale resourceVersion conflicts.
-	status(t, e.must(409, "PATCH", cmPath+"/p", `{"metadata":{"resourceVersion":"1"}}`, "Content-Type", "application/merge-patch+json"), 409, api.ReasonConflict)
-	// Patching a name is a mismatch.
-	status(t, e.must(400, "PATCH", cmPath+"/p", `{"metadata":{"name":"q"}}`, "Content-Type", "application/merge-patch+json"), 400, api.ReasonBadRequest)
-	status(t, e.must(404, "PATCH", cmPath+"/nope", `{}`, "Content-Type", "application/merge-patch+json"), 404, api.ReasonNotFound)
-}
-
-func TestMergePatchRFC7386(t *testing.T) {
-	for _, tc := range []struct{ target, patch, want string }{
-		{`{"a":"b"}`, `{"a":"c"}`, `{"a":"c"}`},
-		{`{"a":"b"}`, `{"b":"c"}`, `{"a":"b","b":"c"}`},
-		{`{"a":"b"}`, `{"a":null}`, `{}`},
-		{`{"a":"b","b":"c"}`, `{"a":null}`, `{"b":"c"}`},
-		{`{"a":["b"]}`, `{"a":"c"}`, `{"a":"c"}`},
-		{`{"a":"c"}`, `{"a":["b"]}`, `{"a":["b"]}`},
-		{`{"a":{"b":"c"}}`, `{"a":{"b":"d","c":null}}`, `{"a":{"b":"d"}}`},
-		{`{"a":[{"b":"c"}]}`, `{"a":[1]}`, `{"a":[1]}`},
-		{`{"e":null}`, `{"a":1}`, `{"a":1,"e":null}`},
-		{`[1,2]`, `{"a":"b","c":null}`, `{"a":"b"}`},
-		{`{}`, `{"a":{"bb":{"ccc":null}}}`, `{"a":{"bb":{}}}`},
-	} {
-		var target, patch any
-		json.Unmarshal([]byte(tc.target), &target)
-		json.Unmarshal([]byte(tc.patch), &patch)
-		got, _ := json.Marshal(mergePatch(target, patch))
-		if string(got) != tc.want {
-			t.Errorf("merge %s with %s: got %s, want %s", tc.target, tc.patch, got, tc.want)
-		}
-	}
 }
 
 func TestTrace(t *testing.T) {
