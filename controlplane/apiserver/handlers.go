@@ -111,14 +111,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	s.serveResource(w, r, info)
 }
 
-// authorized compares the bearer token in constant time.
+// authorized compares the bearer token in constant time. The header is
+// read as Kubernetes' bearertoken authenticator reads it: the scheme in any
+// case ("Bearer", "bearer"), one space, the token up to the next space.
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
+	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(parts[1]), []byte(s.cfg.Token)) == 1
 }
 
 // parseRequest resolves /api/v1/... and /apis/GROUP/VERSION/... paths:
@@ -207,7 +208,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	}
 	switch route {
 	case "collection GET":
-		opts, err := listOptions(r)
+		opts, err := listOptions(r, info.verb == "watch")
 		if err != nil {
 			writeError(w, err)
 			return
@@ -322,7 +323,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *reques
 	defer stop()
 
 	ws, err := s.reg.startWatch(ctx, info.kind, info.namespace, opts)
-	if err != nil && !api.IsGone(err) {
+	if err != nil && !streamedWatchError(err) {
 		writeError(w, err)
 		return
 	}
@@ -342,7 +343,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *reques
 		return rc.Flush()
 	}
 	if err != nil {
-		// Too old: one ERROR event with the 410 Status; the client lists again.
+		// Too old (410) or too new (504): one ERROR event with the Status;
+		// the client lists again.
 		var se *api.StatusError
 		errors.As(err, &se)
 		_ = send(api.Error, se.Status)
@@ -509,24 +511,34 @@ func decodeObject(k *api.Kind, body []byte, namespace, name string) (api.Object,
 	return obj, nil
 }
 
+// strictUnmarshal decodes a request body that is not an API object: unknown
+// fields, keys given twice and data after the value are errors.
 func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("unexpected data after the JSON value")
-	}
-	return nil
+	return api.UnmarshalStrict(b, v)
 }
 
-func listOptions(r *http.Request) (api.ListOptions, error) {
+// listOptions reads a list or watch query. resourceVersionMatch,
+// continue and sendInitialEvents are checked as Kubernetes checks them
+// (resourceversion.go); skiff, like a server without the WatchList
+// feature, refuses sendInitialEvents.
+func listOptions(r *http.Request, watch bool) (api.ListOptions, error) {
 	q := r.URL.Query()
 	opts := api.ListOptions{
-		LabelSelector:   q.Get("labelSelector"),
-		FieldSelector:   q.Get("fieldSelector"),
-		ResourceVersion: q.Get("resourceVersion"),
+		LabelSelector:        q.Get("labelSelector"),
+		FieldSelector:        q.Get("fieldSelector"),
+		ResourceVersion:      q.Get("resourceVersion"),
+		ResourceVersionMatch: q.Get("resourceVersionMatch"),
+	}
+	var sendInitialEvents *bool
+	if v := q.Get("sendInitialEvents"); q.Has("sendInitialEvents") {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return opts, api.NewBadRequest(fmt.Sprintf("invalid sendInitialEvents %q", v))
+		}
+		sendInitialEvents = &b
+	}
+	if err := checkListOptions(opts, watch, q.Get("continue"), sendInitialEvents); err != nil {
+		return opts, err
 	}
 	if t := q.Get("timeoutSeconds"); t != "" {
 		n, err := strconv.ParseInt(t, 10, 64)
@@ -591,8 +603,13 @@ func respond(w http.ResponseWriter, code int, v any, err error) {
 	writeJSON(w, code, v)
 }
 
+// writeError writes err's Status, with a Retry-After header when the
+// Status carries a retry hint (as kube-apiserver).
 func writeError(w http.ResponseWriter, err error) {
 	st := api.StatusOf(err)
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
 	writeJSON(w, int(st.Code), st)
 }
 

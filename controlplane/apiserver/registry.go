@@ -57,6 +57,9 @@ type Registry struct {
 	services *serviceAllocator
 	// traces keeps pod traces in memory (traces.go).
 	traces *traceBook
+	// freshWait bounds the wait for a resourceVersion the store has not
+	// reached (resourceversion.go); freshnessTimeout, shorter in tests.
+	freshWait time.Duration
 }
 
 // NewRegistry returns a registry over st. A nil logger discards.
@@ -64,7 +67,7 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{store: st, log: logger, services: newServiceAllocator(), traces: newTraceBook(MaxTracedPods)}
+	return &Registry{store: st, log: logger, services: newServiceAllocator(), traces: newTraceBook(MaxTracedPods), freshWait: freshnessTimeout}
 }
 
 // EnsureDefaults creates the namespaces that always exist ("default").
@@ -92,7 +95,12 @@ func (r *Registry) Get(ctx context.Context, k *api.Kind, namespace, name string)
 
 // List returns the objects of a kind that match opts' selectors, in one
 // namespace or all (""), and the resourceVersion the list was read at.
+// opts.ResourceVersion and ResourceVersionMatch mean what they mean to
+// kube-apiserver (resourceversion.go).
 func (r *Registry) List(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions) ([]api.Object, string, error) {
+	if err := checkListOptions(opts, false, "", nil); err != nil {
+		return nil, "", err
+	}
 	ls, fs, err := parseSelectors(k, opts)
 	if err != nil {
 		return nil, "", err
@@ -100,7 +108,7 @@ func (r *Registry) List(ctx context.Context, k *api.Kind, namespace string, opts
 	if !k.Namespaced {
 		namespace = ""
 	}
-	items, rev, err := r.store.List(ctx, k, namespace)
+	items, rev, err := r.listAt(ctx, k, namespace, opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -207,6 +215,9 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "")})
 	}
+	if err := normalizeResourceVersion(m); err != nil {
+		return nil, err
+	}
 	defer r.lockServices(k)()
 	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
@@ -293,10 +304,15 @@ func (r *Registry) Delete(ctx context.Context, k *api.Kind, namespace, name stri
 		if err != nil {
 			return nil, false, err
 		}
-		if err := checkPrecondition(k, cur, wantUID, wantRV); err != nil {
+		if err := checkPrecondition(k, cur, wantUID, ""); err != nil {
 			return nil, false, err
 		}
 		cm := cur.GetObjectMeta()
+		if wantRV != "" && wantRV != cm.ResourceVersion {
+			// As Kubernetes' storage.Preconditions: compared as given, so
+			// a malformed one is a failed precondition (409), not a 400.
+			return nil, false, api.NewConflict(k, cm.Name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", wantRV, cm.ResourceVersion))
+		}
 		grace := gracePeriod(cur, opts)
 		var out api.Object
 		removed := false
@@ -423,8 +439,12 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 			api.FieldErrors{api.Invalid("spec.replicas", s.Spec.Replicas, "must be greater than or equal to 0")})
 	}
 	replicas := s.Spec.Replicas
+	want := s.ObjectMeta
+	if err := normalizeResourceVersion(&want); err != nil {
+		return nil, err
+	}
 	out, err := r.store.GuaranteedUpdate(ctx, k, scope(k, namespace), name, func(cur api.Object) (api.Object, error) {
-		if err := checkPrecondition(k, cur, s.UID, s.ResourceVersion); err != nil {
+		if err := checkPrecondition(k, cur, want.UID, want.ResourceVersion); err != nil {
 			return nil, err
 		}
 		next := api.Clone(cur)
@@ -637,6 +657,21 @@ func hasFinalizers(obj api.Object) bool {
 	}
 	ns, ok := obj.(*api.Namespace)
 	return ok && len(ns.Spec.Finalizers) > 0
+}
+
+// normalizeResourceVersion checks the resourceVersion of an object sent for
+// an update (400 when malformed) and writes it as the store does: "0" is
+// none (an unconditional update, as Kubernetes), "007" is "7".
+func normalizeResourceVersion(m *api.ObjectMeta) error {
+	rev, err := parseResourceVersion("metadata.resourceVersion", m.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	m.ResourceVersion = ""
+	if rev > 0 {
+		m.ResourceVersion = strconv.FormatInt(rev, 10)
+	}
+	return nil
 }
 
 // checkPrecondition: a named uid or resourceVersion must be the stored one.

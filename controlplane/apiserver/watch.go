@@ -2,8 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,8 +31,14 @@ type watchStream struct {
 
 // startWatch parses opts, lists first when the watch starts "now", and
 // opens the store watch. It fails with Gone when the revision is older than
-// the store's history. The watch lives until ctx ends.
+// the store's history, and with Timeout "Too large resource version" when
+// the store does not reach it within the freshness timeout
+// (resourceversion.go); a caller sends either as an ERROR event, as
+// kube-apiserver does. The watch lives until ctx ends.
 func (r *Registry) startWatch(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions) (*watchStream, error) {
+	if err := checkListOptions(opts, true, "", nil); err != nil {
+		return nil, err
+	}
 	ls, fs, err := parseSelectors(k, opts)
 	if err != nil {
 		return nil, err
@@ -62,9 +66,11 @@ func (r *Registry) startWatch(ctx context.Context, k *api.Kind, namespace string
 		w.complete = true
 		rev = listRev
 	default:
-		rev, err = strconv.ParseInt(opts.ResourceVersion, 10, 64)
-		if err != nil || rev < 0 {
-			return nil, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: want a number", opts.ResourceVersion))
+		if rev, err = parseResourceVersion("resourceVersion", opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+		if err := r.waitForRevision(ctx, rev); err != nil {
+			return nil, err
 		}
 	}
 	w.events, err = r.store.Watch(ctx, k, namespace, rev)
@@ -72,6 +78,13 @@ func (r *Registry) startWatch(ctx context.Context, k *api.Kind, namespace string
 		return nil, err
 	}
 	return w, nil
+}
+
+// streamedWatchError reports whether a startWatch error is answered as an
+// ERROR event on an open stream (kube-apiserver's watch does so once the
+// request is valid) rather than as the response's status.
+func streamedWatchError(err error) bool {
+	return api.IsGone(err) || api.IsTooLargeResourceVersion(err)
 }
 
 // run sends the initial objects and then each change until ctx ends, the
