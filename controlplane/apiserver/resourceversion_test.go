@@ -35,7 +35,7 @@ func (e *env) get(path string) (int, string, []byte) {
 }
 
 type cmList struct {
-	Metadata api.ListMeta   `json:"metadata"`
+	Metadata api.ListMeta    `json:"metadata"`
 	Items    []api.ConfigMap `json:"items"`
 }
 
