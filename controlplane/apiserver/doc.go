@@ -7,7 +7,10 @@
 // generation and status) → write to the store with optimistic concurrency
 // (a stale resourceVersion is a 409 Conflict) → answer. Watches stream the
 // store's changes after a resourceVersion; one that is too old gets 410 Gone
-// and the client lists again.
+// and the client lists again. Lists read at a resourceVersion as
+// resourceVersionMatch says, and a list or watch from a revision the store
+// has not reached gets 504 "Too large resource version" after a short wait
+// (resourceversion.go), so that a client relists.
 //
 // # Pieces
 //
@@ -18,6 +21,8 @@
 //     Kubernetes-shaped paths (/api/v1/namespaces/NS/pods/NAME/status).
 //   - Local (local.go) serves the same rules in process as a
 //     client.Interface, for the controllers that run inside the server.
+//   - resourceversion.go: what a resourceVersion means to list, watch and
+//     update, as kube-apiserver.
 //
 // Invariants: objects handed in are copied, never retained; a request that
 // fails changes nothing; the store is never written without validation.
