@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -23,6 +24,9 @@ const (
 // Resource is an amount of every resource the scheduler counts: CPU in
 // millicores, memory in bytes, a pod count, and extended resources such as
 // nvidia.com/gpu (whole units) or ephemeral-storage (bytes) by name.
+// Amounts come from api.ResourceAmount and add with api.AddAmounts: a sum
+// stops at math.MaxInt64 instead of wrapping to a negative number (which
+// would let every later pod through, or none).
 type Resource struct {
 	MilliCPU int64
 	Memory   int64
@@ -38,13 +42,14 @@ func NewResource(rl api.ResourceList) Resource {
 	for name, q := range rl {
 		switch name {
 		case api.ResourceCPU:
-			r.MilliCPU = q.MilliValue()
+			r.MilliCPU, _ = api.ResourceAmount(name, q)
 		case api.ResourceMemory:
-			r.Memory = q.Value()
+			r.Memory, _ = api.ResourceAmount(name, q)
 		case api.ResourcePods:
-			r.Pods = q.Value()
+			r.Pods, _ = api.ResourceAmount(name, q)
 		default:
-			r.SetScalar(name, q.Value())
+			v, _ := api.ResourceAmount(name, q)
+			r.SetScalar(name, v)
 		}
 	}
 	return r
@@ -71,24 +76,40 @@ func (r *Resource) SetScalar(name string, v int64) {
 	r.Scalar[name] = v
 }
 
-// Add adds o to r.
+// Add adds o to r, saturating.
 func (r *Resource) Add(o Resource) {
-	r.MilliCPU += o.MilliCPU
-	r.Memory += o.Memory
-	r.Pods += o.Pods
+	r.MilliCPU = api.AddAmounts(r.MilliCPU, o.MilliCPU)
+	r.Memory = api.AddAmounts(r.Memory, o.Memory)
+	r.Pods = api.AddAmounts(r.Pods, o.Pods)
 	for k, v := range o.Scalar {
-		r.SetScalar(k, r.Scalar[k]+v)
+		r.SetScalar(k, api.AddAmounts(r.Scalar[k], v))
 	}
 }
 
-// Sub subtracts o from r.
+// Sub subtracts o from r, saturating. A saturated sum has lost what it
+// held: Sub cannot undo Add then, and the caller recomputes (NodeInfo's
+// RemovePod does).
 func (r *Resource) Sub(o Resource) {
-	r.MilliCPU -= o.MilliCPU
-	r.Memory -= o.Memory
-	r.Pods -= o.Pods
+	r.MilliCPU = api.SubAmounts(r.MilliCPU, o.MilliCPU)
+	r.Memory = api.SubAmounts(r.Memory, o.Memory)
+	r.Pods = api.SubAmounts(r.Pods, o.Pods)
 	for k, v := range o.Scalar {
-		r.SetScalar(k, r.Scalar[k]-v)
+		r.SetScalar(k, api.SubAmounts(r.Scalar[k], v))
 	}
+}
+
+// saturated reports whether an amount of r reached an int64 bound.
+func (r *Resource) saturated() bool {
+	at := func(v int64) bool { return v == math.MaxInt64 || v == math.MinInt64 }
+	if at(r.MilliCPU) || at(r.Memory) || at(r.Pods) {
+		return true
+	}
+	for _, v := range r.Scalar {
+		if at(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // Clone returns a deep copy.
@@ -168,15 +189,16 @@ func requestOrLimit(c *api.Container, name string) (api.Quantity, bool) {
 }
 
 func (r *Resource) addQuantity(name string, q api.Quantity) {
+	v, _ := api.ResourceAmount(name, q) // out of range: saturated, never wrapped
 	switch name {
 	case api.ResourceCPU:
-		r.MilliCPU += q.MilliValue()
+		r.MilliCPU = api.AddAmounts(r.MilliCPU, v)
 	case api.ResourceMemory:
-		r.Memory += q.Value()
+		r.Memory = api.AddAmounts(r.Memory, v)
 	case api.ResourcePods:
 		// A pod cannot request "pods"; each pod counts as one.
 	default:
-		r.SetScalar(name, r.Scalar[name]+q.Value())
+		r.SetScalar(name, api.AddAmounts(r.Scalar[name], v))
 	}
 }
 
@@ -337,8 +359,17 @@ func (n *NodeInfo) RemovePod(key string) bool {
 	}
 	p := n.Pods[i]
 	n.Pods = slices.Delete(n.Pods, i, i+1)
-	n.Requested.Sub(p.Requests)
-	n.NonZeroRequested.Sub(p.NonZero)
+	if n.Requested.saturated() || n.NonZeroRequested.saturated() {
+		// The sums stopped at a bound: subtracting would undercount.
+		n.Requested, n.NonZeroRequested = Resource{}, Resource{}
+		for _, q := range n.Pods {
+			n.Requested.Add(q.Requests)
+			n.NonZeroRequested.Add(q.NonZero)
+		}
+	} else {
+		n.Requested.Sub(p.Requests)
+		n.NonZeroRequested.Sub(p.NonZero)
+	}
 	for _, hp := range p.Ports {
 		if n.UsedPorts[hp]--; n.UsedPorts[hp] <= 0 {
 			delete(n.UsedPorts, hp)

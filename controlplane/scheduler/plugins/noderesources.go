@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"skiff.dev/skiff/api"
@@ -179,15 +180,14 @@ func (*NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, 
 		reasons = append(reasons, ReasonTooManyPods)
 	}
 	req := &st.req
-	if req.MilliCPU > 0 && req.MilliCPU > node.Allocatable.MilliCPU-node.Requested.MilliCPU {
+	if !fits(req.MilliCPU, node.Requested.MilliCPU, node.Allocatable.MilliCPU) {
 		reasons = append(reasons, InsufficientReason(api.ResourceCPU))
 	}
-	if req.Memory > 0 && req.Memory > node.Allocatable.Memory-node.Requested.Memory {
+	if !fits(req.Memory, node.Requested.Memory, node.Allocatable.Memory) {
 		reasons = append(reasons, InsufficientReason(api.ResourceMemory))
 	}
 	for _, name := range st.scalarNames {
-		want := req.Scalar[name]
-		if want > 0 && want > node.Allocatable.Scalar[name]-node.Requested.Scalar[name] {
+		if !fits(req.Scalar[name], node.Requested.Scalar[name], node.Allocatable.Scalar[name]) {
 			reasons = append(reasons, InsufficientReason(name))
 		}
 	}
@@ -198,6 +198,13 @@ func (*NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, 
 		return st.single[reasons[0]]
 	}
 	return framework.NewStatus(framework.Unschedulable, reasons...)
+}
+
+// fits reports whether want more fits: nothing wanted always fits, and
+// otherwise requested + want ≤ allocatable, with the sum saturating (a node
+// whose pods hold math.MaxInt64 GPUs between them is full, not empty).
+func fits(want, requested, allocatable int64) bool {
+	return want <= 0 || api.AddAmounts(requested, want) <= allocatable
 }
 
 // Score implements framework.ScorePlugin.
@@ -212,15 +219,15 @@ func (f *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState,
 		var requested int64
 		switch rw.Name {
 		case api.ResourceCPU:
-			requested = node.NonZeroRequested.MilliCPU + st.nonZero.MilliCPU
+			requested = api.AddAmounts(node.NonZeroRequested.MilliCPU, st.nonZero.MilliCPU)
 		case api.ResourceMemory:
-			requested = node.NonZeroRequested.Memory + st.nonZero.Memory
+			requested = api.AddAmounts(node.NonZeroRequested.Memory, st.nonZero.Memory)
 		default:
 			podReq := st.req.Get(rw.Name)
 			if podReq == 0 {
 				continue
 			}
-			requested = node.Requested.Get(rw.Name) + podReq
+			requested = api.AddAmounts(node.Requested.Get(rw.Name), podReq)
 		}
 		score += resourceScore(f.strategy.Type, requested, alloc) * rw.Weight
 		weights += rw.Weight
@@ -232,11 +239,19 @@ func (f *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState,
 }
 
 func resourceScore(t ScoringStrategyType, requested, alloc int64) int64 {
-	requested = min(requested, alloc)
+	requested = max(min(requested, alloc), 0)
 	if t == MostAllocated {
-		return requested * framework.MaxNodeScore / alloc
+		return scaled(requested, alloc)
 	}
-	return (alloc - requested) * framework.MaxNodeScore / alloc
+	return scaled(alloc-requested, alloc)
+}
+
+// scaled is part × MaxNodeScore / whole for 0 ≤ part ≤ whole, exact even
+// where part × MaxNodeScore would overflow an int64 (a node with exabytes).
+func scaled(part, whole int64) int64 {
+	hi, lo := bits.Mul64(uint64(part), uint64(framework.MaxNodeScore))
+	q, _ := bits.Div64(hi, lo, uint64(whole)) // hi < whole: the quotient is at most MaxNodeScore
+	return int64(q)
 }
 
 // NormalizeScore implements framework.ScorePlugin: scores are already 0..100.

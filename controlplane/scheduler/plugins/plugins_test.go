@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -99,6 +100,13 @@ func TestNodeResourcesFitFilter(t *testing.T) {
 		{"init container is the max", testPod("p", requests("cpu", "100m"), func(p *api.Pod) {
 			p.Spec.InitContainers = []api.Container{{Name: "init", Resources: api.ResourceRequirements{Requests: rl("cpu", "2")}}}
 		}), nodeInfo(tiny), framework.Unschedulable, []string{"Insufficient cpu"}},
+		// Validation rejects these; pods that reach the scheduler anyway
+		// (an old store, a direct nodeName) must not wrap around.
+		{"containers adding past int64 do not wrap", hugeGPUPod("p", 2), nodeInfo(gpuNode), framework.Unschedulable, []string{"Insufficient nvidia.com/gpu"}},
+		{"1e400 GPUs are not 0", testPod("p", limits(api.ResourceNvidiaGPU, "1e400")), nodeInfo(gpuNode), framework.Unschedulable, []string{"Insufficient nvidia.com/gpu"}},
+		{"1e400 cpus are not 0", testPod("p", requests("cpu", "1e400")), nodeInfo(gpuNode), framework.Unschedulable, []string{"Insufficient cpu"}},
+		{"a node held past int64 stays full", testPod("p", limits(api.ResourceNvidiaGPU, "1")),
+			nodeInfo(gpuNode, hugeGPUPod("a", 2), hugeGPUPod("b", 1)), framework.Unschedulable, []string{"Insufficient nvidia.com/gpu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +117,17 @@ func TestNodeResourcesFitFilter(t *testing.T) {
 			checkStatus(t, runFilter(t, p, tt.pod, tt.node), tt.code, tt.reasons...)
 		})
 	}
+}
+
+// hugeGPUPod has n containers asking for 2^62 GPUs each.
+func hugeGPUPod(name string, n int) *api.Pod {
+	return testPod(name, func(p *api.Pod) {
+		p.Spec.Containers = nil
+		for i := range n {
+			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: fmt.Sprintf("c%d", i),
+				Resources: api.ResourceRequirements{Limits: rl(api.ResourceNvidiaGPU, "4611686018427387904")}})
+		}
+	})
 }
 
 func TestPodRequests(t *testing.T) {
@@ -158,6 +177,16 @@ func TestNodeResourcesFitScore(t *testing.T) {
 			}
 		})
 	}
+	t.Run("exabyte node scores without overflow", func(t *testing.T) {
+		p, _ := NewNodeResourcesFit(ScoringStrategy{Type: MostAllocated, Resources: []ResourceWeight{{Name: api.ResourceMemory, Weight: 1}}})
+		big := nodeInfo(testNode("big", rl("memory", "9223372036854775807")))
+		half := testPod("h", requests("memory", "4611686018427387904"))
+		state := framework.NewCycleState()
+		p.PreFilter(context.Background(), state, half)
+		if s, _ := p.Score(context.Background(), state, half, big); s != 50 {
+			t.Errorf("score = %d, want 50", s)
+		}
+	})
 	t.Run("gpu weight ignored for cpu-only pods", func(t *testing.T) {
 		p, _ := NewNodeResourcesFit(ScoringStrategy{Type: MostAllocated, Resources: gpuOnly})
 		cpuPod := testPod("c", requests("cpu", "1"))

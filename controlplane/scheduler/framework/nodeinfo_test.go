@@ -1,0 +1,57 @@
+package framework
+
+import (
+	"math"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"skiff.dev/skiff/api"
+)
+
+func gpuPod(name, gpus string) *PodInfo {
+	return NewPodInfo(&api.Pod{
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "c",
+			Resources: api.ResourceRequirements{Limits: api.ResourceList{api.ResourceNvidiaGPU: resource.MustParse(gpus)}}}}},
+	})
+}
+
+// TestNodeInfoSumsSaturate: a node's sums stop at math.MaxInt64 and, once
+// they have, removing a pod recounts the others instead of subtracting from
+// a sum that no longer holds the truth.
+func TestNodeInfoSumsSaturate(t *testing.T) {
+	const half = "4611686018427387904" // 2^62
+	tests := []struct {
+		name   string
+		pods   []string // GPUs of each pod, added in order
+		remove int      // index of the pod removed afterwards
+		full   int64    // GPUs requested with every pod
+		after  int64    // GPUs requested after the removal
+	}{
+		{"small sums are exact", []string{"1", "2", "4"}, 1, 7, 5},
+		{"2^62 + 2^62 saturates", []string{half, half, "1"}, 2, math.MaxInt64, math.MaxInt64},
+		{"removal from a saturated sum recounts", []string{half, half, "3"}, 0, math.MaxInt64, 1<<62 + 3},
+		{"1e400 counts as the most, not as 0", []string{"1e400", "2"}, 0, math.MaxInt64, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := NewNodeInfo(&api.Node{ObjectMeta: api.ObjectMeta{Name: "n"}})
+			var pods []*PodInfo
+			for i, g := range tt.pods {
+				p := gpuPod(string(rune('a'+i)), g)
+				pods = append(pods, p)
+				n.AddPod(p)
+			}
+			if got := n.Requested.Scalar[api.ResourceNvidiaGPU]; got != tt.full {
+				t.Fatalf("requested with every pod = %d, want %d", got, tt.full)
+			}
+			if !n.RemovePod(pods[tt.remove].Key) {
+				t.Fatal("pod not found")
+			}
+			if got := n.Requested.Scalar[api.ResourceNvidiaGPU]; got != tt.after {
+				t.Errorf("requested after removing pod %d = %d, want %d", tt.remove, got, tt.after)
+			}
+		})
+	}
+}
