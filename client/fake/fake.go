@@ -1,36 +1,51 @@
 // Package fake is an in-memory client.Interface for unit tests of
-// controllers, the scheduler and the agent: no server, no network, no sleeps.
+// controllers, the scheduler, the agent and the CLI: no server, no network,
+// no sleeps.
 //
-// It keeps the API server's rules that controllers depend on:
+// It keeps the API server's rules by calling them: the rules on
+// server-owned fields are the registry's own functions (apiserver.
+// PrepareForCreate, CarryOver, SpecChanged, CheckPrecondition, GracePeriod,
+// ...), and client/clienttest runs one suite against this fake and against
+// apiserver.Local over a real store. So, as on the server:
 //
 //   - one revision counter: every write gets the next resourceVersion;
 //   - optimistic concurrency: an Update, UpdateStatus, UpdateScale or Delete
-//     precondition carrying a stale resourceVersion fails with Conflict
-//     (an empty resourceVersion writes unconditionally);
-//   - create sets uid, creationTimestamp, generation 1, a name from
-//     generateName, and the "default" namespace for namespaced kinds; it
-//     fails with AlreadyExists on a taken name;
-//   - for kinds with a status subresource, Update keeps the stored status
-//     and UpdateStatus keeps everything but the status; generation bumps when
-//     anything outside metadata and status changes; an update that changes
-//     nothing is a no-op (no new resourceVersion, no event);
-//   - api.SetDefaults and api.Validate (ValidateUpdate) run on Create and
-//     Update, as on the server (objects given to New are defaulted, not
-//     validated);
+//     precondition carrying a stale resourceVersion (or another uid) fails
+//     with Conflict (an empty resourceVersion writes unconditionally);
+//   - Create sets uid, creationTimestamp, generation 1, a name from
+//     generateName (deterministic here, so tests can predict it) and the
+//     "default" namespace; it resets the status (but a Node's), refuses a
+//     set resourceVersion, and fails with AlreadyExists on a taken name;
+//   - Update keeps server-owned metadata, the status (status subresource)
+//     and what the server assigned: a bound pod's nodeName, a service's
+//     cluster IPs and node ports, a namespace's finalizers; UpdateStatus
+//     keeps everything but the status; generation bumps when anything
+//     outside metadata and status changes; an update that changes nothing is
+//     a no-op (no new resourceVersion, no event);
+//   - api.SetDefaults and api.Validate (ValidateUpdate) run on every write
+//     (objects given to New are defaulted, not validated, and keep their
+//     status: they are fixtures);
+//   - Delete: an object with finalizers gets a deletionTimestamp and goes
+//     when an Update removes the last one; a pod bound to a node and not
+//     terminated gets deletionTimestamp and deletionGracePeriodSeconds and
+//     goes when deleted with gracePeriodSeconds 0 (as the agent does); a
+//     namespace turns Terminating until FinalizeNamespace; "default" may not
+//     be deleted. (By default the fake then also plays the pod's node and
+//     removes it at once: StopPodsAtOnce.)
 //   - List and Watch filter by namespace, label and field selectors; a watch
 //     from resourceVersion "" or "0" starts with ADDED for every object, from
 //     a later version it replays what happened since, and from a version
-//     older than the kept history it fails with 410 Gone (ExpireWatches
-//     forces that); an object that stops matching a watch's selector is
-//     sent as DELETED, one that starts matching as ADDED;
-//   - Bind sets spec.nodeName and fails with Conflict if it is already set;
-//   - the scale subresource of deployments and replicasets, and pod traces.
+//     older than the kept history it ends at once with a 410 Gone Err
+//     (ExpireWatches forces that); an object that stops matching a watch's
+//     selector is sent as DELETED, one that starts matching as ADDED;
+//   - Bind sets spec.nodeName and PodScheduled, and fails with Conflict if
+//     the pod is already bound or being deleted;
+//   - the scale subresource of deployments and replicasets, and pod traces
+//     (starting with the API server's create span).
 //
-// What it does not do: deletes are immediate (no graceful pod termination,
-// no cascading to owned objects or a namespace's contents; objects with
-// metadata.finalizers get a deletionTimestamp and go when the last
-// finalizer is removed by an Update), namespaces need not exist, and there
-// is no admission beyond defaulting and validation.
+// What it does not do: cascading deletes (the garbage collector's job),
+// namespace existence checks, service address allocation, and admission
+// beyond defaulting and validation (no PriorityClass resolution).
 //
 // Actions records every write attempt (create, update, delete and the
 // subresources) so a test can assert the writes a reconcile made; Intercept
@@ -39,9 +54,9 @@ package fake
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -52,6 +67,12 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/apiserver"
+)
+
+var (
+	podKind   = api.MustKindOf(&api.Pod{})
+	traceKind = api.MustKindOf(&api.PodTrace{})
 )
 
 // Action is one call to the fake.
@@ -100,6 +121,8 @@ type Client struct {
 	actions    []Action
 	intercept  func(Action) error
 	now        func() time.Time
+	// stopPodsAtOnce: see StopPodsAtOnce.
+	stopPodsAtOnce bool
 }
 
 var _ client.Interface = (*Client)(nil)
@@ -121,6 +144,8 @@ func New(objs ...api.Object) *Client {
 		traces:   map[string][]api.TraceSpan{},
 		watchers: map[*watcher]struct{}{},
 		now:      time.Now,
+
+		stopPodsAtOnce: true,
 	}
 	for _, o := range objs {
 		k := api.MustKindOf(o)
@@ -153,6 +178,18 @@ func New(objs ...api.Object) *Client {
 	}
 	f.compactRev = f.rev
 	return f
+}
+
+// StopPodsAtOnce says whether the fake stands in for the nodes' agents when a
+// pod bound to a node is deleted gracefully. On (the default, for tests that
+// run no agent): the pod gets its deletionTimestamp (a MODIFIED event) and
+// is removed at once (DELETED), as if its node stopped it immediately. Off:
+// it stays, deleting, until deleted again with gracePeriodSeconds 0, as on
+// a real cluster until the agent has stopped it.
+func (f *Client) StopPodsAtOnce(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopPodsAtOnce = on
 }
 
 // SetClock replaces time.Now for creationTimestamp and deletionTimestamp.
@@ -292,13 +329,12 @@ func (f *Client) emit(k *api.Kind, typ api.WatchEventType, obj, old api.Object) 
 	}
 }
 
-func conflict(k *api.Kind, name string) error {
-	return api.NewConflict(k, name, "the object has been modified; please apply your changes to the latest version and try again")
-}
-
 // ownCopy is the write path's private copy of obj, with its kind's type
 // metadata and namespace filled in.
 func ownCopy(obj api.Object) (*api.Kind, api.Object, *api.ObjectMeta, error) {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return nil, nil, nil, api.NewBadRequest("no object given")
+	}
 	k, err := api.KindOf(obj)
 	if err != nil {
 		return nil, nil, nil, api.NewBadRequest(err.Error())
@@ -310,7 +346,9 @@ func ownCopy(obj api.Object) (*api.Kind, api.Object, *api.ObjectMeta, error) {
 	return k, o, m, nil
 }
 
-// Create implements client.Interface.
+// Create implements client.Interface, with the registry's create rules:
+// server-owned metadata set, status reset (apiserver.PrepareForCreate),
+// defaults applied, validated.
 func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error) {
 	k, o, m, err := ownCopy(obj)
 	if err != nil {
@@ -322,34 +360,52 @@ func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error)
 	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: m.Namespace, Name: m.Name, Object: api.Clone(o)}); err != nil {
 		return nil, err
 	}
+	if k.Internal {
+		return nil, apiserver.MethodNotAllowed("create", k)
+	}
+	if m.ResourceVersion != "" {
+		return nil, api.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	m.Generation = 1
+	m.DeletionTimestamp, m.DeletionGracePeriodSeconds, m.ManagedFields = nil, nil, nil
+	apiserver.PrepareForCreate(k, o)
 	if m.Name == "" && m.GenerateName != "" {
 		m.Name = f.generateName(m.GenerateName)
 	}
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
 	}
-	key := api.Key(m.Namespace, m.Name)
-	if _, ok := f.store(k)[key]; ok {
-		return nil, api.NewAlreadyExists(k, m.Name)
-	}
 	api.SetDefaults(o)
 	if errs := api.Validate(o); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
+	key := api.Key(m.Namespace, m.Name)
+	if _, ok := f.store(k)[key]; ok {
+		return nil, api.NewAlreadyExists(k, m.Name)
+	}
 	f.rev++
 	m.UID = f.newUID()
 	m.CreationTimestamp = api.NewTime(f.now().Truncate(time.Second))
-	m.DeletionTimestamp = nil
-	m.DeletionGracePeriodSeconds = nil
-	m.Generation = 1
 	m.ResourceVersion = strconv.FormatInt(f.rev, 10)
-	m.ManagedFields = nil
 	f.store(k)[key] = o
 	f.emit(k, api.Added, o, nil)
+	if pod, ok := o.(*api.Pod); ok {
+		// The registry's own span for a new pod; it starts a fresh trace.
+		now := f.now()
+		f.traces[key] = []api.TraceSpan{{
+			Component: "apiserver", Step: "create",
+			Start: api.MicroTime{Time: now}, End: api.MicroTime{Time: now},
+			Node:    pod.Spec.NodeName,
+			Message: "admitted, defaulted, validated and stored at resourceVersion " + pod.ResourceVersion,
+		}}
+	}
 	return api.Clone(o), nil
 }
 
-// Update implements client.Interface.
+// Update implements client.Interface, with the registry's update rules:
+// server-owned metadata, the status (for kinds with a status subresource)
+// and what the server assigned (apiserver.CarryOver: a bound pod's node, a
+// service's cluster IPs and node ports, a namespace's finalizers) are kept.
 func (f *Client) Update(ctx context.Context, obj api.Object) (api.Object, error) {
 	k, o, m, err := ownCopy(obj)
 	if err != nil {
@@ -361,90 +417,126 @@ func (f *Client) Update(ctx context.Context, obj api.Object) (api.Object, error)
 	if err := f.begin(Action{Verb: "update", Kind: k.Kind, Namespace: m.Namespace, Name: m.Name, Object: api.Clone(o)}); err != nil {
 		return nil, err
 	}
+	if k.Internal {
+		return nil, apiserver.MethodNotAllowed("update", k)
+	}
+	if m.Name == "" {
+		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "")})
+	}
 	key := api.Key(m.Namespace, m.Name)
 	stored, ok := f.store(k)[key]
 	if !ok {
 		return nil, api.NewNotFound(k, m.Name)
 	}
+	if err := apiserver.CheckPrecondition(k, stored, m.UID, m.ResourceVersion); err != nil {
+		return nil, err
+	}
 	sm := stored.GetObjectMeta()
-	if m.ResourceVersion != "" && m.ResourceVersion != sm.ResourceVersion {
-		return nil, conflict(k, m.Name)
-	}
-	if m.UID != "" && m.UID != sm.UID {
-		return nil, api.NewConflict(k, m.Name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", m.UID, sm.UID))
-	}
 	// Metadata the server owns.
-	m.UID, m.CreationTimestamp, m.GenerateName = sm.UID, sm.CreationTimestamp, sm.GenerateName
+	m.UID, m.CreationTimestamp, m.Generation = sm.UID, sm.CreationTimestamp, sm.Generation
 	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = sm.DeletionTimestamp, sm.DeletionGracePeriodSeconds
-	m.Generation, m.ResourceVersion, m.ManagedFields = sm.Generation, sm.ResourceVersion, nil
+	m.ManagedFields = nil
 	if k.HasStatus {
-		copyField(o, stored, "Status")
+		setField(o, api.Clone(stored), "Status")
 	}
+	apiserver.CarryOver(o, stored)
+	m.ResourceVersion = sm.ResourceVersion
 	api.SetDefaults(o)
+	if apiserver.SpecChanged(o, stored) {
+		m.Generation = sm.Generation + 1
+	}
 	if errs := api.ValidateUpdate(o, stored); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
-	if equalJSON(o, stored) {
+	if apiserver.SameObject(o, stored) {
 		return api.Clone(stored), nil
-	}
-	if specChanged(o, stored) {
-		m.Generation++
 	}
 	return f.write(k, key, o, stored), nil
 }
 
 // write stores o as the new state of key (or removes it when a deleting
-// object has lost its last finalizer) and emits the event; f.mu is held.
+// object has nothing left to wait for) and emits the event; f.mu is held.
 func (f *Client) write(k *api.Kind, key string, o, stored api.Object) api.Object {
 	f.rev++
 	m := o.GetObjectMeta()
 	m.ResourceVersion = strconv.FormatInt(f.rev, 10)
-	if m.DeletionTimestamp != nil && len(m.Finalizers) == 0 {
-		delete(f.store(k), key)
-		f.dropTrace(k, key)
-		f.emit(k, api.Deleted, o, stored)
-		return api.Clone(o)
+	if finalized(o) {
+		f.store(k)[key] = o
+		f.emit(k, api.Modified, o, stored)
+		return f.remove(k, key, o)
 	}
 	f.store(k)[key] = o
 	f.emit(k, api.Modified, o, stored)
 	return api.Clone(o)
 }
 
-// UpdateStatus implements client.Interface.
+// remove deletes key, whose last state is o, at a new revision and emits
+// the event; it returns that last state. f.mu is held.
+func (f *Client) remove(k *api.Kind, key string, o api.Object) api.Object {
+	o = api.Clone(o) // the history may hold o
+	f.rev++
+	o.GetObjectMeta().ResourceVersion = strconv.FormatInt(f.rev, 10)
+	delete(f.store(k), key)
+	f.dropTrace(k, key)
+	f.emit(k, api.Deleted, o, o)
+	return api.Clone(o)
+}
+
+// finalized: a deleting object with no finalizers and no grace period left
+// goes, as in the registry.
+func finalized(o api.Object) bool {
+	m := o.GetObjectMeta()
+	return m.DeletionTimestamp != nil && !apiserver.HasFinalizers(o) &&
+		(m.DeletionGracePeriodSeconds == nil || *m.DeletionGracePeriodSeconds == 0)
+}
+
+// UpdateStatus implements client.Interface: only the status of obj is
+// written; it is defaulted and validated as on the server.
 func (f *Client) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, error) {
-	k, err := api.KindOf(obj)
+	k, in, m, err := ownCopy(obj)
 	if err != nil {
-		return nil, api.NewBadRequest(err.Error())
+		return nil, err
 	}
-	m := obj.GetObjectMeta()
-	ns := namespaceFor(k, m.Namespace)
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin(Action{Verb: "update", Kind: k.Kind, Namespace: ns, Name: m.Name, Subresource: "status", Object: api.Clone(obj)}); err != nil {
+	if err := f.begin(Action{Verb: "update", Kind: k.Kind, Namespace: m.Namespace, Name: m.Name, Subresource: "status", Object: api.Clone(in)}); err != nil {
 		return nil, err
 	}
 	if !k.HasStatus {
-		return nil, api.NewNotFound(k, m.Name+"/status")
+		return nil, apiserver.NotFoundPath()
 	}
-	key := api.Key(ns, m.Name)
+	if k.Internal {
+		return nil, apiserver.MethodNotAllowed("update", k)
+	}
+	if m.Name == "" {
+		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "")})
+	}
+	key := api.Key(m.Namespace, m.Name)
 	stored, ok := f.store(k)[key]
 	if !ok {
 		return nil, api.NewNotFound(k, m.Name)
 	}
-	if m.ResourceVersion != "" && m.ResourceVersion != stored.GetObjectMeta().ResourceVersion {
-		return nil, conflict(k, m.Name)
+	if err := apiserver.CheckPrecondition(k, stored, m.UID, m.ResourceVersion); err != nil {
+		return nil, err
 	}
 	o := api.Clone(stored)
-	copyField(o, obj, "Status")
-	if equalJSON(o, stored) {
+	setField(o, in, "Status")
+	api.SetDefaults(o)
+	if errs := api.ValidateUpdate(o, stored); len(errs) > 0 {
+		return nil, api.NewInvalid(k, m.Name, errs)
+	}
+	if apiserver.SameObject(o, stored) {
 		return api.Clone(stored), nil
 	}
 	return f.write(k, key, o, stored), nil
 }
 
-// Delete implements client.Interface. Immediate unless the object has
-// finalizers (then it gets a deletionTimestamp).
+// Delete implements client.Interface with the registry's rules: an object
+// with finalizers, and a pod bound to a node and not terminated, get a
+// deletionTimestamp (and the pod a deletionGracePeriodSeconds) and stay; a
+// namespace turns Terminating until FinalizeNamespace; anything else goes at
+// once.
 func (f *Client) Delete(ctx context.Context, k *api.Kind, namespace, name string, opts api.DeleteOptions) error {
 	ns := namespaceFor(k, namespace)
 	f.mu.Lock()
@@ -452,31 +544,83 @@ func (f *Client) Delete(ctx context.Context, k *api.Kind, namespace, name string
 	if err := f.begin(Action{Verb: "delete", Kind: k.Kind, Namespace: ns, Name: name}); err != nil {
 		return err
 	}
+	if k.Internal {
+		return apiserver.MethodNotAllowed("delete", k)
+	}
+	if err := api.CheckPropagationPolicy(opts.PropagationPolicy); err != nil {
+		return err
+	}
+	if k.Kind == "Namespace" && apiserver.IsProtectedNamespace(name) {
+		return apiserver.Forbidden(k, name, "this namespace may not be deleted")
+	}
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		return api.NewBadRequest(fmt.Sprintf("gracePeriodSeconds %d: must not be negative", *g))
+	}
 	key := api.Key(ns, name)
 	stored, ok := f.store(k)[key]
 	if !ok {
 		return api.NewNotFound(k, name)
 	}
-	sm := stored.GetObjectMeta()
+	var uid, rv string
 	if p := opts.Preconditions; p != nil {
-		if p.UID != nil && *p.UID != sm.UID {
-			return api.NewConflict(k, name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, sm.UID))
+		if p.UID != nil {
+			uid = *p.UID
 		}
-		if p.ResourceVersion != nil && *p.ResourceVersion != sm.ResourceVersion {
-			return api.NewConflict(k, name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, sm.ResourceVersion))
+		if p.ResourceVersion != nil {
+			rv = *p.ResourceVersion
 		}
 	}
+	if err := apiserver.CheckPrecondition(k, stored, uid, rv); err != nil {
+		return err
+	}
+	grace := apiserver.GracePeriod(stored, opts)
 	o := api.Clone(stored)
 	m := o.GetObjectMeta()
-	if len(m.Finalizers) > 0 && m.DeletionTimestamp != nil {
-		return nil // already deleting, waiting for its finalizers
+	if grace == 0 && !apiserver.HasFinalizers(stored) {
+		f.remove(k, key, o)
+		return nil
 	}
-	if m.DeletionTimestamp == nil {
-		t := api.NewTime(f.now().Truncate(time.Second))
-		m.DeletionTimestamp = &t
+	if m.DeletionTimestamp == nil || m.DeletionGracePeriodSeconds == nil || grace < *m.DeletionGracePeriodSeconds {
+		ts := api.NewTime(f.now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+		if m.DeletionTimestamp == nil || ts.Before(m.DeletionTimestamp.Time) {
+			m.DeletionTimestamp = &ts
+		}
+		m.DeletionGracePeriodSeconds = &grace
 	}
-	// write removes the object when it has no finalizers left.
-	f.write(k, key, o, stored)
+	if n, ok := o.(*api.Namespace); ok {
+		n.Status.Phase = api.NamespaceTerminating
+	}
+	if apiserver.SameObject(o, stored) {
+		return nil // already deleting, waiting
+	}
+	o = f.write(k, key, o, stored)
+	if _, isPod := o.(*api.Pod); isPod && f.stopPodsAtOnce && !apiserver.HasFinalizers(o) {
+		// Stand in for the pod's node: stopped at once, deleted with grace 0.
+		f.remove(k, key, o)
+	}
+	return nil
+}
+
+// FinalizeNamespace removes a namespace's spec finalizers, as
+// apiserver.Local's: a Terminating namespace is then removed. It satisfies
+// the namespace controller's NamespaceFinalizer.
+func (f *Client) FinalizeNamespace(ctx context.Context, name string) error {
+	k := api.MustKindOf(&api.Namespace{})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin(Action{Verb: "update", Kind: k.Kind, Name: name, Subresource: "finalize"}); err != nil {
+		return err
+	}
+	stored, ok := f.store(k)[name]
+	if !ok {
+		return api.NewNotFound(k, name)
+	}
+	o := api.Clone(stored).(*api.Namespace)
+	if len(o.Spec.Finalizers) == 0 {
+		return nil
+	}
+	o.Spec.Finalizers = nil
+	f.write(k, name, o, stored)
 	return nil
 }
 
@@ -488,6 +632,9 @@ func (f *Client) dropTrace(k *api.Kind, key string) {
 
 // Get implements client.Interface.
 func (f *Client) Get(ctx context.Context, k *api.Kind, namespace, name string) (api.Object, error) {
+	if k == traceKind {
+		return f.GetTrace(ctx, namespace, name)
+	}
 	ns := namespaceFor(k, namespace)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -546,7 +693,9 @@ func sortedKeys(m map[string]api.Object) []string {
 	return keys
 }
 
-// Watch implements client.Interface.
+// Watch implements client.Interface. As apiserver.Local: a resourceVersion
+// older than the kept history gives a watcher that ends at once with a Gone
+// Err, and opts.TimeoutSeconds ends the watch normally.
 func (f *Client) Watch(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions) (client.Watcher, error) {
 	ls, fs, err := selectors(k, opts)
 	if err != nil {
@@ -571,11 +720,13 @@ func (f *Client) Watch(ctx context.Context, k *api.Kind, namespace string, opts 
 		}
 	default:
 		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
-		if err != nil {
-			return nil, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", opts.ResourceVersion))
+		if err != nil || rv < 0 {
+			return nil, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: want a number", opts.ResourceVersion))
 		}
 		if rv < f.compactRev {
-			return nil, api.NewGone(fmt.Sprintf("too old resource version: %d (%d)", rv, f.compactRev))
+			w.end(api.NewGone(fmt.Sprintf("too old resource version: %d (%d)", rv, f.compactRev)))
+			go w.pump(ctx)
+			return w, nil
 		}
 		for _, c := range f.history {
 			if c.rev <= rv || c.kind != k {
@@ -587,67 +738,63 @@ func (f *Client) Watch(ctx context.Context, k *api.Kind, namespace string, opts 
 		}
 	}
 	f.watchers[w] = struct{}{}
-	go w.pump(ctx)
+	var cancel context.CancelFunc = func() {}
+	if opts.TimeoutSeconds > 0 {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(opts.TimeoutSeconds)*time.Second)
+	}
+	go func() {
+		defer cancel()
+		w.pump(ctx)
+	}()
 	return w, nil
 }
 
-// Bind implements client.Interface.
+// Bind implements client.Interface: spec.nodeName is set and the
+// PodScheduled condition turns True, as in the registry.
 func (f *Client) Bind(ctx context.Context, b *api.Binding) error {
-	k := api.MustKindOf(&api.Pod{})
+	k := podKind
 	ns := namespaceFor(k, b.Namespace)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: ns, Name: b.Name, Subresource: "binding", Object: api.Clone(b)}); err != nil {
 		return err
 	}
+	var errs api.FieldErrors
+	if b.Name == "" {
+		errs = append(errs, api.Required("metadata.name", "name of the pod"))
+	}
 	if b.Target.Name == "" {
-		return api.NewInvalid(k, b.Name, api.FieldErrors{api.Required("target.name", "")})
+		errs = append(errs, api.Required("target.name", "name of the node"))
+	}
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		errs = append(errs, api.NotSupported("target.kind", b.Target.Kind, "Node"))
+	}
+	if len(errs) > 0 {
+		return api.NewInvalid(&api.Kind{Kind: "Binding", Resource: "bindings", Version: "v1"}, b.Name, errs)
 	}
 	key := api.Key(ns, b.Name)
 	stored, ok := f.store(k)[key]
 	if !ok {
 		return api.NewNotFound(k, b.Name)
 	}
+	if err := apiserver.CheckPrecondition(k, stored, b.UID, ""); err != nil {
+		return err
+	}
 	pod := api.Clone(stored.(*api.Pod))
-	if b.UID != "" && b.UID != pod.UID {
-		return api.NewConflict(k, b.Name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, pod.UID))
+	if pod.DeletionTimestamp != nil {
+		return api.NewConflict(k, pod.Name, fmt.Sprintf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
 	}
 	if pod.Spec.NodeName != "" {
-		return api.NewConflict(k, b.Name, fmt.Sprintf("pod %s is already assigned to node %q", b.Name, pod.Spec.NodeName))
-	}
-	if pod.DeletionTimestamp != nil {
-		return api.NewConflict(k, b.Name, "pod is being deleted")
+		return api.NewConflict(k, pod.Name, fmt.Sprintf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
 	}
 	pod.Spec.NodeName = b.Target.Name
+	apiserver.SetPodCondition(pod, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, LastTransitionTime: api.NewTime(f.now().Truncate(time.Second))})
 	f.write(k, key, pod, stored)
 	return nil
 }
 
-// replicasOf returns a pointer to spec.replicas of a scalable object.
-func replicasOf(o api.Object) (spec **int32, status int32, sel *api.LabelSelector, ok bool) {
-	switch v := o.(type) {
-	case *api.Deployment:
-		return &v.Spec.Replicas, v.Status.Replicas, v.Spec.Selector, true
-	case *api.ReplicaSet:
-		return &v.Spec.Replicas, v.Status.Replicas, v.Spec.Selector, true
-	}
-	return nil, 0, nil, false
-}
-
-func scaleOf(o api.Object) *api.Scale {
-	spec, status, sel, _ := replicasOf(o)
-	m := o.GetObjectMeta()
-	s := &api.Scale{
-		TypeMeta:   api.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
-		ObjectMeta: api.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp},
-		Status:     api.ScaleStatus{Replicas: status, Selector: sel.String()},
-	}
-	s.Spec.Replicas = 1
-	if *spec != nil {
-		s.Spec.Replicas = **spec
-	}
-	return s
-}
+// scalable: the kinds with a scale subresource.
+func scalable(k *api.Kind) bool { return k.Kind == "Deployment" || k.Kind == "ReplicaSet" }
 
 // GetScale implements client.Interface.
 func (f *Client) GetScale(ctx context.Context, k *api.Kind, namespace, name string) (*api.Scale, error) {
@@ -657,14 +804,14 @@ func (f *Client) GetScale(ctx context.Context, k *api.Kind, namespace, name stri
 	if err := f.begin(Action{Verb: "get", Kind: k.Kind, Namespace: ns, Name: name, Subresource: "scale"}); err != nil {
 		return nil, err
 	}
+	if !scalable(k) {
+		return nil, apiserver.NotFoundPath()
+	}
 	stored, ok := f.store(k)[api.Key(ns, name)]
 	if !ok {
 		return nil, api.NewNotFound(k, name)
 	}
-	if _, _, _, ok := replicasOf(stored); !ok {
-		return nil, api.NewNotFound(k, name+"/scale")
-	}
-	return scaleOf(stored), nil
+	return apiserver.ScaleOf(stored), nil
 }
 
 // UpdateScale implements client.Interface.
@@ -675,39 +822,62 @@ func (f *Client) UpdateScale(ctx context.Context, k *api.Kind, namespace, name s
 	if err := f.begin(Action{Verb: "update", Kind: k.Kind, Namespace: ns, Name: name, Subresource: "scale", Object: api.Clone(s)}); err != nil {
 		return nil, err
 	}
+	if !scalable(k) {
+		return nil, apiserver.NotFoundPath()
+	}
+	if s.Name != "" && s.Name != name {
+		return nil, api.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", s.Name, name))
+	}
+	if s.Spec.Replicas < 0 {
+		return nil, api.NewInvalid(&api.Kind{Kind: "Scale", Group: "autoscaling", Version: "v1", Resource: "scale"}, name,
+			api.FieldErrors{api.Invalid("spec.replicas", s.Spec.Replicas, "must be greater than or equal to 0")})
+	}
 	key := api.Key(ns, name)
 	stored, ok := f.store(k)[key]
 	if !ok {
 		return nil, api.NewNotFound(k, name)
 	}
-	if _, _, _, ok := replicasOf(stored); !ok {
-		return nil, api.NewNotFound(k, name+"/scale")
-	}
-	if s.Spec.Replicas < 0 {
-		return nil, api.NewInvalid(k, name, api.FieldErrors{api.Invalid("spec.replicas", s.Spec.Replicas, "must be greater than or equal to 0")})
-	}
-	if s.ResourceVersion != "" && s.ResourceVersion != stored.GetObjectMeta().ResourceVersion {
-		return nil, conflict(k, name)
+	if err := apiserver.CheckPrecondition(k, stored, s.UID, s.ResourceVersion); err != nil {
+		return nil, err
 	}
 	o := api.Clone(stored)
-	spec, _, _, _ := replicasOf(o)
-	if *spec != nil && **spec == s.Spec.Replicas {
-		return scaleOf(stored), nil
+	replicas := s.Spec.Replicas
+	switch v := o.(type) {
+	case *api.Deployment:
+		v.Spec.Replicas = &replicas
+	case *api.ReplicaSet:
+		v.Spec.Replicas = &replicas
 	}
-	r := s.Spec.Replicas
-	*spec = &r
+	if !apiserver.SpecChanged(o, stored) {
+		return apiserver.ScaleOf(stored), nil
+	}
 	o.GetObjectMeta().Generation++
-	return scaleOf(f.write(k, key, o, stored)), nil
+	if errs := api.ValidateUpdate(o, stored); len(errs) > 0 {
+		return nil, api.NewInvalid(k, name, errs)
+	}
+	return apiserver.ScaleOf(f.write(k, key, o, stored)), nil
 }
 
 // AddTrace implements client.Interface; at most api.MaxTraceSpans are kept.
 func (f *Client) AddTrace(ctx context.Context, namespace, pod string, spans ...api.TraceSpan) error {
-	k := api.MustKindOf(&api.Pod{})
+	k := podKind
 	ns := namespaceFor(k, namespace)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: ns, Name: pod, Subresource: "trace"}); err != nil {
 		return err
+	}
+	var errs api.FieldErrors
+	for i, s := range spans {
+		if s.Component == "" {
+			errs = append(errs, api.Required(fmt.Sprintf("spans[%d].component", i), ""))
+		}
+		if s.Step == "" {
+			errs = append(errs, api.Required(fmt.Sprintf("spans[%d].step", i), ""))
+		}
+	}
+	if len(errs) > 0 {
+		return api.NewInvalid(traceKind, pod, errs)
 	}
 	key := api.Key(ns, pod)
 	if _, ok := f.store(k)[key]; !ok {
@@ -723,7 +893,7 @@ func (f *Client) AddTrace(ctx context.Context, namespace, pod string, spans ...a
 
 // GetTrace implements client.Interface.
 func (f *Client) GetTrace(ctx context.Context, namespace, pod string) (*api.PodTrace, error) {
-	k := api.MustKindOf(&api.Pod{})
+	k := podKind
 	ns := namespaceFor(k, namespace)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -731,54 +901,14 @@ func (f *Client) GetTrace(ctx context.Context, namespace, pod string) (*api.PodT
 		return nil, err
 	}
 	key := api.Key(ns, pod)
-	if _, ok := f.store(k)[key]; !ok {
+	p, ok := f.store(k)[key]
+	if !ok {
 		return nil, api.NewNotFound(k, pod)
 	}
-	tk := api.MustKindOf(&api.PodTrace{})
-	t := &api.PodTrace{
-		TypeMeta:   api.TypeMeta{APIVersion: tk.APIVersion(), Kind: tk.Kind},
-		ObjectMeta: api.ObjectMeta{Name: pod, Namespace: ns},
-		Spans:      append([]api.TraceSpan(nil), f.traces[key]...),
-	}
-	return api.Clone(t), nil
+	return apiserver.NewTrace(p.(*api.Pod), slices.Clone(f.traces[key])), nil
 }
 
-// copyField sets dst.<name> to a deep copy of src.<name> (both pointers to
-// the same struct type).
-func copyField(dst, src api.Object, name string) {
-	d := reflect.ValueOf(dst).Elem().FieldByName(name)
-	s := reflect.ValueOf(src).Elem().FieldByName(name)
-	if !d.IsValid() || !s.IsValid() || !d.CanSet() {
-		return
-	}
-	data, err := json.Marshal(s.Interface())
-	if err != nil {
-		panic(fmt.Sprintf("fake: copy %s of %T: %v", name, src, err))
-	}
-	v := reflect.New(d.Type())
-	if err := json.Unmarshal(data, v.Interface()); err != nil {
-		panic(fmt.Sprintf("fake: copy %s of %T: %v", name, src, err))
-	}
-	d.Set(v.Elem())
-}
-
-func equalJSON(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
-}
-
-// specChanged reports a change outside metadata and status (spec, data, ...).
-func specChanged(a, b api.Object) bool {
-	return !equalJSON(specPart(a), specPart(b))
-}
-
-func specPart(o api.Object) map[string]json.RawMessage {
-	data, _ := json.Marshal(o)
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(data, &m)
-	for _, k := range []string{"apiVersion", "kind", "metadata", "status"} {
-		delete(m, k)
-	}
-	return m
+// setField sets dst.<name> (Status) to src.<name>; src is the caller's own copy.
+func setField(dst, src api.Object, name string) {
+	reflect.ValueOf(dst).Elem().FieldByName(name).Set(reflect.ValueOf(src).Elem().FieldByName(name))
 }

@@ -32,61 +32,90 @@ func deployment(name string, replicas int32) *api.Deployment {
 	}
 }
 
-func TestCreateUpdateSemantics(t *testing.T) {
+// New keeps its fixtures as given (status included), filling in only the
+// metadata the server would have set.
+func TestNewKeepsFixtures(t *testing.T) {
+	p := pod("web")
+	p.Status.Phase = api.PodRunning
+	f := fake.New(p)
+	got, err := client.Get[*api.Pod](t.Context(), f, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != api.PodRunning || got.UID == "" || got.ResourceVersion != "1" || got.Generation != 1 || got.CreationTimestamp.IsZero() {
+		t.Errorf("fixture = %+v %+v", got.ObjectMeta, got.Status)
+	}
+	if p.UID != "" {
+		t.Error("New changed its argument")
+	}
+}
+
+// By default the fake plays the nodes' agents: a graceful pod delete is
+// seen as MODIFIED (deletionTimestamp) then DELETED, and the pod is gone.
+func TestStopPodsAtOnce(t *testing.T) {
+	ctx := t.Context()
+	p := pod("web")
+	p.Spec.NodeName = "n1"
+	f := fake.New(p)
+	pk := api.MustKindOf(&api.Pod{})
+	w, err := f.Watch(ctx, pk, "", api.ListOptions{ResourceVersion: f.ResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := f.Delete(ctx, pk, "default", "web", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []api.WatchEventType{api.Modified, api.Deleted} {
+		select {
+		case ev := <-w.Events():
+			if ev.Type != want || ev.Object.GetObjectMeta().DeletionTimestamp == nil {
+				t.Fatalf("event %s (deletionTimestamp %v), want %s with one", ev.Type, ev.Object.GetObjectMeta().DeletionTimestamp, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s event", want)
+		}
+	}
+	if _, err := client.Get[*api.Pod](ctx, f, "default", "web"); !api.IsNotFound(err) {
+		t.Errorf("get after delete: %v, want NotFound", err)
+	}
+}
+
+// Intercept fails any call; the write attempt is still recorded.
+func TestInterceptAndActions(t *testing.T) {
 	ctx := t.Context()
 	f := fake.New()
-	p, err := client.Create(ctx, f, pod("web"))
-	if err != nil {
-		t.Fatal(err)
+	boom := api.NewConflict(api.MustKindOf(&api.Pod{}), "web", "injected")
+	f.Intercept(func(a fake.Action) error {
+		if a.Verb == "create" && a.Kind == "Pod" {
+			return boom
+		}
+		return nil
+	})
+	if _, err := client.Create(ctx, f, pod("web")); err != boom {
+		t.Errorf("create: %v, want the injected error", err)
 	}
-	if p.Namespace != "default" || p.UID == "" || p.ResourceVersion == "" || p.Generation != 1 || p.CreationTimestamp.IsZero() {
-		t.Fatalf("created metadata = %+v", p.ObjectMeta)
+	if _, _, err := f.List(ctx, api.MustKindOf(&api.Pod{}), "", api.ListOptions{}); err != nil {
+		t.Errorf("list: %v", err)
 	}
-	if _, err := client.Create(ctx, f, pod("web")); !api.IsAlreadyExists(err) {
-		t.Errorf("second create: %v, want AlreadyExists", err)
-	}
+	f.Intercept(nil)
 	g := pod("")
 	g.GenerateName = "web-"
-	gp, err := client.Create(ctx, f, g)
-	if err != nil || len(gp.Name) != len("web-")+5 {
-		t.Errorf("generateName: %q, %v", gp.Name, err)
-	}
-
-	// Update keeps the status; UpdateStatus keeps the spec.
-	withStatus := api.Clone(p)
-	withStatus.Status.Phase = "Running"
-	s, err := client.UpdateStatus(ctx, f, withStatus)
+	first, err := client.Create(ctx, f, g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Status.Phase != "Running" || s.Generation != 1 {
-		t.Errorf("after UpdateStatus: phase %q generation %d", s.Status.Phase, s.Generation)
+	var got []string
+	for _, a := range f.Actions() {
+		got = append(got, a.String())
 	}
-	// A stale resourceVersion conflicts.
-	stale := api.Clone(p)
-	stale.Labels["x"] = "y"
-	if _, err := client.Update(ctx, f, stale); !api.IsConflict(err) {
-		t.Errorf("stale update: %v, want Conflict", err)
+	if want := []string{"create Pod default/web", "create Pod default/"}; !slices.Equal(got, want) {
+		t.Errorf("actions = %q, want %q (reads are not recorded)", got, want)
 	}
-	cur := api.Clone(s)
-	cur.Status.Phase = "Failed" // ignored by Update
-	cur.Spec.Containers[0].Image = "nginx:1.28"
-	u, err := client.Update(ctx, f, cur)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.Status.Phase != "Running" || u.Generation != 2 {
-		t.Errorf("after Update: phase %q generation %d", u.Status.Phase, u.Generation)
-	}
-	// A label change does not bump generation; a no-op writes nothing.
-	u.Labels["tier"] = "front"
-	l, err := client.Update(ctx, f, u)
-	if err != nil || l.Generation != 2 || l.ResourceVersion == u.ResourceVersion {
-		t.Errorf("label update: generation %d rv %s->%s, %v", l.Generation, u.ResourceVersion, l.ResourceVersion, err)
-	}
-	n, err := client.Update(ctx, f, l)
-	if err != nil || n.ResourceVersion != l.ResourceVersion {
-		t.Errorf("no-op update changed rv %s->%s, %v", l.ResourceVersion, n.ResourceVersion, err)
+	// Generated names are deterministic: a second fake gives the same one.
+	again, err := client.Create(ctx, fake.New(), g)
+	if err != nil || again.Name != first.Name {
+		t.Errorf("generated names %q and %q (%v), want equal", first.Name, again.Name, err)
 	}
 }
 
@@ -211,32 +240,13 @@ func TestListWatchSelectors(t *testing.T) {
 	if !api.IsGone(w2.Err()) {
 		t.Errorf("expired watch Err = %v, want Gone", w2.Err())
 	}
-	if _, err := f.Watch(ctx, pk, "", api.ListOptions{ResourceVersion: rv}); !api.IsGone(err) {
-		t.Errorf("watch from compacted rv: %v, want Gone", err)
+	w3, err := f.Watch(ctx, pk, "", api.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatalf("watch from compacted rv: %v, want a watcher that ends with Gone", err)
 	}
-}
-
-func TestFinalizersDelayDelete(t *testing.T) {
-	ctx := t.Context()
-	p := pod("web")
-	p.Finalizers = []string{"skiff.dev/test"}
-	f := fake.New(p)
-	pk := api.MustKindOf(&api.Pod{})
-	if err := f.Delete(ctx, pk, "default", "web", api.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	for range w3.Events() {
 	}
-	got, err := client.Get[*api.Pod](ctx, f, "default", "web")
-	if err != nil || got.DeletionTimestamp == nil {
-		t.Fatalf("after delete: %+v, %v", got, err)
-	}
-	got.Finalizers = nil
-	if _, err := client.Update(ctx, f, got); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.Get[*api.Pod](ctx, f, "default", "web"); !api.IsNotFound(err) {
-		t.Errorf("after last finalizer: %v, want NotFound", err)
-	}
-	if err := f.Delete(ctx, pk, "default", "web", api.DeleteOptions{}); !api.IsNotFound(err) {
-		t.Errorf("delete missing: %v, want NotFound", err)
+	if !api.IsGone(w3.Err()) {
+		t.Errorf("watch from compacted rv: Err = %v, want Gone", w3.Err())
 	}
 }

@@ -1,0 +1,23 @@
+package fake_test
+
+import (
+	"testing"
+
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/clienttest"
+	"skiff.dev/skiff/client/fake"
+)
+
+// TestSuite runs the client.Interface suite that apiserver.Local passes too.
+func TestSuite(t *testing.T) {
+	clienttest.Run(t, clienttest.Target{
+		New: func(testing.TB) client.Interface {
+			f := fake.New()
+			f.StopPodsAtOnce(false) // the API's rules alone, as apiserver.Local
+			return f
+		},
+		ExpireHistory: func(_ testing.TB, c client.Interface) {
+			c.(*fake.Client).ExpireWatches()
+		},
+	})
+}
