@@ -137,8 +137,7 @@ type Agent struct {
 	loop   *client.Loop
 	rec    *client.Recorder
 
-	mu    sync.Mutex
-	ready bool
+	mu sync.Mutex
 	// ended holds the uids of ended pods whose devices and network were
 	// released (releaseEnded); entries go when the pod leaves the API.
 	ended map[string]bool

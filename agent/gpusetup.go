@@ -242,7 +242,7 @@ func (g *GPUs) Faults() (gpu.FaultInjector, error) {
 }
 
 // ErrNotSimulated: faults can only be injected into simulated GPUs.
-var ErrNotSimulated = errors.New("this node's GPUs are not simulated: faults can only be injected with --gpus sim:...")
+var ErrNotSimulated = errors.New("this node's GPUs are not simulated: faults can only be injected with --gpus sim:NAME")
 
 // Close stops the plugin, the manager and the Source. Safe to call twice.
 func (g *GPUs) Close() {

@@ -16,6 +16,7 @@ import (
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/node"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
 
@@ -34,6 +35,7 @@ type agentCmd struct {
 	joinTimeout time.Duration
 	gpus        string
 	network     string
+	ctrdNS      string
 }
 
 func newAgentCmd(r *Root) *cobra.Command {
@@ -68,6 +70,7 @@ wrong token the join fails.`,
 	fl.DurationVar(&a.joinTimeout, "join-timeout", 30*time.Second, "how long to wait for gossip to name the API server")
 	fl.StringVar(&a.gpus, "gpus", "auto", "GPUs of this node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
 	fl.StringVar(&a.network, "network", networkAuto, networkFlagHelp)
+	fl.StringVar(&a.ctrdNS, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images and containers")
 	_ = cmd.MarkFlagRequired("join")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd
@@ -124,18 +127,22 @@ func joinCluster(ctx context.Context, cfg joinConfig) (*membership.Membership, s
 	}
 }
 
-// Run joins the cluster and runs the agent until ctx ends.
+// Run joins the cluster and runs the node until ctx ends.
 func (a *agentCmd) Run(ctx context.Context) error {
 	lg := a.r.Logger()
-	acfg := agent.DefaultConfig()
+	cfg := node.DefaultConfig(a.dataDir)
 	if a.nodeName != "" {
-		acfg.NodeName = a.nodeName
+		cfg.Name = a.nodeName
 	}
-	if a.advertise != "" {
-		acfg.NodeIP = a.advertise
+	cfg.NodeIP = a.advertise
+	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = a.runtime, a.containerd, a.ctrdNS
+	cfg.GPUs, cfg.Network = a.gpus, a.network
+	cfg.Listen, cfg.Token, cfg.Log = a.listenAgent, a.token, lg
+	if err := cfg.Validate(); err != nil {
+		return err // bad flags change nothing: not even a gossip join
 	}
 	m, apiURL, err := joinCluster(ctx, joinConfig{
-		Name: acfg.NodeName, Join: a.join, Token: a.token,
+		Name: cfg.Name, Join: a.join, Token: a.token,
 		Port: a.gossipPort, Advertise: a.advertise, Timeout: a.joinTimeout, Log: lg,
 	})
 	if err != nil {
@@ -148,52 +155,25 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gpus, err := agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: a.gpus, NodeName: acfg.NodeName, DataDir: a.dataDir, Log: lg})
+	n, err := node.Start(ctx, cfg, c)
 	if err != nil {
 		return err
 	}
-	defer gpus.Close()
-	fmt.Fprintln(a.r.Stdout, gpus.Message)
-	var cdiDirs []string
-	if gpus.CDISpecDir != "" {
-		cdiDirs = append(cdiDirs, gpus.CDISpecDir)
+	info := n.Info()
+	if !info.Simulated {
+		if err := saveNodeContainerd(a.containerd, a.ctrdNS); err != nil {
+			lg.Warn("record the node's containerd for skiff image", "err", err)
+		}
 	}
-	rt, simulated, why, err := openRuntime(ctx, clusterFlags{dataDir: a.dataDir, runtime: a.runtime, containerd: a.containerd, cdiDirs: cdiDirs}, lg)
-	if err != nil {
-		return err
+	for _, s := range []string{info.GPUs, info.RuntimeNote, info.NetworkNote, info.Limits} {
+		printNote(a.r.Stdout, s)
 	}
-	defer rt.Close()
-	if why != "" {
-		fmt.Fprintln(a.r.Stdout, why)
+	fmt.Fprintf(a.r.Stdout, "node %s: agent running (%s; logs and exec served on %s)\n", info.Name, info.Runtime, info.Addr)
+	select {
+	case <-ctx.Done():
+	case <-n.Done():
 	}
-	acfg.DataDir = a.dataDir
-	acfg.Simulated = simulated
-	nf := clusterFlags{dataDir: a.dataDir, network: a.network}
-	pn, netWhy, err := nf.podNetwork(c, acfg.NodeName, simulated)
-	if err != nil {
-		return err
-	}
-	acfg.Network = pn
-	if netWhy != "" {
-		fmt.Fprintln(a.r.Stdout, netWhy)
-	}
-	acfg.Log = lg
-	acfg.Listen = a.listenAgent
-	acfg.Token = a.token
-	gpus.Configure(&acfg)
-	ag, err := agent.New(acfg, c, rt)
-	if err != nil {
-		return err
-	}
-	if err := ag.Listen(); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.r.Stdout, "node %s: agent running (logs and exec served on %s)\n", acfg.NodeName, ag.Addr())
-	netCtx, stopNet := context.WithCancel(ctx)
-	waitNet := startNodeNetwork(netCtx, pn, c, acfg.NodeName, lg)
-	defer waitNet()
-	defer stopNet()
-	return ag.Run(ctx)
+	return n.Stop()
 }
 
 // gossipFlags are the server side's gossip flags (`up`, `server`).
@@ -208,24 +188,6 @@ func (g *gossipFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&g.port, "gossip-port", membership.DefaultPort, "gossip port (UDP and TCP) agents join through")
 	fl.StringVar(&g.advertise, "advertise-address", "", "address agents reach this machine at (default: the address of the default route)")
 	fl.BoolVar(&g.off, "no-gossip", false, "do not start gossip: no agent can join, nodes are watched through heartbeats only")
-}
-
-// startServerGossip starts the server's gossip member, advertising apiURL
-// (its host replaced by the advertise address when it listens on all
-// interfaces). It returns nil, nil with --no-gossip.
-func startServerGossip(g gossipFlags, name, apiURL, token string, lg *slog.Logger) (*membership.Membership, string, error) {
-	if g.off {
-		return nil, "", nil
-	}
-	advertised := advertiseURL(apiURL, g.advertise)
-	mc := membership.DefaultConfig(name, token)
-	mc.BindPort, mc.AdvertiseAddr, mc.Log = g.port, g.advertise, lg
-	mc.Meta = membership.Meta{Role: membership.RoleServer, APIServer: advertised}
-	m, err := membership.Start(mc)
-	if err != nil {
-		return nil, "", fmt.Errorf("start gossip (use --gossip-port, or --no-gossip): %w", err)
-	}
-	return m, advertised, nil
 }
 
 // advertiseURL turns http://0.0.0.0:7443 into http://ADDR:7443, with ADDR

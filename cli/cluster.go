@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/user"
@@ -16,14 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/skiff/agent"
-	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/controlplane/apiserver"
-	"skiff.dev/skiff/runtime"
+	"skiff.dev/skiff/node"
 	ctrd "skiff.dev/skiff/runtime/containerd"
-	rtfake "skiff.dev/skiff/runtime/fake"
 )
 
 // Version of skiff, printed by `skiff version` and /version.
@@ -39,11 +34,10 @@ type clusterFlags struct {
 	noAgent    bool
 	gossip     gossipFlags
 	sim        simFlags
-	gpus       string   // --gpus: auto, nvml, none, sim:NAME, sim:FILE.yaml
-	cdiDirs    []string // extra CDI spec dirs for containerd (simulated GPUs)
-	network    string   // --network: auto, none or cni (cli/network.go)
-	nodes      int      // --nodes: agents in this process (cli/up_nodes.go)
-	ctrdNS     string   // --containerd-namespace
+	gpus       string // --gpus: auto, nvml, none, sim:NAME, sim:FILE.yaml
+	network    string // --network: auto, none or cni (cli/network.go)
+	nodes      int    // --nodes: agents in this process (cli/up_nodes.go)
+	ctrdNS     string // --containerd-namespace
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
@@ -121,7 +115,17 @@ to the data directory, so other terminals can use skiff get/apply at once.`,
 
 // Run starts the cluster and blocks until ctx ends (Ctrl-C).
 func (u *upCmd) Run(ctx context.Context) error {
-	return runCluster(ctx, u.r, u.clusterFlags, true, false)
+	if err := u.validate(); err != nil {
+		return err // bad flags change nothing
+	}
+	start := time.Now()
+	// The local node speaks through the server's gossip member.
+	cp, err := u.startControlPlane(ctx, u.r, u.baseName())
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	return u.runNodes(ctx, u.r, cp, start)
 }
 
 // serverCmd runs the control plane (and, unless --no-agent, a local node).
@@ -144,54 +148,64 @@ func newServerCmd(r *Root) *cobra.Command {
 
 // Run starts the server and blocks until ctx ends.
 func (s *serverCmd) Run(ctx context.Context) error {
-	return runCluster(ctx, s.r, s.clusterFlags, !s.noAgent, true)
-}
-
-func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJoin bool) error {
-	// Bad flags change nothing: check them before anything starts.
-	if err := f.validate(); err != nil {
+	if err := s.validate(); err != nil {
 		return err
 	}
 	start := time.Now()
-	lg := r.Logger()
-	cfg := controlplane.DefaultConfig(f.dataDir)
-	cfg.API.Listen = f.listen
-	cfg.API.Version = Version
-	cfg.Log = lg
-
-	// Gossip starts first: the node lifecycle controller reads it, and it
-	// needs the cluster token (created on the first start).
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-		return fmt.Errorf("create data dir: %w", err)
+	member := s.baseName()
+	if s.noAgent {
+		member = "skiff-server-" + member
 	}
-	token, err := apiserver.LoadOrCreateToken(f.dataDir)
-	if err != nil {
-		return err
-	}
-	cfg.API.Token = token
-	nodeName := f.nodeName
-	if nodeName == "" {
-		nodeName = agent.DefaultConfig().NodeName
-	}
-	memberName := nodeName // the local node speaks through the server's member
-	if !withAgent {
-		memberName = "skiff-server-" + nodeName
-	}
-	gossip, apiURL, err := startServerGossip(f.gossip, memberName, "http://"+f.listen, token, lg)
-	if err != nil {
-		return err
-	}
-	if gossip != nil {
-		defer gossip.Stop()
-		cfg.Members = gossip
-	}
-
-	cp, err := controlplane.Start(ctx, cfg)
+	cp, err := s.startControlPlane(ctx, s.r, member)
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
+	if g := cp.Gossip(); g != nil {
+		fmt.Fprintf(s.r.Stdout, "Join other machines with:\n  %s\n", joinCommand(g, s.gossip.advertise, cp.Token()))
+		if host, _, err := net.SplitHostPort(s.listen); err == nil && (host == "localhost" || net.ParseIP(host).IsLoopback()) {
+			fmt.Fprintln(s.r.Stdout, "(the API server listens on loopback: agents on other machines need --listen 0.0.0.0:7443)")
+		}
+	}
+	if s.noAgent {
+		stopSim, err := s.sim.start(ctx, cp.Local(), s.r.Stdout, s.r.Logger())
+		if err != nil {
+			return err
+		}
+		defer stopSim()
+		<-ctx.Done()
+		fmt.Fprintln(s.r.Stdout, "shutting down")
+		return cp.Stop()
+	}
+	return s.runNodes(ctx, s.r, cp, start)
+}
 
+// baseName is --node-name or the hostname.
+func (f *clusterFlags) baseName() string {
+	if f.nodeName != "" {
+		return f.nodeName
+	}
+	return node.DefaultConfig("").Name
+}
+
+// startControlPlane starts the control plane (with gossip under the
+// member name, unless --no-gossip) and writes the CLI config.
+func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member string) (*controlplane.ControlPlane, error) {
+	cfg := controlplane.DefaultConfig(f.dataDir)
+	cfg.API.Listen = f.listen
+	cfg.API.Version = Version
+	cfg.Log = r.Logger()
+	if !f.gossip.off {
+		cfg.Gossip = &controlplane.GossipConfig{Name: member, Port: f.gossip.port, AdvertiseAddr: f.gossip.advertise,
+			APIServer: advertiseURL("http://"+f.listen, f.gossip.advertise)}
+	}
+	cp, err := controlplane.Start(ctx, cfg)
+	if err != nil {
+		if cfg.Gossip != nil {
+			err = fmt.Errorf("%w (choose another --gossip-port, or --no-gossip)", err)
+		}
+		return nil, err
+	}
 	// Write the CLI config where `skiff` looks by default, and into the
 	// data dir (for --config or SKIFF_CONFIG).
 	cc := cp.ClientConfig()
@@ -201,198 +215,49 @@ func runCluster(ctx context.Context, r *Root, f clusterFlags, withAgent, printJo
 	}
 	for _, p := range paths {
 		if err := client.SaveConfig(p, cc); err != nil {
-			return fmt.Errorf("write CLI config: %w", err)
+			cp.Stop()
+			return nil, fmt.Errorf("write CLI config: %w", err)
 		}
 	}
 	// Started with sudo: the student's own `skiff get` runs as themselves,
 	// so give them the config too.
 	if err := saveForSudoUser(cc); err != nil {
-		lg.Warn("write CLI config for the sudo user", "err", err)
+		r.Logger().Warn("write CLI config for the sudo user", "err", err)
 	}
 	fmt.Fprintf(r.Stdout, "skiff %s: API server at %s (data in %s)\n", Version, cc.Server, f.dataDir)
-	if gossip != nil {
-		fmt.Fprintf(r.Stdout, "gossip on %s, advertising the API server as %s\n", gossip.LocalAddr(), apiURL)
-		if printJoin {
-			fmt.Fprintf(r.Stdout, "Join other machines with:\n  %s\n", joinCommand(gossip, f.gossip.advertise, token))
-			if host, _, err := net.SplitHostPort(f.listen); err == nil && (host == "localhost" || net.ParseIP(host).IsLoopback()) {
-				fmt.Fprintln(r.Stdout, "(the API server listens on loopback: agents on other machines need --listen 0.0.0.0:7443)")
-			}
-		}
+	if g := cp.Gossip(); g != nil {
+		fmt.Fprintf(r.Stdout, "gossip on %s, advertising the API server as %s\n", g.LocalAddr(), cp.AdvertisedURL())
 	}
+	return cp, nil
+}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stopSim, err := f.sim.start(ctx, cp.Local(), r.Stdout, lg)
+// runNodes starts the simulated nodes and the local nodes, prints what to
+// try, and runs until ctx ends or a node's agent fails.
+func (f *clusterFlags) runNodes(ctx context.Context, r *Root, cp *controlplane.ControlPlane, start time.Time) error {
+	stopSim, err := f.sim.start(ctx, cp.Local(), r.Stdout, r.Logger())
 	if err != nil {
 		return err
 	}
 	defer stopSim()
-	agentDone := make(chan error, 1)
-	if withAgent && f.nodes != 1 {
-		stopNodes, nodeErr, err := startLocalNodes(ctx, r.Stdout, f, cp.Local(), cp.Token(), cp.Metrics(), lg, start)
-		if err != nil {
-			return err
-		}
-		go func() {
-			var err error
-			select {
-			case err = <-nodeErr:
-				<-ctx.Done()
-			case <-ctx.Done():
-			}
-			stopNodes()
-			agentDone <- err
-		}()
-	} else if withAgent {
-		gpus, err := agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: f.gpus, NodeName: nodeName, DataDir: f.dataDir, Log: lg})
-		if err != nil {
-			return err
-		}
-		defer gpus.Close()
-		fmt.Fprintln(r.Stdout, gpus.Message)
-		if gpus.CDISpecDir != "" {
-			f.cdiDirs = append(f.cdiDirs, gpus.CDISpecDir)
-		}
-		rt, simulated, why, err := openRuntime(ctx, f, lg)
-		if err != nil {
-			return err
-		}
-		defer rt.Close()
-		acfg := agent.DefaultConfig()
-		if f.nodeName != "" {
-			acfg.NodeName = f.nodeName
-		}
-		acfg.DataDir = f.dataDir
-		acfg.Simulated = simulated
-		acfg.Log = lg
-		acfg.Metrics = cp.Metrics()
-		var netWhy string
-		if acfg.Network, netWhy, err = f.podNetwork(cp.Local(), acfg.NodeName, simulated); err != nil {
-			return err
-		}
-		if netWhy != "" {
-			fmt.Fprintln(r.Stdout, netWhy)
-		}
-		// Logs and exec for the API server's proxy, on loopback: the API
-		// server runs in this process, on this machine.
-		acfg.Listen, acfg.Token = "127.0.0.1:0", cp.Token()
-		gpus.Configure(&acfg)
-		a, err := agent.New(acfg, cp.Local(), rt)
-		if err != nil {
-			return err
-		}
-		netCtx, stopNet := context.WithCancel(ctx)
-		waitNet := startNodeNetwork(netCtx, acfg.Network, cp.Local(), acfg.NodeName, lg)
-		go func() { err := a.Run(ctx); stopNet(); waitNet(); agentDone <- err }()
-		if err := waitNodeReady(ctx, cp.Local(), acfg.NodeName, 30*time.Second); err != nil {
-			return err
-		}
-		mode := "containerd"
-		if simulated {
-			mode = "simulated runtime, no processes"
-		}
-		fmt.Fprintf(r.Stdout, "node %s is Ready (%s) after %d ms\n", acfg.NodeName, mode, time.Since(start).Milliseconds())
-		if why != "" {
-			fmt.Fprintln(r.Stdout, why)
-		}
-	} else {
-		close(agentDone)
+	nodes, err := startLocalNodes(ctx, r.Stdout, *f, cp, r.Logger(), start)
+	if err != nil {
+		return err
 	}
+	defer stopNodes(nodes)
 	fmt.Fprintf(r.Stdout, `
 Try, in another terminal:
   skiff get nodes -o wide
   skiff apply -f examples/lab1-nginx.yaml
   skiff get configmap,deploy,pods,svc -n gpu-demo
-  curl localhost:30080            (with the cni pod network: the lab 1 page)
+  curl localhost:30080
   skiff apply -f examples/lab2-gpu-pod.yaml; skiff logs -n gpu-demo gpu-test
 docs/labs.md walks through every lab; docs/troubleshooting.md helps when one sticks.
 Stop with Ctrl-C; the cluster's state stays in %s.
 `, f.dataDir)
-
-	select {
-	case <-ctx.Done():
-	case err := <-agentDone:
-		if err != nil {
-			return fmt.Errorf("node agent: %w", err)
-		}
-		<-ctx.Done()
-	}
+	err = waitNodes(ctx, nodes)
 	fmt.Fprintln(r.Stdout, "shutting down")
-	cancel()
-	<-agentDone
-	return cp.Stop()
-}
-
-// openRuntime picks the local node's runtime. With auto, containerd is used
-// when its socket answers; otherwise the simulated runtime, and why says
-// how to get real containers.
-func openRuntime(ctx context.Context, f clusterFlags, lg *slog.Logger) (rt runtime.Runtime, simulated bool, why string, err error) {
-	openCtrd := func() (runtime.Runtime, error) {
-		cfg := ctrd.DefaultConfig()
-		cfg.Address = f.containerd
-		if f.ctrdNS != "" {
-			cfg.Namespace = f.ctrdNS
-		}
-		cfg.StateDir = filepath.Join(f.dataDir, "containers")
-		cfg.CDISpecDirs = append(append([]string(nil), cfg.CDISpecDirs...), f.cdiDirs...)
-		cfg.Logger = lg
-		return ctrd.New(ctx, cfg)
-	}
-	switch f.runtime {
-	case "containerd":
-		rt, err := openCtrd()
-		if err != nil {
-			return nil, false, "", fmt.Errorf("containerd at %s: %w", f.containerd, err)
-		}
-		return rt, false, "", nil
-	case "fake":
-		return rtfake.New(rtfake.DefaultConfig()), true, "", nil
-	case "auto":
-		if _, statErr := os.Stat(f.containerd); statErr == nil {
-			rt, err := openCtrd()
-			if err == nil {
-				return rt, false, "", nil
-			}
-			return rtfake.New(rtfake.DefaultConfig()), true,
-				fmt.Sprintf("containerd at %s did not answer (%v): pods are simulated. Run skiff as root, or start containerd, for real containers.", f.containerd, err), nil
-		}
-		return rtfake.New(rtfake.DefaultConfig()), true,
-			fmt.Sprintf("no containerd at %s: pods are simulated. For real containers: sudo apt-get install -y containerd runc && sudo skiff up", f.containerd), nil
-	}
-	return nil, false, "", fmt.Errorf("--runtime %q: want auto, containerd or fake", f.runtime)
-}
-
-// waitNodeReady waits until the node's Ready condition is True.
-func waitNodeReady(ctx context.Context, c client.Interface, name string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	kind := api.MustKindOf(&api.Node{})
-	w, err := c.Watch(ctx, kind, "", api.ListOptions{FieldSelector: "metadata.name=" + name})
-	if err != nil {
-		return fmt.Errorf("watch node %s: %w", name, err)
-	}
-	defer w.Stop()
-	for ev := range w.Events() {
-		if n, ok := ev.Object.(*api.Node); ok && nodeReady(n) {
-			return nil
-		}
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("node %s did not turn Ready within %v", name, timeout)
-	}
-	if err := w.Err(); err != nil {
-		return err
-	}
-	return errors.New("watch ended before the node turned Ready")
-}
-
-func nodeReady(n *api.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == api.NodeReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
+	err = errors.Join(err, stopNodes(nodes))
+	return errors.Join(err, cp.Stop())
 }
 
 // versionCmd prints the client's and, when reachable, the server's version.

@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -11,22 +15,32 @@ import (
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
 
-// imageCmd manages the images of this machine's containerd (namespace
-// "skiff"), for lab rooms without a registry: import an archive once on
-// each machine, and pods with imagePullPolicy IfNotPresent (the default for
-// tagged images) start from it.
+// imageCmd manages the images of this machine's containerd, for lab rooms
+// without a registry: import an archive once on each machine, and pods with
+// imagePullPolicy IfNotPresent (the default for tagged images) start from
+// it. The images go where this machine's node looks: the containerd
+// address and namespace of --containerd-address and --containerd-namespace
+// when given, else those the last `skiff up`, `server` or `agent` on this
+// machine ran with (recorded in ~/.skiff/containerd.json), else the
+// defaults (/run/containerd/containerd.sock, namespace skiff).
 type imageCmd struct {
-	r       *Root
-	address string
+	r         *Root
+	address   string
+	namespace string
+	cmd       *cobra.Command
 }
 
-func newImageCmd(r *Root) *cobra.Command {
-	ic := &imageCmd{r: r}
+func newImageCmd(r *Root) *cobra.Command { return (&imageCmd{r: r}).command() }
+
+func (ic *imageCmd) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Import and list the container images of this machine (offline lab rooms)",
 		Long: `Manage the images skiff's node agent on this machine can run. They live in
-containerd's "skiff" namespace (ctr -n skiff images ls shows them too).
+the node's containerd namespace, "skiff" unless the node was started with
+--containerd-namespace (ctr -n skiff images ls shows them too). Without flags,
+the containerd address and namespace are those of the last skiff up, server or
+agent on this machine.
 
   skiff image import nginx-alpine.tar     # an OCI layout or docker save archive
   skiff image ls
@@ -35,7 +49,9 @@ On a machine with internet access, make the archive with
   docker save nginx:alpine -o nginx-alpine.tar
 or  ctr images export nginx-alpine.tar docker.io/library/nginx:alpine`,
 	}
-	cmd.PersistentFlags().StringVar(&ic.address, "containerd-address", ctrd.DefaultConfig().Address, "containerd socket")
+	ic.cmd = cmd
+	cmd.PersistentFlags().StringVar(&ic.address, "containerd-address", ctrd.DefaultConfig().Address, "containerd socket (default: the local node's)")
+	cmd.PersistentFlags().StringVar(&ic.namespace, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images (default: the local node's)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "import FILE...",
 		Short: "Import images from OCI or docker archives",
@@ -51,14 +67,84 @@ or  ctr images export nginx-alpine.tar docker.io/library/nginx:alpine`,
 	return cmd
 }
 
-func (ic *imageCmd) runtime(ctx context.Context) (*ctrd.Runtime, error) {
+// runtimeConfig is the containerd the images go to: flags given on the
+// command line first, then what the local node recorded, then the defaults.
+func (ic *imageCmd) runtimeConfig() ctrd.Config {
 	cfg := ctrd.DefaultConfig()
-	cfg.Address = ic.address
+	if rec, err := loadNodeContainerd(); err == nil {
+		if rec.Address != "" {
+			cfg.Address = rec.Address
+		}
+		if rec.Namespace != "" {
+			cfg.Namespace = rec.Namespace
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		ic.r.Logger().Warn("read the local node's containerd", "err", err)
+	}
+	fl := ic.cmd.PersistentFlags()
+	if fl.Changed("containerd-address") {
+		cfg.Address = ic.address
+	}
+	if fl.Changed("containerd-namespace") {
+		cfg.Namespace = ic.namespace
+	}
+	return cfg
+}
+
+func (ic *imageCmd) runtime(ctx context.Context) (*ctrd.Runtime, error) {
+	cfg := ic.runtimeConfig()
 	rt, err := ctrd.New(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("containerd at %s: %w (images need containerd; run as root)", ic.address, err)
+		return nil, fmt.Errorf("containerd at %s: %w (images need containerd; run as root)", cfg.Address, err)
 	}
 	return rt, nil
+}
+
+// nodeContainerd is the containerd a node on this machine runs pods on,
+// recorded for `skiff image` in ~/.skiff/containerd.json.
+type nodeContainerd struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace"`
+}
+
+func nodeContainerdPath() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".skiff", "containerd.json"), nil
+}
+
+// saveNodeContainerd records the local node's containerd.
+func saveNodeContainerd(address, namespace string) error {
+	p, err := nodeContainerdPath()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(nodeContainerd{Address: address, Namespace: namespace})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(p, append(b, '\n'), 0o600)
+}
+
+func loadNodeContainerd() (nodeContainerd, error) {
+	var nc nodeContainerd
+	p, err := nodeContainerdPath()
+	if err != nil {
+		return nc, err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nc, err
+	}
+	if err := json.Unmarshal(b, &nc); err != nil {
+		return nc, fmt.Errorf("%s: %w", p, err)
+	}
+	return nc, nil
 }
 
 // Import reads each archive and prints the names it brought in.

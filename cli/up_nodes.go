@@ -2,18 +2,16 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"skiff.dev/skiff/agent"
-	"skiff.dev/skiff/agent/network"
-	"skiff.dev/skiff/agent/podworker"
-	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/node"
 )
 
 // Several nodes on one machine (`skiff up --nodes 3`).
@@ -83,150 +81,139 @@ func localNodeNames(base string, n int) []string {
 	return out
 }
 
-// localNode is one running in-process node of startLocalNodes.
-type localNode struct {
-	name  string
-	gpus  string // the node's one-line GPU summary
-	done  chan error
-	close func()
-}
-
-// startLocalNodes starts f.nodes agents in this process against the
-// control plane's client c, waits until each is Ready, and prints which
-// node has which GPUs. stop cancels them all and waits; errc reports the
-// first agent that ended by itself.
-func startLocalNodes(ctx context.Context, out io.Writer, f clusterFlags, c client.Interface, token string, metrics client.LoopMetrics, lg *slog.Logger, start time.Time) (stop func(), errc <-chan error, err error) {
-	if f.nodes < 1 {
-		return nil, nil, fmt.Errorf("--nodes %d: want at least 1", f.nodes)
-	}
-	base := f.nodeName
-	if base == "" {
-		base = agent.DefaultConfig().NodeName
-	}
-	names := localNodeNames(base, f.nodes)
+// localNodeConfigs are the configs of the --nodes nodes: one node named
+// --node-name (or the hostname) with its state in the data directory, or
+// NAME-1..N, each under DATA/nodes/NAME-i with a bridge of its own
+// (skiff0, skiff1, ...); only the first runs the machine's routes and
+// service proxy.
+func localNodeConfigs(f clusterFlags, token string) ([]node.Config, error) {
 	specs, err := nodeGPUSpecs(f.gpus, f.nodes)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	var nodes []*localNode
-	first := make(chan error, 1)
-	stop = func() {
-		cancel()
-		for _, n := range nodes {
-			<-n.done
-			n.close()
+	names, dirs := []string{f.baseName()}, []string{f.dataDir}
+	if f.nodes != 1 {
+		names = localNodeNames(f.baseName(), f.nodes)
+		dirs = make([]string, len(names))
+		for i, name := range names {
+			dirs[i] = filepath.Join(f.dataDir, "nodes", name)
 		}
 	}
-	fail := func(err error) (func(), <-chan error, error) { stop(); return nil, nil, err }
-
-	var proxyStarted bool
-	var netWhy string
-	mode := "containerd"
-	var runtimeWhy string
+	cfgs := make([]node.Config, len(names))
 	for i, name := range names {
-		nf := f
-		nf.dataDir = filepath.Join(f.dataDir, "nodes", name)
-		nf.cdiDirs = nil
-		if err := os.MkdirAll(nf.dataDir, 0o700); err != nil {
-			return fail(fmt.Errorf("node %s: data dir: %w", name, err))
+		c := node.DefaultConfig(dirs[i])
+		c.Name, c.Runtime, c.GPUs = name, f.runtime, specs[i]
+		c.ContainerdAddress, c.ContainerdNamespace = f.containerd, f.ctrdNS
+		if f.network != "" {
+			c.Network = f.network
 		}
-		gpus, err := agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: specs[i], NodeName: name, DataDir: nf.dataDir, Log: lg})
-		if err != nil {
-			return fail(fmt.Errorf("node %s: %w", name, err))
-		}
-		if gpus.CDISpecDir != "" {
-			nf.cdiDirs = []string{gpus.CDISpecDir}
-		}
-		rt, simulated, why, err := openRuntime(ctx, nf, lg)
-		if err != nil {
-			gpus.Close()
-			return fail(fmt.Errorf("node %s: %w", name, err))
-		}
-		if simulated {
-			mode = "simulated runtime, no processes"
-		}
-		runtimeWhy = why
-		acfg := agent.DefaultConfig()
-		acfg.NodeName, acfg.DataDir, acfg.Simulated, acfg.Log, acfg.Metrics = name, nf.dataDir, simulated, lg.With("node", name), metrics
-		acfg.Listen, acfg.Token = "127.0.0.1:0", token
-		var pn podworker.Network
-		pn, netWhy, err = localNodeNetwork(nf, c, name, i, simulated)
-		if err != nil {
-			rt.Close()
-			gpus.Close()
-			return fail(err)
-		}
-		acfg.Network = pn
-		gpus.Configure(&acfg)
-		a, err := agent.New(acfg, c, rt)
-		if err != nil {
-			rt.Close()
-			gpus.Close()
-			return fail(fmt.Errorf("node %s: %w", name, err))
-		}
-		n := &localNode{name: name, gpus: gpus.Message, done: make(chan error, 1), close: func() { rt.Close(); gpus.Close() }}
-		// One service proxy (and route keeper) for the machine: its
-		// rules do not depend on the node.
-		waitNet := func() {}
-		var stopNet context.CancelFunc = func() {}
-		if pn != nil && !proxyStarted {
-			var netCtx context.Context
-			netCtx, stopNet = context.WithCancel(ctx)
-			waitNet = startNodeNetwork(netCtx, pn, c, name, lg)
-			proxyStarted = true
-		}
-		go func() {
-			err := a.Run(ctx)
-			stopNet()
-			waitNet()
-			if err != nil && ctx.Err() == nil {
-				select {
-				case first <- fmt.Errorf("node %s: %w", name, err):
-				default:
-				}
-			}
-			n.done <- err
-		}()
-		nodes = append(nodes, n)
+		c.Bridge = fmt.Sprintf("skiff%d", i)
+		c.NoServiceProxy = i > 0
+		// Logs and exec for the API server's proxy, on loopback: the API
+		// server runs in this process, on this machine.
+		c.Listen, c.Token = "127.0.0.1:0", token
+		cfgs[i] = c
 	}
-	for _, n := range nodes {
-		if err := waitNodeReady(ctx, c, n.name, 30*time.Second); err != nil {
-			return fail(err)
-		}
-	}
-	fmt.Fprintf(out, "%d nodes are Ready (%s) after %d ms:\n", len(nodes), mode, time.Since(start).Milliseconds())
-	for i, n := range nodes {
-		fmt.Fprintf(out, "  %-*s --gpus %-12s %s\n", maxLen(names), n.name, specs[i], firstLine(n.gpus))
-	}
-	fmt.Fprintf(out, "Choose other GPUs per node with --gpus, one value for all or one per node, e.g. --nodes %d --gpus %s\n", len(nodes), exampleGPUs(len(nodes)))
-	if netWhy != "" {
-		fmt.Fprintln(out, netWhy)
-	}
-	if runtimeWhy != "" {
-		fmt.Fprintln(out, runtimeWhy)
-	}
-	return stop, first, nil
+	return cfgs, nil
 }
 
-// localNodeNetwork is node i's pod network: nil for none; with cni, a
-// bridge of its own (skiff<i>) and CNI state in its data directory.
-func localNodeNetwork(f clusterFlags, c client.Interface, name string, i int, simulated bool) (podworker.Network, string, error) {
-	mode, why, err := resolveNetwork(f.network, simulated)
+// startLocalNodes starts the --nodes nodes in this process against the
+// control plane, waits until each is Ready, and prints what each has and,
+// in one line, which labs cannot work on them. On error none is left
+// running.
+func startLocalNodes(ctx context.Context, out io.Writer, f clusterFlags, cp *controlplane.ControlPlane, lg *slog.Logger, start time.Time) ([]*node.Node, error) {
+	cfgs, err := localNodeConfigs(f, cp.Token())
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	if mode == networkNone {
-		return nil, why, nil
+	var nodes []*node.Node
+	fail := func(err error) ([]*node.Node, error) { _ = stopNodes(nodes); return nil, err }
+	for _, c := range cfgs {
+		c.Metrics, c.Log = cp.Metrics(), lg
+		n, err := node.Start(ctx, c, cp.Local())
+		if err != nil {
+			return fail(err)
+		}
+		nodes = append(nodes, n)
+		if len(cfgs) == 1 {
+			fmt.Fprintln(out, n.Info().GPUs)
+		}
 	}
-	cfg := network.DefaultConfig("")
-	cfg.Bridge = fmt.Sprintf("skiff%d", i)
-	cfg.CacheDir = filepath.Join(f.dataDir, "cni", "cache")
-	cfg.IPAMDataDir = filepath.Join(f.dataDir, "cni", "networks")
-	if why != "" {
-		why += "; one bridge per node (skiff0, skiff1, ...)"
+	for _, n := range nodes {
+		if err := n.WaitReady(ctx, 30*time.Second); err != nil {
+			return fail(err)
+		}
 	}
-	return network.NewNode(cfg, nodePodCIDR(c, name)), why, nil
+	info := nodes[0].Info()
+	if !info.Simulated {
+		// `skiff image import` on this machine finds the nodes' containerd.
+		if err := saveNodeContainerd(f.containerd, f.ctrdNS); err != nil {
+			lg.Warn("record the node's containerd for skiff image", "err", err)
+		}
+	}
+	if len(nodes) == 1 {
+		printNote(out, info.NetworkNote)
+		fmt.Fprintf(out, "node %s is Ready (%s) after %d ms\n", info.Name, info.Runtime, time.Since(start).Milliseconds())
+	} else {
+		fmt.Fprintf(out, "%d nodes are Ready (%s) after %d ms:\n", len(nodes), info.Runtime, time.Since(start).Milliseconds())
+		names := make([]string, len(nodes))
+		for i, n := range nodes {
+			names[i] = n.Name()
+		}
+		for i, n := range nodes {
+			fmt.Fprintf(out, "  %-*s --gpus %-12s %s\n", maxLen(names), n.Name(), cfgs[i].GPUs, firstLine(n.Info().GPUs))
+		}
+		fmt.Fprintf(out, "Choose other GPUs per node with --gpus, one value for all or one per node, e.g. --nodes %d --gpus %s\n", len(nodes), exampleGPUs(len(nodes)))
+		if info.NetworkNote != "" && info.PodNetwork == networkCNI {
+			info.NetworkNote += "; one bridge per node (skiff0, skiff1, ...)"
+		}
+		printNote(out, info.NetworkNote)
+	}
+	printNote(out, info.RuntimeNote)
+	printNote(out, info.Limits)
+	return nodes, nil
+}
+
+func printNote(out io.Writer, s string) {
+	if s != "" {
+		fmt.Fprintln(out, s)
+	}
+}
+
+// waitNodes blocks until ctx ends (nil) or a node's agent ends by itself
+// (its error).
+func waitNodes(ctx context.Context, nodes []*node.Node) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() {
+			select {
+			case <-n.Done():
+				err := n.Err()
+				if err == nil {
+					err = errors.New("stopped by itself")
+				}
+				failed <- fmt.Errorf("node %s: agent: %w", n.Name(), err)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-failed:
+		return err
+	}
+}
+
+// stopNodes stops every node (in reverse order) and joins their errors.
+func stopNodes(nodes []*node.Node) error {
+	var errs []error
+	for i := len(nodes) - 1; i >= 0; i-- {
+		errs = append(errs, nodes[i].Stop())
+	}
+	return errors.Join(errs...)
 }
 
 func maxLen(ss []string) int {

@@ -52,3 +52,33 @@ func TestClusterFlagsValidate(t *testing.T) {
 		}
 	}
 }
+
+// --nodes N: each node has its own name, data dir, bridge and GPUs; only
+// the first runs the machine's service proxy. One node keeps the flags'
+// name and data dir.
+func TestLocalNodeConfigs(t *testing.T) {
+	f := clusterFlags{dataDir: "/d", nodeName: "lab", runtime: "auto", network: "auto", containerd: "/c.sock", ctrdNS: "ns", gpus: "sim:dgxa100,none", nodes: 2}
+	cfgs, err := localNodeConfigs(f, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct{ name, dir, bridge, gpus string }
+	wants := []want{{"lab-1", "/d/nodes/lab-1", "skiff0", "sim:dgxa100"}, {"lab-2", "/d/nodes/lab-2", "skiff1", "none"}}
+	if len(cfgs) != len(wants) {
+		t.Fatalf("%d configs, want %d", len(cfgs), len(wants))
+	}
+	for i, w := range wants {
+		c := cfgs[i]
+		if (want{c.Name, c.DataDir, c.Bridge, c.GPUs}) != w || c.NoServiceProxy != (i > 0) || c.ContainerdAddress != "/c.sock" || c.ContainerdNamespace != "ns" || c.Token != "tok" {
+			t.Errorf("node %d: %+v; want %+v, service proxy on the first only", i, c, w)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("node %d: %v", i, err)
+		}
+	}
+	f.nodes, f.gpus = 1, "none"
+	cfgs, err = localNodeConfigs(f, "tok")
+	if err != nil || len(cfgs) != 1 || cfgs[0].Name != "lab" || cfgs[0].DataDir != "/d" {
+		t.Fatalf("one node: %+v, %v; want lab in /d", cfgs, err)
+	}
+}

@@ -1,6 +1,11 @@
 // Package controlplane assembles skiff's control plane in one process: the
 // bbolt store (etcd's role), the API server, the controllers
-// (kube-controller-manager) and the scheduler (kube-scheduler).
+// (kube-controller-manager), the scheduler (kube-scheduler) and, when
+// Config.Gossip is set, the server's gossip member (agent/membership),
+// which advertises the API server to joining agents and tells the node
+// lifecycle controller about failed machines. Start is the one call that
+// builds it (`skiff up`, `skiff server`, the integration tests); the
+// nodes are the node package's.
 //
 // Everything else talks to it through the API: the CLI and remote agents
 // over HTTP, the in-process controllers and scheduler through
@@ -18,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/controllers"
@@ -43,11 +49,33 @@ type Config struct {
 	NodeMonitorGracePeriod time.Duration
 	// PodEvictionTimeout: pods of a NotReady node are deleted after this.
 	PodEvictionTimeout time.Duration
-	// Members is the gossip view of the cluster (*membership.Membership),
-	// or nil: the node lifecycle controller then watches heartbeats only.
+	// Gossip starts the server's gossip member; nil runs none (no agent
+	// can join through gossip).
+	Gossip *GossipConfig
+	// Members is the gossip view of the cluster, or nil: the node
+	// lifecycle controller then watches heartbeats only. With Gossip it
+	// is the started member, and this field is ignored.
 	Members controllers.MemberSource
 	// Log, or discard.
 	Log *slog.Logger
+}
+
+// GossipConfig is the server's gossip member.
+type GossipConfig struct {
+	// Name of the member, unique in the cluster. `skiff up` names it
+	// after its local node, which speaks through it.
+	Name string
+	// BindAddr and Port to listen on (0.0.0.0:7946; port 0 picks one).
+	BindAddr string
+	Port     int
+	// AdvertiseAddr is the address agents reach this machine at ("" =
+	// detected).
+	AdvertiseAddr string
+	// APIServer is the URL advertised to agents; "" advertises
+	// http://API.Listen.
+	APIServer string
+	// Fast shortens gossip intervals (tests on loopback).
+	Fast bool
 }
 
 // DefaultConfig returns the defaults for a data directory.
@@ -88,6 +116,8 @@ type ControlPlane struct {
 	server  *apiserver.Server
 	metrics *metrics.Metrics
 	token   string
+	gossip  *membership.Membership
+	advURL  string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -120,30 +150,57 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		token = t
 	}
 	cfg.API.Token = token
+	// Gossip first: the node lifecycle controller reads it.
+	var gossip *membership.Membership
+	var advURL string
+	if g := cfg.Gossip; g != nil {
+		advURL = g.APIServer
+		if advURL == "" {
+			advURL = "http://" + cfg.API.Listen
+		}
+		mc := membership.DefaultConfig(g.Name, token)
+		if g.BindAddr != "" {
+			mc.BindAddr = g.BindAddr
+		}
+		mc.BindPort, mc.AdvertiseAddr, mc.Fast, mc.Log = g.Port, g.AdvertiseAddr, g.Fast, lg
+		mc.Meta = membership.Meta{Role: membership.RoleServer, APIServer: advURL}
+		m, err := membership.Start(mc)
+		if err != nil {
+			return nil, fmt.Errorf("start gossip: %w", err)
+		}
+		gossip = m
+		cfg.Members = m
+	}
+	fail := func(err error) (*ControlPlane, error) {
+		if gossip != nil {
+			gossip.Stop()
+		}
+		return nil, err
+	}
 	storeOpts := cfg.Store
 	storeOpts.Logger = lg.With("component", "store")
 	st, err := store.Open(filepath.Join(cfg.DataDir, "state.db"), storeOpts)
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return fail(fmt.Errorf("open store: %w", err))
 	}
 	m := metrics.New()
 	cfg.API.Metrics = m
 	reg := apiserver.NewRegistry(st, lg.With("component", "apiserver"))
 	if err := reg.EnsureDefaults(ctx); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("create default namespaces: %w", err)
+		return fail(fmt.Errorf("create default namespaces: %w", err))
 	}
 	srv, err := apiserver.New(cfg.API, reg, lg.With("component", "apiserver"))
 	if err != nil {
 		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := srv.Listen(); err != nil {
 		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	cp := &ControlPlane{cfg: cfg, log: lg, st: st, server: srv, metrics: m, token: token, cancel: cancel}
+	cp := &ControlPlane{cfg: cfg, log: lg, st: st, server: srv, metrics: m, token: token, gossip: gossip, advURL: advURL, cancel: cancel}
 	local := srv.Local()
 	cp.run("apiserver", func() error { return srv.Run(ctx) })
 	cp.run("controllers", func() error {
@@ -189,6 +246,13 @@ func (cp *ControlPlane) ClientConfig() client.Config {
 	return client.Config{Server: cp.URL(), Token: cp.token}
 }
 
+// Gossip is the server's gossip member, or nil without Config.Gossip.
+func (cp *ControlPlane) Gossip() *membership.Membership { return cp.gossip }
+
+// AdvertisedURL is the API server URL gossip advertises ("" without
+// gossip).
+func (cp *ControlPlane) AdvertisedURL() string { return cp.advURL }
+
 // Wait blocks until every component has stopped and returns the first
 // error one of them stopped with.
 func (cp *ControlPlane) Wait() error {
@@ -198,12 +262,16 @@ func (cp *ControlPlane) Wait() error {
 	return cp.err
 }
 
-// Stop shuts the control plane down and closes the store. Safe twice.
+// Stop shuts the control plane down, leaves gossip (members see Left, not
+// a failure) and closes the store. Safe twice.
 func (cp *ControlPlane) Stop() error {
 	var err error
 	cp.stopOnce.Do(func() {
 		cp.cancel()
 		err = cp.Wait()
+		if cp.gossip != nil {
+			cp.gossip.Stop()
+		}
 		if cerr := cp.st.Close(); cerr != nil && err == nil {
 			err = cerr
 		}

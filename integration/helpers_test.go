@@ -18,6 +18,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/node"
 	"skiff.dev/skiff/runtime"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
@@ -66,10 +67,9 @@ func startControlPlane(t testing.TB, tune func(*controlplane.Config)) (*controlp
 
 // runningAgent is an agent started by startAgent.
 type runningAgent struct {
-	name   string
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
+	name string
+	node *node.Node
+	once sync.Once
 }
 
 // kill stops the agent abruptly, as kill -9 would as far as the cluster
@@ -78,38 +78,42 @@ type runningAgent struct {
 func (a *runningAgent) kill(t testing.TB) {
 	t.Helper()
 	a.once.Do(func() {
-		a.cancel()
+		stopped := make(chan struct{})
+		go func() { _ = a.node.Stop(); close(stopped) }()
 		select {
-		case <-a.done:
+		case <-stopped:
 		case <-time.After(30 * time.Second):
 			t.Errorf("agent %s did not stop within 30s", a.name)
 		}
 	})
 }
 
-// startAgent runs an agent for node name against cp on rt, with its state in
-// dataDir; tune adjusts the config first. Killed at cleanup.
+// startAgent runs a node named name against cp (over HTTP, as a remote
+// agent) on rt, with its state in dataDir, no GPU stack and no pod network,
+// through the node package as `skiff agent` does; tune adjusts the
+// agent's config last. Killed at cleanup.
 func startAgent(t testing.TB, cp *controlplane.ControlPlane, rt runtime.Runtime, name, dataDir string, tune func(*agent.Config)) *runningAgent {
 	t.Helper()
-	acfg := agent.DefaultConfig()
-	acfg.NodeName, acfg.NodeIP, acfg.DataDir = name, "127.0.0.1", dataDir
-	acfg.HeartbeatInterval = 500 * time.Millisecond
-	acfg.BaseBackoff, acfg.MaxBackoff = 200*time.Millisecond, 2*time.Second
-	acfg.Resync = 5 * time.Second
-	if tune != nil {
-		tune(&acfg)
+	cfg := node.DefaultConfig(dataDir)
+	cfg.Name, cfg.NodeIP, cfg.UseRuntime = name, "127.0.0.1", rt
+	cfg.GPUs, cfg.Network = "", node.NetworkNone // no GPU stack: a test brings its own devices
+	cfg.TuneAgent = func(acfg *agent.Config) {
+		acfg.HeartbeatInterval = 500 * time.Millisecond
+		acfg.BaseBackoff, acfg.MaxBackoff = 200*time.Millisecond, 2*time.Second
+		acfg.Resync = 5 * time.Second
+		if tune != nil {
+			tune(acfg)
+		}
 	}
 	c, err := client.New(cp.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(acfg, c, rt)
+	n, err := node.Start(context.Background(), cfg, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ra := &runningAgent{name: name, cancel: cancel, done: make(chan error, 1)}
-	go func() { ra.done <- a.Run(ctx) }()
+	ra := &runningAgent{name: name, node: n}
 	t.Cleanup(func() { ra.kill(t) })
 	return ra
 }

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+)
+
+// skiff image finds the containerd the local node runs on: flags first,
+// then what `skiff up`/`agent` recorded, then the defaults.
+func TestImageRuntimeConfig(t *testing.T) {
+	tests := []struct {
+		name          string
+		recorded      *nodeContainerd
+		args          []string
+		wantAddr, wNS string
+	}{
+		{"defaults", nil, nil, "/run/containerd/containerd.sock", "skiff"},
+		{"the node's", &nodeContainerd{Address: "/run/lab/containerd.sock", Namespace: "lab"}, nil, "/run/lab/containerd.sock", "lab"},
+		{"flags win", &nodeContainerd{Address: "/run/lab/containerd.sock", Namespace: "lab"},
+			[]string{"--containerd-namespace", "other", "--containerd-address", "/run/other.sock"}, "/run/other.sock", "other"},
+		{"one flag, the rest the node's", &nodeContainerd{Address: "/run/lab/containerd.sock", Namespace: "lab"},
+			[]string{"--containerd-namespace", "other"}, "/run/lab/containerd.sock", "other"},
+		{"flags without a node", nil, []string{"--containerd-namespace", "other"}, "/run/containerd/containerd.sock", "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HOME", t.TempDir())
+			if tt.recorded != nil {
+				if err := saveNodeContainerd(tt.recorded.Address, tt.recorded.Namespace); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out, errb bytes.Buffer
+			ic := &imageCmd{r: NewRoot(&out, &errb)}
+			cmd := ic.command()
+			if err := cmd.PersistentFlags().Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg := ic.runtimeConfig()
+			if cfg.Address != tt.wantAddr || cfg.Namespace != tt.wNS {
+				t.Errorf("containerd %s namespace %s; want %s namespace %s", cfg.Address, cfg.Namespace, tt.wantAddr, tt.wNS)
+			}
+			if errb.Len() > 0 {
+				t.Errorf("stderr: %s", errb.String())
+			}
+		})
+	}
+}

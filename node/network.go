@@ -1,0 +1,141 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"skiff.dev/skiff/agent/network"
+	"skiff.dev/skiff/agent/podworker"
+	"skiff.dev/skiff/agent/proxy"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+)
+
+// cniBridgePaths are where auto looks for the CNI bridge plugin (Debian's
+// containernetworking-plugins, upstream's release tarball).
+var cniBridgePaths = []string{"/usr/lib/cni/bridge", "/opt/cni/bin/bridge"}
+
+// ResolveNetwork turns Config.Network into NetworkNone or NetworkCNI for a
+// node whose runtime is simulated or not; note says, for auto, what was
+// chosen and why (with the command that gives a pod network when none).
+func ResolveNetwork(mode string, simulated bool) (resolved, note string, err error) {
+	switch mode {
+	case NetworkNone, NetworkCNI:
+		return mode, "", nil
+	case "", NetworkAuto:
+	default:
+		return "", "", fmt.Errorf("network %q: want %s, %s or %s", mode, NetworkAuto, NetworkCNI, NetworkNone)
+	}
+	const fix = "sudo ./hack/up.sh, or sudo apt-get install -y containernetworking-plugins iptables"
+	switch {
+	case simulated:
+		return NetworkNone, "pod network: none (simulated pods have no processes to network)", nil
+	case os.Geteuid() != 0:
+		return NetworkNone, "pod network: none, pods share the node's network (not root; run as root for a network namespace and IP per pod, and Services)", nil
+	}
+	bridge := false
+	for _, p := range cniBridgePaths {
+		if _, err := os.Stat(p); err == nil {
+			bridge = true
+		}
+	}
+	if !bridge {
+		return NetworkNone, "pod network: none, pods share the node's network (no CNI plugins: " + fix + ")", nil
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return NetworkNone, "pod network: none, pods share the node's network (no iptables for the service proxy: " + fix + ")", nil
+	}
+	return NetworkCNI, "pod network: cni (a network namespace and IP per pod; service proxy on iptables)", nil
+}
+
+// podNetwork is the node's pod network: nil for none. With cni, the CNI
+// state lives under the data directory and the node's pod CIDR is read
+// from its Node (the control plane's node IPAM controller allocates it
+// after registration).
+func podNetwork(cfg Config, c client.Interface, simulated bool) (pn podworker.Network, mode, note string, err error) {
+	mode, note, err = ResolveNetwork(cfg.Network, simulated)
+	if err != nil || mode == NetworkNone {
+		return nil, mode, note, err
+	}
+	nc := network.DefaultConfig("")
+	if cfg.Bridge != "" {
+		nc.Bridge = cfg.Bridge
+	}
+	nc.CacheDir = filepath.Join(cfg.DataDir, "cni", "cache")
+	nc.IPAMDataDir = filepath.Join(cfg.DataDir, "cni", "networks")
+	return network.NewNode(nc, nodePodCIDR(c, cfg.Name)), mode, note, nil
+}
+
+// nodePodCIDR reads a node's pod CIDR from the API ("" until the node is
+// registered and the node IPAM controller has given it one).
+func nodePodCIDR(c client.Interface, nodeName string) network.PodCIDRFunc {
+	nodes := api.MustKindOf(&api.Node{})
+	return func(ctx context.Context) (string, error) {
+		o, err := c.Get(ctx, nodes, "", nodeName)
+		if api.IsNotFound(err) {
+			return "", nil // not registered yet
+		}
+		if err != nil {
+			return "", err
+		}
+		return o.(*api.Node).Spec.PodCIDR, nil
+	}
+}
+
+// startNodeNetwork runs the routes to the other nodes' pod CIDRs and the
+// service proxy until ctx ends; the returned func waits for both to finish
+// removing what they installed.
+func startNodeNetwork(ctx context.Context, c client.Interface, nodeName string, lg *slog.Logger) (wait func()) {
+	var wg sync.WaitGroup
+	routes := network.NewRoutes(c, nodeName, nil, lg)
+	pcfg := proxy.DefaultConfig()
+	pcfg.Log = lg
+	px := proxy.New(c, pcfg)
+	for name, run := range map[string]func(context.Context) error{"routes": routes.Run, "service proxy": px.Run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				lg.Warn("node network stopped", "part", name, "err", err)
+			}
+		}()
+	}
+	return wg.Wait
+}
+
+// waitNodeReady waits until the node's Ready condition is True or ctx ends.
+func waitNodeReady(ctx context.Context, c client.Interface, name string) error {
+	kind := api.MustKindOf(&api.Node{})
+	w, err := c.Watch(ctx, kind, "", api.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return fmt.Errorf("watch node %s: %w", name, err)
+	}
+	defer w.Stop()
+	for ev := range w.Events() {
+		if n, ok := ev.Object.(*api.Node); ok && nodeReady(n) {
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("wait for node %s to turn Ready: %w", name, err)
+	}
+	if err := w.Err(); err != nil {
+		return err
+	}
+	return errors.New("watch ended before the node turned Ready")
+}
+
+func nodeReady(n *api.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == api.NodeReady {
+			return c.Status == api.ConditionTrue
+		}
+	}
+	return false
+}
