@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -552,13 +553,8 @@ func podRequestsLimits(p *api.Pod) (api.ResourceList, api.ResourceList) {
 	return req, lim
 }
 
-func addResources(into, add api.ResourceList) {
-	for k, v := range add {
-		q := into[k]
-		q.Add(v)
-		into[k] = q
-	}
-}
+// addResources adds add into into; totals saturate (api.AddResourceLists).
+func addResources(into, add api.ResourceList) { api.AddResourceLists(into, add) }
 
 func quantityOr0(rl api.ResourceList, k string) string {
 	q, ok := rl[k]
@@ -568,12 +564,18 @@ func quantityOr0(rl api.ResourceList, k string) string {
 	return q.String()
 }
 
-// withPercent is "250m (12%)", relative to allocatable.
+// withPercent is "250m (12%)", relative to allocatable (in float64 near
+// the int64 bound, where × 100 would overflow).
 func withPercent(rl, alloc api.ResourceList, k string) string {
-	q := rl[k]
 	a, ok := alloc[k]
-	if !ok || a.IsZero() {
+	if !ok || a.Sign() <= 0 {
 		return quantityOr0(rl, k)
 	}
-	return fmt.Sprintf("%s (%d%%)", quantityOr0(rl, k), q.MilliValue()*100/a.MilliValue())
+	qa, _ := api.ResourceAmount(k, rl[k])
+	aa, _ := api.ResourceAmount(k, a)
+	pct := int64(float64(qa) / float64(aa) * 100)
+	if qa >= 0 && qa <= math.MaxInt64/100 {
+		pct = qa * 100 / aa
+	}
+	return fmt.Sprintf("%s (%d%%)", quantityOr0(rl, k), pct)
 }
