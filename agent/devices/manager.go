@@ -451,10 +451,15 @@ func (m *Manager) requests(c *api.Container) (map[string]int, error) {
 		if !known {
 			continue // not a device plugin resource on this node (the kubelet ignores those too)
 		}
-		if q.MilliValue()%1000 != 0 || q.Value() < 0 {
+		// Amounts, not Value(): 1e400 devices are not 0 devices.
+		n, inRange := api.ResourceAmount(name, q)
+		if _, whole := q.AsScale(0); !whole || n < 0 {
 			return nil, fmt.Errorf("%s: %s is not a whole number of devices", name, q.String())
 		}
-		if n := q.Value(); n > 0 {
+		if !inRange {
+			return nil, fmt.Errorf("%s: %s devices is more than any node has", name, q.String())
+		}
+		if n > 0 {
 			out[name] = int(n)
 		}
 	}

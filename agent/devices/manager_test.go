@@ -287,6 +287,14 @@ func TestAllocateSkipsUnhealthyAndUnknownResources(t *testing.T) {
 	if _, err := m.Allocate(ctxT(t), pf, cf); err == nil || !strings.Contains(err.Error(), "whole number") {
 		t.Fatalf("Allocate of 500m = %v", err)
 	}
+	// Quantities past an int64 are refused, not read as 0 devices.
+	for _, q := range []string{"1e400", "9223372036854775808"} {
+		ph, ch := pod("h", 1, widget)
+		ch.Resources.Limits[widget] = resource.MustParse(q)
+		if _, err := m.Allocate(ctxT(t), ph, ch); err == nil || !strings.Contains(err.Error(), "more than any node has") {
+			t.Fatalf("Allocate of %s = %v", q, err)
+		}
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
