@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/patch"
 	"skiff.dev/skiff/client"
 )
 
@@ -76,9 +79,10 @@ func (c *applyCmd) Run(ctx context.Context) error {
 		return err
 	}
 	for _, m := range valid {
+		written := writtenFields(m.Data)
 		for _, d := range m.Docs {
 			k := d.Kind
-			result, err := applyObject(ctx, cl, k, d.Object)
+			result, err := c.applyObject(ctx, cl, k, d.Object, written[docKey{d.Index, d.Path}])
 			if err != nil {
 				failed = true
 				c.root.reportFor(fmt.Sprintf("error when applying %s from %q", describeDoc(d), m.Source), err)
@@ -140,14 +144,35 @@ func (c *applyCmd) checkManifest(m manifest) bool {
 	return true
 }
 
-// applyObject creates obj, or updates the live object to match it. It
-// returns "created", "configured" or "unchanged".
-func applyObject(ctx context.Context, cl client.Interface, k *api.Kind, obj api.Object) (string, error) {
+// applyObject creates obj, or patches the live object the way kubectl's
+// client-side apply does, and returns "created", "configured" or
+// "unchanged".
+//
+// The file's object is written with the annotation
+// kubectl.kubernetes.io/last-applied-configuration holding its own JSON.
+// The next apply computes a three-way strategic merge patch (package
+// api/patch) from that annotation (original), the file (modified) and the
+// live object (current): it sets what the file sets and deletes what the
+// file no longer sets. Fields nobody wrote in the file (defaults, a
+// Service's clusterIP and nodePorts, a pod's nodeName, the annotations of
+// controllers and of `rollout restart`) are not in the patch, so they stay.
+// An empty patch is "unchanged". The patch is applied to the live object
+// here and written with its resourceVersion; a conflict reads again.
+func (c *applyCmd) applyObject(ctx context.Context, cl client.Interface, k *api.Kind, obj api.Object, written map[string]any) (string, error) {
 	m := obj.GetObjectMeta()
+	modified, err := appliedConfiguration(obj, written)
+	if err != nil {
+		return "", err
+	}
+	warned := false
 	for attempt := 0; ; attempt++ {
 		cur, err := cl.Get(ctx, k, m.Namespace, m.Name)
 		if api.IsNotFound(err) {
-			if _, err := cl.Create(ctx, obj); err != nil {
+			created, err := api.DecodeJSON(k, modified)
+			if err != nil {
+				return "", fmt.Errorf("decode %s %q: %w", k.Kind, m.Name, err)
+			}
+			if _, err := cl.Create(ctx, created); err != nil {
 				return "", err
 			}
 			return "created", nil
@@ -155,16 +180,33 @@ func applyObject(ctx context.Context, cl client.Interface, k *api.Kind, obj api.
 		if err != nil {
 			return "", err
 		}
-		desired, err := mergeForApply(k, cur, obj)
+		var original []byte
+		if a, ok := cur.GetObjectMeta().Annotations[patch.LastAppliedAnnotation]; ok {
+			original = []byte(a)
+		} else if !warned {
+			warned = true
+			fmt.Fprintf(c.root.Stderr, "Warning: resource %s/%s is missing the %s annotation which is required by skiff apply. "+
+				"skiff apply should only be used on resources created declaratively by skiff apply. "+
+				"The missing annotation will be patched automatically.\n", k.GroupResource(), m.Name, patch.LastAppliedAnnotation)
+		}
+		current, err := json.Marshal(cur)
 		if err != nil {
 			return "", err
 		}
-		same, err := sameObject(desired, cur)
+		p, err := patch.ThreeWay(k.APIVersion(), k.Kind, original, modified, current)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("compute the patch of %s %q: %w", k.Kind, m.Name, err)
 		}
-		if same {
+		if string(p) == "{}" {
 			return "unchanged", nil
+		}
+		patched, err := patch.Strategic(k.APIVersion(), k.Kind, current, p)
+		if err != nil {
+			return "", fmt.Errorf("apply the patch %s to %s %q: %w", p, k.Kind, m.Name, err)
+		}
+		desired, err := api.DecodeJSON(k, patched)
+		if err != nil {
+			return "", fmt.Errorf("decode the patched %s %q: %w", k.Kind, m.Name, err)
 		}
 		_, err = cl.Update(ctx, desired)
 		if api.IsConflict(err) && attempt < 3 {
@@ -177,125 +219,152 @@ func applyObject(ctx context.Context, cl client.Interface, k *api.Kind, obj api.
 	}
 }
 
-// serverAnnotationPrefixes mark annotations that controllers write on
-// objects users apply (the deployment's revision): apply keeps them.
-var serverAnnotationPrefixes = [...]string{"deployment.kubernetes.io/"}
-
-// mergeForApply builds the object to write: spec, data, labels and
-// annotations from the file; identity, server-set metadata and status from
-// the live object; fields the server allocates (a Service's clusterIP and
-// node ports, a pod's node) kept when the file leaves them out.
-func mergeForApply(k *api.Kind, cur, file api.Object) (api.Object, error) {
-	fm, err := toMap(file)
+// appliedConfiguration is the file's object as apply writes it: its JSON,
+// limited to the fields the file writes (written, the document as parsed;
+// nil when unknown), with the last-applied annotation set to that same
+// JSON without the annotation, as kubectl's GetModifiedConfiguration.
+//
+// The values are the typed object's (quantities in canonical form, as the
+// server stores them); the fields are the file's, so that a zero value the
+// Go type prints but the file never set (targetPort: 0, creationTimestamp:
+// null) is not taken for a change.
+func appliedConfiguration(obj api.Object, written map[string]any) ([]byte, error) {
+	m, err := toMap(obj)
 	if err != nil {
 		return nil, err
 	}
-	cm, err := toMap(cur)
-	if err != nil {
-		return nil, err
+	if written != nil && sameIdentity(m, written) {
+		name, namespace := obj.GetObjectMeta().Name, obj.GetObjectMeta().Namespace
+		keepWritten(m, written)
+		// Identity is the object's even where the file left it to the
+		// command line (-n) or to its List (kind).
+		tm := obj.GetTypeMeta()
+		if tm.APIVersion != "" && tm.Kind != "" {
+			m["apiVersion"], m["kind"] = tm.APIVersion, tm.Kind
+		}
+		wm, _ := m["metadata"].(map[string]any)
+		if wm == nil {
+			wm = map[string]any{}
+			m["metadata"] = wm
+		}
+		wm["name"] = name
+		if namespace != "" {
+			wm["namespace"] = namespace
+		}
 	}
-	meta, _ := cm["metadata"].(map[string]any)
+	meta, _ := m["metadata"].(map[string]any)
+	dropNulls(m)
 	if meta == nil {
 		meta = map[string]any{}
+		m["metadata"] = meta
 	}
-	fmeta, _ := fm["metadata"].(map[string]any)
-	if l, ok := fmeta["labels"]; ok {
-		meta["labels"] = l
-	} else {
-		delete(meta, "labels")
-	}
-	ann := map[string]any{}
-	if fa, ok := fmeta["annotations"].(map[string]any); ok {
-		for key, v := range fa {
-			ann[key] = v
-		}
-	}
-	if ca, ok := meta["annotations"].(map[string]any); ok {
-		for key, v := range ca {
-			for _, p := range serverAnnotationPrefixes {
-				if _, inFile := ann[key]; !inFile && strings.HasPrefix(key, p) {
-					ann[key] = v
-				}
-			}
-		}
-	}
-	if len(ann) > 0 {
-		meta["annotations"] = ann
-	} else {
+	ann, _ := meta["annotations"].(map[string]any)
+	delete(ann, patch.LastAppliedAnnotation)
+	if len(ann) == 0 {
 		delete(meta, "annotations")
 	}
-	fm["metadata"] = meta
-	if st, ok := cm["status"]; ok {
-		fm["status"] = st
-	} else {
-		delete(fm, "status")
-	}
-	data, err := json.Marshal(fm)
+	applied, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	out := k.New()
-	if err := json.Unmarshal(data, out); err != nil {
-		return nil, fmt.Errorf("merge %s: %w", k.Kind, err)
+	if ann == nil {
+		ann = map[string]any{}
 	}
-	keepAllocated(out, cur)
-	api.SetDefaults(out)
-	return out, nil
+	ann[patch.LastAppliedAnnotation] = string(applied) + "\n"
+	meta["annotations"] = ann
+	return json.Marshal(m)
 }
 
-// keepAllocated copies fields the server or controllers fill in when the
-// applied object leaves them empty.
-func keepAllocated(out, cur api.Object) {
-	switch o := out.(type) {
-	case *api.Namespace:
-		// The API server owns a namespace's finalizers.
-		if len(o.Spec.Finalizers) == 0 {
-			o.Spec.Finalizers = cur.(*api.Namespace).Spec.Finalizers
+// sameIdentity reports whether the parsed document w is the object m (same
+// name), a guard against pairing a document with another's fields.
+func sameIdentity(m, w map[string]any) bool {
+	mm, _ := m["metadata"].(map[string]any)
+	wm, _ := w["metadata"].(map[string]any)
+	return mm != nil && wm != nil && mm["name"] == wm["name"]
+}
+
+// keepWritten removes from typed (the JSON of a typed object) every key
+// that written (the document it was decoded from) does not have. Lists
+// pair by index: the typed list was decoded from the written one.
+func keepWritten(typed, written any) {
+	switch t := typed.(type) {
+	case map[string]any:
+		w, ok := written.(map[string]any)
+		if !ok {
+			return
 		}
-	case *api.Service:
-		c := cur.(*api.Service)
-		if o.Spec.ClusterIP == "" {
-			o.Spec.ClusterIP = c.Spec.ClusterIP
-			if len(o.Spec.ClusterIPs) == 0 {
-				o.Spec.ClusterIPs = c.Spec.ClusterIPs
-			}
-		}
-		for i := range o.Spec.Ports {
-			p := &o.Spec.Ports[i]
-			if p.NodePort != 0 {
+		for k, v := range t {
+			wv, ok := w[k]
+			if !ok {
+				delete(t, k)
 				continue
 			}
-			for _, cp := range c.Spec.Ports {
-				if cp.Port == p.Port && (cp.Protocol == p.Protocol || p.Protocol == "") {
-					p.NodePort = cp.NodePort
-				}
-			}
+			keepWritten(v, wv)
 		}
-	case *api.Pod:
-		c := cur.(*api.Pod)
-		if o.Spec.NodeName == "" {
-			o.Spec.NodeName = c.Spec.NodeName
+	case []any:
+		w, ok := written.([]any)
+		if !ok || len(w) != len(t) {
+			return
 		}
-	case *api.Deployment:
-		c := cur.(*api.Deployment)
-		keepRestartedAt(&o.Spec.Template, &c.Spec.Template)
+		for i := range t {
+			keepWritten(t[i], w[i])
+		}
 	}
 }
 
-// keepRestartedAt keeps `rollout restart`'s template annotation so that a
-// later apply of the unchanged file does not roll the pods again.
-func keepRestartedAt(out, cur *api.PodTemplateSpec) {
-	v, ok := cur.Annotations[api.AnnotationRestartedAt]
-	if !ok {
-		return
+// dropNulls removes the keys whose value is null, at every depth.
+func dropNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+			} else {
+				dropNulls(e)
+			}
+		}
+	case []any:
+		for _, e := range t {
+			dropNulls(e)
+		}
 	}
-	if _, set := out.Annotations[api.AnnotationRestartedAt]; set {
-		return
+}
+
+// docKey names a document of a stream as api.Document does.
+type docKey struct {
+	index int
+	path  string
+}
+
+// writtenFields parses a YAML or JSON stream into the generic form of each
+// object, keyed as api.DecodeStream numbers its documents (empty documents
+// skipped, List items by "items[N]"). A stream it cannot read gives what
+// it read so far: apply then compares the typed object's every field.
+func writtenFields(data []byte) map[docKey]map[string]any {
+	out := map[docKey]map[string]any{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))), 4096)
+	for index := 0; ; {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return out
+		}
+		m, ok := v.(map[string]any)
+		if v == nil {
+			continue // an empty document
+		}
+		if ok {
+			if items, isList := m["items"].([]any); isList && strings.HasSuffix(fmt.Sprint(m["kind"]), "List") {
+				for i, it := range items {
+					if im, ok := it.(map[string]any); ok {
+						out[docKey{index, fmt.Sprintf("items[%d]", i)}] = im
+					}
+				}
+			} else {
+				out[docKey{index, ""}] = m
+			}
+		}
+		index++
 	}
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	out.Annotations[api.AnnotationRestartedAt] = v
 }
 
 // sameObject compares two objects by their JSON form.

@@ -1,14 +1,20 @@
 package cli
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/patch"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/controlplane/apiserver"
+	"skiff.dev/skiff/controlplane/store"
 )
 
 const nginxDemo = `apiVersion: v1
@@ -98,7 +104,7 @@ func TestApplyCreatedConfiguredUnchanged(t *testing.T) {
 	}
 	d, _ := client.Get[*api.Deployment](t.Context(), fc, "gpu-demo", "nginx-demo")
 	d = api.Clone(d)
-	d.Annotations = map[string]string{api.AnnotationRevision: "1"}
+	d.Annotations[api.AnnotationRevision] = "1"
 	if _, err := fc.Update(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +194,11 @@ func TestApplyServerRejectionIsPerObject(t *testing.T) {
 	if res.code != 1 {
 		t.Errorf("exit = %d", res.code)
 	}
-	wantLines(t, res.out, "namespace/gpu-demo unchanged", "deployment.apps/nginx-demo created", "service/nginx-demo created")
+	// The namespace was not created by apply: kubectl's warning, and the
+	// annotation is patched in.
+	wantLines(t, res.out, "namespace/gpu-demo configured", "deployment.apps/nginx-demo created", "service/nginx-demo created")
+	wantContains(t, res.err, "Warning: resource namespaces/gpu-demo is missing the kubectl.kubernetes.io/last-applied-configuration annotation which is required by skiff apply.",
+		"The missing annotation will be patched automatically.")
 	wantContains(t, res.err, `Error from server (Forbidden): error when applying document 2 (ConfigMap "nginx-page") from "`+f+`": configmaps "nginx-page" is forbidden: no`)
 }
 
@@ -210,5 +220,252 @@ func TestCreate(t *testing.T) {
 	res = run(t, fc, "", "create", "ns", "gpu-demo")
 	if res.code != 1 || res.err != "Error from server (AlreadyExists): namespaces \"gpu-demo\" already exists\n" {
 		t.Errorf("create twice: %+v", res)
+	}
+}
+
+// newAPIServer is a real in-process API server (registry, admission,
+// defaults and validation over a bbolt store), reached without HTTP.
+func newAPIServer(t testing.TB) *apiserver.Local {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := apiserver.NewRegistry(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := reg.EnsureDefaults(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return apiserver.NewLocal(reg)
+}
+
+// Every example and every valid test file, applied twice to a real API
+// server: the second time, every object is unchanged (the server's
+// defaults and allocations are not a change).
+func TestApplyTwiceIsUnchanged(t *testing.T) {
+	var files []string
+	// (valid-secret-list.json has a Secret with stringData: see
+	// TestApplySecretStringDataIsConfiguredEveryTime.)
+	for _, glob := range []string{"../examples/*.yaml", "../api/testdata/valid-*.yaml"} {
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 10 {
+		t.Fatalf("found only %d files: %v", len(files), files)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			srv := newAPIServer(t)
+			createNamespacesOf(t, srv, f)
+			res := run(t, srv, "", "apply", "-f", f)
+			if res.code != 0 {
+				t.Fatalf("first apply: exit %d: %s%s", res.code, res.out, res.err)
+			}
+			if strings.TrimSpace(res.out) == "" {
+				t.Skip("no objects in this file")
+			}
+			first := strings.Split(strings.TrimSpace(res.out), "\n")
+			res = run(t, srv, "", "apply", "-f", f)
+			if res.code != 0 || res.err != "" {
+				t.Fatalf("second apply: exit %d: %s%s", res.code, res.out, res.err)
+			}
+			second := strings.Split(strings.TrimSpace(res.out), "\n")
+			if len(second) != len(first) {
+				t.Fatalf("second apply printed %d lines, the first %d:\n%s", len(second), len(first), res.out)
+			}
+			for _, line := range second {
+				if !strings.HasSuffix(line, " unchanged") {
+					t.Errorf("second apply: %q, want unchanged", line)
+				}
+			}
+		})
+	}
+}
+
+// createNamespacesOf creates the namespaces the objects of file live in
+// that the file does not declare itself.
+func createNamespacesOf(t testing.TB, cl client.Interface, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	need := map[string]bool{}
+	for _, d := range api.DecodeStream(data) {
+		if d.Err != nil || d.Object == nil {
+			continue
+		}
+		m := d.Object.GetObjectMeta()
+		switch {
+		case d.Kind.Kind == "Namespace":
+			declared[m.Name] = true
+		case d.Kind.Namespaced && m.Namespace != "":
+			need[m.Namespace] = true
+		}
+	}
+	for ns := range need {
+		if declared[ns] {
+			continue
+		}
+		if _, err := cl.Create(t.Context(), &api.Namespace{ObjectMeta: api.ObjectMeta{Name: ns}}); err != nil && !api.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+const applyPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: gpu-test
+  namespace: default
+  labels: {app: gpu, tier: lab}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: cuda
+    image: nvidia/cuda:12.4.0-base-ubuntu22.04
+    command: ["nvidia-smi"]
+    resources:
+      limits: {nvidia.com/gpu: 1}
+`
+
+func TestApplyThreeWayAgainstAPIServer(t *testing.T) {
+	srv := newAPIServer(t)
+	dir := t.TempDir()
+	f := writeFile(t, dir, "pod.yaml", applyPod)
+	ctx := t.Context()
+
+	res := run(t, srv, "", "apply", "-f", f)
+	wantLines(t, res.out, "pod/gpu-test created")
+	p, err := client.Get[*api.Pod](ctx, srv, "default", "gpu-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Annotations[patch.LastAppliedAnnotation]; !ok {
+		t.Fatalf("create wrote no %s: %v", patch.LastAppliedAnnotation, p.Annotations)
+	}
+	// The scheduler binds it; someone adds a label by hand.
+	if err := srv.Bind(ctx, &api.Binding{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "gpu-test"}, Target: api.ObjectReference{Kind: "Node", Name: "node-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = client.Get[*api.Pod](ctx, srv, "default", "gpu-test")
+	p = api.Clone(p)
+	p.Labels["owner"] = "ana"
+	if _, err := srv.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, srv, "", "apply", "-f", f)
+	wantLines(t, res.out, "pod/gpu-test unchanged")
+
+	// The file drops a label and changes the image: configured; the hand
+	// label and the node stay.
+	writeFile(t, dir, "pod.yaml", strings.NewReplacer("labels: {app: gpu, tier: lab}", "labels: {app: gpu}",
+		"cuda:12.4.0", "cuda:12.5.0").Replace(applyPod))
+	res = run(t, srv, "", "apply", "-f", f)
+	wantLines(t, res.out, "pod/gpu-test configured")
+	p, _ = client.Get[*api.Pod](ctx, srv, "default", "gpu-test")
+	if _, ok := p.Labels["tier"]; ok || p.Labels["owner"] != "ana" || p.Labels["app"] != "gpu" {
+		t.Errorf("labels %v", p.Labels)
+	}
+	if p.Spec.NodeName != "node-1" || p.Spec.Containers[0].Image != "nvidia/cuda:12.5.0-base-ubuntu22.04" {
+		t.Errorf("node %q image %q", p.Spec.NodeName, p.Spec.Containers[0].Image)
+	}
+	if q := p.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; q.String() != "1" {
+		t.Errorf("GPU limit %v", p.Spec.Containers[0].Resources.Limits)
+	}
+
+	// A change Kubernetes forbids: the server's message, nothing written.
+	before := p.ResourceVersion
+	writeFile(t, dir, "pod.yaml", strings.Replace(applyPod, `["nvidia-smi"]`, `["nvidia-smi", "-L"]`, 1))
+	res = run(t, srv, "", "apply", "-f", f)
+	if res.code == 0 {
+		t.Fatalf("a forbidden change applied: %+v", res)
+	}
+	wantContains(t, res.err, `Pod "gpu-test" is invalid`, "pod updates may not change fields other than")
+	p, _ = client.Get[*api.Pod](ctx, srv, "default", "gpu-test")
+	if p.ResourceVersion != before {
+		t.Errorf("a rejected apply wrote the pod")
+	}
+}
+
+func TestApplyKeepsWhatTheServerAndControllersSet(t *testing.T) {
+	srv := newAPIServer(t)
+	f := writeFile(t, t.TempDir(), "nginx-demo.yaml", nginxDemo)
+	ctx := t.Context()
+	res := run(t, srv, "", "apply", "-f", f)
+	if res.code != 0 {
+		t.Fatalf("apply: %+v", res)
+	}
+	svc, err := client.Get[*api.Service](ctx, srv, "gpu-demo", "nginx-demo")
+	if err != nil || svc.Spec.ClusterIP == "" {
+		t.Fatalf("service %+v: %v", svc, err)
+	}
+	// A controller stamps the revision; `rollout restart` the template.
+	d, _ := client.Get[*api.Deployment](ctx, srv, "gpu-demo", "nginx-demo")
+	d = api.Clone(d)
+	d.Annotations[api.AnnotationRevision] = "2"
+	d.Spec.Template.Annotations = map[string]string{api.AnnotationRestartedAt: "2025-03-01T12:00:00Z"}
+	if _, err := srv.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, srv, "", "apply", "-f", f)
+	wantLines(t, res.out,
+		"namespace/gpu-demo unchanged",
+		"configmap/nginx-page unchanged",
+		"deployment.apps/nginx-demo unchanged",
+		"service/nginx-demo unchanged")
+	res = run(t, srv, "", "apply", "-f", writeFile(t, t.TempDir(), "scaled.yaml", strings.Replace(nginxDemo, "replicas: 3", "replicas: 4", 1)))
+	wantLines(t, res.out,
+		"namespace/gpu-demo unchanged",
+		"configmap/nginx-page unchanged",
+		"deployment.apps/nginx-demo configured",
+		"service/nginx-demo unchanged")
+	d, _ = client.Get[*api.Deployment](ctx, srv, "gpu-demo", "nginx-demo")
+	if *d.Spec.Replicas != 4 || d.Annotations[api.AnnotationRevision] != "2" || d.Spec.Template.Annotations[api.AnnotationRestartedAt] == "" {
+		t.Errorf("replicas %d annotations %v template annotations %v", *d.Spec.Replicas, d.Annotations, d.Spec.Template.Annotations)
+	}
+	got, _ := client.Get[*api.Service](ctx, srv, "gpu-demo", "nginx-demo")
+	if got.Spec.ClusterIP != svc.Spec.ClusterIP || got.Spec.Ports[0].NodePort != 30080 {
+		t.Errorf("service spec %+v, was %+v", got.Spec, svc.Spec)
+	}
+}
+
+// An object created without apply: kubectl's warning, configured (the
+// annotation is added), then unchanged.
+func TestApplyWithoutLastApplied(t *testing.T) {
+	srv := newAPIServer(t)
+	if _, err := srv.Create(t.Context(), &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "page"}, Data: map[string]string{"a": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	f := writeFile(t, t.TempDir(), "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: page\ndata:\n  a: \"1\"\n")
+	res := run(t, srv, "", "apply", "-f", f)
+	wantLines(t, res.out, "configmap/page configured")
+	wantContains(t, res.err, "Warning: resource configmaps/page is missing the kubectl.kubernetes.io/last-applied-configuration annotation which is required by skiff apply.")
+	res = run(t, srv, "", "apply", "-f", f)
+	wantLines(t, res.out, "configmap/page unchanged")
+	if res.err != "" {
+		t.Errorf("stderr: %s", res.err)
+	}
+}
+
+// The server turns stringData into data and keeps no stringData, so the
+// patch always sets it again: kubectl says "configured" every time too
+// (kubernetes/kubernetes#87736); data alone is unchanged.
+func TestApplySecretStringDataIsConfiguredEveryTime(t *testing.T) {
+	srv := newAPIServer(t)
+	dir := t.TempDir()
+	for _, tc := range []struct{ file, second string }{
+		{"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s1\n  namespace: default\nstringData:\n  user: admin\n", "secret/s1 configured"},
+		{"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s2\n  namespace: default\ndata:\n  user: YWRtaW4=\n", "secret/s2 unchanged"},
+	} {
+		f := writeFile(t, dir, "secret.yaml", tc.file)
+		if res := run(t, srv, "", "apply", "-f", f); res.code != 0 {
+			t.Fatalf("apply: %+v", res)
+		}
+		wantLines(t, run(t, srv, "", "apply", "-f", f).out, tc.second)
 	}
 }

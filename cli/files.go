@@ -18,6 +18,8 @@ type manifest struct {
 	// Source names the input in messages: the path, or "STDIN".
 	Source string
 	Docs   []api.Document
+	// Data is the input as read (apply compares the fields it sets).
+	Data []byte
 }
 
 // manifestExts are the files a directory contributes, as kubectl.
@@ -94,7 +96,7 @@ func readManifests(paths []string, stdin io.Reader) ([]manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", src, err)
 		}
-		out = append(out, manifest{Source: src, Docs: api.DecodeStream(data)})
+		out = append(out, manifest{Source: src, Docs: api.DecodeStream(data), Data: data})
 	}
 	return out, nil
 }

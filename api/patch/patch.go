@@ -44,6 +44,10 @@ func Supported(apiVersion, kind string) []Type {
 	return []Type{JSONPatch, MergePatch}
 }
 
+// LastAppliedAnnotation holds, on an object that `apply` wrote, the JSON of
+// the file it applied: the original of the next three-way patch.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
 // MaxJSONPatchOperations is kube-apiserver's limit on the operations of one
 // JSON patch.
 const MaxJSONPatchOperations = 10000
