@@ -7,6 +7,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // The reconcilers are tested one by one on fixtures (the other _test
@@ -40,31 +41,19 @@ func TestManagerWiring(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "3 pods of the deployment", func() bool { return activePods() == 3 })
+	testwait.For(t, 10*time.Second, "3 pods of the deployment", func() bool { return activePods() == 3 })
 
 	cur := get[*api.Deployment](t, c, ns, "web")
 	cur.Spec.Replicas = ptr[int32](1)
 	if _, err := c.Update(t.Context(), cur); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "scale down to 1 pod", func() bool { return activePods() == 1 })
+	testwait.For(t, 10*time.Second, "scale down to 1 pod", func() bool { return activePods() == 1 })
 
 	if err := c.Delete(t.Context(), deploymentKind(), ns, "web", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the garbage collector to remove the replica set and its pods", func() bool {
+	testwait.For(t, 10*time.Second, "the garbage collector to remove the replica set and its pods", func() bool {
 		return len(list[*api.ReplicaSet](t, c, ns)) == 0 && len(list[*api.Pod](t, c, ns)) == 0
 	})
-}
-
-// waitFor polls cond until it holds or 10 seconds pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval of a deadline-bound wait, not a bare sleep
-	}
 }

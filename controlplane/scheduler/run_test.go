@@ -8,6 +8,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // Run wires informers, the loop and the workers: a pending GPU pod gets
@@ -33,11 +34,11 @@ func TestRunEndToEnd(t *testing.T) {
 			return err == nil && p.Spec.NodeName == "node-1"
 		}
 	}
-	waitFor(t, "first bound", boundTo("first"))
+	testwait.For(t, 15*time.Second, "first bound", boundTo("first"))
 	if _, err := c.Create(ctx, gpuPod("second", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "second unschedulable", func() bool {
+	testwait.For(t, 15*time.Second, "second unschedulable", func() bool {
 		p, err := client.Get[*api.Pod](ctx, c, "gpu-demo", "second")
 		return err == nil && len(p.Status.Conditions) > 0 && p.Status.Conditions[0].Reason == "Unschedulable"
 	})
@@ -47,18 +48,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if _, err := c.UpdateStatus(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "second bound after the first finished", boundTo("second"))
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 15*time.Second, "second bound after the first finished", boundTo("second"))
 }
 
 func TestHeartbeatDoesNotMovePods(t *testing.T) {
