@@ -273,16 +273,26 @@ func resourceValue(c *api.Container, ref *api.ResourceFieldSelector) string {
 	if !ok {
 		return ""
 	}
-	if ref.Divisor != nil && !ref.Divisor.IsZero() {
-		if parts[1] == api.ResourceCPU {
-			return strconv.FormatInt((q.MilliValue()+ref.Divisor.MilliValue()-1)/ref.Divisor.MilliValue(), 10)
+	v, _ := api.ResourceAmount(parts[1], q) // millicores for cpu
+	if ref.Divisor != nil && ref.Divisor.Sign() > 0 {
+		if d, _ := api.ResourceAmount(parts[1], *ref.Divisor); d > 0 {
+			return strconv.FormatInt(ceilDiv(v, d), 10)
 		}
-		return strconv.FormatInt((q.Value()+ref.Divisor.Value()-1)/ref.Divisor.Value(), 10)
 	}
 	if parts[1] == api.ResourceCPU {
-		return strconv.FormatInt((q.MilliValue()+999)/1000, 10)
+		return strconv.FormatInt(ceilDiv(v, 1000), 10)
 	}
-	return strconv.FormatInt(q.Value(), 10)
+	return strconv.FormatInt(v, 10)
+}
+
+// ceilDiv is ⌈a/b⌉ for b > 0, without the a+b-1 that overflows near the
+// int64 bound.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b > 0 {
+		q++
+	}
+	return q
 }
 
 func isOptional(b *bool) bool { return b != nil && *b }
