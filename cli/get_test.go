@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
-	"skiff.dev/skiff/client"
 	"strings"
 	"testing"
 	"time"
+
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
 
 	"skiff.dev/skiff/api"
 )
@@ -289,13 +291,13 @@ func TestGetWatch(t *testing.T) {
 		_ = r.Execute(ctx, []string{"get", "pods", "-w", "--no-headers"})
 		done <- out.String()
 	}()
-	waitFor(t, func() bool { return fc.WatchCount() > 0 })
+	testwait.For(t, 5*time.Second, "the watch to start", func() bool { return fc.WatchCount() > 0 })
 	p := runningPod("default", "new", "", "", 0)
 	p.Status = api.PodStatus{}
 	if _, err := fc.Create(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return strings.Contains(out.String(), "new ") })
+	testwait.For(t, 5*time.Second, "the new pod in the output", func() bool { return strings.Contains(out.String(), "new ") })
 	cancel() // as Ctrl-C
 	wantContains(t, <-done, "web   1/1   Running   0     2d2h\n", "new   0/1   Pending   0     0s\n")
 }

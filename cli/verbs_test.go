@@ -7,6 +7,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 func TestDelete(t *testing.T) {
@@ -176,7 +177,7 @@ func TestRolloutStatus(t *testing.T) {
 	go func() {
 		done <- run(t, fc, "", "rollout", "status", "deployment/nginx-demo", "-n", "gpu-demo", "--timeout=5s")
 	}()
-	waitFor(t, func() bool { return fc.WatchCount() > 0 })
+	testwait.For(t, 5*time.Second, "the watch to start", func() bool { return fc.WatchCount() > 0 })
 	cur, _ := client.Get[*api.Deployment](t.Context(), fc, "gpu-demo", "nginx-demo")
 	cur = api.Clone(cur)
 	cur.Status.AvailableReplicas = 3
@@ -187,18 +188,6 @@ func TestRolloutStatus(t *testing.T) {
 	wantLines(t, res.out,
 		`Waiting for deployment "nginx-demo" rollout to finish: 1 of 3 updated replicas are available...`,
 		`deployment "nginx-demo" successfully rolled out`)
-}
-
-// waitFor polls cond with a deadline (STYLE 18).
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestDescribePodHasEvents(t *testing.T) {
