@@ -25,6 +25,7 @@ type logsCmd struct {
 	container string
 	follow    bool
 	tail      int
+	tailSet   bool // --tail given, even as -1: kubectl's default of 10 with -l is for the unset flag only
 	selector  string
 	previous  bool
 	prefix    bool
@@ -43,12 +44,15 @@ first is used otherwise).`,
   skiff logs deployment/web -f --tail 20
   skiff logs -l app=web --prefix
   skiff logs crashy --previous`,
-		RunE: func(cmd *cobra.Command, args []string) error { return l.Run(cmd.Context(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l.tailSet = cmd.Flags().Changed("tail")
+			return l.Run(cmd.Context(), args)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&l.container, "container", "c", "", "container name (default: the first)")
 	fl.BoolVarP(&l.follow, "follow", "f", false, "keep streaming the logs")
-	fl.IntVar(&l.tail, "tail", -1, "lines of recent log to show (-1: all; 10 with -l)")
+	fl.IntVar(&l.tail, "tail", -1, "lines of recent log to show (-1: all; 10 with -l unless given)")
 	fl.StringVarP(&l.selector, "selector", "l", "", "label selector: logs of every matching pod")
 	fl.BoolVarP(&l.previous, "previous", "p", false, "the logs of the previous, terminated instance of the container")
 	fl.BoolVar(&l.prefix, "prefix", false, "prefix each line with [pod/NAME/CONTAINER]")
@@ -88,8 +92,8 @@ func (l *logsCmd) Run(ctx context.Context, args []string) error {
 			return nil
 		}
 		pods = list
-		if l.tail < 0 {
-			l.tail = 10 // kubectl's default with a selector
+		if !l.tailSet {
+			l.tail = 10 // kubectl's default with a selector; an explicit --tail=-1 means all
 		}
 	} else {
 		p, err := resolvePod(ctx, c, ns, args[0])
