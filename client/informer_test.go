@@ -13,6 +13,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 func testPod(ns, name, node string, labels map[string]string) *api.Pod {
@@ -90,13 +91,13 @@ func TestInformerFollowsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "add b", func() bool { return cl.has("add default/b") })
+	testwait.For(t, 10*time.Second, "add b", func() bool { return cl.has("add default/b") })
 
 	b.Labels["app"] = "web"
 	if _, err := client.Update(ctx, f, b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "update b", func() bool { return cl.has("update default/b") })
+	testwait.For(t, 10*time.Second, "update b", func() bool { return cl.has("update default/b") })
 	sel, _ := api.ParseSelector("app=web")
 	if got := keys(inf.ListBy(sel, "default")); !slices.Equal(got, []string{"default/a", "default/b"}) {
 		t.Errorf("ListBy app=web = %v", got)
@@ -108,7 +109,7 @@ func TestInformerFollowsChanges(t *testing.T) {
 	if err := f.Delete(ctx, pods, "default", "a", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "delete a", func() bool { return cl.has("delete default/a") })
+	testwait.For(t, 10*time.Second, "delete a", func() bool { return cl.has("delete default/a") })
 	if _, ok := inf.Get("default", "a"); ok {
 		t.Error("deleted pod still cached")
 	}
@@ -125,11 +126,11 @@ func TestInformerFollowsChanges(t *testing.T) {
 	if _, err := client.Create(ctx, f, testPod("default", "c", "", nil)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "add c after reconnect", func() bool { return cl.has("add default/c") })
+	testwait.For(t, 10*time.Second, "add c after reconnect", func() bool { return cl.has("add default/c") })
 	if n := countPrefix(cl.snapshot(), "add default/b"); n != 1 {
 		t.Errorf("b added %d times after reconnect, want once", n)
 	}
-	eventually(t, "one watch open", func() bool { return f.WatchCount() == 1 })
+	testwait.For(t, 10*time.Second, "one watch open", func() bool { return f.WatchCount() == 1 })
 }
 
 func TestInformerRelistsAfterGone(t *testing.T) {
@@ -144,7 +145,7 @@ func TestInformerRelistsAfterGone(t *testing.T) {
 	var cl changeLog
 	inf.AddHandler(cl.handler())
 	startInformer(t, inf)
-	eventually(t, "watching", func() bool { return f.WatchCount() == 1 })
+	testwait.For(t, 10*time.Second, "watching", func() bool { return f.WatchCount() == 1 })
 
 	// Cut the informer off: its watch ends and new watches fail, so it
 	// misses the next changes, as it would while the server restarts.
@@ -175,7 +176,7 @@ func TestInformerRelistsAfterGone(t *testing.T) {
 	f.Intercept(nil)
 
 	for _, want := range []string{"delete default/vanish", "update default/change", "add default/new"} {
-		eventually(t, want, func() bool { return cl.has(want) })
+		testwait.For(t, 10*time.Second, want, func() bool { return cl.has(want) })
 	}
 	if cl.has("update default/keep") || countPrefix(cl.snapshot(), "add default/keep") != 1 {
 		t.Errorf("unchanged object reported again: %v", cl.snapshot())
@@ -223,7 +224,7 @@ func TestInformerRelistsAfterTooLargeResourceVersion(t *testing.T) {
 	var cl changeLog
 	inf.AddHandler(cl.handler())
 	startInformer(t, inf)
-	eventually(t, "watching", func() bool { return f.WatchCount() == 1 })
+	testwait.For(t, 10*time.Second, "watching", func() bool { return f.WatchCount() == 1 })
 
 	// From now on every watch is refused as the server would refuse
 	// one from a version it has not reached; lists still work, so
@@ -249,7 +250,7 @@ func TestInformerRelistsAfterTooLargeResourceVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"delete default/vanish", "add default/new"} {
-		eventually(t, want, func() bool { return cl.has(want) })
+		testwait.For(t, 10*time.Second, want, func() bool { return cl.has(want) })
 	}
 	mu.Lock()
 	n := lists
@@ -258,7 +259,7 @@ func TestInformerRelistsAfterTooLargeResourceVersion(t *testing.T) {
 		t.Error("the changes arrived without a list")
 	}
 	f.Intercept(nil)
-	eventually(t, "watching again", func() bool { return f.WatchCount() == 1 })
+	testwait.For(t, 10*time.Second, "watching again", func() bool { return f.WatchCount() == 1 })
 	if got := keys(inf.List()); !slices.Equal(got, []string{"default/keep", "default/new"}) {
 		t.Errorf("cache = %v", got)
 	}
@@ -280,7 +281,7 @@ func TestInformerSelectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The pod enters the selection when bound: the agent of n1 sees an add.
-	eventually(t, "bound pod added", func() bool { return cl.has("add default/p") })
+	testwait.For(t, 10*time.Second, "bound pod added", func() bool { return cl.has("add default/p") })
 	if _, ok := inf.Get(p.Namespace, p.Name); !ok {
 		t.Error("bound pod not cached")
 	}

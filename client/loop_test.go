@@ -8,19 +8,8 @@ import (
 	"time"
 
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
 )
-
-// eventually polls cond until it holds or the deadline passes (STYLE 18).
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // runLoop runs l until the test ends and checks that Run returns.
 func runLoop(t *testing.T, l *client.Loop) {
@@ -92,7 +81,7 @@ func TestLoopDeduplicates(t *testing.T) {
 		t.Fatalf("Len = %d, want 2", l.Len())
 	}
 	runLoop(t, l)
-	eventually(t, "a and b reconciled", func() bool { return r.count("ns/b") == 1 })
+	testwait.For(t, 10*time.Second, "a and b reconciled", func() bool { return r.count("ns/b") == 1 })
 	// One worker and FIFO order: "ns/b" came after every "ns/a".
 	if got := r.history(); len(got) != 2 || got[0] != "ns/a" {
 		t.Errorf("calls = %v, want [ns/a ns/b]", got)
@@ -137,7 +126,7 @@ func TestLoopNeverProcessesAKeyTwiceAtOnce(t *testing.T) {
 		t.Errorf("Len = %d while the key is processing, want 0", l.Len())
 	}
 	close(release)
-	eventually(t, "second reconcile", func() bool { mu.Lock(); defer mu.Unlock(); return calls == 2 })
+	testwait.For(t, 10*time.Second, "second reconcile", func() bool { mu.Lock(); defer mu.Unlock(); return calls == 2 })
 	mu.Lock()
 	defer mu.Unlock()
 	if maxSeen != 1 {
@@ -184,10 +173,10 @@ func TestLoopBackoffAndRequeueAfter(t *testing.T) {
 	l.Enqueue("fail")
 	l.Enqueue("later")
 	l.Enqueue("panic")
-	eventually(t, "fail retried until success", func() bool { return r.count("fail") == 4 })
-	eventually(t, "later requeued", func() bool { return r.count("later") == 2 })
-	eventually(t, "panic retried", func() bool { return r.count("panic") == 2 })
-	eventually(t, "metrics", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.observed) == 8 })
+	testwait.For(t, 10*time.Second, "fail retried until success", func() bool { return r.count("fail") == 4 })
+	testwait.For(t, 10*time.Second, "later requeued", func() bool { return r.count("later") == 2 })
+	testwait.For(t, 10*time.Second, "panic retried", func() bool { return r.count("panic") == 2 })
+	testwait.For(t, 10*time.Second, "metrics", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.observed) == 8 })
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var failures, requeues int
@@ -228,7 +217,7 @@ func TestLoopResync(t *testing.T) {
 	l := client.NewLoop(r, opts)
 	l.SetResyncFunc(func() []string { return []string{"x", "y"} })
 	runLoop(t, l)
-	eventually(t, "periodic resync", func() bool { return r.count("x") >= 2 && r.count("y") >= 2 })
+	testwait.For(t, 10*time.Second, "periodic resync", func() bool { return r.count("x") >= 2 && r.count("y") >= 2 })
 }
 
 func TestLoopRunOnceAndStop(t *testing.T) {

@@ -80,7 +80,7 @@ func (l *Local) Watch(ctx context.Context, kind *api.Kind, namespace string, opt
 	w := &localWatcher{ch: make(chan client.Event), cancel: cancel, done: make(chan struct{})}
 	ws, err := l.r.startWatch(wctx, kind, namespace, opts)
 	if err != nil {
-		if !api.IsGone(err) {
+		if !streamedWatchError(err) { // Gone and too large end the stream, as over HTTP
 			cancel()
 			return nil, err
 		}

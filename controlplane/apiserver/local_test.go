@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
@@ -47,4 +48,30 @@ func TestLocalSuite(t *testing.T) {
 		Namespaces:        true,
 		ServiceAllocation: true,
 	})
+}
+
+// TestLocalWatchFromTheFutureEnds: Local answers a watch from a revision the
+// store has not reached as the HTTP API does: the stream ends with the 504
+// "Too large resource version", so an informer relists.
+func TestLocalWatchFromTheFutureEnds(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	reg := NewRegistry(st, nil)
+	reg.freshWait = 10 * time.Millisecond
+	l := NewLocal(reg)
+	future := strconv.FormatInt(st.Revision()+1000, 10)
+	w, err := l.Watch(t.Context(), cmKind, DefaultNamespace, api.ListOptions{ResourceVersion: future})
+	if err != nil {
+		t.Fatalf("Watch returned %v; want a watcher whose stream ends with the error", err)
+	}
+	defer w.Stop()
+	for range w.Events() {
+		t.Fatal("an event from a watch that cannot start")
+	}
+	if !api.IsTooLargeResourceVersion(w.Err()) {
+		t.Fatalf("Err() = %v, want Too large resource version", w.Err())
+	}
 }

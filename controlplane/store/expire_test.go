@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // fakeClock is a settable clock for Options.Now.
@@ -96,7 +97,7 @@ func TestEventSweeperRuns(t *testing.T) {
 	s, _ := openStore(t, opts)
 	mustCreate(t, s, newEvent("e", time.Time{}))
 	clock.add(2 * time.Minute)
-	waitFor(t, "the sweeper to delete the event", func() bool {
+	testwait.For(t, 5*time.Second, "the sweeper to delete the event", func() bool {
 		_, err := s.Get(ctx, evKind, "default", "e")
 		return api.IsNotFound(err)
 	})

@@ -97,15 +97,3 @@ func expectNext(tb testing.TB, ch <-chan Event, typ api.WatchEventType, name str
 	}
 	return e
 }
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling interval, not synchronisation
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 func TestWatchFromNow(t *testing.T) {
@@ -223,7 +224,7 @@ func TestWatchStops(t *testing.T) {
 	if _, ok := <-ch; ok {
 		t.Fatal("event after cancel, want closed channel")
 	}
-	waitFor(t, "watcher count to drop", func() bool { return s.Stats().Watchers == 1 })
+	testwait.For(t, 5*time.Second, "watcher count to drop", func() bool { return s.Stats().Watchers == 1 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
