@@ -338,6 +338,9 @@ func listQuery(opts api.ListOptions) url.Values {
 	if opts.ResourceVersion != "" {
 		q.Set("resourceVersion", opts.ResourceVersion)
 	}
+	if opts.ResourceVersionMatch != "" {
+		q.Set("resourceVersionMatch", opts.ResourceVersionMatch)
+	}
 	if opts.TimeoutSeconds > 0 {
 		q.Set("timeoutSeconds", strconv.FormatInt(opts.TimeoutSeconds, 10))
 	}

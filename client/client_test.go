@@ -249,7 +249,7 @@ func TestCRUDRequests(t *testing.T) {
 	if err != nil || node.Name != "n1" {
 		t.Fatalf("update node: %v %v", node, err)
 	}
-	pods, rv, err := client.List[*api.Pod](ctx, c, "default", api.ListOptions{LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1", TimeoutSeconds: 5})
+	pods, rv, err := client.List[*api.Pod](ctx, c, "default", api.ListOptions{LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1", ResourceVersion: "40", ResourceVersionMatch: "NotOlderThan", TimeoutSeconds: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestCRUDRequests(t *testing.T) {
 		{"PUT", "/api/v1/namespaces/default/pods/web", "", `"name":"web"`},
 		{"PUT", "/api/v1/namespaces/default/pods/web/status", "", ""},
 		{"PUT", "/api/v1/nodes/n1", "", `"kind":"Node"`},
-		{"GET", "/api/v1/namespaces/default/pods", "fieldSelector=spec.nodeName%3Dn1&labelSelector=app%3Dweb&timeoutSeconds=5", ""},
+		{"GET", "/api/v1/namespaces/default/pods", "fieldSelector=spec.nodeName%3Dn1&labelSelector=app%3Dweb&resourceVersion=40&resourceVersionMatch=NotOlderThan&timeoutSeconds=5", ""},
 		{"POST", "/api/v1/namespaces/default/pods/web/binding", "", `"target":{"kind":"Node","name":"n1"}`},
 		{"DELETE", "/api/v1/namespaces/default/pods/web", "", `"gracePeriodSeconds":0`},
 		{"GET", "/apis/apps/v1/namespaces/default/deployments/d/scale", "", ""},
