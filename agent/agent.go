@@ -197,6 +197,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if err := a.register(ctx); err != nil {
 		a.closeListener()
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil // stopped while registering: a clean stop
+		}
 		return err
 	}
 	var wg sync.WaitGroup
