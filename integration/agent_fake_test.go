@@ -16,6 +16,7 @@ import (
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )
@@ -38,41 +39,13 @@ func startCluster(t *testing.T) *cluster {
 	dir := t.TempDir()
 	cp, c := startControlPlane(t, nil)
 	rt := rtfake.New(rtfake.DefaultConfig())
-	acfg := agent.DefaultConfig()
-	acfg.NodeName, acfg.NodeIP, acfg.DataDir = "node-1", "127.0.0.1", filepath.Join(dir, "agent")
-	acfg.Listen, acfg.Token = "127.0.0.1:0", cp.Token()
-	acfg.BaseBackoff, acfg.MaxBackoff = 10*time.Millisecond, 20*time.Millisecond
-	acfg.Simulated = true
-	ac, err := client.New(cp.ClientConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(acfg, ac, rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
+	cfg := testNodeConfig(rt, "node-1", filepath.Join(dir, "agent"), func(a *agent.Config) {
+		a.BaseBackoff, a.MaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	})
+	cfg.RuntimeSimulated = true
+	cfg.Listen, cfg.Token = "127.0.0.1:0", cp.Token()
+	startNode(t, cp, cfg)
 	return &cluster{cp: cp, c: c, rt: rt, dir: dir}
-}
-
-// waitFor polls cond until it holds or 20 s pass (STYLE 18).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // the poll interval of a deadline-bound wait
-	}
 }
 
 func (cl *cluster) runPod(t *testing.T, name, script string) *api.Pod {
@@ -83,7 +56,7 @@ func (cl *cluster) runPod(t *testing.T, name, script string) *api.Pod {
 		t.Fatal(err)
 	}
 	var out *api.Pod
-	waitFor(t, "pod "+name+" to run", func() bool {
+	testwait.For(t, 20*time.Second, "pod "+name+" to run", func() bool {
 		got, err := client.Get[*api.Pod](t.Context(), cl.c, "default", name)
 		out = got
 		return err == nil && got.Status.Phase == api.PodRunning
@@ -94,7 +67,7 @@ func (cl *cluster) runPod(t *testing.T, name, script string) *api.Pod {
 func (cl *cluster) containerID(t *testing.T, p *api.Pod) string {
 	t.Helper()
 	var id string
-	waitFor(t, "the running container of "+p.Name, func() bool {
+	testwait.For(t, 20*time.Second, "the running container of "+p.Name, func() bool {
 		cs, err := cl.rt.ListContainers(t.Context(), map[string]string{runtime.LabelPodUID: p.UID})
 		if err != nil {
 			t.Fatal(err)
@@ -173,7 +146,7 @@ func TestLogsThroughTheAPIServer(t *testing.T) {
 	if err := cl.rt.Exit(id, 1, ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the restart", func() bool {
+	testwait.For(t, 20*time.Second, "the restart", func() bool {
 		got, err := client.Get[*api.Pod](t.Context(), cl.c, "default", "talker")
 		return err == nil && len(got.Status.ContainerStatuses) == 1 && got.Status.ContainerStatuses[0].RestartCount == 1 &&
 			got.Status.ContainerStatuses[0].State.Running != nil
@@ -238,7 +211,7 @@ func TestLogsAndExecCLI(t *testing.T) {
 	if _, err := cl.c.Create(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the deployment's pod to run", func() bool {
+	testwait.For(t, 20*time.Second, "the deployment's pod to run", func() bool {
 		pods, _, err := client.List[*api.Pod](t.Context(), cl.c, "default", api.ListOptions{LabelSelector: "app=web"})
 		return err == nil && len(pods) == 1 && pods[0].Status.Phase == api.PodRunning
 	})

@@ -18,6 +18,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
@@ -102,7 +103,7 @@ func TestBenchAgent(t *testing.T) {
 	startProc(t, bin, home, "server", "--no-agent", "--data-dir", dataDir, "--listen", listen,
 		"--gossip-port", strconv.Itoa(gossipPort), "--advertise-address", "127.0.0.1")
 	var c *client.Client
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		cfg, err := client.LoadConfig(filepath.Join(dataDir, "config"))
 		if err != nil {
 			return false, err.Error()
@@ -121,7 +122,7 @@ func TestBenchAgent(t *testing.T) {
 		"--node-name", node, "--runtime", "containerd", "--containerd-address", addr, "--data-dir", filepath.Join(t.TempDir(), "agent"),
 		"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", "127.0.0.1:0",
 		"--network", "none") // never the machine's own network namespace
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		n, err := client.Get[*api.Node](ctx, c, "", node)
 		if err != nil {
 			return false, err.Error()

@@ -14,6 +14,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // Measurements for docs/performance.md. They run only with SKIFF_BENCH=1
@@ -212,7 +213,7 @@ func TestBenchGossip(t *testing.T) {
 		}
 		return k
 	}
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		for i, m := range ms_ {
 			if a := alive(m); a != n {
 				return false, fmt.Sprintf("member %d sees %d alive", i, a)
@@ -227,7 +228,7 @@ func TestBenchGossip(t *testing.T) {
 	victim.Kill()
 	ms_ = ms_[:n-1]
 	var seenDead time.Duration
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		for _, mem := range ms_[0].Members() {
 			if mem.Name == fmt.Sprintf("m-%03d", n-1) {
 				if mem.State == membership.Dead {

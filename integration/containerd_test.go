@@ -18,6 +18,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -50,7 +51,7 @@ func TestTwoAgentsOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pods []*api.Pod
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		pods = listPods(t, c, "default", "app=web")
 		return len(pods) == 3 && runningPods(pods) == 3, podSummary(pods)
 	})
@@ -72,7 +73,7 @@ func TestTwoAgentsOnContainerd(t *testing.T) {
 	if err := syscall.Kill(int(st.Pid), syscall.SIGKILL); err != nil {
 		t.Fatalf("kill pid %d: %v", st.Pid, err)
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		p, err := client.Get[*api.Pod](ctx, c, "default", victim.Name)
 		if err != nil {
 			return false, err.Error()
@@ -91,7 +92,7 @@ func TestTwoAgentsOnContainerd(t *testing.T) {
 	restarted := time.Now()
 	rts[node] = e.runtime(t) // a new process has a new connection
 	agents[node] = startAgent(t, cp, rts[node], node, dirs[node], nil)
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		n, err := client.Get[*api.Node](ctx, c, "", node)
 		if err != nil {
 			return false, err.Error()
@@ -123,7 +124,7 @@ func TestTwoAgentsOnContainerd(t *testing.T) {
 	lost := "n1"
 	other := "n2"
 	agents[lost].kill(t)
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		n, err := client.Get[*api.Node](ctx, c, "", lost)
 		if err != nil {
 			return false, err.Error()
@@ -135,7 +136,7 @@ func TestTwoAgentsOnContainerd(t *testing.T) {
 		}
 		return false, "no Ready condition"
 	})
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		pods = listPods(t, c, "default", "app=web")
 		onOther := 0
 		for _, p := range pods {
@@ -227,7 +228,7 @@ func TestConfigMapFileAndEnvInContainer(t *testing.T) {
 	}}
 	createPod(t, c, p)
 	var got *api.Pod
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		var err error
 		if got, err = getPod(c, "reader"); err != nil {
 			return false, err.Error()
@@ -273,7 +274,7 @@ func TestOverMemoryLimitIsOOMKilled(t *testing.T) {
 		Resources: api.ResourceRequirements{Limits: api.ResourceList{api.ResourceMemory: resource.MustParse("16Mi")}},
 	}}
 	createPod(t, c, p)
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		got, err := getPod(c, "hog")
 		if err != nil {
 			return false, err.Error()
@@ -319,14 +320,14 @@ func TestMissingImagePullBackOff(t *testing.T) {
 	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "ghost"}}
 	p.Spec.Containers = []api.Container{{Name: "main", Image: "registry.invalid/skiff/ghost:1", ImagePullPolicy: "IfNotPresent"}}
 	createPod(t, c, p)
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		mu.Lock()
 		seen := slices.Clone(reasons)
 		mu.Unlock()
 		i := slices.Index(seen, "ErrImagePull")
 		return i >= 0 && slices.Contains(seen[i:], "ImagePullBackOff"), fmt.Sprintf("waiting reasons seen: %v", seen)
 	})
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		var desc []string
 		failed, backoff := false, false
 		for _, e := range eventsFor(t, c, "default", "ghost") {

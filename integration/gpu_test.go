@@ -26,8 +26,9 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testwait"
+	"skiff.dev/skiff/node"
 	"skiff.dev/skiff/runtime"
-	ctrd "skiff.dev/skiff/runtime/containerd"
 )
 
 // GPUs end to end (issue 5's "Done when"): an in-process control plane, one
@@ -47,46 +48,33 @@ const (
 type gpuCluster struct {
 	cp      *controlplane.ControlPlane
 	c       *client.Client
-	rt      runtime.Runtime
+	ctrd    *ctrdEnv
 	dataDir string
 	cfgPath string // CLI config
-	gpus    *agent.GPUs
 	agent   *runningAgent
 }
 
-// gpuStartAgent sets up the simulated GPUs over the data dir and starts the
-// agent with them. The heartbeat is the kubelet's 10 s, so that anything
-// faster (allocatable after a fault) comes from the device change path.
+// gpuStartAgent starts the node as `skiff agent --gpus sim:dgxa100` does:
+// node.Start sets up the simulated GPUs over the data dir (their CDI spec,
+// the device manager, the device plugin) and opens containerd, in the
+// test's namespace, reading that CDI spec. The heartbeat is the kubelet's
+// 10 s, so that anything faster (allocatable after a fault) comes from the
+// device change path.
 func (g *gpuCluster) gpuStartAgent(t *testing.T) {
 	t.Helper()
-	gpus, err := agent.SetUpGPUs(context.Background(), agent.GPUConfig{Spec: "sim:dgxa100", NodeName: gpuNode, DataDir: g.dataDir})
-	if err != nil {
-		t.Fatalf("set up GPUs: %v", err)
+	cfg := testNodeConfig(nil, gpuNode, g.dataDir, func(c *agent.Config) { c.HeartbeatInterval = 10 * time.Second })
+	cfg.GPUs = "sim:dgxa100"
+	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = node.RuntimeContainerd, g.ctrd.addr, g.ctrd.ns
+	cfg.Listen, cfg.Token = "127.0.0.1:0", g.cp.Token()
+	if os.Getenv("GPU_DEBUG") != "" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	t.Cleanup(gpus.Close)
-	g.gpus = gpus
-	g.agent = startAgent(t, g.cp, g.rt, gpuNode, g.dataDir, func(c *agent.Config) {
-		gpus.Configure(c)
-		c.HeartbeatInterval = 10 * time.Second
-		c.Listen, c.Token = "127.0.0.1:0", g.cp.Token()
-		if os.Getenv("GPU_DEBUG") != "" {
-			c.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		}
-	})
+	g.agent = startNode(t, g.cp, cfg)
 }
 
-// gpuRuntime opens containerd in the test's namespace, reading CDI specs
-// from cdiDir, with the CUDA stand-in image imported.
-func gpuRuntime(t *testing.T, e *ctrdEnv, cdiDir string) runtime.Runtime {
+// gpuImportImage imports the CUDA stand-in image into rt.
+func gpuImportImage(t *testing.T, rt runtime.Runtime) {
 	t.Helper()
-	cfg := ctrd.DefaultConfig()
-	cfg.Address, cfg.Namespace, cfg.StateDir = e.addr, e.ns, t.TempDir()
-	cfg.CDISpecDirs = []string{cdiDir}
-	rt, err := ctrd.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
 	arch, err := testenv.Busybox(gpuImage, "docker.io/library/busybox:1.36").Archive()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +82,6 @@ func gpuRuntime(t *testing.T, e *ctrdEnv, cdiDir string) runtime.Runtime {
 	if _, err := rt.ImportImage(context.Background(), bytes.NewReader(arch)); err != nil {
 		t.Fatalf("import %s: %v", gpuImage, err)
 	}
-	return rt
 }
 
 // gpuPod is a pod of one container asking for gpus GPUs (none: a CPU pod).
@@ -154,7 +141,7 @@ func gpuAllocatable(n *api.Node) int64 {
 func (g *gpuCluster) gpuWaitPhase(t *testing.T, name string, phase string, timeout time.Duration) *api.Pod {
 	t.Helper()
 	var p *api.Pod
-	eventually(t, timeout, func() (bool, string) {
+	testwait.Until(t, timeout, func() (bool, string) {
 		p = g.pod(t, name)
 		return p.Status.Phase == phase, fmt.Sprintf("pod %s: %s", name, podSummary([]*api.Pod{p}))
 	})
@@ -165,7 +152,7 @@ func (g *gpuCluster) gpuWaitPhase(t *testing.T, name string, phase string, timeo
 func (g *gpuCluster) gpuWaitEnded(t *testing.T, name string, timeout time.Duration) *api.Pod {
 	t.Helper()
 	var p *api.Pod
-	eventually(t, timeout, func() (bool, string) {
+	testwait.Until(t, timeout, func() (bool, string) {
 		p = g.pod(t, name)
 		return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed, fmt.Sprintf("pod %s: %s", name, podSummary([]*api.Pod{p}))
 	})
@@ -283,7 +270,7 @@ func (g *gpuCluster) deleteAll(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		ps := listPods(t, g.c, gpuNS, "app=gpu-test")
 		return len(ps) == 0 && len(g.gpuAllocations(t)) == 0, "pods left: " + podSummary(ps)
 	})
@@ -293,14 +280,14 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 	e := newCtrdEnv(t)
 	top, start := t, time.Now()
 	cp, c := startControlPlane(t, nil)
-	g := &gpuCluster{cp: cp, c: c, dataDir: t.TempDir()}
+	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
 	g.cfgPath = filepath.Join(g.dataDir, "cli-config")
 	if err := client.SaveConfig(g.cfgPath, cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
-	g.rt = gpuRuntime(t, e, filepath.Join(g.dataDir, "cdi"))
 	g.gpuStartAgent(t)
-	eventually(t, 20*time.Second, func() (bool, string) {
+	gpuImportImage(t, g.agent.node.Runtime())
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
 		n, err := client.Get[*api.Node](context.Background(), c, "", gpuNode)
 		if err != nil {
 			return false, err.Error()
@@ -363,7 +350,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 			g.create(t, gpuPod(fmt.Sprintf("one-%d", i), 1, gpuSleep))
 		}
 		var pending *api.Pod
-		eventually(t, 45*time.Second, func() (bool, string) {
+		testwait.Until(t, 45*time.Second, func() (bool, string) {
 			ps := listPods(t, g.c, gpuNS, "app=gpu-test")
 			pending = nil
 			running := 0
@@ -385,7 +372,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 		if !found {
 			t.Errorf("no FailedScheduling event with Insufficient nvidia.com/gpu for %s", pending.Name)
 		}
-		eventually(t, 10*time.Second, func() (bool, string) {
+		testwait.Until(t, 10*time.Second, func() (bool, string) {
 			a := g.gpuAllocations(t)
 			return len(a) == 8, fmt.Sprintf("allocations %v", a)
 		})
@@ -403,12 +390,11 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 		t.Run("AgentRestartKeepsAllocations", func(t *testing.T) {
 			before := g.gpuCheckpoint(t)
 			oldPort := g.node(t).Status.DaemonEndpoints.KubeletEndpoint.Port
-			g.agent.kill(t)
-			g.gpus.Close()
+			g.agent.kill(t)      // and its GPU stack
 			g.gpuStartAgent(top) // the parent's: the agent outlives this subtest
 			// The new device manager read the checkpoint: the same pods hold
 			// the same GPUs, and the pending pod still has none to take.
-			eventually(t, 20*time.Second, func() (bool, string) {
+			testwait.Until(t, 20*time.Second, func() (bool, string) {
 				n := g.node(t)
 				ng, err := gpu.ParseNodeGPUs(n.Annotations[gpu.AnnotationTopology])
 				restarted := n.Status.DaemonEndpoints.KubeletEndpoint.Port != oldPort // the new agent's server
@@ -440,7 +426,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 				for i := range 3 {
 					g.create(t, gpuPod(fmt.Sprintf("churn-%d-%d", round, i), 1, gpuSleep))
 				}
-				eventually(t, 45*time.Second, func() (bool, string) {
+				testwait.Until(t, 45*time.Second, func() (bool, string) {
 					g.gpuNoDoubleUse(t)
 					ps := listPods(t, g.c, gpuNS, "app=gpu-test")
 					return len(ps) == 9 && runningPods(ps) == 8, podSummary(ps)
@@ -457,7 +443,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 		if out := g.cli(t, "gpu", "fault", gpuNode, fmt.Sprint(faulty), "--xid", "79"); !strings.Contains(out, "unhealthy") {
 			t.Errorf("skiff gpu fault: %q", out)
 		}
-		eventually(t, 5*time.Second, func() (bool, string) {
+		testwait.Until(t, 5*time.Second, func() (bool, string) {
 			n := g.node(t)
 			return gpuAllocatable(n) == 7, fmt.Sprintf("allocatable %v", n.Status.Allocatable)
 		})
@@ -468,7 +454,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 		for i := range 8 {
 			g.create(t, gpuPod(fmt.Sprintf("after-fault-%d", i), 1, gpuSleep))
 		}
-		eventually(t, 45*time.Second, func() (bool, string) {
+		testwait.Until(t, 45*time.Second, func() (bool, string) {
 			ps := listPods(t, g.c, gpuNS, "app=gpu-test")
 			unsched := 0
 			for _, p := range ps {
@@ -482,7 +468,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 			t.Errorf("the faulty GPU %d went to %s", faulty, pod)
 		}
 		g.cli(t, "gpu", "fault", gpuNode, fmt.Sprint(faulty), "--clear")
-		eventually(t, 30*time.Second, func() (bool, string) {
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
 			ps := listPods(t, g.c, gpuNS, "app=gpu-test")
 			return runningPods(ps) == 8 && gpuAllocatable(g.node(t)) == 8, podSummary(ps)
 		})

@@ -23,23 +23,6 @@ import (
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
 
-// eventually polls cond until it reports true or timeout passes, then fails
-// the test with cond's last explanation (STYLE 18: no bare sleeps).
-func eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v: %s", timeout, why)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval of a deadline-bound wait
-	}
-}
-
 // startControlPlane runs a control plane on a loopback port with its data in
 // a temp dir; tune adjusts the config first. It stops at cleanup.
 func startControlPlane(t testing.TB, tune func(*controlplane.Config)) (*controlplane.ControlPlane, *client.Client) {
@@ -65,7 +48,7 @@ func startControlPlane(t testing.TB, tune func(*controlplane.Config)) (*controlp
 	return cp, c
 }
 
-// runningAgent is an agent started by startAgent.
+// runningAgent is a node started by startNode.
 type runningAgent struct {
 	name string
 	node *node.Node
@@ -74,26 +57,28 @@ type runningAgent struct {
 
 // kill stops the agent abruptly, as kill -9 would as far as the cluster
 // sees it: its goroutines end, its containers keep running, nothing is
-// cleaned up. Safe twice.
+// cleaned up. It fails the test if the agent had ended with an error.
+// Safe twice.
 func (a *runningAgent) kill(t testing.TB) {
 	t.Helper()
 	a.once.Do(func() {
-		stopped := make(chan struct{})
-		go func() { _ = a.node.Stop(); close(stopped) }()
+		stopped := make(chan error, 1)
+		go func() { stopped <- a.node.Stop() }()
 		select {
-		case <-stopped:
+		case err := <-stopped:
+			if err != nil {
+				t.Errorf("agent %s: %v", a.name, err)
+			}
 		case <-time.After(30 * time.Second):
 			t.Errorf("agent %s did not stop within 30s", a.name)
 		}
 	})
 }
 
-// startAgent runs a node named name against cp (over HTTP, as a remote
-// agent) on rt, with its state in dataDir, no GPU stack and no pod network,
-// through the node package as `skiff agent` does; tune adjusts the
-// agent's config last. Killed at cleanup.
-func startAgent(t testing.TB, cp *controlplane.ControlPlane, rt runtime.Runtime, name, dataDir string, tune func(*agent.Config)) *runningAgent {
-	t.Helper()
+// testNodeConfig is a node named name on rt, with its state in dataDir, no
+// GPU stack, no pod network and short heartbeats and backoffs; tune
+// adjusts the agent's config last.
+func testNodeConfig(rt runtime.Runtime, name, dataDir string, tune func(*agent.Config)) node.Config {
 	cfg := node.DefaultConfig(dataDir)
 	cfg.Name, cfg.NodeIP, cfg.UseRuntime = name, "127.0.0.1", rt
 	cfg.GPUs, cfg.Network = "", node.NetworkNone // no GPU stack: a test brings its own devices
@@ -105,6 +90,13 @@ func startAgent(t testing.TB, cp *controlplane.ControlPlane, rt runtime.Runtime,
 			tune(acfg)
 		}
 	}
+	return cfg
+}
+
+// startNode runs a node against cp over HTTP, as `skiff agent` does
+// (node.Start). Killed at cleanup.
+func startNode(t testing.TB, cp *controlplane.ControlPlane, cfg node.Config) *runningAgent {
+	t.Helper()
 	c, err := client.New(cp.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +105,15 @@ func startAgent(t testing.TB, cp *controlplane.ControlPlane, rt runtime.Runtime,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ra := &runningAgent{name: name, node: n}
+	ra := &runningAgent{name: cfg.Name, node: n}
 	t.Cleanup(func() { ra.kill(t) })
 	return ra
+}
+
+// startAgent runs the node of testNodeConfig against cp (startNode).
+func startAgent(t testing.TB, cp *controlplane.ControlPlane, rt runtime.Runtime, name, dataDir string, tune func(*agent.Config)) *runningAgent {
+	t.Helper()
+	return startNode(t, cp, testNodeConfig(rt, name, dataDir, tune))
 }
 
 // ctrdEnv is a test's own containerd namespace with the test images imported.

@@ -22,6 +22,7 @@ import (
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // The course labs as a student walks them (issue 7's "Done when"), with the
@@ -73,7 +74,7 @@ func (l *labsCluster) try(args ...string) (string, error) {
 func (l *labsCluster) until(t *testing.T, timeout time.Duration, check func(string) bool, args ...string) string {
 	t.Helper()
 	var last string
-	eventually(t, timeout, func() (bool, string) {
+	testwait.Until(t, timeout, func() (bool, string) {
 		out, err := l.try(args...)
 		last = out
 		if err != nil {
@@ -175,7 +176,7 @@ func startLabsCluster(t *testing.T) *labsCluster {
 		t.Fatal(err)
 	}
 	// Wait for the rest of the startup output (network, what to try).
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		return strings.Contains(out.String(), "Try, in another terminal"), out.String()
 	})
 	l.cni = strings.Contains(out.String(), "pod network: cni")
@@ -223,7 +224,7 @@ func TestLabs(t *testing.T) {
 			}
 			// curl localhost:30080 on the node.
 			var page string
-			eventually(t, 30*time.Second, func() (bool, string) {
+			testwait.Until(t, 30*time.Second, func() (bool, string) {
 				var err error
 				derr := netnstest.DoPath(l.netns.Path(), func() error { page, err = httpGet("127.0.0.1:30080"); return nil })
 				if derr != nil {
@@ -232,7 +233,7 @@ func TestLabs(t *testing.T) {
 				return err == nil && strings.Contains(page, "Hello from skiff"), fmt.Sprintf("curl localhost:30080 on the node: %v %s", err, page)
 			})
 			// And from another machine, at the node's address.
-			eventually(t, 10*time.Second, func() (bool, string) {
+			testwait.Until(t, 10*time.Second, func() (bool, string) {
 				o, err := httpGet(labsNodeIP + ":30080")
 				return err == nil && strings.Contains(o, "Hello from skiff"), fmt.Sprintf("curl %s:30080: %v %s", labsNodeIP, err, o)
 			})
@@ -348,7 +349,7 @@ func TestLabs(t *testing.T) {
 		if out, err := l.try("delete", "namespace", labsNS); err != nil && !strings.Contains(out, "not found") {
 			t.Errorf("delete namespace: %v\n%s", err, out)
 		}
-		eventually(t, 60*time.Second, func() (bool, string) {
+		testwait.Until(t, 60*time.Second, func() (bool, string) {
 			var left []string
 			for _, obj := range []api.Object{&api.Deployment{}, &api.ReplicaSet{}, &api.Pod{}, &api.ConfigMap{}, &api.Service{}} {
 				objs, _, err := l.c.List(ctx, api.MustKindOf(obj), labsNS, api.ListOptions{})

@@ -25,15 +25,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"skiff.dev/skiff/agent"
-	"skiff.dev/skiff/agent/network"
 	"skiff.dev/skiff/agent/network/netnstest"
-	"skiff.dev/skiff/agent/proxy"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testwait"
+	"skiff.dev/skiff/node"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -47,10 +46,10 @@ import (
 //	host 1 ────────── veth 10.213.81.1 ───┤  (one layer-2 segment, as the
 //	host 2 ────────── veth 10.213.81.2 ───┘   host-gateway routes assume)
 //
-// The control plane and both agents run in this process. The API server
-// listens on 127.0.0.1 (the agents' clients are in this process too); the
-// agents' node-network commands (CNI plugins, ip route, iptables) run in
-// their host's namespace through Config.Wrap, and each agent's HTTP server
+// The control plane and both nodes (node.Start) run in this process. The
+// API server listens on 127.0.0.1 (the agents' clients are in this process
+// too); the nodes' network commands (CNI plugins, ip route, iptables) run in
+// their host's namespace through node.Config.NetNS, and each agent's HTTP server
 // (logs, exec, port-forward) is opened inside its host's namespace on its
 // node IP, which the API server reaches over the veth from this namespace.
 // Pod IPs (10.244.x.y, from the node IPAM controller) exist only inside
@@ -124,76 +123,19 @@ func netLabJoin(t *testing.T, lan *netnstest.NS, name, ip string) *netnstest.NS 
 	return h
 }
 
-// startNetLabAgent runs the agent, routes and proxy of host h until cleanup.
+// startNetLabAgent runs the node of host h until cleanup: node.Start with
+// a CNI pod network, routes and service proxy inside h's namespace
+// (Config.NetNS), and the agent's server listening there on h's IP.
 func startNetLabAgent(t *testing.T, cp *controlplane.ControlPlane, h *netLabHost, netnsPrefix string) {
 	t.Helper()
-	dir := t.TempDir()
-	c, err := client.New(cp.ClientConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := testNodeConfig(h.rt, h.name, t.TempDir(), nil)
+	cfg.NodeIP, cfg.Network = h.ip, node.NetworkCNI
+	cfg.NetNS = &node.NetNS{Wrap: h.ns.Wrap(), Do: h.ns.Do, PodPrefix: netnsPrefix}
+	cfg.Listen, cfg.Token = net.JoinHostPort(h.ip, "0"), cp.Token()
 	if testing.Verbose() {
-		lg = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", h.name)
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", h.name)
 	}
-	ncfg := network.DefaultConfig("")
-	ncfg.CacheDir, ncfg.IPAMDataDir = filepath.Join(dir, "cni", "cache"), filepath.Join(dir, "cni", "networks")
-	ncfg.NetNSPrefix = netnsPrefix
-	ncfg.Wrap = h.ns.Wrap()
-	nodes := api.MustKindOf(&api.Node{})
-	pn := network.NewNode(ncfg, func(ctx context.Context) (string, error) {
-		o, err := c.Get(ctx, nodes, "", h.name)
-		if api.IsNotFound(err) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		return o.(*api.Node).Spec.PodCIDR, nil
-	})
-	acfg := agent.DefaultConfig()
-	acfg.NodeName, acfg.NodeIP, acfg.DataDir = h.name, h.ip, filepath.Join(dir, "agent")
-	acfg.HeartbeatInterval = 500 * time.Millisecond
-	acfg.BaseBackoff, acfg.MaxBackoff = 200*time.Millisecond, 2*time.Second
-	acfg.Resync = 5 * time.Second
-	acfg.Network = pn
-	acfg.Listen, acfg.Token = net.JoinHostPort(h.ip, "0"), cp.Token()
-	acfg.Log = lg
-	a, err := agent.New(acfg, c, h.rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The agent's server socket is made inside the host.
-	if err := h.ns.Do(a.Listen); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	pcfg := proxy.DefaultConfig()
-	pcfg.Wrap, pcfg.Log = h.ns.Wrap(), lg
-	for what, run := range map[string]func(context.Context) error{
-		"agent":  a.Run,
-		"routes": network.NewRoutes(c, h.name, h.ns.Wrap(), lg).Run,
-		"proxy":  proxy.New(c, pcfg).Run,
-	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx); err != nil {
-				t.Errorf("%s of %s: %v", what, h.name, err)
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Errorf("agent, routes and proxy of %s did not stop within 30s", h.name)
-		}
-	})
+	startNode(t, cp, cfg)
 }
 
 func TestNetLab(t *testing.T) {
@@ -245,12 +187,12 @@ func TestNetLab(t *testing.T) {
 	// Runs before the agents stop: pods go the normal way (CNI DEL).
 	t.Cleanup(func() {
 		_ = c.Delete(ctx, api.MustKindOf(&api.Deployment{}), "default", "web", api.DeleteOptions{})
-		eventually(t, 60*time.Second, func() (bool, string) {
+		testwait.Until(t, 60*time.Second, func() (bool, string) {
 			ps := listPods(t, c, "default", "app=web")
 			return len(ps) == 0, podSummary(ps)
 		})
 	})
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		var why []string
 		for _, h := range hosts {
 			n, err := client.Get[*api.Node](ctx, c, "", h.name)
@@ -315,7 +257,7 @@ func TestNetLab(t *testing.T) {
 		return ips
 	}
 	var pods []*api.Pod
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		pods = readyPods()
 		return len(pods) == 3 && len(endpointIPs()) == 3, podSummary(listPods(t, c, "default", "app=web")) + fmt.Sprintf(" endpoints %v", endpointIPs())
 	})
@@ -336,7 +278,7 @@ func TestNetLab(t *testing.T) {
 	// 1. curl localhost:30080 on every node: the ConfigMap's page.
 	for _, h := range hosts {
 		var body string
-		eventually(t, 20*time.Second, func() (bool, string) {
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
 			var err error
 			body, err = h.get(nodePortURL + "/")
 			return err == nil && body == page1, fmt.Sprintf("from %s: %q %v", h.name, body, err)
@@ -395,7 +337,7 @@ func TestNetLab(t *testing.T) {
 	t.Cleanup(stopPF)
 	re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
 	var local string
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		if m := re.FindStringSubmatch(pfOut.String()); m != nil {
 			local = m[1]
 		}
@@ -425,13 +367,13 @@ func TestNetLab(t *testing.T) {
 	if code, err := vh.rt.Exec(ctx, vid, runtime.ExecOptions{Cmd: []string{"rm", "/tmp/ready"}}); err != nil || code != 0 {
 		t.Fatalf("rm /tmp/ready in %s: %d %v", victim.Name, code, err)
 	}
-	eventually(t, 15*time.Second, func() (bool, string) {
+	testwait.Until(t, 15*time.Second, func() (bool, string) {
 		ips := endpointIPs()
 		return len(ips) == 2 && !slices.Contains(ips, victim.Status.PodIP), fmt.Sprintf("endpoints %v, victim %s", ips, victim.Status.PodIP)
 	})
 	for _, h := range hosts {
 		// The proxy rewrites its rules within MinSyncInterval of the change.
-		eventually(t, 5*time.Second, func() (bool, string) {
+		testwait.Until(t, 5*time.Second, func() (bool, string) {
 			for range 30 {
 				b, err := h.get(nodePortURL + "/hostname")
 				if err != nil {
@@ -447,11 +389,11 @@ func TestNetLab(t *testing.T) {
 	if code, err := vh.rt.Exec(ctx, vid, runtime.ExecOptions{Cmd: []string{"touch", "/tmp/ready"}}); err != nil || code != 0 {
 		t.Fatalf("touch /tmp/ready in %s: %d %v", victim.Name, code, err)
 	}
-	eventually(t, 15*time.Second, func() (bool, string) {
+	testwait.Until(t, 15*time.Second, func() (bool, string) {
 		ips := endpointIPs()
 		return slices.Contains(ips, victim.Status.PodIP), fmt.Sprintf("endpoints %v", ips)
 	})
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		b, err := hosts[0].get(nodePortURL + "/hostname")
 		return err == nil && strings.TrimSpace(b) == victim.Name, fmt.Sprintf("%q %v", b, err)
 	})
@@ -465,11 +407,11 @@ func TestNetLab(t *testing.T) {
 	if err := syscall.Kill(int(st.Pid), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, func() (bool, string) {
+	testwait.Until(t, 15*time.Second, func() (bool, string) {
 		ips := endpointIPs()
 		return !slices.Contains(ips, victim.Status.PodIP), fmt.Sprintf("endpoints %v after the kill", ips)
 	})
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		ips := endpointIPs()
 		return len(ips) == 3 && slices.Contains(ips, victim.Status.PodIP), fmt.Sprintf("endpoints %v after the restart", ips)
 	})
@@ -483,7 +425,7 @@ func TestNetLab(t *testing.T) {
 	if _, err := c.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		dep, err := client.Get[*api.Deployment](ctx, c, "default", "web")
 		if err != nil {
 			return false, err.Error()
@@ -496,7 +438,7 @@ func TestNetLab(t *testing.T) {
 		return err == nil, fmt.Sprint(err) // a conflict: read again
 	})
 	old := names(pods)
-	eventually(t, 60*time.Second, func() (bool, string) {
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		ps := listPods(t, c, "default", "app=web")
 		rp := readyPods()
 		for _, p := range ps {
@@ -507,7 +449,7 @@ func TestNetLab(t *testing.T) {
 		return len(ps) == 3 && len(rp) == 3 && len(endpointIPs()) == 3, podSummary(ps)
 	})
 	for _, h := range hosts {
-		eventually(t, 10*time.Second, func() (bool, string) {
+		testwait.Until(t, 10*time.Second, func() (bool, string) {
 			for range 10 {
 				b, err := h.get(nodePortURL + "/")
 				if err != nil || b != page2 {

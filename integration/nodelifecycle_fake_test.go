@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )
@@ -20,46 +20,16 @@ import (
 // Fake runtime, short timeouts; no containerd.
 func TestNodeLostAndBack(t *testing.T) {
 	dir := t.TempDir()
-	cfg := controlplane.DefaultConfig(filepath.Join(dir, "server"))
-	cfg.API.Listen = "127.0.0.1:0"
-	cfg.NodeMonitorGracePeriod, cfg.PodEvictionTimeout = time.Second, 500*time.Millisecond
-	cp, err := controlplane.Start(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	c, err := client.New(cp.ClientConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	cp, c := startControlPlane(t, func(cfg *controlplane.Config) {
+		cfg.NodeMonitorGracePeriod, cfg.PodEvictionTimeout = time.Second, 500*time.Millisecond
+	})
 	runtimes := map[string]*rtfake.Runtime{"node-1": rtfake.New(rtfake.DefaultConfig()), "node-2": rtfake.New(rtfake.DefaultConfig())}
-	startAgent := func(name string) (stop func()) {
-		acfg := agent.DefaultConfig()
-		acfg.NodeName, acfg.NodeIP, acfg.DataDir = name, "127.0.0.1", filepath.Join(dir, name)
-		acfg.HeartbeatInterval = 100 * time.Millisecond
-		acfg.Simulated = true
-		a, err := agent.New(acfg, cp.Local(), runtimes[name])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx) }()
-		stopped := false
-		stop = func() {
-			if !stopped {
-				stopped = true
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("agent %s: %v", name, err)
-				}
-			}
-		}
-		t.Cleanup(stop)
-		return stop
+	start := func(name string) *runningAgent {
+		cfg := testNodeConfig(runtimes[name], name, filepath.Join(dir, name), func(a *agent.Config) { a.HeartbeatInterval = 100 * time.Millisecond })
+		cfg.RuntimeSimulated = true
+		return startNode(t, cp, cfg)
 	}
-	stops := map[string]func(){"node-1": startAgent("node-1"), "node-2": startAgent("node-2")}
+	nodes := map[string]*runningAgent{"node-1": start("node-1"), "node-2": start("node-2")}
 
 	d := &api.Deployment{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default"}}
 	three := int32(3)
@@ -85,7 +55,7 @@ func TestNodeLostAndBack(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "3 running pods", func() bool { return running("") == 3 })
+	testwait.For(t, 20*time.Second, "3 running pods", func() bool { return running("") == 3 })
 	lost := pods()[0].Spec.NodeName
 	other := map[string]string{"node-1": "node-2", "node-2": "node-1"}[lost]
 	var lostUIDs []string
@@ -95,8 +65,8 @@ func TestNodeLostAndBack(t *testing.T) {
 		}
 	}
 
-	stops[lost]()
-	waitFor(t, "node "+lost+" to turn NotReady with the unreachable taint", func() bool {
+	nodes[lost].kill(t)
+	testwait.For(t, 20*time.Second, "node "+lost+" to turn NotReady with the unreachable taint", func() bool {
 		n, err := client.Get[*api.Node](t.Context(), c, "", lost)
 		if err != nil {
 			return false
@@ -112,11 +82,11 @@ func TestNodeLostAndBack(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, "the 3 pods to run on "+other, func() bool { return running(other) == 3 && len(pods()) == 3 })
+	testwait.For(t, 20*time.Second, "the 3 pods to run on "+other, func() bool { return running(other) == 3 && len(pods()) == 3 })
 
 	// The lost node comes back: it removes what it no longer owns.
-	startAgent(lost)
-	waitFor(t, "the containers of the evicted pods to be removed from "+lost, func() bool {
+	start(lost)
+	testwait.For(t, 20*time.Second, "the containers of the evicted pods to be removed from "+lost, func() bool {
 		for _, uid := range lostUIDs {
 			cs, err := runtimes[lost].ListContainers(t.Context(), map[string]string{runtime.LabelPodUID: uid})
 			if err != nil || len(cs) > 0 {
@@ -125,7 +95,7 @@ func TestNodeLostAndBack(t *testing.T) {
 		}
 		return true
 	})
-	waitFor(t, "node "+lost+" to be Ready and untainted", func() bool {
+	testwait.For(t, 20*time.Second, "node "+lost+" to be Ready and untainted", func() bool {
 		n, err := client.Get[*api.Node](t.Context(), c, "", lost)
 		if err != nil {
 			return false

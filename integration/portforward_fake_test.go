@@ -19,6 +19,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // port-forward end to end without containerd: the in-process control plane
@@ -73,7 +74,7 @@ func TestPortForwardFake(t *testing.T) {
 	if _, err := cl.c.Create(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the deployment's pod to run", func() bool {
+	testwait.For(t, 20*time.Second, "the deployment's pod to run", func() bool {
 		pods, _, err := client.List[*api.Pod](t.Context(), cl.c, "default", api.ListOptions{LabelSelector: "app=web"})
 		return err == nil && len(pods) == 1 && pods[0].Status.Phase == api.PodRunning
 	})
@@ -99,7 +100,7 @@ func TestPortForwardFake(t *testing.T) {
 	})
 	re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)\n`)
 	local := map[int]int{} // remote → local
-	waitFor(t, "port-forward to listen", func() bool {
+	testwait.For(t, 20*time.Second, "port-forward to listen", func() bool {
 		for _, m := range re.FindAllStringSubmatch(out.String(), -1) {
 			l, _ := strconv.Atoi(m[1])
 			r, _ := strconv.Atoi(m[2])
@@ -140,7 +141,7 @@ func TestPortForwardFake(t *testing.T) {
 		t.Errorf("read from a forward to a closed port: %d bytes, %v; want EOF", n, err)
 	}
 	c.Close()
-	waitFor(t, "the forwarding error", func() bool {
+	testwait.For(t, 20*time.Second, "the forwarding error", func() bool {
 		return strings.Contains(errOut.String(), fmt.Sprintf("an error occurred forwarding %d -> %d", local[closed], closed))
 	})
 	if err := converse(local[podPort], "still there"); err != nil {

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )
 
@@ -27,7 +27,9 @@ import (
 // change the image; look at the Events; delete the namespace.
 func TestNewUserFlow(t *testing.T) {
 	cp, c := startControlPlane(t, nil)
-	startAgent(t, cp, rtfake.New(rtfake.DefaultConfig()), "n1", t.TempDir(), func(a *agent.Config) { a.Simulated = true })
+	ncfg := testNodeConfig(rtfake.New(rtfake.DefaultConfig()), "n1", t.TempDir(), nil)
+	ncfg.RuntimeSimulated = true
+	startNode(t, cp, ncfg)
 	ctx := context.Background()
 	const ns = "demo"
 
@@ -42,7 +44,7 @@ func TestNewUserFlow(t *testing.T) {
 	}
 	waitDeploy := func(want int32) {
 		t.Helper()
-		eventually(t, 30*time.Second, func() (bool, string) {
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
 			d, err := client.Get[*api.Deployment](ctx, c, ns, "web")
 			if err != nil {
 				return false, err.Error()
@@ -74,7 +76,7 @@ func TestNewUserFlow(t *testing.T) {
 	}
 
 	// A new image rolls out a new ReplicaSet; the old one goes to 0.
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		d, err := client.Get[*api.Deployment](ctx, c, ns, "web")
 		if err != nil {
 			return false, err.Error()
@@ -85,7 +87,7 @@ func TestNewUserFlow(t *testing.T) {
 		}
 		return true, ""
 	})
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		rss, _, err := client.List[*api.ReplicaSet](ctx, c, ns, api.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false, err.Error()
@@ -116,7 +118,7 @@ func TestNewUserFlow(t *testing.T) {
 		return ok, fmt.Sprintf("deployment revision %q; replicasets %v; pods %s", d.Annotations[api.AnnotationRevision], desc, podSummary(ps))
 	})
 
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		evs := eventsFor(t, c, ns, "web")
 		var reasons []string
 		for _, e := range evs {
@@ -128,7 +130,7 @@ func TestNewUserFlow(t *testing.T) {
 	if err := c.Delete(ctx, api.MustKindOf(&api.Namespace{}), "", ns, api.DeleteOptions{}); err != nil {
 		t.Fatalf("delete namespace: %v", err)
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		var left []string
 		for _, obj := range []api.Object{&api.Deployment{}, &api.ReplicaSet{}, &api.Pod{}, &api.ConfigMap{}} {
 			objs, _, err := c.List(ctx, api.MustKindOf(obj), ns, api.ListOptions{})
@@ -249,7 +251,7 @@ func TestServerKill9KeepsObjectsAndWatchersResume(t *testing.T) {
 			t.Fatalf("create %T: %v", obj, err)
 		}
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		ps := listPods(t, c, ns, "app=web")
 		return runningPods(ps) == 2, podSummary(ps)
 	})

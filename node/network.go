@@ -69,6 +69,12 @@ func podNetwork(cfg Config, c client.Interface, simulated bool) (pn podworker.Ne
 	}
 	nc.CacheDir = filepath.Join(cfg.DataDir, "cni", "cache")
 	nc.IPAMDataDir = filepath.Join(cfg.DataDir, "cni", "networks")
+	if cfg.NetNS != nil {
+		nc.Wrap = cfg.NetNS.Wrap
+		if cfg.NetNS.PodPrefix != "" {
+			nc.NetNSPrefix = cfg.NetNS.PodPrefix
+		}
+	}
 	return network.NewNode(nc, nodePodCIDR(c, cfg.Name)), mode, note, nil
 }
 
@@ -89,13 +95,17 @@ func nodePodCIDR(c client.Interface, nodeName string) network.PodCIDRFunc {
 }
 
 // startNodeNetwork runs the routes to the other nodes' pod CIDRs and the
-// service proxy until ctx ends; the returned func waits for both to finish
-// removing what they installed.
-func startNodeNetwork(ctx context.Context, c client.Interface, nodeName string, lg *slog.Logger) (wait func()) {
+// service proxy until ctx ends, inside netns when it is set; the returned
+// func waits for both to finish removing what they installed.
+func startNodeNetwork(ctx context.Context, c client.Interface, nodeName string, netns *NetNS, lg *slog.Logger) (wait func()) {
 	var wg sync.WaitGroup
-	routes := network.NewRoutes(c, nodeName, nil, lg)
+	var wrap []string
+	if netns != nil {
+		wrap = netns.Wrap
+	}
+	routes := network.NewRoutes(c, nodeName, wrap, lg)
 	pcfg := proxy.DefaultConfig()
-	pcfg.Log = lg
+	pcfg.Wrap, pcfg.Log = wrap, lg
 	px := proxy.New(c, pcfg)
 	for name, run := range map[string]func(context.Context) error{"routes": routes.Run, "service proxy": px.Run} {
 		wg.Add(1)

@@ -101,6 +101,10 @@ type Config struct {
 	// machine's routes and service proxy (their rules do not depend on the
 	// node), so this one does not.
 	NoServiceProxy bool
+	// NetNS, when set, is the network namespace the node's network lives
+	// in instead of this process's; nil on a real node. Tests use it to
+	// run several nodes as "hosts" in one process.
+	NetNS *NetNS
 	// Listen is the address of the agent's logs/exec server, which the
 	// API server calls ("" runs none); Token is the bearer token it
 	// requires (the cluster token).
@@ -112,6 +116,22 @@ type Config struct {
 	// TuneAgent, when set, adjusts the agent's config last (tests:
 	// shorter heartbeats and backoffs).
 	TuneAgent func(*agent.Config)
+}
+
+// NetNS is a network namespace a node's network lives in (Config.NetNS):
+// the CNI plugins, ip route and iptables commands of the pod network,
+// routes and service proxy run behind Wrap, and the agent's server socket
+// is opened through Do, so it listens inside the namespace.
+type NetNS struct {
+	// Wrap is the command prefix that runs a command inside the
+	// namespace: {"ip", "netns", "exec", NAME}.
+	Wrap []string
+	// Do runs f on a thread inside the namespace; sockets f opens stay
+	// there.
+	Do func(f func() error) error
+	// PodPrefix starts the names of the pods' network namespaces ("" =
+	// agent/network's skiff-), so that a test can tell its own apart.
+	PodPrefix string
 }
 
 // DefaultConfig is a node named after the host, its state in dataDir.
@@ -157,6 +177,9 @@ func (c Config) Validate() error {
 	}
 	if c.Listen != "" && c.Token == "" {
 		errs = append(errs, errors.New("a token is required to serve logs and exec"))
+	}
+	if c.NetNS != nil && (len(c.NetNS.Wrap) == 0 || c.NetNS.Do == nil) {
+		errs = append(errs, errors.New("netns: both Wrap and Do are required"))
 	}
 	return errors.Join(errs...)
 }
@@ -275,7 +298,11 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
-	if err := n.agent.Listen(); err != nil {
+	listen := n.agent.Listen
+	if cfg.NetNS != nil {
+		listen = func() error { return cfg.NetNS.Do(n.agent.Listen) }
+	}
+	if err := listen(); err != nil {
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
 	n.info.Addr = n.agent.Addr()
@@ -283,7 +310,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	runCtx, cancel := context.WithCancel(ctx)
 	n.cancel = cancel
 	if pn != nil && !cfg.NoServiceProxy {
-		n.netWait = startNodeNetwork(runCtx, c, cfg.Name, lg)
+		n.netWait = startNodeNetwork(runCtx, c, cfg.Name, cfg.NetNS, lg)
 	}
 	go func() {
 		defer close(n.done)

@@ -72,9 +72,9 @@ func TestStartSimulatedNode(t *testing.T) {
 }
 
 func TestConfigValidateReportsAll(t *testing.T) {
-	cfg := node.Config{Runtime: "docker", Network: "flannel", Listen: "127.0.0.1:0"}
+	cfg := node.Config{Runtime: "docker", Network: "flannel", Listen: "127.0.0.1:0", NetNS: &node.NetNS{Wrap: []string{"ip", "netns", "exec", "h1"}}}
 	err := cfg.Validate()
-	for _, want := range []string{"node name is required", "data dir is required", `runtime "docker"`, `network "flannel"`, "token is required"} {
+	for _, want := range []string{"node name is required", "data dir is required", `runtime "docker"`, `network "flannel"`, "token is required", "netns: both Wrap and Do are required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v; want it to mention %q", err, want)
 		}
