@@ -99,7 +99,10 @@ func newConfigMap(name string, labels map[string]string) *api.ConfigMap {
 	}
 }
 
-func newDeployment(name string, replicas int32) *api.Deployment {
+// Deployment is a valid Deployment fixture in namespace default: replicas
+// pods of one nginx container, selected by app=NAME. Tests of every client
+// use it, so they agree on what a minimal Deployment is.
+func Deployment(name string, replicas int32) *api.Deployment {
 	labels := map[string]string{"app": name}
 	return &api.Deployment{
 		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
@@ -306,7 +309,7 @@ func (s *suite) testUpdate(t *testing.T) {
 			t.Errorf("no-op update moved resourceVersion %s -> %s", out.ResourceVersion, same.ResourceVersion)
 		}
 
-		d := mustCreate(t, c, newDeployment("app", 1))
+		d := mustCreate(t, c, Deployment("app", 1))
 		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
 		d2, err := client.Update(ctx, c, d)
 		if err != nil {
@@ -889,7 +892,7 @@ func (s *suite) testBind(t *testing.T) {
 func (s *suite) testScale(t *testing.T) {
 	c := s.tg.New(t)
 	ctx := t.Context()
-	d := mustCreate(t, c, newDeployment("app", 2))
+	d := mustCreate(t, c, Deployment("app", 2))
 
 	sc, err := c.GetScale(ctx, deploymentKind, "default", "app")
 	if err != nil {

@@ -867,17 +867,8 @@ func (f *Client) AddTrace(ctx context.Context, namespace, pod string, spans ...a
 	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: ns, Name: pod, Subresource: "trace"}); err != nil {
 		return err
 	}
-	var errs api.FieldErrors
-	for i, s := range spans {
-		if s.Component == "" {
-			errs = append(errs, api.Required(fmt.Sprintf("spans[%d].component", i), ""))
-		}
-		if s.Step == "" {
-			errs = append(errs, api.Required(fmt.Sprintf("spans[%d].step", i), ""))
-		}
-	}
-	if len(errs) > 0 {
-		return api.NewInvalid(traceKind, pod, errs)
+	if err := apiserver.ValidateTraceSpans(pod, spans); err != nil {
+		return err
 	}
 	key := api.Key(ns, pod)
 	if _, ok := f.store(k)[key]; !ok {

@@ -7,6 +7,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/clienttest"
 	"skiff.dev/skiff/client/fake"
 )
 
@@ -14,21 +15,6 @@ func pod(name string) *api.Pod {
 	return &api.Pod{
 		ObjectMeta: api.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}},
 		Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "nginx:1.27"}}},
-	}
-}
-
-func deployment(name string, replicas int32) *api.Deployment {
-	labels := map[string]string{"app": name}
-	return &api.Deployment{
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: api.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &api.LabelSelector{MatchLabels: labels},
-			Template: api.PodTemplateSpec{
-				ObjectMeta: api.ObjectMeta{Labels: labels},
-				Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "nginx:1.27"}}},
-			},
-		},
 	}
 }
 
@@ -121,7 +107,7 @@ func TestInterceptAndActions(t *testing.T) {
 
 func TestBindScaleTrace(t *testing.T) {
 	ctx := t.Context()
-	f := fake.New(pod("web"), deployment("d", 3))
+	f := fake.New(pod("web"), clienttest.Deployment("d", 3))
 	b := &api.Binding{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web"}, Target: api.ObjectReference{Kind: "Node", Name: "n1"}}
 	if err := f.Bind(ctx, b); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/clienttest"
 	"skiff.dev/skiff/controlplane/store"
 )
 
@@ -149,20 +150,11 @@ func configMap(ns, name string) *api.ConfigMap {
 	}
 }
 
+// deployment is clienttest's fixture with its type meta, as an HTTP body needs.
 func deployment(name string, replicas int32) *api.Deployment {
-	labels := map[string]string{"app": name}
-	return &api.Deployment{
-		TypeMeta:   api.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: api.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &api.LabelSelector{MatchLabels: labels},
-			Template: api.PodTemplateSpec{
-				ObjectMeta: api.ObjectMeta{Labels: labels},
-				Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "nginx:1.27"}}},
-			},
-		},
-	}
+	d := clienttest.Deployment(name, replicas)
+	d.TypeMeta = api.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	return d
 }
 
 // watch opens an HTTP watch and reads it line by line.

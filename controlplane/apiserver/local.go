@@ -239,6 +239,12 @@ func MethodNotAllowed(verb string, k *api.Kind) *api.StatusError { return method
 // NotFoundPath is the error for a subresource a kind does not have.
 func NotFoundPath() *api.StatusError { return notFoundPath() }
 
+// ValidateTraceSpans is the registry's check of spans posted to a pod's
+// trace, for client/fake.
+func ValidateTraceSpans(pod string, spans []api.TraceSpan) error {
+	return validateTraceSpans(pod, spans)
+}
+
 // NewTrace is the PodTrace object of pod with spans (the newest
 // api.MaxTraceSpans), as GetTrace returns it.
 func NewTrace(pod *api.Pod, spans []api.TraceSpan) *api.PodTrace {

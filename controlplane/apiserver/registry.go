@@ -469,10 +469,9 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 	return scaleOf(out), nil
 }
 
-// AddTrace appends spans to a pod's trace, keeping the newest
-// api.MaxTraceSpans. The pod must exist.
-func (r *Registry) AddTrace(ctx context.Context, namespace, podName string, spans ...api.TraceSpan) (*api.PodTrace, error) {
-	namespace = scope(podKind, namespace)
+// validateTraceSpans checks spans posted to pod's trace: each names its
+// component and step.
+func validateTraceSpans(pod string, spans []api.TraceSpan) error {
 	var errs api.FieldErrors
 	for i, s := range spans {
 		if s.Component == "" {
@@ -483,7 +482,17 @@ func (r *Registry) AddTrace(ctx context.Context, namespace, podName string, span
 		}
 	}
 	if len(errs) > 0 {
-		return nil, api.NewInvalid(traceKind, podName, errs)
+		return api.NewInvalid(traceKind, pod, errs)
+	}
+	return nil
+}
+
+// AddTrace appends spans to a pod's trace, keeping the newest
+// api.MaxTraceSpans. The pod must exist.
+func (r *Registry) AddTrace(ctx context.Context, namespace, podName string, spans ...api.TraceSpan) (*api.PodTrace, error) {
+	namespace = scope(podKind, namespace)
+	if err := validateTraceSpans(podName, spans); err != nil {
+		return nil, err
 	}
 	obj, err := r.store.Get(ctx, podKind, namespace, podName)
 	if err != nil {
