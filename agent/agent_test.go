@@ -13,6 +13,7 @@ import (
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )
@@ -58,18 +59,6 @@ func containersOf(t testing.TB, rt runtime.Runtime, uid string) []runtime.Contai
 	return cs
 }
 
-// waitFor polls cond until it holds or 10 s pass (STYLE 18).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // the poll interval of a deadline-bound wait
-	}
-}
-
 func startAgent(t *testing.T, cfg Config, c *fake.Client, rt runtime.Runtime) *Agent {
 	t.Helper()
 	a, err := New(cfg, c, rt)
@@ -109,8 +98,8 @@ func TestRunRemovesContainersOfPodsDeletedWhileDown(t *testing.T) {
 
 	startAgent(t, testConfig(t), c, rt)
 
-	waitFor(t, "the containers of the deleted pod to be removed", func() bool { return len(containersOf(t, rt, "uid-gone")) == 0 })
-	waitFor(t, "the live pod to be Running", func() bool {
+	testwait.For(t, 10*time.Second, "the containers of the deleted pod to be removed", func() bool { return len(containersOf(t, rt, "uid-gone")) == 0 })
+	testwait.For(t, 10*time.Second, "the live pod to be Running", func() bool {
 		o, err := c.Get(t.Context(), api.MustKindOf(&api.Pod{}), "default", "live")
 		return err == nil && o.(*api.Pod).Status.Phase == api.PodRunning
 	})
@@ -132,7 +121,7 @@ func TestServerPortAndAuth(t *testing.T) {
 	cfg.Listen, cfg.Token = "127.0.0.1:0", "s3cret"
 	a := startAgent(t, cfg, c, rt)
 
-	waitFor(t, "the node to register its daemon port", func() bool {
+	testwait.For(t, 10*time.Second, "the node to register its daemon port", func() bool {
 		o, err := c.Get(t.Context(), api.MustKindOf(&api.Node{}), "", testNode)
 		return err == nil && o.(*api.Node).Status.DaemonEndpoints.KubeletEndpoint.Port != 0
 	})

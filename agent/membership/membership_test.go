@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"skiff.dev/skiff/internal/testwait"
 )
 
 func start(t testing.TB, name, token, role string, join ...string) *Membership {
@@ -28,18 +30,6 @@ func start(t testing.TB, name, token, role string, join ...string) *Membership {
 	return m
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
-
 func stateOf(m *Membership, name string) State {
 	for _, mem := range m.Members() {
 		if mem.Name == name {
@@ -54,7 +44,7 @@ func TestJoinAnyMemberAndDiscoverAPIServer(t *testing.T) {
 	a1 := start(t, "a1", "tok", RoleAgent, srv.LocalAddr())
 	// a2 joins through a1, not the server: it still learns the API address.
 	a2 := start(t, "a2", "tok", RoleAgent, a1.LocalAddr())
-	waitFor(t, "three members everywhere", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "three members everywhere", func() bool {
 		return len(srv.Members()) == 3 && len(a1.Members()) == 3 && len(a2.Members()) == 3
 	})
 	api, ok := a2.APIServer()
@@ -80,7 +70,7 @@ func TestWrongTokenCannotJoin(t *testing.T) {
 	if !errors.Is(err, ErrWrongToken) {
 		t.Fatalf("error = %v; want ErrWrongToken", err)
 	}
-	waitFor(t, "server to report the rejected member", 5*time.Second, func() bool { return srv.RejectedJoins() > 0 })
+	testwait.For(t, 5*time.Second, "server to report the rejected member", func() bool { return srv.RejectedJoins() > 0 })
 	if n := len(srv.Members()); n != 1 {
 		t.Fatalf("server sees %d members after a rejected join; want 1", n)
 	}
@@ -90,15 +80,15 @@ func TestKilledMemberTurnsDead_LeftMemberTurnsLeft(t *testing.T) {
 	srv := start(t, "server", "tok", RoleServer)
 	a1 := start(t, "a1", "tok", RoleAgent, srv.LocalAddr())
 	a2 := start(t, "a2", "tok", RoleAgent, srv.LocalAddr())
-	waitFor(t, "three members", 5*time.Second, func() bool { return len(srv.Members()) == 3 })
+	testwait.For(t, 5*time.Second, "three members", func() bool { return len(srv.Members()) == 3 })
 	a1.Kill()
-	waitFor(t, "a1 dead", 10*time.Second, func() bool { return stateOf(srv, "a1") == Dead })
+	testwait.For(t, 10*time.Second, "a1 dead", func() bool { return stateOf(srv, "a1") == Dead })
 	a2.Stop()
 	// Left when the Leaving flag arrived before the leave message (the
 	// usual case); gossip over UDP does not promise that order, so a
 	// loaded machine may see Dead. Either way a2 is gone at once, without
 	// a suspicion timeout; TestLeaveVersusFailure checks the flag's logic.
-	waitFor(t, "a2 gone", 10*time.Second, func() bool { st := stateOf(srv, "a2"); return st == Left || st == Dead })
+	testwait.For(t, 10*time.Second, "a2 gone", func() bool { st := stateOf(srv, "a2"); return st == Left || st == Dead })
 	select {
 	case <-srv.Changed():
 	default:

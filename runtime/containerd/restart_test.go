@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	"skiff.dev/skiff/runtime/runtimetest"
 )
@@ -61,9 +62,7 @@ func TestSurvivesContainerdRestart(t *testing.T) {
 	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for syscall.Kill(p, 0) == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "containerd to exit", func() bool { return syscall.Kill(p, 0) != nil })
 	if out, err := exec.Command("../../hack/containerd-start.sh").CombinedOutput(); err != nil {
 		t.Fatalf("restart containerd: %v\n%s", err, out)
 	}
