@@ -221,17 +221,30 @@ type HostPort struct {
 
 // PodHostPorts lists the host ports a pod's containers ask for.
 func PodHostPorts(pod *api.Pod) []HostPort {
+	return podPorts(pod, func(p api.ContainerPort) int32 { return p.HostPort })
+}
+
+// PodContainerPorts lists the containerPorts a pod's containers declare:
+// the ports they bind on the node when pods share the node's network.
+func PodContainerPorts(pod *api.Pod) []HostPort {
+	return podPorts(pod, func(p api.ContainerPort) int32 { return p.ContainerPort })
+}
+
+// podPorts lists, with its protocol (TCP when unset), the port that pick
+// takes from each of the pod's containers' ports, where it is set.
+func podPorts(pod *api.Pod, pick func(api.ContainerPort) int32) []HostPort {
 	var out []HostPort
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
-			if p.HostPort <= 0 {
+			port := pick(p)
+			if port <= 0 {
 				continue
 			}
 			proto := strings.ToUpper(p.Protocol)
 			if proto == "" {
 				proto = "TCP"
 			}
-			out = append(out, HostPort{Protocol: proto, Port: p.HostPort})
+			out = append(out, HostPort{Protocol: proto, Port: port})
 		}
 	}
 	return out

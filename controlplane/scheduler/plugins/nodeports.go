@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"strings"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
@@ -103,18 +102,6 @@ func sharedPortsFit(want []framework.HostPort, node *framework.NodeInfo) *framew
 // the node's network: its host ports and its containerPorts.
 func podPorts(pod *api.Pod) nodePortsState {
 	s := nodePortsState{host: framework.PodHostPorts(pod)}
-	s.shared = append(s.shared, s.host...)
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.ContainerPort <= 0 {
-				continue
-			}
-			proto := strings.ToUpper(p.Protocol)
-			if proto == "" {
-				proto = "TCP"
-			}
-			s.shared = append(s.shared, framework.HostPort{Protocol: proto, Port: p.ContainerPort})
-		}
-	}
+	s.shared = append(append(s.shared, s.host...), framework.PodContainerPorts(pod)...)
 	return s
 }
