@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,10 +20,20 @@ import (
 
 // Client speaks HTTP to a skiff API server. It is safe for concurrent use;
 // it holds no per-request state.
+//
+// With several servers (Config.Servers, SetServers) it sends each request
+// to the one that answered last and moves on to the next when a server
+// cannot be reached (the connection is refused or cannot be made: the
+// request was never sent, so even a create is safe to send again). Any
+// answer, an error status included, is the answer: a server that answers
+// is never skipped.
 type Client struct {
-	base  *url.URL
 	token string
 	http  *http.Client
+
+	mu    sync.Mutex
+	bases []*url.URL // never empty
+	cur   int        // index of the server that answered last
 }
 
 var _ Interface = (*Client)(nil)
@@ -35,41 +46,120 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
-	server := strings.TrimSpace(cfg.Server)
+	bases, err := parseServers(append([]string{cfg.Server}, cfg.Servers...))
+	if err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64 // controllers, the scheduler and the agent share one client
+	// No overall timeout: watches and logs stream for as long as their ctx lives.
+	return &Client{bases: bases, token: cfg.Token, http: &http.Client{Transport: tr}}, nil
+}
+
+// parseServers parses API server URLs (a bare host:port means http),
+// dropping repeats.
+func parseServers(servers []string) ([]*url.URL, error) {
+	var out []*url.URL
+	seen := map[string]bool{}
+	for _, s := range servers {
+		u, err := parseServer(s)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[u.String()] {
+			seen[u.String()] = true
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no API server")
+	}
+	return out, nil
+}
+
+func parseServer(s string) (*url.URL, error) {
+	server := strings.TrimSpace(s)
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
 	}
 	u, err := url.Parse(server)
 	if err != nil {
-		return nil, fmt.Errorf("new client: server %q: %w", cfg.Server, err)
+		return nil, fmt.Errorf("server %q: %w", s, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("new client: server %q: scheme must be http or https", cfg.Server)
+		return nil, fmt.Errorf("server %q: scheme must be http or https", s)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("new client: server %q: no host", cfg.Server)
+		return nil, fmt.Errorf("server %q: no host", s)
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64 // controllers, the scheduler and the agent share one client
-	// No overall timeout: watches and logs stream for as long as their ctx lives.
-	return &Client{base: u, token: cfg.Token, http: &http.Client{Transport: tr}}, nil
+	return u, nil
 }
 
-// Server returns the base URL the client talks to.
-func (c *Client) Server() string { return c.base.String() }
+// Server returns the base URL the client talks to now.
+func (c *Client) Server() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bases[c.cur].String()
+}
+
+// Servers returns every API server the client knows, the current one first.
+func (c *Client) Servers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.bases))
+	for i := range c.bases {
+		out = append(out, c.bases[(c.cur+i)%len(c.bases)].String())
+	}
+	return out
+}
+
+// SetServers replaces the API servers the client may use (an agent
+// learns them from gossip). The current server stays current when it is
+// still listed. An empty or invalid list changes nothing and is an error.
+func (c *Client) SetServers(servers []string) error {
+	bases, err := parseServers(servers)
+	if err != nil {
+		return fmt.Errorf("set servers: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.bases[c.cur].String()
+	c.bases, c.cur = bases, 0
+	for i, u := range bases {
+		if u.String() == cur {
+			c.cur = i
+		}
+	}
+	return nil
+}
 
 // UnreachableError means no connection to the API server could be made.
 type UnreachableError struct {
 	Server string
+	// Others are the other servers tried, also unreachable.
+	Others []string
 	Err    error
 }
 
 func (e *UnreachableError) Error() string {
+	if len(e.Others) > 0 {
+		return fmt.Sprintf("cannot reach any skiff API server (%s, %s): is `skiff server` running?", e.Server, strings.Join(e.Others, ", "))
+	}
 	return fmt.Sprintf("cannot reach the skiff API server at %s: is `skiff up` running?", e.Server)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// unreachable reports whether err means no connection was made: the
+// request was not sent, and another server may take it.
+func unreachable(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
 
 // PathFor builds the REST path of a kind, as Kubernetes:
 //
@@ -103,9 +193,53 @@ func PathFor(kind *api.Kind, ns, name, sub string) string {
 // Do sends one raw request to path (which may carry a query) and returns the
 // response when its status is 2xx; the caller closes its body. Any other
 // status is read, closed and returned as *api.StatusError. For the CLI's
-// verbs that are not objects (logs, exec, healthz).
+// verbs that are not objects (logs, exec, healthz). With several servers,
+// an unreachable one passes the request to the next (see Client).
 func (c *Client) Do(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
-	u, err := url.Parse(c.base.String() + path)
+	c.mu.Lock()
+	bases, first := c.bases, c.cur
+	c.mu.Unlock()
+	var data []byte
+	if body != nil && len(bases) > 1 {
+		// Kept to send again to the next server.
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
+		}
+		data = b
+	}
+	var tried []string
+	for i := range bases {
+		idx := (first + i) % len(bases)
+		base := bases[idx]
+		if data != nil {
+			body = bytes.NewReader(data)
+		}
+		resp, err := c.do(ctx, base, method, path, body)
+		if err == nil || !unreachable(err) || ctx.Err() != nil {
+			if i > 0 {
+				c.mu.Lock()
+				if len(c.bases) == len(bases) && c.bases[idx] == base {
+					c.cur = idx
+				}
+				c.mu.Unlock()
+			}
+			return resp, err
+		}
+		tried = append(tried, base.String())
+		if i == len(bases)-1 {
+			if len(tried) == 1 && !errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, err // one server: as before, only a refusal says "is it running?"
+			}
+			return nil, &UnreachableError{Server: tried[0], Others: tried[1:], Err: err}
+		}
+	}
+	panic("unreachable") // bases is never empty
+}
+
+// do sends one request to one server.
+func (c *Client) do(ctx context.Context, base *url.URL, method, path string, body io.Reader) (*http.Response, error) {
+	u, err := url.Parse(base.String() + path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -122,9 +256,6 @@ func (c *Client) Do(ctx context.Context, method, path string, body io.Reader) (*
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, &UnreachableError{Server: c.base.String(), Err: err}
-		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 		}

@@ -17,10 +17,20 @@ import (
 //
 //	server: http://127.0.0.1:6443
 //	token: 3f9c...
+//
+// A cluster of several servers (embedded etcd) lists the others too; the
+// client talks to Server first and moves to the next one when a server
+// cannot be reached:
+//
+//	server: http://10.0.0.1:7443
+//	servers: [http://10.0.0.2:7443, http://10.0.0.3:7443]
 type Config struct {
 	// Server is the API server's base URL, e.g. "http://127.0.0.1:6443".
 	// A bare "host:port" means http.
 	Server string `json:"server"`
+	// Servers are more API servers of the same cluster, tried in order
+	// after Server when it cannot be reached. Optional.
+	Servers []string `json:"servers,omitempty"`
 	// Token is the bearer token the API server requires.
 	Token string `json:"token,omitempty"`
 }
@@ -66,10 +76,16 @@ func LoadConfig(path string) (Config, error) {
 
 // Validate reports what is wrong with a config.
 func (c Config) Validate() error {
+	var errs []error
 	if strings.TrimSpace(c.Server) == "" {
-		return errors.New("server: required (the API server address, e.g. http://127.0.0.1:6443)")
+		errs = append(errs, errors.New("server: required (the API server address, e.g. http://127.0.0.1:6443)"))
 	}
-	return nil
+	for i, s := range c.Servers {
+		if strings.TrimSpace(s) == "" {
+			errs = append(errs, fmt.Errorf("servers[%d]: empty", i))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SaveConfig writes a config file readable only by its owner (0600),

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestResolveConfigPath(t *testing.T) {
 
 func TestSaveLoadConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nested", "dir", "config")
-	want := client.Config{Server: "http://127.0.0.1:6443", Token: "s3cret"}
+	want := client.Config{Server: "http://127.0.0.1:6443", Servers: []string{"http://127.0.0.2:6443"}, Token: "s3cret"}
 	if err := client.SaveConfig(path, want); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestSaveLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadConfig = %+v, want %+v", got, want)
 	}
 }
