@@ -30,6 +30,7 @@ import (
 
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -276,6 +277,20 @@ func (m *Membership) APIServer() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// APIServers returns the API server URLs advertised by every alive server
+// member, sorted by member name and without repeats: with several servers
+// (embedded etcd) each advertises its own, and an agent's client fails
+// over among them.
+func (m *Membership) APIServers() []string {
+	var out []string
+	for _, mem := range m.Members() {
+		if mem.State == Alive && mem.Meta.Role == RoleServer && mem.Meta.APIServer != "" && !slices.Contains(out, mem.Meta.APIServer) {
+			out = append(out, mem.Meta.APIServer)
+		}
+	}
+	return out
 }
 
 // Changed is signalled (coalesced) whenever a member joins, leaves, fails or

@@ -171,3 +171,26 @@ func TestNameTakenCannotJoin(t *testing.T) {
 		})
 	}
 }
+
+// Every alive server's advertised URL is listed once, in member-name
+// order; agents, dead servers and servers without a URL are not.
+func TestAPIServersListsAliveServers(t *testing.T) {
+	srv := start(t, "s0", "tok", RoleServer)
+	node := func(name string, meta Meta) *memberlist.Node {
+		b, _ := json.Marshal(meta)
+		return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Meta: b}
+	}
+	d := srv.d
+	d.NotifyJoin(node("s2", Meta{Role: RoleServer, APIServer: "http://10.0.0.2:7443"}))
+	d.NotifyJoin(node("s1", Meta{Role: RoleServer, APIServer: "http://10.0.0.1:7443"}))
+	d.NotifyJoin(node("s3", Meta{Role: RoleServer, APIServer: "http://10.0.0.3:7443"}))
+	d.NotifyJoin(node("s4", Meta{Role: RoleServer, APIServer: "http://10.0.0.1:7443"})) // same URL as s1
+	d.NotifyJoin(node("s5", Meta{Role: RoleServer}))
+	d.NotifyJoin(node("agent", Meta{Role: RoleAgent, APIServer: "http://10.0.0.9:7443"}))
+	d.NotifyLeave(node("s3", Meta{Role: RoleServer, APIServer: "http://10.0.0.3:7443"}))
+	got := strings.Join(srv.APIServers(), ",")
+	want := "https://127.0.0.1:7443,http://10.0.0.1:7443,http://10.0.0.2:7443"
+	if got != want {
+		t.Errorf("APIServers() = %s, want %s", got, want)
+	}
+}
