@@ -80,7 +80,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		s.metrics.Handler().ServeHTTP(w, r)
 		return
 	}
-	if s.serveDiscovery(w, r) {
+	if s.serveSnapshot(w, r) || s.serveDiscovery(w, r) { // snapshot.go, discovery.go
 		return
 	}
 	if r.URL.Query().Has("dryRun") {
