@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"skiff.dev/skiff/controlplane/metrics"
@@ -31,6 +32,10 @@ type Config struct {
 	// means a registry of the server's own. Pass a shared one to expose the
 	// controllers' metrics at the same endpoint.
 	Metrics *metrics.Metrics
+	// Skiff serves the skiff-only paths under /skiff/ (the control
+	// plane's join and leader endpoints), behind the token check like
+	// every API path; nil answers them 404.
+	Skiff http.Handler
 }
 
 // DefaultConfig returns the defaults, each with its reason.

@@ -83,6 +83,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 	if s.serveSnapshot(w, r) || s.serveDiscovery(w, r) { // snapshot.go, discovery.go
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, "/skiff/") && s.cfg.Skiff != nil {
+		s.cfg.Skiff.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Query().Has("dryRun") {
 		// kubectl --dry-run=server sends this; storing the object anyway
 		// would be the opposite of what was asked.
