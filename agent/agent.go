@@ -215,6 +215,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(func() { a.serve(ctx) })
 	if !a.pods.WaitForSync(ctx) {
 		wg.Wait()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil // stopped before the first list of pods: a clean stop
+		}
 		return ctx.Err()
 	}
 	// Adopt: remove leftovers of pods deleted while we were away; the

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -109,6 +110,33 @@ func TestRunRemovesContainersOfPodsDeletedWhileDown(t *testing.T) {
 	}
 	if cs := containersOf(t, rt, "uid-elsewhere"); len(cs) != 1 {
 		t.Errorf("the other node's container was touched: %+v", cs)
+	}
+}
+
+// A stop after the node registered but before the first list of pods
+// filled the agent's cache is a clean stop: Run returns nil.
+func TestStopBeforePodsSyncedIsClean(t *testing.T) {
+	c := fake.New()
+	c.Intercept(func(a fake.Action) error {
+		if a.Verb == "list" && a.Kind == "Pod" {
+			return errors.New("the API server is slow today")
+		}
+		return nil
+	})
+	a, err := New(testConfig(t), c, rtfake.New(rtfake.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	testwait.For(t, 10*time.Second, "the node to register", func() bool {
+		_, err := c.Get(t.Context(), api.MustKindOf(&api.Node{}), "", testNode)
+		return err == nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after a stop before the pods synced: %v, want nil", err)
 	}
 }
 
