@@ -1,59 +1,17 @@
-package store
+package store_test
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/store"
+	st "skiff.dev/skiff/controlplane/store/storetest"
 )
-
-// benchPod is a pod of about 1 KiB of JSON, like one a ReplicaSet creates:
-// labels, an owner, a container with ports, env and a probe.
-func benchPod(i int) *api.Pod {
-	t := true
-	grace := int64(30)
-	env := make([]api.EnvVar, 8)
-	for j := range env {
-		env[j] = api.EnvVar{Name: fmt.Sprintf("SETTING_%d", j), Value: fmt.Sprintf("value-%d-for-the-application", j)}
-	}
-	return &api.Pod{
-		ObjectMeta: api.ObjectMeta{
-			Namespace: "bench",
-			Name:      fmt.Sprintf("web-7d4b9c8f6d-%06d", i),
-			Labels:    map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "7d4b9c8f6d"},
-			Annotations: map[string]string{
-				"kubectl.kubernetes.io/restartedAt": "2026-01-01T12:00:00Z",
-			},
-			OwnerReferences: []api.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d4b9c8f6d",
-				UID: "0b6a0c53-2a8e-4f39-9a55-3c7d2f1e9b10", Controller: &t, BlockOwnerDeletion: &t}},
-		},
-		Spec: api.PodSpec{
-			Containers: []api.Container{{
-				Name:            "web",
-				Image:           "registry.example.com/team/web-frontend:1.27.3",
-				ImagePullPolicy: "IfNotPresent",
-				Command:         []string{"/bin/web", "--listen=:8080", "--log-level=info"},
-				Ports:           []api.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: "TCP"}},
-				Env:             env,
-			}},
-			RestartPolicy:                 "Always",
-			TerminationGracePeriodSeconds: &grace,
-			SchedulerName:                 "default-scheduler",
-			DNSPolicy:                     "ClusterFirst",
-		},
-	}
-}
 
 // benchOptions fsync every commit, the number that matters; set
 // BENCH_NOSYNC=1 to see what the CPU alone allows.
-func benchOptions() Options {
-	o := DefaultOptions()
+func benchOptions() store.Options {
+	o := store.DefaultOptions()
 	o.HistorySize = 1000
 	if os.Getenv("BENCH_NOSYNC") != "" {
 		o.NoSync = true
@@ -61,70 +19,25 @@ func benchOptions() Options {
 	return o
 }
 
-func reportRate(b *testing.B, s *Bolt, elapsed time.Duration) {
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "objects/s")
-	st := s.Stats()
-	if st.Commits > 0 {
-		b.ReportMetric(float64(st.Writes)/float64(st.Commits), "writes/commit")
+func reportCommits(b *testing.B, s *store.Bolt) {
+	if stats := s.Stats(); stats.Commits > 0 {
+		b.ReportMetric(float64(stats.Writes)/float64(stats.Commits), "writes/commit")
 	}
-	raw, _ := json.Marshal(benchPod(0))
-	b.ReportMetric(float64(len(raw)), "bytes/object")
 }
 
 // BenchmarkCreateSingleWriter: one goroutine, each create its own fsynced
 // commit. Bounded by the disk's fsync latency (bbolt: about 1,000 tx/s).
+// etcdstore has the same benchmark on an embedded etcd member.
 func BenchmarkCreateSingleWriter(b *testing.B) {
 	s, _ := openStore(b, benchOptions())
-	ctx := context.Background()
-	pods := make([]*api.Pod, b.N)
-	for i := range pods {
-		pods[i] = benchPod(i)
-	}
-	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		if _, err := s.Create(ctx, pods[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportRate(b, s, time.Since(start))
+	st.BenchCreate(b, s, 1)
+	reportCommits(b, s)
 }
 
 // BenchmarkCreate64Writers: 64 goroutines create pods; group commit shares
 // each fsync among the writes queued meanwhile. Goal: >= 10,000 objects/s.
 func BenchmarkCreate64Writers(b *testing.B) {
-	const writers = 64
 	s, _ := openStore(b, benchOptions())
-	ctx := context.Background()
-	pods := make([]*api.Pod, b.N)
-	for i := range pods {
-		pods[i] = benchPod(i)
-	}
-	var (
-		nextPod atomic.Int64
-		wg      sync.WaitGroup
-		failed  atomic.Value
-	)
-	b.ResetTimer()
-	start := time.Now()
-	for range writers {
-		wg.Go(func() {
-			for {
-				i := int(nextPod.Add(1)) - 1
-				if i >= b.N {
-					return
-				}
-				if _, err := s.Create(ctx, pods[i]); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	reportRate(b, s, elapsed)
+	st.BenchCreate(b, s, 64)
+	reportCommits(b, s)
 }

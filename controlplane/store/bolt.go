@@ -328,7 +328,7 @@ func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]ap
 // otherwise, as kube-apiserver does for a compacted revision.
 func (b *Bolt) ListExact(ctx context.Context, kind *api.Kind, namespace string, rev int64) ([]api.Object, error) {
 	if rev <= 0 {
-		return nil, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %d: an exact list needs a positive revision", rev))
+		return nil, ErrBadListRevision(rev)
 	}
 	items, cur, err := b.List(ctx, kind, namespace)
 	if err != nil {
@@ -349,7 +349,7 @@ func (b *Bolt) ListExact(ctx context.Context, kind *api.Kind, namespace string, 
 		namespace = ""
 	}
 	if changed, known := b.hub.changed(kind.GroupResource(), namespace, rev, cur); changed || !known {
-		return nil, api.NewGone("The resourceVersion for the provided list is too old.")
+		return nil, ErrListTooOld()
 	}
 	return items, nil
 }
@@ -377,17 +377,10 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		if err != nil {
 			return nil, err
 		}
-		if next == nil {
-			return nil, api.NewBadRequest(fmt.Sprintf("update %s %q: tryUpdate returned no object", kind.GroupResource(), name))
+		if err := CheckTryUpdate(kind, namespace, name, next); err != nil {
+			return nil, err
 		}
-		if k, err := api.KindOf(next); err != nil || k.GroupResource() != kind.GroupResource() {
-			return nil, api.NewBadRequest(fmt.Sprintf("update %s %q: tryUpdate returned a %T", kind.GroupResource(), name, next))
-		}
-		m := next.GetObjectMeta()
-		if m.Namespace != namespace || m.Name != name {
-			return nil, api.NewBadRequest(fmt.Sprintf("update %s %q: tryUpdate changed the object's name or namespace", kind.GroupResource(), name))
-		}
-		m.ResourceVersion = rv
+		next.GetObjectMeta().ResourceVersion = rv
 		enc, err := json.Marshal(next)
 		if err == nil && bytes.Equal(enc, raw) {
 			return next, nil // no-op: no write, no new revision

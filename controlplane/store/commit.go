@@ -228,10 +228,10 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 		}
 		m := o.obj.GetObjectMeta()
 		if o.wantRV != "" && o.wantRV != old.Metadata.ResourceVersion {
-			return hubEvent{}, api.NewConflict(o.kind, o.name, "the object has been modified; please apply your changes to the latest version and try again")
+			return hubEvent{}, ErrModified(o.kind, o.name)
 		}
 		if m.UID != "" && m.UID != old.Metadata.UID {
-			return hubEvent{}, api.NewConflict(o.kind, o.name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", m.UID, old.Metadata.UID))
+			return hubEvent{}, ErrUIDPrecondition(o.kind, o.name, m.UID, old.Metadata.UID)
 		}
 		if m.UID == "" {
 			m.UID = old.Metadata.UID
@@ -250,10 +250,10 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 		}
 		m := obj.GetObjectMeta()
 		if o.wantUID != "" && o.wantUID != m.UID {
-			return hubEvent{}, api.NewConflict(o.kind, o.name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", o.wantUID, m.UID))
+			return hubEvent{}, ErrUIDPrecondition(o.kind, o.name, o.wantUID, m.UID)
 		}
 		if o.wantRV != "" && o.wantRV != m.ResourceVersion {
-			return hubEvent{}, api.NewConflict(o.kind, o.name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", o.wantRV, m.ResourceVersion))
+			return hubEvent{}, ErrResourceVersionPrecondition(o.kind, o.name, o.wantRV, m.ResourceVersion)
 		}
 		o.obj = obj
 		ev.typ = api.Deleted

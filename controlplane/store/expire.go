@@ -45,7 +45,11 @@ type eventTimes struct {
 // else creationTimestamp) and returns how many it deleted. Each delete names
 // the resourceVersion it read, so an Event bumped meanwhile survives.
 func (b *Bolt) expireEvents(ctx context.Context) (int, error) {
-	cutoff := b.opts.Now().Add(-b.opts.EventTTL)
+	return b.expireEventsBefore(ctx, b.opts.Now().Add(-b.opts.EventTTL))
+}
+
+// expireEventsBefore deletes every Event last seen before cutoff.
+func (b *Bolt) expireEventsBefore(ctx context.Context, cutoff time.Time) (int, error) {
 	eventKind := api.MustKindOf(&api.Event{})
 	var ops []*op
 	err := b.db.View(func(tx *bolt.Tx) error {

@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/store"
+	st "skiff.dev/skiff/controlplane/store/storetest"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -22,15 +24,9 @@ func (c *fakeClock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC(
 func (c *fakeClock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
 func (c *fakeClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
-func newEvent(name string, last time.Time) *api.Event {
-	e := &api.Event{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name}, Reason: "Test"}
-	if !last.IsZero() {
-		e.LastTimestamp = api.NewTime(last)
-	}
-	return e
-}
-
-func TestExpireEvents(t *testing.T) {
+// The bbolt store expires an Event by its lastTimestamp (else its
+// creationTimestamp), on its own clock.
+func TestExpireEventsByLastTimestamp(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := newFakeClock(start)
@@ -40,11 +36,11 @@ func TestExpireEvents(t *testing.T) {
 	opts.Now = clock.now
 	s, _ := openStore(t, opts)
 
-	mustCreate(t, s, newEvent("no-last", time.Time{})) // created at start: expires by creationTimestamp
-	mustCreate(t, s, newEvent("old", start.Add(-2*time.Minute)))
-	mustCreate(t, s, newEvent("recent", start.Add(30*time.Second)))
-	mustCreate(t, s, newPod("default", "web")) // pods never expire
-	ch, err := s.Watch(ctx, evKind, "", 0)
+	st.MustCreate(t, s, st.NewEvent("no-last", time.Time{})) // created at start: expires by creationTimestamp
+	st.MustCreate(t, s, st.NewEvent("old", start.Add(-2*time.Minute)))
+	st.MustCreate(t, s, st.NewEvent("recent", start.Add(30*time.Second)))
+	st.MustCreate(t, s, st.NewPod("default", "web")) // pods never expire
+	ch, err := s.Watch(ctx, st.EvKind, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +55,10 @@ func TestExpireEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		clock.add(tt.advance)
-		if _, err := s.expireEvents(ctx); err != nil {
+		if _, err := store.ExpireEvents(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		objs, _, err := s.List(ctx, evKind, "")
+		objs, _, err := s.List(ctx, st.EvKind, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,15 +70,11 @@ func TestExpireEvents(t *testing.T) {
 			t.Fatalf("after %v: events %v, want %v", clock.now().Sub(start), got, tt.want)
 		}
 	}
-	// Expiry is a delete like any other: watchers see it.
 	for _, name := range []string{"old", "no-last", "recent"} {
-		expectNext(t, ch, api.Deleted, name)
+		st.ExpectNext(t, ch, api.Deleted, name)
 	}
-	if _, err := s.Get(ctx, podKind, "default", "web"); err != nil {
-		t.Fatalf("pod after sweep: %v", err)
-	}
-	if st := s.Stats(); st.ExpiredEvents != 3 {
-		t.Fatalf("expired = %d, want 3", st.ExpiredEvents)
+	if stats := s.Stats(); stats.ExpiredEvents != 3 {
+		t.Fatalf("expired = %d, want 3", stats.ExpiredEvents)
 	}
 }
 
@@ -95,10 +87,10 @@ func TestEventSweeperRuns(t *testing.T) {
 	opts.SweepInterval = time.Millisecond
 	opts.Now = clock.now
 	s, _ := openStore(t, opts)
-	mustCreate(t, s, newEvent("e", time.Time{}))
+	st.MustCreate(t, s, st.NewEvent("e", time.Time{}))
 	clock.add(2 * time.Minute)
 	testwait.For(t, 5*time.Second, "the sweeper to delete the event", func() bool {
-		_, err := s.Get(ctx, evKind, "default", "e")
+		_, err := s.Get(ctx, st.EvKind, "default", "e")
 		return api.IsNotFound(err)
 	})
 }

@@ -1,33 +1,27 @@
-package store
+package store_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/api"
-)
-
-var (
-	podKind  = api.MustKindOf(&api.Pod{})
-	cmKind   = api.MustKindOf(&api.ConfigMap{})
-	nodeKind = api.MustKindOf(&api.Node{})
-	evKind   = api.MustKindOf(&api.Event{})
+	"skiff.dev/skiff/controlplane/store"
+	"skiff.dev/skiff/controlplane/store/storetest"
 )
 
 // openStore opens a store in a temporary directory, closed by t.Cleanup.
 // It returns the store and its path (to reopen it).
-func openStore(tb testing.TB, opts Options) (*Bolt, string) {
+func openStore(tb testing.TB, opts store.Options) (*store.Bolt, string) {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "skiff.db")
 	return reopen(tb, path, opts), path
 }
 
-func reopen(tb testing.TB, path string, opts Options) *Bolt {
+func reopen(tb testing.TB, path string, opts store.Options) *store.Bolt {
 	tb.Helper()
-	s, err := Open(path, opts)
+	s, err := store.Open(path, opts)
 	if err != nil {
 		tb.Fatalf("open: %v", err)
 	}
@@ -37,63 +31,48 @@ func reopen(tb testing.TB, path string, opts Options) *Bolt {
 
 // testOptions are the defaults without fsync: the tests check logic, not
 // durability (the benchmarks fsync).
-func testOptions() Options {
-	o := DefaultOptions()
+func testOptions() store.Options {
+	o := store.DefaultOptions()
 	o.NoSync = true
 	return o
 }
 
-func newPod(ns, name string) *api.Pod {
-	return &api.Pod{
-		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
-		Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "nginx:1.27"}}},
+// boltHarness runs the shared suite on bbolt stores; it remembers each
+// store's path for Reopen.
+func boltHarness() storetest.Harness {
+	var (
+		mu    sync.Mutex
+		paths = map[store.Store]string{}
+	)
+	open := func(tb testing.TB, path string) store.Store {
+		s := reopen(tb, path, testOptions())
+		mu.Lock()
+		paths[s] = path
+		mu.Unlock()
+		return s
+	}
+	return storetest.Harness{
+		Open: func(tb testing.TB) store.Store {
+			return open(tb, filepath.Join(tb.TempDir(), "skiff.db"))
+		},
+		Reopen: func(tb testing.TB, s store.Store) store.Store {
+			mu.Lock()
+			path := paths[s]
+			mu.Unlock()
+			if err := s.Close(); err != nil {
+				tb.Fatal(err)
+			}
+			return open(tb, path)
+		},
+		Compact: func(_ testing.TB, s store.Store, rev int64) { store.CompactHistory(s.(*store.Bolt), rev) },
+		ExpireEvents: func(tb testing.TB, s store.Store) {
+			// A cutoff past every Event's last time: all of them have lived
+			// longer than the TTL.
+			if _, err := store.ExpireEventsBefore(context.Background(), s.(*store.Bolt), time.Now().Add(time.Hour)); err != nil {
+				tb.Fatal(err)
+			}
+		},
 	}
 }
 
-func mustCreate(tb testing.TB, s Store, obj api.Object) api.Object {
-	tb.Helper()
-	out, err := s.Create(context.Background(), obj)
-	if err != nil {
-		tb.Fatalf("create %s: %v", api.KeyOf(obj), err)
-	}
-	return out
-}
-
-func rvOf(o api.Object) string { return o.GetObjectMeta().ResourceVersion }
-
-func revOf(tb testing.TB, o api.Object) int64 {
-	tb.Helper()
-	var n int64
-	if _, err := fmt.Sscan(rvOf(o), &n); err != nil {
-		tb.Fatalf("resourceVersion %q: %v", rvOf(o), err)
-	}
-	return n
-}
-
-// next receives one event or fails after a deadline.
-func next(tb testing.TB, ch <-chan Event) Event {
-	tb.Helper()
-	select {
-	case e, ok := <-ch:
-		if !ok {
-			tb.Fatal("watch channel closed, want an event")
-		}
-		return e
-	case <-time.After(5 * time.Second):
-		tb.Fatal("no watch event within 5s")
-	}
-	return Event{}
-}
-
-// expectNext receives one event and checks its type, name and revision.
-func expectNext(tb testing.TB, ch <-chan Event, typ api.WatchEventType, name string) Event {
-	tb.Helper()
-	e := next(tb, ch)
-	if e.Type != typ || e.Object.GetObjectMeta().Name != name {
-		tb.Fatalf("event = %s %s (rev %d), want %s %s", e.Type, e.Object.GetObjectMeta().Name, e.Revision, typ, name)
-	}
-	if got := rvOf(e.Object); got != fmt.Sprint(e.Revision) {
-		tb.Fatalf("event object resourceVersion %s, event revision %d", got, e.Revision)
-	}
-	return e
-}
+func TestSuite(t *testing.T) { storetest.Run(t, boltHarness()) }

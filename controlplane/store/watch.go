@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"skiff.dev/skiff/api"
@@ -123,7 +122,7 @@ func (h *hub) register(w *watcher, rev int64) (replay []hubEvent, from int64, er
 		rev = h.end
 	}
 	if rev < h.start {
-		return nil, 0, api.NewGone(fmt.Sprintf("too old resource version: %d (%d)", rev, h.start))
+		return nil, 0, ErrWatchTooOld(rev, h.start)
 	}
 	for i := max(rev-h.start, 0); i < int64(h.n); i++ {
 		e := &h.ring[(h.head+int(i))%len(h.ring)]
@@ -234,7 +233,7 @@ func (b *Bolt) Watch(ctx context.Context, kind *api.Kind, namespace string, rev 
 		return nil, err
 	}
 	if rev < 0 {
-		return nil, api.NewBadRequest(fmt.Sprintf("invalid resourceVersion %d", rev))
+		return nil, ErrBadWatchRevision(rev)
 	}
 	if !kind.Namespaced {
 		namespace = ""

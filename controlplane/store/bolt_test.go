@@ -1,0 +1,283 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/store"
+	st "skiff.dev/skiff/controlplane/store/storetest"
+	"skiff.dev/skiff/internal/testwait"
+)
+
+// Tests of what only the bbolt store does: group commit, its in-memory
+// history ring, its statistics, the Event sweeper by lastTimestamp.
+
+func TestGroupCommitStats(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	const writers, each = 64, 10
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := s.Create(ctx, st.NewPod("default", fmt.Sprintf("p-%d-%d", w, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stats := s.Stats()
+	t.Logf("stats: %+v", stats)
+	if stats.Writes != writers*each || stats.Commits > stats.Batches || stats.Revision != writers*each {
+		t.Fatalf("stats = %+v", stats)
+	}
+}
+
+func TestConcurrentUpdatesOneBatch(t *testing.T) {
+	ctx := context.Background()
+	const writers = 64
+	s, path := openStore(t, testOptions())
+	base := st.MustCreate(t, s, st.NewPod("default", "web"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A long delay with MaxBatch = writers puts every update in one
+	// batch: the conflicts are found inside the transaction.
+	opts := testOptions()
+	opts.MaxBatch, opts.MaxBatchDelay = writers, time.Minute
+	s = reopen(t, path, opts)
+	var wg sync.WaitGroup
+	results := make(chan error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			p := api.Clone(base)
+			p.GetObjectMeta().Labels["writer"] = fmt.Sprint(i)
+			_, err := s.Update(ctx, p)
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	wins := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			wins++
+		case !api.IsConflict(err):
+			t.Fatalf("err = %v, want Conflict", err)
+		}
+	}
+	if wins != 1 || s.Revision() != 2 {
+		t.Fatalf("%d winners, revision %d; want 1 winner, revision 2", wins, s.Revision())
+	}
+	if n := s.Stats().Batches; n != 1 {
+		t.Fatalf("%d batches, want 1", n)
+	}
+}
+
+func TestBatchFailureIsPerWrite(t *testing.T) {
+	ctx := context.Background()
+	opts := testOptions()
+	opts.MaxBatch, opts.MaxBatchDelay = 3, time.Minute // three writes form exactly one batch
+	s, _ := openStore(t, opts)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, name := range []string{"a", "a", "b"} {
+		wg.Go(func() {
+			_, errs[i] = s.Create(ctx, st.NewPod("default", name))
+		})
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			if !api.IsAlreadyExists(err) {
+				t.Fatalf("err = %v, want AlreadyExists", err)
+			}
+			failed++
+		}
+	}
+	stats := s.Stats()
+	if failed != 1 || stats.Batches != 1 || stats.Commits != 1 || stats.Writes != 2 || stats.FailedWrites != 1 || s.Revision() != 2 {
+		t.Fatalf("failed %d, stats %+v; want one failure in one committed batch of two writes", failed, stats)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := store.DefaultOptions().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	bad := store.Options{HistorySize: -1, WatchBuffer: -1, MaxBatch: -1, MaxBatchDelay: -1, EventTTL: -1, SweepInterval: -1}
+	err := bad.Validate()
+	if err == nil {
+		t.Fatal("negative options accepted")
+	}
+	for _, field := range []string{"history size", "watch buffer", "max batch", "max batch delay", "event ttl", "sweep interval"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error %q does not name %q", err, field)
+		}
+	}
+	if _, err := store.Open(t.TempDir()+"/x.db", bad); err == nil {
+		t.Fatal("Open accepted invalid options")
+	}
+}
+
+func TestWatchHistorySize(t *testing.T) {
+	ctx := context.Background()
+	opts := testOptions()
+	opts.HistorySize = 5
+	s, _ := openStore(t, opts)
+	for i := range 8 {
+		st.MustCreate(t, s, st.NewPod("default", fmt.Sprintf("p%d", i))) // revisions 1..8; history keeps 4..8
+	}
+	tests := []struct {
+		rev      int64
+		gone     bool
+		wantFrom int
+	}{
+		{rev: 2, gone: true},
+		{rev: 3, wantFrom: 3},
+		{rev: 7, wantFrom: 7},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("from ", tt.rev), func(t *testing.T) {
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			ch, err := s.Watch(wctx, st.PodKind, "default", tt.rev)
+			if tt.gone {
+				if want := fmt.Sprintf("too old resource version: %d (3)", tt.rev); !api.IsGone(err) || err.Error() != want {
+					t.Fatalf("err = %v, want Gone %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := tt.wantFrom; i < 8; i++ {
+				st.ExpectNext(t, ch, api.Added, fmt.Sprintf("p%d", i))
+			}
+		})
+	}
+}
+
+func TestListExactPastTheRing(t *testing.T) {
+	ctx := context.Background()
+	opts := testOptions()
+	opts.HistorySize = 4
+	s, _ := openStore(t, opts)
+	a := st.MustCreate(t, s, st.NewPod("default", "a"))
+	cm := st.MustCreate(t, s, &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "c"}})
+	if _, err := s.ListExact(ctx, st.PodKind, "", st.Rev(t, a)); err != nil {
+		t.Fatalf("within the history: %v", err)
+	}
+	for range 4 {
+		cm.GetObjectMeta().ResourceVersion = ""
+		if cm.GetObjectMeta().Labels == nil {
+			cm.GetObjectMeta().Labels = map[string]string{}
+		}
+		cm.GetObjectMeta().Labels["v"] += "x"
+		if _, err := s.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ListExact(ctx, st.PodKind, "", st.Rev(t, a)); !api.IsGone(err) {
+		t.Fatalf("revision older than the history: %v, want Gone", err)
+	}
+}
+
+func TestWatchGoneAfterReopen(t *testing.T) {
+	ctx := context.Background()
+	s, path := openStore(t, testOptions())
+	for i := range 3 {
+		st.MustCreate(t, s, st.NewPod("default", fmt.Sprintf("p%d", i)))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t, path, testOptions())
+	if _, err := s.Watch(ctx, st.PodKind, "", 2); !api.IsGone(err) {
+		t.Fatalf("watch from 2 after reopen at 3: %v, want Gone", err)
+	}
+	ch, err := s.Watch(ctx, st.PodKind, "", 3)
+	if err != nil {
+		t.Fatalf("watch from the current revision: %v", err)
+	}
+	st.MustCreate(t, s, st.NewPod("default", "p3"))
+	if e := st.ExpectNext(t, ch, api.Added, "p3"); e.Revision != 4 {
+		t.Fatalf("revision %d, want 4", e.Revision)
+	}
+}
+
+func TestSlowWatcherIsClosed(t *testing.T) {
+	opts := testOptions()
+	opts.WatchBuffer = 4
+	s, _ := openStore(t, opts)
+	ctx := context.Background()
+	slow, err := s.Watch(ctx, st.PodKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := s.Watch(ctx, st.PodKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writes = 50
+	// Nobody reads slow: writes must still complete promptly, and the
+	// other watcher (read after each write) keeps getting every event.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := range writes {
+		name := fmt.Sprintf("p%d", i)
+		if _, err := s.Create(wctx, st.NewPod("default", name)); err != nil {
+			t.Fatalf("write %d blocked by a slow watcher: %v", i, err)
+		}
+		st.ExpectNext(t, fast, api.Added, name)
+	}
+	// The slow watcher gets what was buffered, in order, then its channel closes.
+	var last int64
+	got := 0
+	for e := range slow {
+		if e.Revision != last+1 {
+			t.Fatalf("revision %d after %d: gap", e.Revision, last)
+		}
+		last = e.Revision
+		got++
+	}
+	if got >= writes || got == 0 {
+		t.Fatalf("slow watcher got %d events before closing, want some but not all %d", got, writes)
+	}
+	if stats := s.Stats(); stats.SlowWatchersClosed != 1 {
+		t.Fatalf("stats %+v, want one slow watcher closed", stats)
+	}
+	// It resumes from its last revision.
+	resumed, err := s.Watch(ctx, st.PodKind, "", last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := st.Next(t, resumed); e.Revision != last+1 {
+		t.Fatalf("resumed at %d, want %d", e.Revision, last+1)
+	}
+}
+
+func TestWatcherCount(t *testing.T) {
+	s, _ := openStore(t, testOptions())
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := s.Watch(ctx, st.PodKind, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Watch(context.Background(), st.PodKind, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().Watchers; n != 2 {
+		t.Fatalf("watchers = %d, want 2", n)
+	}
+	cancel()
+	testwait.For(t, 5*time.Second, "watcher count to drop", func() bool { return s.Stats().Watchers == 1 })
+}

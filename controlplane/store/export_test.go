@@ -1,0 +1,30 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Hooks for the tests of package store_test (the shared suite's harness).
+
+// CompactHistory drops the watch history up to rev, as if the ring had
+// overflowed: watches and exact lists from before rev are Gone.
+func CompactHistory(b *Bolt, rev int64) {
+	h := b.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for h.n > 0 && h.ring[h.head].rev <= rev {
+		h.ring[h.head] = hubEvent{}
+		h.head = (h.head + 1) % len(h.ring)
+		h.n--
+	}
+	h.start = max(h.start, rev)
+}
+
+// ExpireEvents runs one sweep now.
+func ExpireEvents(ctx context.Context, b *Bolt) (int, error) { return b.expireEvents(ctx) }
+
+// ExpireEventsBefore runs one sweep with cutoff as the expiry time.
+func ExpireEventsBefore(ctx context.Context, b *Bolt, cutoff time.Time) (int, error) {
+	return b.expireEventsBefore(ctx, cutoff)
+}
