@@ -461,3 +461,24 @@ func (w *logWriter) Write(p []byte) (int, error) {
 var _ memberlist.Delegate = (*delegate)(nil)
 var _ memberlist.EventDelegate = (*delegate)(nil)
 var _ memberlist.ConflictDelegate = (*delegate)(nil)
+
+// Join contacts more members (host or host:port) after Start, as a server
+// does when it learns the other servers from the store. It returns how
+// many answered; some not answering is not an error when one did.
+func (m *Membership) Join(addrs []string) (int, error) {
+	targets := make([]string, len(addrs))
+	for i, a := range addrs {
+		targets[i] = withDefaultPort(a)
+	}
+	n, err := m.ml.Join(targets)
+	if n > 0 {
+		return n, nil
+	}
+	if err != nil && isKeyError(err.Error()) {
+		return 0, fmt.Errorf("join %s: %w", strings.Join(targets, ", "), ErrWrongToken)
+	}
+	if err == nil {
+		err = errors.New("no member answered")
+	}
+	return 0, fmt.Errorf("join %s: %w", strings.Join(targets, ", "), err)
+}
