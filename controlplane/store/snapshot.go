@@ -5,7 +5,9 @@ package store
 // which moves every object from one Store to another (bbolt to etcd).
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +23,15 @@ import (
 	"skiff.dev/skiff/api"
 )
 
-// ErrNotStore means a file is not a skiff store: not a bbolt file, or a
-// bbolt file without skiff's buckets (an etcd snapshot is one too).
-var ErrNotStore = errors.New("not a skiff store")
+// ErrNotStore means a file is not a whole skiff store: not a bbolt file,
+// a bbolt file without skiff's buckets (an etcd snapshot is one too), or
+// a damaged one (then the error is ErrDamaged too).
+var ErrNotStore = errors.New("not a whole skiff store")
+
+// ErrDamaged means a snapshot or store file is damaged or cut short: its
+// sha256 trailer does not match, its pages are broken, or it ends before
+// its last page.
+var ErrDamaged = errors.New("damaged or cut short")
 
 // ErrInUse means a data directory's state.db is held by a running server.
 var ErrInUse = errors.New("store is in use by a running skiff server")
@@ -36,16 +44,23 @@ const StateFile = "state.db"
 
 // Snapshot writes a consistent copy of the whole database to w: one bbolt
 // read transaction, so writes go on while it streams and none of them is
-// half in the copy. The copy is itself a store that Open accepts. ctx ends
-// the copy between writes to w.
+// half in the copy. The copy is the bbolt file followed by the sha256 of
+// it, the format of an etcd snapshot: Inspect and RestoreBolt check the
+// sum, and bbolt opens the file as it is. ctx ends the copy between writes
+// to w.
 func (b *Bolt) Snapshot(ctx context.Context, w io.Writer) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
+	h := sha256.New()
+	cw := ctxWriter{ctx: ctx, w: io.MultiWriter(w, h)}
 	err := b.db.View(func(tx *bolt.Tx) error {
-		_, err := tx.WriteTo(ctxWriter{ctx: ctx, w: w})
+		_, err := tx.WriteTo(cw)
 		return err
 	})
+	if err == nil {
+		_, err = cw.Write(h.Sum(nil))
+	}
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
@@ -79,17 +94,20 @@ type Info struct {
 	Objects []KindCount
 	// Size of the file in bytes.
 	Size int64
+
+	dbSize int64 // the database's bytes, without a sha256 trailer
 }
 
 // Total is the number of objects of every kind.
 func (i Info) Total() int { return total(i.Objects) }
 
 // Inspect checks that path is a whole, readable skiff store and counts its
-// objects: bbolt's page check passes, the revision bucket is there, every
-// bucket is a kind this skiff serves and every object decodes as its kind.
-// A file that is no skiff store fails with ErrNotStore. The file is opened
-// read-only and never changed; a file a running server holds fails after
-// a short wait with ErrInUse.
+// objects: the sha256 trailer matches when the file has one (a snapshot;
+// a stopped server's state.db has none), bbolt's page check passes, the
+// revision bucket is there, every bucket is a kind this skiff serves and
+// every object decodes as its kind. A file that is no skiff store fails
+// with ErrNotStore. The file is opened read-only and never changed; one a
+// running server holds fails after a short wait with ErrInUse.
 func Inspect(path string) (info Info, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -98,12 +116,19 @@ func Inspect(path string) (info Info, err error) {
 	if !fi.Mode().IsRegular() {
 		return Info{}, fmt.Errorf("inspect %s: %w: not a regular file", path, ErrNotStore)
 	}
+	if fi.Size() < minFileSize {
+		return Info{}, fmt.Errorf("inspect %s: %w: %d bytes, too small for a database", path, ErrNotStore, fi.Size())
+	}
+	dbSize, err := CheckTrailer(path, fi.Size())
+	if err != nil {
+		return Info{}, fmt.Errorf("inspect %s: %w", path, err)
+	}
 	// A damaged file can make bbolt read past the end of its memory map
 	// (a fault) or panic on a bad page: both become an error here.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("inspect %s: %w: damaged file: %v", path, ErrNotStore, p)
+			err = fmt.Errorf("inspect %s: %w: %w: %v", path, ErrNotStore, ErrDamaged, p)
 		}
 	}()
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
@@ -114,17 +139,17 @@ func Inspect(path string) (info Info, err error) {
 		return Info{}, fmt.Errorf("inspect %s: %w: %w", path, ErrNotStore, err)
 	}
 	defer db.Close()
-	info.Size = fi.Size()
+	info.Size, info.dbSize = fi.Size(), dbSize
 	err = db.View(func(tx *bolt.Tx) error {
-		if tx.Size() > fi.Size() {
-			return fmt.Errorf("%w: truncated: %d bytes, the database needs %d", ErrNotStore, fi.Size(), tx.Size())
+		if tx.Size() > dbSize {
+			return fmt.Errorf("%w: %w: %d bytes, the database needs %d", ErrNotStore, ErrDamaged, dbSize, tx.Size())
 		}
 		var damaged []error
 		for cerr := range tx.Check() { // read to the end: Check's goroutine sends them all
 			damaged = append(damaged, cerr)
 		}
 		if len(damaged) > 0 {
-			return fmt.Errorf("%w: damaged file (%d problems), first: %w", ErrNotStore, len(damaged), damaged[0])
+			return fmt.Errorf("%w: %w: %d problems, first: %w", ErrNotStore, ErrDamaged, len(damaged), damaged[0])
 		}
 		meta := tx.Bucket(metaBucket)
 		if meta == nil {
@@ -172,6 +197,38 @@ func Inspect(path string) (info Info, err error) {
 	return info, nil
 }
 
+// minFileSize: bbolt writes four pages (two meta pages, a freelist, a
+// root) when it creates a file, 512 bytes each at the least.
+const minFileSize = 4 * 512
+
+// CheckTrailer returns the size of the database in a snapshot file of
+// size bytes: without its sha256 trailer when it has one (its size is then
+// 32 past a multiple of 512, as etcd tells its snapshots), after checking
+// the sum (ErrNotStore when it does not match). Skiff's and etcd's
+// snapshots have the trailer; a copied state.db has none.
+func CheckTrailer(path string, size int64) (int64, error) {
+	if size%512 != sha256.Size {
+		return size, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, size-sha256.Size); err != nil {
+		return 0, err
+	}
+	want := make([]byte, sha256.Size)
+	if _, err := io.ReadFull(f, want); err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(h.Sum(nil), want) {
+		return 0, fmt.Errorf("%w: %w: sha256 mismatch", ErrNotStore, ErrDamaged)
+	}
+	return size - sha256.Size, nil
+}
+
 // Restored is what RestoreBolt did.
 type Restored struct {
 	// Path of the restored store (DIR/state.db).
@@ -204,7 +261,7 @@ func RestoreBolt(file, dataDir string, now time.Time) (Restored, error) {
 	}
 	defer unlock()
 	tmp := dst + ".restore-tmp"
-	if err := copyFile(tmp, file); err != nil {
+	if err := copyFile(tmp, file, info.dbSize); err != nil {
 		os.Remove(tmp)
 		return Restored{}, fmt.Errorf("restore into %s: %w", dataDir, err)
 	}
@@ -254,8 +311,8 @@ func lockState(path string) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// copyFile copies src to a new file dst and syncs it.
-func copyFile(dst, src string) error {
+// copyFile copies the first n bytes of src to a new file dst and syncs it.
+func copyFile(dst, src string, n int64) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -265,7 +322,7 @@ func copyFile(dst, src string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.CopyN(out, in, n); err != nil {
 		out.Close()
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
