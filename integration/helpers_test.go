@@ -94,7 +94,9 @@ func testNodeConfig(rt runtime.Runtime, name, dataDir string, tune func(*agent.C
 }
 
 // startNode runs a node against cp over HTTP, as `skiff agent` does
-// (node.Start). Killed at cleanup.
+// (node.Start), and waits until its Node is Ready, so that a test's first
+// pod does not meet a cluster without nodes (and the scheduler's backoff).
+// Killed at cleanup.
 func startNode(t testing.TB, cp *controlplane.ControlPlane, cfg node.Config) *runningAgent {
 	t.Helper()
 	c, err := client.New(cp.ClientConfig())
@@ -107,6 +109,9 @@ func startNode(t testing.TB, cp *controlplane.ControlPlane, cfg node.Config) *ru
 	}
 	ra := &runningAgent{name: cfg.Name, node: n}
 	t.Cleanup(func() { ra.kill(t) })
+	if err := n.WaitReady(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	return ra
 }
 
