@@ -30,6 +30,11 @@ func Snapshot(ctx context.Context, cli *clientv3.Client, w io.Writer) error {
 	return nil
 }
 
+// The API server's Snapshotter (controlplane/apiserver/snapshot.go).
+var _ interface {
+	Snapshot(context.Context, io.Writer) error
+} = (*Store)(nil)
+
 // Snapshot writes the etcd snapshot of the member the store's client is
 // connected to (see the function Snapshot): what `skiff snapshot save`
 // gets from a server on etcd. It implements apiserver.Snapshotter.
