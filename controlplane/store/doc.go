@@ -19,6 +19,7 @@
 //     lists again. A watcher too slow to keep up is closed, never waited for.
 //   - Objects kind Event expire after a TTL (one hour by default).
 //
-// Bolt is the implementation; Store is the interface the API server uses, so
-// that an etcd-backed store could replace it.
+// Bolt is the implementation for one machine; Store is the interface the
+// API server uses, and etcdstore implements it on etcd for several. Both
+// pass one test suite, storetest.
 package store

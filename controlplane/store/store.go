@@ -14,7 +14,8 @@ import (
 //   - Objects passed in are not retained; objects returned are fresh copies
 //     the caller may change.
 //   - Every successful write gets a new, strictly increasing revision, set
-//     as the returned object's metadata.resourceVersion.
+//     as the returned object's metadata.resourceVersion. (A store's own
+//     expiry of Events may delete several in one revision: etcd's leases.)
 //   - Errors are *api.StatusError: NotFound, AlreadyExists, Conflict (stale
 //     resourceVersion or failed precondition), Gone (watch or exact list
 //     too old), Timeout with cause ResourceVersionTooLarge (an exact list
@@ -48,11 +49,13 @@ type Store interface {
 	List(ctx context.Context, kind *api.Kind, namespace string) ([]api.Object, int64, error)
 	// ListExact returns the objects of a kind (in one namespace, or all when
 	// namespace is ""), sorted by key, as they were at revision rev > 0. A
-	// store that keeps only current objects serves rev when nothing of the
-	// kind (in namespace) changed after it, as its watch history shows; it
-	// fails with Gone when something did or the history does not reach back
-	// to rev, and with Timeout ResourceVersionTooLarge when rev is newer than
-	// the current revision (WaitForRevision first).
+	// store that keeps only current objects (bbolt) serves rev when nothing
+	// of the kind (in namespace) changed after it, as its watch history
+	// shows; it fails with Gone when something did or the history does not
+	// reach back to rev. A store that keeps past versions (etcd) serves any
+	// rev since its compaction and fails with Gone before. Both fail with
+	// Timeout ResourceVersionTooLarge when rev is newer than the current
+	// revision (WaitForRevision first).
 	ListExact(ctx context.Context, kind *api.Kind, namespace string, rev int64) ([]api.Object, error)
 	// Watch streams changes to a kind (in one namespace or all) after
 	// revision rev. rev 0 means "from now". A rev older than the watch
@@ -60,7 +63,8 @@ type Store interface {
 	// list's revision. The channel closes when ctx ends or the watcher falls
 	// too far behind (the caller then resumes from its last revision).
 	Watch(ctx context.Context, kind *api.Kind, namespace string, rev int64) (<-chan Event, error)
-	// Revision is the current global revision.
+	// Revision is the current global revision: for a store that several
+	// servers share (etcd), the newest this one has seen.
 	Revision() int64
 	// WaitForRevision blocks until the store has reached revision rev (its
 	// writes up to rev are visible to Get, List and Watch), ctx ends (ctx's
