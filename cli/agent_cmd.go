@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -151,7 +152,7 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	defer m.Stop() // leave: the server sees Left, not a crash
 	fmt.Fprintf(a.r.Stdout, "joined the cluster through %s (%d members); API server at %s\n", a.join, len(m.Members()), apiURL)
 
-	c, err := client.New(client.Config{Server: apiURL, Token: a.token})
+	c, err := client.New(client.Config{Server: apiURL, Servers: m.APIServers(), Token: a.token})
 	if err != nil {
 		return err
 	}
@@ -159,6 +160,9 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go followAPIServers(followCtx, m, c, lg)
 	info := n.Info()
 	if !info.Simulated {
 		if err := saveNodeContainerd(a.containerd, a.ctrdNS); err != nil {
@@ -174,6 +178,36 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	case <-n.Done():
 	}
 	return n.Stop()
+}
+
+// followAPIServers keeps the client's list of API servers equal to the
+// servers gossip knows alive (several with embedded etcd: the client
+// fails over among them), until ctx ends. It is the member's one reader
+// of Changed. An empty list (every server gone) keeps the last one: the
+// client keeps trying it until a server comes back.
+func followAPIServers(ctx context.Context, m *membership.Membership, c *client.Client, lg *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.Changed():
+		}
+		servers := m.APIServers()
+		if len(servers) == 0 || slices.Equal(sortedCopy(servers), sortedCopy(c.Servers())) {
+			continue
+		}
+		if err := c.SetServers(servers); err != nil {
+			lg.Warn("API servers from gossip", "servers", servers, "err", err)
+			continue
+		}
+		lg.Info("API servers from gossip", "servers", servers, "current", c.Server())
+	}
+}
+
+func sortedCopy(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
 
 // gossipFlags are the server side's gossip flags (`up`, `server`).

@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,47 @@ type clusterFlags struct {
 	network    string // --network: auto, none or cni (cli/network.go)
 	nodes      int    // --nodes: agents in this process (cli/up_nodes.go)
 	ctrdNS     string // --containerd-namespace
+	ha         haFlags
+}
+
+// haFlags choose the store of `skiff server`: bbolt (none set), embedded
+// etcd (--cluster-init, --join-server) or an external etcd
+// (--etcd-endpoints).
+type haFlags struct {
+	clusterInit   bool
+	joinServer    string
+	token         string
+	etcdEndpoints string
+	peerListen    string
+	clientListen  string
+	leaseTTL      time.Duration
+}
+
+func (h *haFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	def := controlplane.DefaultEtcdConfig()
+	fl.BoolVar(&h.clusterInit, "cluster-init", false, "store the cluster in an embedded etcd and start its first member (more servers join with --join-server); the default store is bbolt, one server")
+	fl.StringVar(&h.joinServer, "join-server", "", "URL of the API server of a server started with --cluster-init (or already joined): this server adds itself as an etcd member through it and serves the same cluster (needs --token)")
+	fl.StringVar(&h.token, "token", "", "the cluster token (with --join-server: the one the first server printed; default: the data dir's, created on first start)")
+	fl.StringVar(&h.etcdEndpoints, "etcd-endpoints", "", "comma list of the client URLs of an external etcd to store the cluster in (no embedded member)")
+	fl.StringVar(&h.peerListen, "etcd-peer-listen", def.PeerListen, "URL the embedded etcd member listens on for its peers (plain http: no cluster CA yet; keep it on a trusted network)")
+	fl.StringVar(&h.clientListen, "etcd-client-listen", def.ClientListen, "URL the embedded etcd member serves clients on (this server's own API server; loopback is enough)")
+	fl.DurationVar(&h.leaseTTL, "leader-lease-ttl", def.LeaderLeaseTTL, "with etcd: how long a dead leader holds the leadership of the scheduler and controllers before another server takes over")
+}
+
+// etcdConfig is the store choice of the flags: nil for bbolt.
+func (h *haFlags) etcdConfig(advertise string) *controlplane.EtcdConfig {
+	if !h.clusterInit && h.joinServer == "" && h.etcdEndpoints == "" {
+		return nil
+	}
+	ec := controlplane.DefaultEtcdConfig()
+	ec.ClusterInit, ec.JoinServer = h.clusterInit, h.joinServer
+	if h.etcdEndpoints != "" {
+		ec.Endpoints = strings.Split(h.etcdEndpoints, ",")
+	}
+	ec.PeerListen, ec.ClientListen, ec.LeaderLeaseTTL = h.peerListen, h.clientListen, h.leaseTTL
+	ec.PeerAdvertise = advertiseURL(h.peerListen, advertise)
+	return ec
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
@@ -50,6 +92,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	fl.StringVar(&f.nodeName, "node-name", "", "name of the local node (default: the hostname)")
 	if withNoAgent {
 		fl.BoolVar(&f.noAgent, "no-agent", false, "run the control plane only, without a local node")
+		f.ha.register(cmd)
 	}
 	f.gossip.register(cmd)
 	f.sim.register(cmd)
@@ -163,6 +206,9 @@ func (s *serverCmd) Run(ctx context.Context) error {
 	defer cp.Stop()
 	if g := cp.Gossip(); g != nil {
 		fmt.Fprintf(s.r.Stdout, "Join other machines with:\n  %s\n", joinCommand(g, s.gossip.advertise, cp.Token()))
+		if cp.EmbeddedEtcd() {
+			fmt.Fprintf(s.r.Stdout, "Add servers (embedded etcd, leader election) with:\n  skiff server --join-server %s --token %s\n", cp.AdvertisedURL(), cp.Token())
+		}
 		if host, _, err := net.SplitHostPort(s.listen); err == nil && (host == "localhost" || net.ParseIP(host).IsLoopback()) {
 			fmt.Fprintln(s.r.Stdout, "(the API server listens on loopback: agents on other machines need --listen 0.0.0.0:7443)")
 		}
@@ -195,13 +241,15 @@ func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member st
 	cfg.API.Listen = f.listen
 	cfg.API.Version = Version
 	cfg.Log = r.Logger()
+	cfg.API.Token = f.ha.token
+	cfg.Etcd = f.ha.etcdConfig(f.gossip.advertise)
 	if !f.gossip.off {
 		cfg.Gossip = &controlplane.GossipConfig{Name: member, Port: f.gossip.port, AdvertiseAddr: f.gossip.advertise,
 			APIServer: advertiseURL("http://"+f.listen, f.gossip.advertise)}
 	}
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
-		if cfg.Gossip != nil {
+		if errors.Is(err, controlplane.ErrGossip) {
 			err = fmt.Errorf("%w (choose another --gossip-port, or --no-gossip)", err)
 		}
 		return nil, err

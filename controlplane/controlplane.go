@@ -1,11 +1,16 @@
 // Package controlplane assembles skiff's control plane in one process: the
-// bbolt store (etcd's role), the API server, the controllers
+// store (bbolt, one server; or etcd, embedded or external, several
+// servers: ha.go), the API server, the controllers
 // (kube-controller-manager), the scheduler (kube-scheduler) and, when
 // Config.Gossip is set, the server's gossip member (agent/membership),
 // which advertises the API server to joining agents and tells the node
 // lifecycle controller about failed machines. Start is the one call that
 // builds it (`skiff up`, `skiff server`, the integration tests); the
 // nodes are the node package's.
+//
+// With etcd every server serves the API and the one elected leader runs
+// the scheduler and the controllers (election.go); with bbolt there is one
+// server and no election.
 //
 // Everything else talks to it through the API: the CLI and remote agents
 // over HTTP, the in-process controllers and scheduler through
@@ -38,8 +43,11 @@ type Config struct {
 	// API configures the HTTP server; its Token is filled from DataDir
 	// when empty.
 	API apiserver.Config
-	// Store options.
+	// Store options (bbolt).
 	Store store.Options
+	// Etcd stores the cluster in etcd instead of bbolt (embedded: several
+	// servers, leader election); nil keeps bbolt.
+	Etcd *EtcdConfig
 	// Scheduler runs the in-process scheduler; false leaves pods unbound
 	// (for tests of the API alone).
 	Scheduler bool
@@ -105,14 +113,23 @@ func (c Config) Validate() error {
 	if c.NodeMonitorGracePeriod <= 0 || c.PodEvictionTimeout < 0 {
 		errs = append(errs, errors.New("node grace period must be positive and pod eviction timeout not negative"))
 	}
+	if c.Etcd != nil {
+		errs = append(errs, c.Etcd.validate(c.API.Token)...)
+	}
 	return errors.Join(errs...)
 }
+
+// ErrGossip wraps an error of Start that comes from starting the gossip
+// member (a taken port, most often).
+var ErrGossip = errors.New("start gossip")
 
 // ControlPlane is a started control plane. Build it with Start.
 type ControlPlane struct {
 	cfg     Config
 	log     *slog.Logger
-	st      *store.Bolt
+	st      store.Store
+	etcd    *etcdBackend // nil with bbolt
+	elector *elector     // nil with bbolt
 	server  *apiserver.Server
 	metrics *metrics.Metrics
 	token   string
@@ -128,8 +145,9 @@ type ControlPlane struct {
 }
 
 // Start opens the store, listens on the API address and starts the
-// controllers and the scheduler. It returns once the API answers; Stop (or
-// ctx ending) shuts everything down.
+// controllers and the scheduler (with etcd: campaigns to lead, and runs
+// them while it leads). It returns once the API answers; Stop (or ctx
+// ending) shuts everything down.
 func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("control plane config: %w", err)
@@ -148,16 +166,57 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 			return nil, err
 		}
 		token = t
+	} else if cfg.Etcd != nil {
+		// A server of a multi-server cluster keeps the token it was given.
+		if err := saveToken(cfg.DataDir, token); err != nil {
+			return nil, err
+		}
 	}
 	cfg.API.Token = token
-	// Gossip first: the node lifecycle controller reads it.
-	var gossip *membership.Membership
 	var advURL string
 	if g := cfg.Gossip; g != nil {
 		advURL = g.APIServer
 		if advURL == "" {
 			advURL = "http://" + cfg.API.Listen
 		}
+	}
+	var cleanups []func()
+	fail := func(err error) (*ControlPlane, error) {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		return nil, err
+	}
+	// The store first: with etcd, the other servers' gossip addresses are
+	// in it.
+	var st store.Store
+	var eb *etcdBackend
+	if cfg.Etcd != nil {
+		name := cfg.Etcd.Name
+		if name == "" && cfg.Gossip != nil {
+			name = cfg.Gossip.Name
+		}
+		if name == "" {
+			name = cfg.API.Listen
+		}
+		b, err := openEtcd(ctx, cfg, name, token, lg.With("component", "etcd"))
+		if err != nil {
+			return fail(err)
+		}
+		eb, st = b, b.store
+		cleanups = append(cleanups, func() { eb.close() })
+	} else {
+		storeOpts := cfg.Store
+		storeOpts.Logger = lg.With("component", "store")
+		b, err := store.Open(filepath.Join(cfg.DataDir, "state.db"), storeOpts)
+		if err != nil {
+			return fail(fmt.Errorf("open store: %w", err))
+		}
+		st = b
+		cleanups = append(cleanups, func() { b.Close() })
+	}
+	var gossip *membership.Membership
+	if g := cfg.Gossip; g != nil {
 		mc := membership.DefaultConfig(g.Name, token)
 		if g.BindAddr != "" {
 			mc.BindAddr = g.BindAddr
@@ -166,51 +225,80 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		mc.Meta = membership.Meta{Role: membership.RoleServer, APIServer: advURL}
 		m, err := membership.Start(mc)
 		if err != nil {
-			return nil, fmt.Errorf("start gossip: %w", err)
+			return fail(fmt.Errorf("%w: %w", ErrGossip, err))
 		}
 		gossip = m
 		cfg.Members = m
-	}
-	fail := func(err error) (*ControlPlane, error) {
-		if gossip != nil {
-			gossip.Stop()
+		cleanups = append(cleanups, m.Stop)
+		if eb != nil {
+			if err := eb.meetServers(ctx, g.Name, advURL, m, lg); err != nil {
+				return fail(err)
+			}
 		}
-		return nil, err
-	}
-	storeOpts := cfg.Store
-	storeOpts.Logger = lg.With("component", "store")
-	st, err := store.Open(filepath.Join(cfg.DataDir, "state.db"), storeOpts)
-	if err != nil {
-		return fail(fmt.Errorf("open store: %w", err))
 	}
 	m := metrics.New()
 	cfg.API.Metrics = m
 	reg := apiserver.NewRegistry(st, lg.With("component", "apiserver"))
 	if err := reg.EnsureDefaults(ctx); err != nil {
-		st.Close()
 		return fail(fmt.Errorf("create default namespaces: %w", err))
+	}
+	cp := &ControlPlane{cfg: cfg, log: lg, st: st, etcd: eb, metrics: m, token: token, gossip: gossip, advURL: advURL}
+	if eb != nil {
+		self := LeaderInfo{Name: eb.name, APIServer: advURL}
+		cp.elector = &elector{cli: eb.client, self: self, ttl: cfg.Etcd.LeaderLeaseTTL, log: lg.With("component", "leader-election")}
+		cfg.API.Skiff = cp.skiffHandler()
 	}
 	srv, err := apiserver.New(cfg.API, reg, lg.With("component", "apiserver"))
 	if err != nil {
-		st.Close()
 		return fail(err)
 	}
 	if err := srv.Listen(); err != nil {
-		st.Close()
 		return fail(err)
 	}
+	cp.server = srv
 	ctx, cancel := context.WithCancel(ctx)
-	cp := &ControlPlane{cfg: cfg, log: lg, st: st, server: srv, metrics: m, token: token, gossip: gossip, advURL: advURL, cancel: cancel}
+	cp.cancel = cancel
 	local := srv.Local()
 	cp.run("apiserver", func() error { return srv.Run(ctx) })
-	cp.run("controllers", func() error {
+	lead := func(ctx context.Context) error { return cp.lead(ctx, local) }
+	if cp.elector != nil {
+		cp.run("leader-election", func() error { return cp.elector.run(ctx, lead) })
+	} else {
+		cp.run("leader", func() error { return lead(ctx) })
+	}
+	return cp, nil
+}
+
+// lead runs the controllers and the scheduler until ctx ends (with etcd:
+// until this server stops leading) and returns once both have stopped.
+func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error {
+	cfg, lg, m := cp.cfg, cp.log, cp.metrics
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	runOne := func(name string, f func() error) {
+		wg.Go(func() {
+			if err := f(); err != nil && !errors.Is(err, context.Canceled) {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("%s: %w", name, err)
+				}
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	runOne("controllers", func() error {
 		return controllers.Run(ctx, local, local, controllers.Options{Log: lg.With("component", "controller-manager"), Metrics: m,
 			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout}})
 	})
 	if cfg.Scheduler {
-		cp.run("scheduler", func() error { return runScheduler(ctx, local, cfg, lg.With("component", "scheduler"), m) })
+		runOne("scheduler", func() error { return runScheduler(ctx, local, cfg, lg.With("component", "scheduler"), m) })
 	}
-	return cp, nil
+	wg.Wait()
+	return first
 }
 
 func (cp *ControlPlane) run(name string, f func() error) {
@@ -241,10 +329,27 @@ func (cp *ControlPlane) Local() client.Interface { return cp.server.Local() }
 // Metrics is the shared Prometheus registry served at /metrics.
 func (cp *ControlPlane) Metrics() *metrics.Metrics { return cp.metrics }
 
-// ClientConfig is what a CLI needs to reach this control plane.
+// ClientConfig is what a CLI needs to reach this control plane: this
+// server, then the other servers gossip knows (with etcd).
 func (cp *ControlPlane) ClientConfig() client.Config {
-	return client.Config{Server: cp.URL(), Token: cp.token}
+	cc := client.Config{Server: cp.URL(), Token: cp.token}
+	if cp.etcd != nil && cp.gossip != nil {
+		for _, u := range cp.gossip.APIServers() {
+			if u != cp.advURL && u != cc.Server {
+				cc.Servers = append(cc.Servers, u)
+			}
+		}
+	}
+	return cc
 }
+
+// EmbeddedEtcd reports whether this server runs an etcd member (other
+// servers can join it).
+func (cp *ControlPlane) EmbeddedEtcd() bool { return cp.etcd != nil && cp.etcd.member != nil }
+
+// Leading reports whether this server runs the scheduler and the
+// controllers now: always with bbolt, while elected with etcd.
+func (cp *ControlPlane) Leading() bool { return cp.elector == nil || cp.elector.Leading() }
 
 // Gossip is the server's gossip member, or nil without Config.Gossip.
 func (cp *ControlPlane) Gossip() *membership.Membership { return cp.gossip }
@@ -272,7 +377,11 @@ func (cp *ControlPlane) Stop() error {
 		if cp.gossip != nil {
 			cp.gossip.Stop()
 		}
-		if cerr := cp.st.Close(); cerr != nil && err == nil {
+		if cp.etcd != nil {
+			if cerr := cp.etcd.close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		} else if cerr := cp.st.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	})

@@ -1,0 +1,210 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// Leader election: with several servers sharing one etcd, every server
+// serves the API, but only one at a time, the leader, runs the scheduler
+// and the controllers (two schedulers would bind the same free GPU twice;
+// two ReplicaSet controllers would each create the missing pod). It is
+// kube-controller-manager's --leader-elect, built on etcd's own election
+// recipe (go.etcd.io/etcd/client/v3/concurrency) instead of a Lease object:
+//
+//   - A server campaigns by writing a key under ElectionPrefix, attached to
+//     a lease of LeaderLeaseTTL that it keeps alive; the key with the
+//     lowest creation revision leads, the others wait for it to go.
+//   - A leader killed with -9 stops renewing: its lease expires after the
+//     TTL, etcd deletes its key, and the next campaigner leads.
+//   - Fencing by stepping down early: the leader stops its components as
+//     soon as its lease has gone 2/3 of the TTL without a renewal (a
+//     partition, a stalled etcd), while etcd keeps the lease (and so keeps
+//     everyone else waiting) until the full TTL has passed since the last
+//     renewal it granted. So a new leader never starts while the old one
+//     still acts; the one gap is a write the old leader had already sent
+//     when it stepped down, which lands or not, as any API client's.
+//   - A leader that stops cleanly (Ctrl-C) revokes its lease: the next one
+//     leads at once.
+
+// ElectionPrefix is the etcd key prefix of the leader election.
+const ElectionPrefix = "/skiff/leader/"
+
+// LeaderInfo names a leader: what its election key holds.
+type LeaderInfo struct {
+	// Name is the server's name (its gossip member name).
+	Name string `json:"name"`
+	// APIServer is the URL of its API server.
+	APIServer string `json:"apiServer,omitempty"`
+}
+
+// elector campaigns for leadership and runs lead while it holds it.
+type elector struct {
+	cli  *clientv3.Client
+	self LeaderInfo
+	ttl  time.Duration
+	log  *slog.Logger
+
+	leading atomic.Bool
+	mu      sync.Mutex
+	terms   int // terms led, for the log
+}
+
+// run campaigns until ctx ends. Each time this server wins, lead runs with
+// a context that ends when leadership is lost; lead must return soon after
+// (it stops the components). An error from lead ends run with it; a lost
+// election or an etcd error only starts a new campaign.
+func (e *elector) run(ctx context.Context, lead func(context.Context) error) error {
+	for ctx.Err() == nil {
+		err := e.term(ctx, lead)
+		var le *leadError
+		if errors.As(err, &le) {
+			return le.err
+		}
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("leader election: campaigning again", "err", err)
+			// Not a busy loop against an etcd that is down: wait a
+			// little (or for ctx) before the next campaign.
+			t := time.NewTimer(e.ttl / 5)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+	return nil
+}
+
+// leadError is an error of lead itself, which ends run.
+type leadError struct{ err error }
+
+func (e *leadError) Error() string { return e.err.Error() }
+
+// term is one campaign and, when won, one term as leader.
+func (e *elector) term(ctx context.Context, lead func(context.Context) error) error {
+	secs := int64((e.ttl + time.Second - 1) / time.Second)
+	grant, err := e.cli.Grant(ctx, secs)
+	if err != nil {
+		return fmt.Errorf("grant lease: %w", err)
+	}
+	kaCtx, stopKA := context.WithCancel(ctx)
+	defer stopKA()
+	ka, err := e.cli.KeepAlive(kaCtx, grant.ID)
+	if err != nil {
+		return fmt.Errorf("keep lease alive: %w", err)
+	}
+	// Our own reader of the keep-alive answers: the time of the last
+	// renewal is what fencing counts from.
+	var lastRenew atomic.Int64
+	lastRenew.Store(time.Now().UnixNano())
+	kaDone := make(chan struct{})
+	go func() {
+		defer close(kaDone)
+		for range ka {
+			lastRenew.Store(time.Now().UnixNano())
+		}
+	}()
+	sess, err := concurrency.NewSession(e.cli, concurrency.WithLease(grant.ID), concurrency.WithContext(kaCtx))
+	if err != nil {
+		return fmt.Errorf("start election session: %w", err)
+	}
+	defer func() {
+		// Revoke: a clean stop hands over at once, not after the TTL.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.ttl)
+		defer cancel()
+		sess.Orphan()
+		_, _ = e.cli.Revoke(rctx, grant.ID)
+	}()
+	val, err := json.Marshal(e.self)
+	if err != nil {
+		return fmt.Errorf("encode leader info: %w", err)
+	}
+	el := concurrency.NewElection(sess, ElectionPrefix)
+	campaignCtx, stopCampaign := context.WithCancel(ctx)
+	defer stopCampaign()
+	go func() {
+		// A lease lost while waiting ends the campaign too.
+		select {
+		case <-kaDone:
+			stopCampaign()
+		case <-campaignCtx.Done():
+		}
+	}()
+	if err := el.Campaign(campaignCtx, string(val)); err != nil {
+		return fmt.Errorf("campaign: %w", err)
+	}
+
+	leadCtx, stepDown := context.WithCancel(ctx)
+	defer stepDown()
+	why := make(chan string, 1)
+	go func() {
+		limit := e.ttl * 2 / 3
+		tick := time.NewTicker(e.ttl / 20)
+		defer tick.Stop()
+		for {
+			select {
+			case <-leadCtx.Done():
+				return
+			case <-kaDone:
+				why <- "the lease could not be kept alive"
+				stepDown()
+				return
+			case <-tick.C:
+				if since := time.Since(time.Unix(0, lastRenew.Load())); since > limit {
+					why <- fmt.Sprintf("the lease was not renewed for %v", since.Round(time.Millisecond))
+					stepDown()
+					return
+				}
+			}
+		}
+	}()
+	e.mu.Lock()
+	e.terms++
+	term := e.terms
+	e.mu.Unlock()
+	e.leading.Store(true)
+	e.log.Info("leading: this server runs the scheduler and the controllers", "leader", e.self.Name, "term", term, "lease", fmt.Sprintf("%x", grant.ID))
+	err = lead(leadCtx)
+	e.leading.Store(false)
+	reason := "shutting down"
+	select {
+	case r := <-why:
+		reason = r
+	default:
+	}
+	e.log.Info("stopped leading", "leader", e.self.Name, "term", term, "reason", reason)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return &leadError{err}
+	}
+	return nil
+}
+
+// Leading reports whether this server leads now.
+func (e *elector) Leading() bool { return e.leading.Load() }
+
+// currentLeader reads who leads: the election key with the lowest creation
+// revision. ok is false when nobody does.
+func currentLeader(ctx context.Context, cli *clientv3.Client) (LeaderInfo, bool, error) {
+	resp, err := cli.Get(ctx, ElectionPrefix, clientv3.WithFirstCreate()...)
+	if err != nil {
+		return LeaderInfo{}, false, fmt.Errorf("read leader: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return LeaderInfo{}, false, nil
+	}
+	var li LeaderInfo
+	if err := json.Unmarshal(resp.Kvs[0].Value, &li); err != nil {
+		return LeaderInfo{}, false, fmt.Errorf("decode leader %q: %w", resp.Kvs[0].Value, err)
+	}
+	return li, true, nil
+}

@@ -1,0 +1,282 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// # Several servers: etcd
+//
+// With EtcdConfig the store is etcd, not bbolt, and several servers serve
+// one cluster, as k3s does:
+//
+//   - `skiff server --cluster-init` starts the first member of an
+//     embedded etcd (data in DATA-DIR/etcd);
+//   - `skiff server --join-server URL --token T` asks the API server at
+//     URL (POST /skiff/v1/etcd/members, token-authenticated like every API
+//     call) to add this server as an etcd member; the answer is the
+//     member list to start with, and this server then starts its own
+//     member (state "existing");
+//   - `skiff server --etcd-endpoints a,b` uses an external etcd: no member
+//     of its own.
+//
+// Each server records its API URL and gossip address in etcd (key
+// ServersPrefix+name) and, once its store is up, joins the gossip of the
+// others listed there: a server restarted with its data dir finds the
+// cluster again without being told where it is.
+//
+// Every server serves the API; the scheduler and the controllers run on
+// the elected leader only (election.go). Peer traffic is plain http on the
+// given addresses: there is no cluster CA yet, so keep --etcd-peer-listen
+// on a trusted lab network.
+//
+// What stays per server, in memory, with several servers:
+//   - pod traces (`skiff trace pod`): each API server keeps the spans it
+//     was sent; the scheduler's and agents' spans land on whichever server
+//     they talk to, so a trace read from another server may miss steps;
+//   - Service cluster IP and node port allocation is serialized by one
+//     lock per server: two Services created at the same moment through two
+//     different servers may be given the same free address (the labs
+//     create Services through one CLI, one server at a time);
+//   - watch history for resume is the store's (etcd's), shared by all.
+
+// EtcdConfig chooses etcd as the store. Exactly one of ClusterInit,
+// JoinServer and Endpoints is set.
+type EtcdConfig struct {
+	// ClusterInit starts the first member of a new embedded etcd cluster
+	// (or restarts this server's member when DATA-DIR/etcd holds one).
+	ClusterInit bool
+	// JoinServer is the API server URL of a server of the cluster to join;
+	// the request carries the cluster token (Config.API.Token, required).
+	// When DATA-DIR/etcd already holds a member (a restart), it is not
+	// asked again: the member restarts from its data.
+	JoinServer string
+	// Endpoints are the client URLs of an external etcd.
+	Endpoints []string
+	// Name of the embedded member; "" takes the gossip member name (or
+	// the API listen address without gossip).
+	Name string
+	// PeerListen is the URL the embedded member listens on for peers;
+	// PeerAdvertise the one the others reach it at ("" = PeerListen).
+	PeerListen, PeerAdvertise string
+	// ClientListen is the URL the embedded member serves clients on: this
+	// server's own store and election.
+	ClientListen string
+	// LeaderLeaseTTL is how long a dead leader keeps the leadership.
+	LeaderLeaseTTL time.Duration
+}
+
+// DefaultEtcdConfig returns the defaults of an embedded member.
+func DefaultEtcdConfig() *EtcdConfig {
+	return &EtcdConfig{
+		// etcd's own ports, on loopback: a lab machine runs one server; on
+		// one machine (tests, a demo) each server takes other ports.
+		PeerListen:   "http://127.0.0.1:2380",
+		ClientListen: "http://127.0.0.1:2379",
+		// 5 s: failover within seconds, and 2/3 of it (the time a leader
+		// waits without a renewal before it steps down) stays well above
+		// the stalls of a busy lab machine (an fsync, a GC pause), so a
+		// healthy leader is not deposed.
+		LeaderLeaseTTL: 5 * time.Second,
+	}
+}
+
+// embedded reports whether this server runs an etcd member.
+func (c *EtcdConfig) embedded() bool { return c != nil && len(c.Endpoints) == 0 }
+
+// validate reports every problem at once; token is the cluster token given.
+func (c *EtcdConfig) validate(token string) []error {
+	var errs []error
+	n := 0
+	for _, set := range []bool{c.ClusterInit, c.JoinServer != "", len(c.Endpoints) > 0} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, errors.New("etcd: one of --cluster-init, --join-server or --etcd-endpoints is required"))
+	case n > 1:
+		errs = append(errs, errors.New("etcd: --cluster-init, --join-server and --etcd-endpoints exclude each other: choose one"))
+	}
+	if c.JoinServer != "" {
+		if _, err := parseHTTPURL(c.JoinServer); err != nil {
+			errs = append(errs, fmt.Errorf("--join-server: %w", err))
+		}
+		if token == "" {
+			errs = append(errs, errors.New("--join-server needs --token (the cluster token the first server printed)"))
+		}
+	}
+	for i, ep := range c.Endpoints {
+		if _, err := parseHTTPURL(ep); err != nil {
+			errs = append(errs, fmt.Errorf("--etcd-endpoints[%d]: %w", i, err))
+		}
+	}
+	if c.embedded() {
+		for _, f := range []struct{ name, v string }{{"--etcd-peer-listen", c.PeerListen}, {"--etcd-client-listen", c.ClientListen}} {
+			if _, err := parseHTTPURL(f.v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+			}
+		}
+		if c.PeerAdvertise != "" {
+			if _, err := parseHTTPURL(c.PeerAdvertise); err != nil {
+				errs = append(errs, fmt.Errorf("etcd peer advertise URL: %w", err))
+			}
+		}
+	}
+	if c.LeaderLeaseTTL < 2*time.Second {
+		errs = append(errs, fmt.Errorf("--leader-lease-ttl %v: want at least 2s (etcd's shortest lease)", c.LeaderLeaseTTL))
+	}
+	return errs
+}
+
+// parseHTTPURL accepts http://host:port (https with the cluster CA later).
+func parseHTTPURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%q: want http://HOST:PORT", s)
+	}
+	if u.Port() == "" {
+		return nil, fmt.Errorf("%q: want http://HOST:PORT (no port)", s)
+	}
+	return u, nil
+}
+
+// memberDataExists reports whether dir already holds an etcd member (a
+// restart: the member list is in its data, nothing is asked).
+func memberDataExists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "member"))
+	return err == nil
+}
+
+// JoinPath is the API path a joining server posts JoinRequest to.
+const JoinPath = "/skiff/v1/etcd/members"
+
+// LeaderPath answers who leads (LeaderStatus).
+const LeaderPath = "/skiff/v1/leader"
+
+// JoinRequest asks a server to add a member to the cluster's etcd.
+type JoinRequest struct {
+	// Name of the new member, unique in the cluster.
+	Name string `json:"name"`
+	// PeerURL the other members reach it at.
+	PeerURL string `json:"peerURL"`
+}
+
+// JoinResponse is what the new member starts with.
+type JoinResponse struct {
+	// InitialCluster is etcd's --initial-cluster: every member,
+	// name=peerURL, comma-separated, the new one included.
+	InitialCluster string `json:"initialCluster"`
+}
+
+// LeaderStatus is the answer of LeaderPath.
+type LeaderStatus struct {
+	// Leader is who leads now; empty while nobody does.
+	Leader LeaderInfo `json:"leader"`
+	// Self is the server that answered.
+	Self LeaderInfo `json:"self"`
+	// Leading reports whether the server that answered leads.
+	Leading bool `json:"leading"`
+}
+
+// errJoinBusy is a join the cluster cannot take yet (503: a member added
+// a moment ago is still connecting).
+var errJoinBusy = errors.New("the cluster cannot add a member yet")
+
+// joinTimeout bounds how long a joining server keeps asking while the
+// cluster is busy: a member added a moment ago needs a few seconds.
+const joinTimeout = time.Minute
+
+// requestJoinRetry is requestJoin, asked again every second while the
+// cluster answers busy, up to joinTimeout.
+func requestJoinRetry(ctx context.Context, base, token string, req JoinRequest, lg *slog.Logger) (JoinResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	for {
+		jr, err := requestJoin(ctx, base, token, req)
+		if !errors.Is(err, errJoinBusy) {
+			return jr, err
+		}
+		lg.Info("the cluster cannot add this member yet; asking again", "through", base, "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return JoinResponse{}, fmt.Errorf("%w (gave up after %v)", err, joinTimeout)
+		case <-t.C:
+		}
+	}
+}
+
+// requestJoin posts a JoinRequest to the server at base.
+func requestJoin(ctx context.Context, base, token string, req JoinRequest) (JoinResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+JoinPath, bytes.NewReader(body))
+	if err != nil {
+		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return JoinResponse{}, fmt.Errorf("join %s: the token was refused (use the token the first server printed)", base)
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return JoinResponse{}, fmt.Errorf("join %s: %w: %s", base, errJoinBusy, bytes.TrimSpace(data))
+	case resp.StatusCode != http.StatusOK:
+		return JoinResponse{}, fmt.Errorf("join %s: %s: %s", base, resp.Status, bytes.TrimSpace(data))
+	}
+	var jr JoinResponse
+	if err := json.Unmarshal(data, &jr); err != nil {
+		return JoinResponse{}, fmt.Errorf("join %s: decode answer: %w", base, err)
+	}
+	if jr.InitialCluster == "" {
+		return JoinResponse{}, fmt.Errorf("join %s: the answer has no member list", base)
+	}
+	return jr, nil
+}
+
+// saveToken writes the token a joining server was given into its data
+// dir, so that a restart without --token keeps it. An existing token file
+// that differs is an error: that data dir belongs to another cluster.
+func saveToken(dataDir, token string) error {
+	path := filepath.Join(dataDir, "token")
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if strings.TrimSpace(string(b)) != token {
+			return fmt.Errorf("data dir %s holds the token of another cluster (file token): use another --data-dir", dataDir)
+		}
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read token: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("save token: %w", err)
+	}
+	return nil
+}
