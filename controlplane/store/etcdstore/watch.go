@@ -49,7 +49,7 @@ func (s *Store) Watch(ctx context.Context, kind *api.Kind, namespace string, rev
 		defer s.wg.Done()
 		defer close(out)
 		defer cancel()
-		s.serveWatch(wctx, cancel, kind, rev, wch, out)
+		s.serveWatch(ctx, cancel, kind, rev, wch, out)
 	}()
 	return out, nil
 }
@@ -80,9 +80,11 @@ func (s *Store) compactRevision(ctx context.Context, prefix string, rev int64) i
 	return 0
 }
 
-// serveWatch decodes etcd's events and delivers them in order. It queues
-// at most WatchBuffer of them: past that the watcher is too slow, its etcd
-// watch is cancelled, and it delivers what it queued, then closes.
+// serveWatch decodes etcd's events and delivers them in order until ctx
+// (the caller's) ends. It queues at most WatchBuffer of them (rounded up to
+// a whole revision): past that the watcher is too slow, stop cancels its
+// etcd watch, and it delivers what it kept, then closes; the caller resumes
+// from the last revision it saw, without a gap.
 func (s *Store) serveWatch(ctx context.Context, stop context.CancelFunc, kind *api.Kind, after int64, wch clientv3.WatchChan, out chan<- store.Event) {
 	var queue []store.Event
 	ending := false // no more events from etcd: deliver the queue, then close
@@ -128,6 +130,11 @@ func (s *Store) serveWatch(ctx context.Context, stop context.CancelFunc, kind *a
 			}
 			if len(queue) > s.opts.WatchBuffer {
 				s.log.Warn("watch: closing a watcher too slow to keep up", "kind", kind.GroupResource(), "queued", len(queue))
+				cut := s.opts.WatchBuffer
+				for last := queue[cut-1].Revision; cut < len(queue) && queue[cut].Revision == last; cut++ {
+				}
+				clear(queue[cut:])
+				queue = queue[:cut]
 				stop()
 				ending = true
 			}
