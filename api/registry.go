@@ -30,7 +30,7 @@ type Kind struct {
 	// status, PUT .../status changes only status.
 	HasStatus bool
 	// Internal kinds are not listed by `get all` and have no user verbs
-	// beyond get (PodTrace).
+	// beyond get (PodTrace, ServiceAllocation).
 	Internal bool
 	// Type is the Go struct type (not a pointer).
 	Type reflect.Type
@@ -76,6 +76,7 @@ var Kinds = []*Kind{
 	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[ReplicaSet]()},
 	{Kind: "PriorityClass", Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"}, Type: reflect.TypeFor[PriorityClass]()},
 	{Kind: "PodTrace", Group: "skiff.dev", Version: "v1", Resource: "podtraces", Singular: "podtrace", Namespaced: true, Internal: true, Type: reflect.TypeFor[PodTrace]()},
+	{Kind: "ServiceAllocation", Group: "skiff.dev", Version: "v1", Resource: "serviceallocations", Singular: "serviceallocation", Internal: true, Type: reflect.TypeFor[ServiceAllocation]()},
 }
 
 // KindOf returns the registered kind of an object, by its Go type.

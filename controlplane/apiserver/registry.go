@@ -47,13 +47,14 @@ const conflictRetries = 5
 // the store. The HTTP server and Local both call it, so a controller running
 // in process is held to exactly what a remote client is.
 //
-// It is safe for concurrent use; it keeps no state besides the store.
+// It is safe for concurrent use; it keeps no state besides the store
+// (and pod traces, in memory: traces.go).
 // Objects passed in are copied, never retained or changed.
 type Registry struct {
 	store store.Store
 	log   *slog.Logger
-	// services serializes Service writes while their cluster IP and node
-	// ports are allocated (allocate_service.go); it holds no allocations.
+	// services allocates Service cluster IPs and node ports
+	// (allocate_service.go); the allocations live in the store.
 	services *serviceAllocator
 	// traces keeps pod traces in memory (traces.go).
 	traces *traceBook
@@ -163,8 +164,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 			return nil, err
 		}
 	}
-	defer r.lockServices(k)()
-	if err := r.allocateService(ctx, obj, nil); err != nil {
+	alloc := r.serviceWrite(k)
+	defer alloc.done(ctx)
+	if err := alloc.allocate(ctx, obj, nil); err != nil {
 		return nil, err
 	}
 	out, err := r.store.Create(ctx, obj)
@@ -218,7 +220,8 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	if err := normalizeResourceVersion(m); err != nil {
 		return nil, err
 	}
-	defer r.lockServices(k)()
+	alloc := r.serviceWrite(k)
+	defer alloc.done(ctx)
 	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
 		if err := checkPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
@@ -249,7 +252,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			return nil, api.NewInvalid(k, m.Name, errs)
 		}
 		if !status {
-			if err := r.allocateService(ctx, next, cur); err != nil {
+			if err := alloc.allocate(ctx, next, cur); err != nil {
 				return nil, err
 			}
 		}
