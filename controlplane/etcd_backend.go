@@ -78,7 +78,9 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, lg *slog.Logg
 		}
 		b.client = cli
 	}
-	st, err := etcdstore.New(ctx, b.client, etcdstore.Options{Logger: lg})
+	// Every server compacts (5 minutes, as kube-apiserver), taking turns
+	// through etcdstore.CompactKey.
+	st, err := etcdstore.New(ctx, b.client, etcdstore.Options{Logger: lg, CompactInterval: etcdstore.DefaultOptions().CompactInterval})
 	if err != nil {
 		b.close()
 		return nil, fmt.Errorf("open etcd store: %w", err)

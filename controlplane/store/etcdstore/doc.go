@@ -32,8 +32,25 @@
 // watch from a revision replays from etcd's history. A revision older than
 // the compaction is Gone (410): a ListExact fails with "The resourceVersion
 // for the provided list is too old.", a Watch with "too old resource
-// version: REV (COMPACTED)", and the client lists again. Who compacts is
-// the operator's (etcd's --auto-compaction flags), not this store's.
+// version: REV (COMPACTED)", and the client lists again.
+//
+// # Compaction
+//
+// Without compaction etcd keeps every version of every key and its
+// database grows until it hits its quota (2 GiB) and refuses writes. With
+// Options.CompactInterval (DefaultOptions: 5 minutes, kube-apiserver's
+// --etcd-compaction-interval) the store compacts as kube-apiserver's
+// storage/etcd3 compactor does: every interval it writes the current
+// revision into CompactKey ("compact_rev_key") in a transaction that
+// succeeds only if the key is at the version this store last saw, and, when
+// it succeeded, compacts to the revision it wrote one interval before. Of
+// several servers on one etcd the first each interval wins the
+// transaction and compacts; the others only learn the key's new version.
+// So history always covers at least the last interval: a watch that falls
+// further behind, or a list of an older resourceVersion, is Gone and
+// lists again. 0 turns compaction off (tests that read old revisions,
+// `skiff snapshot migrate`); an operator's etcd --auto-compaction may run
+// beside it.
 //
 // # Events
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,12 +191,12 @@ func TestOptionsValidate(t *testing.T) {
 	if err := etcdstore.DefaultOptions().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	bad := etcdstore.Options{Prefix: "skiff", EventTTL: time.Millisecond, WatchBuffer: -1}
+	bad := etcdstore.Options{Prefix: "skiff", EventTTL: time.Millisecond, WatchBuffer: -1, CompactInterval: -time.Second}
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("bad options accepted")
 	}
-	for _, field := range []string{"prefix", "event ttl", "watch buffer"} {
+	for _, field := range []string{"prefix", "event ttl", "watch buffer", "compact interval"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q does not name %q", err, field)
 		}
@@ -203,4 +204,73 @@ func TestOptionsValidate(t *testing.T) {
 	if _, err := etcdstore.New(context.Background(), nil, bad); err == nil {
 		t.Fatal("New accepted invalid options")
 	}
+}
+
+// TestCompaction runs the store's compactor on a short interval: the
+// history of old revisions goes (ListExact and Watch from them are Gone,
+// as against Kubernetes), a watch that follows along is not disturbed,
+// and a store without CompactInterval compacts nothing.
+func TestCompaction(t *testing.T) {
+	ctx := context.Background()
+	cli := etcdtest.Start(t, "compaction").Client() // its own etcd: compaction is global
+	off := newStore(t, cli, etcdstore.Options{Prefix: "/off/"})
+	old := st.MustCreate(t, off, st.NewPod("default", "old"))
+	for i := range 5 {
+		st.MustCreate(t, off, st.NewPod("default", fmt.Sprintf("p%d", i)))
+	}
+	if _, err := off.ListExact(ctx, st.PodKind, "", st.Rev(t, old)); err != nil {
+		t.Fatalf("without CompactInterval: list at %d: %v", st.Rev(t, old), err)
+	}
+
+	s := newStore(t, cli, etcdstore.Options{Prefix: "/on/", CompactInterval: 50 * time.Millisecond})
+	wctx, stop := context.WithCancel(ctx)
+	live, err := s.Watch(wctx, st.PodKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var last int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range live {
+			mu.Lock()
+			if e.Revision <= last {
+				t.Errorf("live watch: revision %d after %d", e.Revision, last)
+			}
+			last = e.Revision
+			seen[e.Object.GetObjectMeta().Name] = true
+			mu.Unlock()
+		}
+	}()
+	n := 0
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		n++
+		st.MustCreate(t, s, st.NewPod("default", fmt.Sprintf("w%d", n))) // keep the revision moving
+		_, err := s.ListExact(ctx, st.PodKind, "", st.Rev(t, old))
+		return api.IsGone(err), fmt.Sprintf("list at compacted revision %d: Gone, got %v", st.Rev(t, old), err)
+	})
+	if _, err := s.Watch(ctx, st.PodKind, "", st.Rev(t, old)); !api.IsGone(err) || !strings.Contains(err.Error(), "too old resource version") {
+		t.Fatalf("watch from compacted revision %d: %v, want Gone", st.Rev(t, old), err)
+	}
+	// Still serving: a write, a list, and the watch opened before the
+	// compaction sees every write.
+	st.MustCreate(t, s, st.NewPod("default", "after"))
+	items, _, err := s.List(ctx, st.PodKind, "")
+	if err != nil || len(items) != n+1 {
+		t.Fatalf("list after compaction: %d items, %v; want %d", len(items), err, n+1)
+	}
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == n+1, fmt.Sprintf("the live watch to see all %d creates, saw %d", n+1, len(seen))
+	})
+	select {
+	case <-done:
+		t.Fatal("the live watch closed")
+	default:
+	}
+	stop()
+	<-done
 }

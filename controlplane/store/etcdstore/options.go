@@ -22,6 +22,16 @@ type Options struct {
 	// closed as too slow (it then resumes from its last revision). 1,000,
 	// as the bbolt store: a burst of hundreds of pods, bounded memory.
 	WatchBuffer int
+	// CompactInterval is how often the store compacts etcd's history
+	// (compact.go): every interval, to the revision of one interval
+	// before, taking turns with the other servers through CompactKey.
+	// DefaultOptions has 5 minutes, kube-apiserver's
+	// --etcd-compaction-interval: a watch or list that falls more than
+	// that behind is Gone and lists again, as against Kubernetes. Unlike
+	// the other fields, 0 is not replaced by the default: it means no
+	// compaction (tests that read old revisions; migrate, which runs for
+	// seconds).
+	CompactInterval time.Duration
 	// Now is the clock for creationTimestamp; nil means time.Now. (Event
 	// expiry runs on etcd's clock.)
 	Now func() time.Time
@@ -32,11 +42,12 @@ type Options struct {
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
-		Prefix:      "/skiff/registry/",
-		EventTTL:    time.Hour,
-		WatchBuffer: 1000,
-		Now:         time.Now,
-		Logger:      slog.New(slog.DiscardHandler),
+		Prefix:          "/skiff/registry/",
+		EventTTL:        time.Hour,
+		WatchBuffer:     1000,
+		CompactInterval: 5 * time.Minute,
+		Now:             time.Now,
+		Logger:          slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -53,6 +64,9 @@ func (o Options) Validate() error {
 	}
 	if o.WatchBuffer < 0 {
 		errs = append(errs, fmt.Errorf("watch buffer %d: must not be negative", o.WatchBuffer))
+	}
+	if o.CompactInterval < 0 {
+		errs = append(errs, fmt.Errorf("compact interval %v: must not be negative (0 means no compaction)", o.CompactInterval))
 	}
 	return errors.Join(errs...)
 }

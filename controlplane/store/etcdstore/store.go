@@ -22,8 +22,9 @@ import (
 var _ store.Store = (*Store)(nil)
 
 // Store is a store.Store on etcd. Create it with New; it owns one
-// goroutine that follows the revision and one per watcher, stopped by
-// Close. It does not own the client.
+// goroutine that follows the revision, one that compacts (with
+// CompactInterval) and one per watcher, stopped by Close. It does not own
+// the client.
 type Store struct {
 	cli     *clientv3.Client
 	watcher clientv3.Watcher // the revision watch's, for RequestProgress
@@ -73,6 +74,13 @@ func New(ctx context.Context, cli *clientv3.Client, opts Options) (*Store, error
 		defer s.wg.Done()
 		s.followRevision(resp.Header.Revision)
 	}()
+	if opts.CompactInterval > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.compactor(opts.CompactInterval)
+		}()
+	}
 	return s, nil
 }
 
