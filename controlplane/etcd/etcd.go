@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -181,11 +183,52 @@ func (s *Server) Stop() {
 	})
 }
 
+// IsLearner reports whether this member is a learner: added by AddMember,
+// not promoted yet. A learner replicates the log but does not vote, and
+// serves no client requests but the member list (etcd answers "rpc not
+// supported for learner").
+func (s *Server) IsLearner() bool { return s.e.Server.IsLearner() }
+
+// promotePoll is how often WaitPromoted looks, and PromoteMember asks again.
+const promotePoll = 100 * time.Millisecond
+
+// WaitPromoted returns once this member is a voting member (at once when
+// it is one), or when ctx ends: after PromoteMember succeeded on another
+// member, this one applies the change a moment later.
+func (s *Server) WaitPromoted(ctx context.Context) error {
+	t := time.NewTicker(promotePoll)
+	defer t.Stop()
+	for s.IsLearner() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for etcd member %s to be promoted: %w", s.e.Config().Name, ctx.Err())
+		case <-s.closed:
+			return fmt.Errorf("wait for etcd member %s to be promoted: stopped", s.e.Config().Name)
+		case err := <-s.e.Err():
+			return fmt.Errorf("wait for etcd member %s to be promoted: %w", s.e.Config().Name, err)
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // AddMember announces a new member name at peerURL to the cluster cli talks
-// to and returns the InitialCluster the new member must start with
-// ("name=peerURL,..." of every member, the new one included), with
-// ClusterState "existing". Start the new member soon: until it runs, the
-// cluster counts it in its quorum.
+// to, as a learner, and returns the InitialCluster the new member must
+// start with ("name=peerURL,..." of every member, the new one included),
+// with ClusterState "existing". Then start it and promote it
+// (PromoteMember) to a voting member.
+//
+// A learner does not count in the quorum: the cluster keeps its majority
+// while the new member starts and catches up, however long that takes
+// (etcd's learner design; a member added as a voter is a vote missing from
+// the start). etcd takes one learner at a time ("too many learner members
+// in cluster", rpctypes.ErrTooManyLearners) and a new member only once this
+// member has been connected to a majority for five seconds ("unhealthy
+// cluster", rpctypes.ErrUnhealthy): retry both a little later.
+//
+// Asked again for a member added and never started (same peer URL, no
+// name yet: its server died before starting it), it answers as the first
+// time instead of adding a second one.
 func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string) (string, error) {
 	if _, err := parseURL(peerURL); err != nil {
 		return "", fmt.Errorf("add etcd member %s: peer url: %w", name, err)
@@ -198,16 +241,25 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string) 
 		if m.Name == name {
 			return "", fmt.Errorf("add etcd member %s: a member of that name exists (peer %s); remove it first", name, strings.Join(m.PeerURLs, ","))
 		}
+		if m.Name == "" && slices.Contains(m.PeerURLs, peerURL) {
+			return initialCluster(list.Members, m.ID, name), nil
+		}
 	}
-	resp, err := cli.MemberAdd(ctx, []string{peerURL})
+	resp, err := cli.MemberAddAsLearner(ctx, []string{peerURL})
 	if err != nil {
 		return "", fmt.Errorf("add etcd member %s: %w", name, err)
 	}
+	return initialCluster(resp.Members, resp.Member.ID, name), nil
+}
+
+// initialCluster is "name=peerURL,..." of members, sorted, where the member
+// id (not started yet: the cluster does not know its name) is name.
+func initialCluster(members []*etcdserverpb.Member, id uint64, name string) string {
 	var parts []string
-	for _, m := range resp.Members {
+	for _, m := range members {
 		n := m.Name
-		if m.ID == resp.Member.ID {
-			n = name // not started yet: the cluster does not know its name
+		if m.ID == id {
+			n = name
 		}
 		if n == "" {
 			continue // another member added and not started yet
@@ -217,8 +269,71 @@ func AddMember(ctx context.Context, cli *clientv3.Client, name, peerURL string) 
 		}
 	}
 	slices.Sort(parts)
-	return strings.Join(parts, ","), nil
+	return strings.Join(parts, ",")
 }
+
+// PromoteMember makes the learner called name a voting member of the
+// cluster cli talks to. etcd promotes a learner only once it has caught up
+// with the leader ("can only promote a learner member which is in sync
+// with leader"): PromoteMember asks again until it has, or ctx ends. It
+// also waits while the learner has not started (it has no name until it
+// runs). A member that already votes is no error: a promotion asked twice
+// succeeds twice. Other refusals (rpctypes.ErrMemberNotEnoughStarted: a
+// voting member is down, promoting would leave too few started) are
+// returned at once.
+func PromoteMember(ctx context.Context, cli *clientv3.Client, name string) error {
+	t := time.NewTicker(promotePoll)
+	defer t.Stop()
+	for {
+		err := promoteOnce(ctx, cli, name)
+		if !errors.Is(err, errNotYet) && !errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
+			if err != nil {
+				return fmt.Errorf("promote etcd member %s: %w", name, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("promote etcd member %s: %w (%w)", name, ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// errNotYet: the learner to promote has not started.
+var errNotYet = errors.New("the learner has not started")
+
+func promoteOnce(ctx context.Context, cli *clientv3.Client, name string) error {
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	unstarted := false
+	for _, m := range list.Members {
+		if m.Name == "" {
+			unstarted = true
+		}
+		if m.Name != name {
+			continue
+		}
+		if !m.IsLearner {
+			return nil
+		}
+		_, err := cli.MemberPromote(ctx, m.ID)
+		if errors.Is(err, rpctypes.ErrMemberNotLearner) {
+			return nil // promoted meanwhile
+		}
+		return err
+	}
+	if unstarted {
+		return errNotYet
+	}
+	return ErrNoMember
+}
+
+// ErrNoMember is the error of PromoteMember and RemoveMember for a name
+// no member of the cluster has.
+var ErrNoMember = errors.New("no member of that name")
 
 // RemoveMember takes the member called name out of the cluster cli talks
 // to. It fails when there is no such member, and (etcd's strict
@@ -238,5 +353,5 @@ func RemoveMember(ctx context.Context, cli *clientv3.Client, name string) error 
 			return nil
 		}
 	}
-	return fmt.Errorf("remove etcd member %s: no member of that name", name)
+	return fmt.Errorf("remove etcd member %s: %w", name, ErrNoMember)
 }

@@ -2,11 +2,16 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"skiff.dev/skiff/controlplane/etcd"
 	"skiff.dev/skiff/controlplane/etcd/etcdtest"
@@ -66,7 +71,37 @@ func memberNames(t *testing.T, s *etcd.Server) []string {
 	return names
 }
 
-// A second member joins the first's cluster, sees its data, then leaves.
+// join adds a member named name to the cluster through cli as a learner
+// (asking again while etcd says it cannot take one yet), starts it and
+// promotes it.
+func join(t *testing.T, ctx context.Context, cli *clientv3.Client, name string) *etcd.Server {
+	t.Helper()
+	c := etcdtest.Config(t, name)
+	var initial string
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
+		var err error
+		initial, err = etcd.AddMember(ctx, cli, name, c.PeerURL)
+		if err != nil && !errors.Is(err, rpctypes.ErrTooManyLearners) && !errors.Is(err, rpctypes.ErrUnhealthy) {
+			t.Fatalf("add member %s: %v", name, err)
+		}
+		return err == nil, fmt.Sprintf("add member %s: %v", name, err)
+	})
+	c.InitialCluster, c.ClusterState = initial, etcd.ClusterStateExisting
+	s := etcdtest.StartWith(t, c)
+	if !s.IsLearner() {
+		t.Fatalf("%s votes before it was promoted", name)
+	}
+	if err := etcd.PromoteMember(ctx, cli, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitPromoted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A second member joins the first's cluster as a learner (the first keeps
+// its quorum meanwhile), is promoted, sees its data, then leaves.
 func TestJoinAndRemove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -76,13 +111,17 @@ func TestJoinAndRemove(t *testing.T) {
 	default:
 		t.Fatal("ReadyNotify not closed after StartEmbedded")
 	}
+	if a.IsLearner() {
+		t.Fatal("the first member is a learner")
+	}
 	if _, err := a.Client().Put(ctx, "/k", "v"); err != nil {
 		t.Fatal(err)
 	}
-
-	// (Before b is added: from then until b runs, a has no quorum.)
 	if _, err := etcd.AddMember(ctx, a.Client(), "a", "http://"+etcdtest.FreeAddr(t)); err == nil {
 		t.Fatal("AddMember accepted a name taken")
+	}
+	if err := etcd.PromoteMember(ctx, a.Client(), "x"); !errors.Is(err, etcd.ErrNoMember) {
+		t.Fatalf("promote a member that does not exist: %v, want ErrNoMember", err)
 	}
 
 	bc := etcdtest.Config(t, "b")
@@ -93,8 +132,34 @@ func TestJoinAndRemove(t *testing.T) {
 	if !strings.Contains(initial, "a=") || !strings.Contains(initial, "b="+bc.PeerURL) {
 		t.Fatalf("initial cluster %q, want both members", initial)
 	}
+	// b is added and not running: a learner does not count in the quorum,
+	// so a still writes.
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = a.Client().Put(wctx, "/k2", "v2")
+	wcancel()
+	if err != nil {
+		t.Fatalf("write with a member added and not started: %v", err)
+	}
+	// Asked again (b's server died before starting it): the same answer,
+	// no second member.
+	again, err := etcd.AddMember(ctx, a.Client(), "b", bc.PeerURL)
+	if err != nil || again != initial {
+		t.Fatalf("AddMember again: %q, %v; want %q", again, err, initial)
+	}
 	bc.InitialCluster, bc.ClusterState = initial, etcd.ClusterStateExisting
 	b := etcdtest.StartWith(t, bc)
+	if !b.IsLearner() {
+		t.Fatal("b votes before it was promoted")
+	}
+	if err := etcd.PromoteMember(ctx, a.Client(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcd.PromoteMember(ctx, a.Client(), "b"); err != nil {
+		t.Fatalf("promote a voting member: %v, want no error", err)
+	}
+	if err := b.WaitPromoted(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if got := memberNames(t, b); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("members = %v", got)
 	}
@@ -114,7 +179,80 @@ func TestJoinAndRemove(t *testing.T) {
 	if got := memberNames(t, a); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("members after remove = %v", got)
 	}
-	if err := etcd.RemoveMember(ctx, a.Client(), "b"); err == nil {
-		t.Fatal("RemoveMember of a member gone: no error")
+	if err := etcd.RemoveMember(ctx, a.Client(), "b"); !errors.Is(err, etcd.ErrNoMember) {
+		t.Fatalf("RemoveMember of a member gone: %v, want ErrNoMember", err)
+	}
+}
+
+// Two members join one after the other, as fast as etcd takes them, while
+// a client writes and reads through the first: every request succeeds
+// (the cluster never loses its majority), and the three vote.
+func TestJoinKeepsQuorum(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := etcdtest.Start(t, "a")
+	var ok atomic.Int64
+	errs := make(chan error, 1)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			key := fmt.Sprintf("/load/%d", i)
+			_, err := a.Client().Put(rctx, key, "v")
+			if err == nil {
+				_, err = a.Client().Get(rctx, key)
+			}
+			rcancel()
+			if err != nil {
+				errs <- fmt.Errorf("request %d: %w", i, err)
+				return
+			}
+			ok.Add(1)
+		}
+	}()
+	before := ok.Load()
+	b := join(t, ctx, a.Client(), "b")
+	c := join(t, ctx, a.Client(), "c")
+	close(stop)
+	<-done
+	select {
+	case err := <-errs:
+		t.Fatalf("a write or read failed while members joined: %v", err)
+	default:
+	}
+	if ok.Load() == before {
+		t.Fatal("no request went through while the members joined")
+	}
+	t.Logf("%d writes and reads while b and c joined", ok.Load()-before)
+	list, err := c.Client().MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var voters []string
+	for _, m := range list.Members {
+		if !m.IsLearner {
+			voters = append(voters, m.Name)
+		}
+	}
+	slices.Sort(voters)
+	if !slices.Equal(voters, []string{"a", "b", "c"}) {
+		t.Fatalf("voting members %v, want a b c", voters)
+	}
+	if b.IsLearner() || c.IsLearner() {
+		t.Fatal("a joined member is still a learner")
+	}
+	// Three voters: a majority survives b's loss.
+	b.Stop()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if _, err := c.Client().Put(wctx, "/after", "v"); err != nil {
+		t.Fatalf("write with b down: %v", err)
 	}
 }
