@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -30,9 +31,22 @@ import (
 //     soon as its lease has gone 2/3 of the TTL without a renewal (a
 //     partition, a stalled etcd), while etcd keeps the lease (and so keeps
 //     everyone else waiting) until the full TTL has passed since the last
-//     renewal it granted. So a new leader never starts while the old one
-//     still acts; the one gap is a write the old leader had already sent
-//     when it stepped down, which lands or not, as any API client's.
+//     renewal it granted. The bound, on this server's monotonic clock (no
+//     clocks compared across machines): let S be when this server sent
+//     the last renewal etcd answered (its own KeepAliveOnce, below). etcd
+//     renewed after S, so it expires the lease no earlier than S + TTL
+//     (etcd's leader counts the TTL from when it renews; a new etcd leader
+//     extends leases, never shortens them; a TTL below etcd's minimum is
+//     raised). The watchdog checks every TTL/20, so lead's context ends by
+//     S + 2/3 TTL + TTL/20; lead has the remaining TTL/3 - TTL/20 (1.4 s
+//     at the default 5 s) to stop its components before another server
+//     can even win the campaign. A new leader therefore never starts while
+//     the old one still acts, provided its components stop within that
+//     margin (they stop on their context; the scheduler and controllers
+//     finish the one request in flight) and the process is not frozen
+//     (SIGSTOP, a VM paused) across it, which no lease can guard against.
+//     The one gap is a write the old leader had already sent when it
+//     stepped down, which lands or not, as any API client's.
 //   - A leader that stops cleanly (Ctrl-C) revokes its lease: the next one
 //     leads at once.
 
@@ -93,25 +107,49 @@ func (e *leadError) Error() string { return e.err.Error() }
 // term is one campaign and, when won, one term as leader.
 func (e *elector) term(ctx context.Context, lead func(context.Context) error) error {
 	secs := int64((e.ttl + time.Second - 1) / time.Second)
+	// base is the origin of lastRenew, read before the grant is sent, on
+	// the monotonic clock (time.Since), which wall clock steps do not move.
+	base := time.Now()
 	grant, err := e.cli.Grant(ctx, secs)
 	if err != nil {
 		return fmt.Errorf("grant lease: %w", err)
 	}
 	kaCtx, stopKA := context.WithCancel(ctx)
 	defer stopKA()
-	ka, err := e.cli.KeepAlive(kaCtx, grant.ID)
-	if err != nil {
-		return fmt.Errorf("keep lease alive: %w", err)
-	}
-	// Our own reader of the keep-alive answers: the time of the last
-	// renewal is what fencing counts from.
+	// lastRenew is when the last renewal etcd answered was sent, as
+	// time.Since(base): what fencing counts from (see the package doc:
+	// etcd keeps the lease until at least then + TTL). The time a reply
+	// arrives would not do: etcd renewed before it, by an unknown delay.
+	// The session's own KeepAlive renews too; it only makes the lease last
+	// longer than this counts.
 	var lastRenew atomic.Int64
-	lastRenew.Store(time.Now().UnixNano())
 	kaDone := make(chan struct{})
 	go func() {
 		defer close(kaDone)
-		for range ka {
-			lastRenew.Store(time.Now().UnixNano())
+		// Every TTL/6, each try bounded by as much: a renewal lost
+		// (a blip of up to about TTL/2) does not yet cost the term.
+		every := e.ttl / 6
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-kaCtx.Done():
+				return
+			case <-tick.C:
+			}
+			sent := time.Since(base)
+			rctx, cancel := context.WithTimeout(kaCtx, every)
+			_, err := e.cli.KeepAliveOnce(rctx, grant.ID)
+			cancel()
+			switch {
+			case err == nil:
+				lastRenew.Store(int64(sent))
+			case errors.Is(err, rpctypes.ErrLeaseNotFound):
+				return // expired: the term is over
+			case e.cli.Ctx().Err() != nil:
+				return // the client is closed: no renewal will come
+			}
+			// Any other error: try again; the watchdog steps down in time.
 		}
 	}()
 	sess, err := concurrency.NewSession(e.cli, concurrency.WithLease(grant.ID), concurrency.WithContext(kaCtx))
@@ -144,11 +182,16 @@ func (e *elector) term(ctx context.Context, lead func(context.Context) error) er
 		return fmt.Errorf("campaign: %w", err)
 	}
 
+	limit := e.ttl * 2 / 3
+	if since := time.Since(base) - time.Duration(lastRenew.Load()); since > limit {
+		// Won with a lease that may be about to expire (renewals failed
+		// while campaigning): not a term to start.
+		return fmt.Errorf("campaign won, but the lease was not renewed for %v", since.Round(time.Millisecond))
+	}
 	leadCtx, stepDown := context.WithCancel(ctx)
 	defer stepDown()
 	why := make(chan string, 1)
 	go func() {
-		limit := e.ttl * 2 / 3
 		tick := time.NewTicker(e.ttl / 20)
 		defer tick.Stop()
 		for {
@@ -160,7 +203,7 @@ func (e *elector) term(ctx context.Context, lead func(context.Context) error) er
 				stepDown()
 				return
 			case <-tick.C:
-				if since := time.Since(time.Unix(0, lastRenew.Load())); since > limit {
+				if since := time.Since(base) - time.Duration(lastRenew.Load()); since > limit {
 					why <- fmt.Sprintf("the lease was not renewed for %v", since.Round(time.Millisecond))
 					stepDown()
 					return

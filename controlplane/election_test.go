@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/pkg/v3/proxy"
 	"go.uber.org/zap"
 
 	"skiff.dev/skiff/controlplane/etcd/etcdtest"
@@ -117,6 +119,97 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	}
 	if got, want := strings.Join(l.led(), ","), "a,"+next.self.Name+","+other.self.Name; got != want {
 		t.Errorf("terms led: %s, want %s", got, want)
+	}
+}
+
+// startElector runs an elector named name on cli until the test ends.
+func startElector(t *testing.T, l *leaders, name string, cli *clientv3.Client, ttl time.Duration) *elector {
+	t.Helper()
+	e := &elector{cli: cli, self: LeaderInfo{Name: name, APIServer: "http://" + name}, ttl: ttl, log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.run(ctx, l.lead(name))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return e
+}
+
+func newEtcdClient(t *testing.T, endpoint string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// The leader whose renewals stop reaching etcd (its link to etcd hangs;
+// etcd is fine) stops its work while its lease still holds everyone else
+// off, and only then does another server lead.
+func TestElectionStepsDownBeforeTheLeaseExpires(t *testing.T) {
+	member := etcdtest.Start(t, "e1")
+	to, err := url.Parse(member.Client().Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a reaches etcd through a proxy that the test can make hang.
+	px := proxy.NewServer(proxy.ServerConfig{
+		Logger: zap.NewNop(),
+		From:   url.URL{Scheme: "tcp", Host: etcdtest.FreeAddr(t)},
+		To:     url.URL{Scheme: "tcp", Host: to.Host},
+	})
+	<-px.Ready()
+	t.Cleanup(func() { _ = px.Close() })
+	const ttl = 3 * time.Second
+	l := &leaders{}
+	a := startElector(t, l, "a", newEtcdClient(t, "http://"+px.From()[len("tcp://"):]), ttl)
+	testwait.For(t, 10*time.Second, "a to lead", a.Leading)
+	b := startElector(t, l, "b", newEtcdClient(t, to.String()), ttl)
+	// Unhang before the electors stop (cleanups run last first), so that
+	// a's revoke does not wait for nothing.
+	t.Cleanup(func() { px.UnpauseTx(); px.UnpauseRx() })
+
+	resp, err := member.Client().Get(t.Context(), ElectionPrefix, clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatalf("read the election: %v, %d keys", err, len(resp.Kvs))
+	}
+	lease := clientv3.LeaseID(resp.Kvs[0].Lease)
+	if !strings.Contains(string(resp.Kvs[0].Value), `"a"`) {
+		t.Fatalf("leader key %s, want a's", resp.Kvs[0].Value)
+	}
+
+	px.PauseTx()
+	px.PauseRx()
+	hung := time.Now()
+	testwait.For(t, 2*ttl, "a to step down", func() bool { return !a.Leading() })
+	stepped := time.Since(hung)
+	ttlResp, err := member.Client().TimeToLive(t.Context(), lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttlResp.TTL < 0 { // -1: expired; 0: under a second left
+		t.Errorf("a stepped down %v after its link hung, when its lease had expired already", stepped.Round(time.Millisecond))
+	}
+	if b.Leading() {
+		t.Error("b leads while a's lease still holds")
+	}
+	if stepped >= ttl {
+		t.Errorf("a stepped down %v after its link hung, want within the lease TTL %v", stepped, ttl)
+	}
+	testwait.For(t, 3*ttl, "b to lead once a's lease expired", b.Leading)
+	t.Logf("a stopped %v after its link hung with under %ds of its lease left; b led %v after the hang",
+		stepped.Round(time.Millisecond), ttlResp.TTL+1, time.Since(hung).Round(time.Millisecond))
+	if m := l.max.Load(); m != 1 {
+		t.Errorf("%d electors led at once, want 1", m)
+	}
+	if got := strings.Join(l.led(), ","); got != "a,b" {
+		t.Errorf("terms led: %s, want a,b", got)
 	}
 }
 
