@@ -19,6 +19,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/etcd/etcdtest"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -48,6 +49,15 @@ const haLeaseTTL = "3s"
 
 func startHACluster(t testing.TB, servers, agents int) *haCluster {
 	t.Helper()
+	return startHAClusterOn(t, servers, agents, "")
+}
+
+// startHAClusterOn starts servers on embedded etcd (external "") or on
+// the external etcd at the client URL external (--etcd-endpoints: no
+// member of their own; the first server creates the token, the others
+// are given it).
+func startHAClusterOn(t testing.TB, servers, agents int, external string) *haCluster {
+	t.Helper()
 	h := &haCluster{bin: skiffBinary(t), home: t.TempDir()}
 	root := t.TempDir()
 	for i := range servers {
@@ -56,12 +66,20 @@ func startHACluster(t testing.TB, servers, agents int) *haCluster {
 		s.apiURL = "http://" + listen
 		s.args = []string{"server", "--no-agent", "--node-name", s.name, "--data-dir", s.dataDir, "--listen", listen,
 			"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1",
-			"--etcd-peer-listen", "http://" + freeLoopbackAddr(t), "--etcd-client-listen", "http://" + freeLoopbackAddr(t),
 			"--leader-lease-ttl", haLeaseTTL}
-		if i == 0 {
+		switch {
+		case external != "":
+			s.args = append(s.args, "--etcd-endpoints", external)
+			if i > 0 {
+				s.args = append(s.args, "--token", h.token)
+			}
+		case i == 0:
 			s.args = append(s.args, "--cluster-init")
-		} else {
+		default:
 			s.args = append(s.args, "--join-server", h.servers[0].apiURL, "--token", h.token)
+		}
+		if external == "" {
+			s.args = append(s.args, "--etcd-peer-listen", "http://"+freeLoopbackAddr(t), "--etcd-client-listen", "http://"+freeLoopbackAddr(t))
 		}
 		s.proc = startProc(t, h.bin, h.home, s.args...)
 		h.servers = append(h.servers, s)
@@ -429,6 +447,67 @@ func TestHAKillLeader(t *testing.T) {
 		_, err := client.Get[*api.Pod](ctx, c1, ns, last)
 		return err == nil || ch.deleted[last], fmt.Sprintf("restarted %s: %v", killed.name, err)
 	})
+}
+
+// Two servers on an external etcd (--etcd-endpoints): neither runs a
+// member, one leads, and a pod created through the other is bound (by
+// the leader's scheduler) and read the same through both.
+func TestHAExternalEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd member, two servers and an agent")
+	}
+	ext := etcdtest.Start(t, "external")
+	h := startHAClusterOn(t, 2, 1, ext.Client().Endpoints()[0])
+	ctx := context.Background()
+	lead := h.waitLeader(t, h.servers, 30*time.Second)
+	other := h.servers[0]
+	if other == lead {
+		other = h.servers[1]
+	}
+	for _, s := range h.servers {
+		if _, err := os.Stat(filepath.Join(s.dataDir, "etcd")); err == nil {
+			t.Errorf("server %s has an etcd data dir: it runs a member of its own", s.name)
+		}
+	}
+	members, err := ext.Client().MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(members.Members) != 1 {
+		t.Errorf("the external etcd has %d members, want its own 1", len(members.Members))
+	}
+	through := func(s *haServer) *client.Client {
+		c, err := client.New(client.Config{Server: s.apiURL, Token: h.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	cOther, cLead := through(other), through(lead)
+	const ns = "external"
+	if _, err := cOther.Create(ctx, namespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cOther.Create(ctx, churnPod(ns, "gpu")); err != nil {
+		t.Fatal(err)
+	}
+	var bound *api.Pod
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
+		p, err := client.Get[*api.Pod](ctx, cOther, ns, "gpu")
+		if err != nil {
+			return false, err.Error()
+		}
+		bound = p
+		return p.Spec.NodeName != "" && p.Status.Phase == api.PodRunning, fmt.Sprintf("pod on %q, %s", p.Spec.NodeName, p.Status.Phase)
+	})
+	p, err := client.Get[*api.Pod](ctx, cLead, ns, "gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.UID != bound.UID || p.Spec.NodeName != bound.Spec.NodeName {
+		t.Errorf("through the leader %s: pod uid %s on %q; through %s: uid %s on %q", lead.name, p.UID, p.Spec.NodeName, other.name, bound.UID, bound.Spec.NodeName)
+	}
+	t.Logf("%s leads; the pod created through %s runs on %s", lead.name, other.name, bound.Spec.NodeName)
 }
 
 // Failover time over several rounds (SKIFF_BENCH=1): the leader is
