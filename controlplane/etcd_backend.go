@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"skiff.dev/skiff/agent/membership"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/etcd"
 	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/controlplane/store/etcdstore"
@@ -70,6 +73,14 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, lg *slog.Logg
 		if err != nil {
 			return nil, fmt.Errorf("start etcd member %s: %w", name, err)
 		}
+		if m.IsLearner() {
+			// Added as a learner (a join, or a restart of one that stopped
+			// before it was promoted): promoted once it has caught up.
+			if err := promote(ctx, m, ec.JoinServer, name, token, lg); err != nil {
+				m.Stop()
+				return nil, err
+			}
+		}
 		b.member, b.client = m, m.Client()
 	} else {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: ec.Endpoints, DialTimeout: 5 * time.Second, Context: context.WithoutCancel(ctx)})
@@ -88,6 +99,51 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, lg *slog.Logg
 	b.store = st
 	return b, nil
 }
+
+// promote asks the server at joinServer to make the learner m a voting
+// member, asking again while that server answers busy (up to
+// joinTimeout), then waits until m knows it votes. A learner serves no
+// client requests: the store opens after this.
+func promote(ctx context.Context, m *etcd.Server, joinServer, name, token string, lg *slog.Logger) error {
+	if joinServer == "" {
+		return fmt.Errorf("etcd member %s is a learner (added, never promoted): start this server with --join-server URL --token T to have it promoted", name)
+	}
+	c, err := client.New(client.Config{Server: joinServer, Token: token})
+	if err != nil {
+		return fmt.Errorf("promote etcd member %s: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	for {
+		resp, err := c.Do(ctx, http.MethodPost, MemberPath(name)+"/promote", nil)
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if api.StatusOf(err).Code != http.StatusServiceUnavailable {
+			return fmt.Errorf("promote etcd member %s through %s: %w", name, joinServer, err)
+		}
+		lg.Info("the cluster cannot promote this member yet; asking again", "through", joinServer, "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("promote etcd member %s through %s: %w (gave up after %v)", name, joinServer, err, joinTimeout)
+		case <-t.C:
+		}
+	}
+	if err := m.WaitPromoted(ctx); err != nil {
+		return err
+	}
+	lg.Info("promoted to a voting etcd member", "through", joinServer)
+	return nil
+}
+
+// MemberPath is the API path of the etcd member name, below JoinPath:
+// POST MemberPath(name)+"/promote" makes the learner a voting member (a
+// joining server asks once its member runs), DELETE removes the member
+// (`skiff server remove-member`). Both take the token, as JoinPath.
+func MemberPath(name string) string { return JoinPath + "/" + url.PathEscape(name) }
 
 // close closes the store, the client and the member. Safe twice.
 func (b *etcdBackend) close() error {
@@ -141,6 +197,8 @@ func (b *etcdBackend) meetServers(ctx context.Context, name, apiURL string, m *m
 func (cp *ControlPlane) skiffHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+JoinPath, cp.serveJoin)
+	mux.HandleFunc("POST "+JoinPath+"/{name}/promote", cp.servePromote)
+	mux.HandleFunc("DELETE "+JoinPath+"/{name}", cp.serveRemoveMember)
 	mux.HandleFunc("GET "+LeaderPath, cp.serveLeader)
 	return mux
 }
@@ -170,10 +228,11 @@ func (cp *ControlPlane) serveJoin(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		cp.log.Warn("add etcd member", "name", req.Name, "peer", req.PeerURL, "err", err)
 		code := http.StatusConflict
-		if errors.Is(err, rpctypes.ErrUnhealthy) {
+		if errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, rpctypes.ErrTooManyLearners) {
 			// etcd adds a member only once every member has been
-			// connected for a few seconds (the last one added, too):
-			// the joining server tries again.
+			// connected for a few seconds (the last one added, too),
+			// and one learner at a time (the last one is promoted once
+			// it has caught up): the joining server tries again.
 			code = http.StatusServiceUnavailable
 		}
 		http.Error(w, err.Error(), code)
@@ -182,6 +241,81 @@ func (cp *ControlPlane) serveJoin(w http.ResponseWriter, r *http.Request) {
 	cp.log.Info("added etcd member", "name", req.Name, "peer", req.PeerURL)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(JoinResponse{InitialCluster: initial})
+}
+
+// memberTimeout bounds a promotion or removal the API waits for: etcd's
+// checks pass within seconds, or the caller is told to ask again (503).
+const memberTimeout = 20 * time.Second
+
+// servePromote promotes the learner the path names, waiting while it
+// catches up with the leader.
+func (cp *ControlPlane) servePromote(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if cp.etcd.member == nil {
+		writeStatus(w, api.NewBadRequest("this server uses an external etcd: it adds and promotes no members"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), memberTimeout)
+	defer cancel()
+	err := etcd.PromoteMember(ctx, cp.etcd.client, name)
+	switch {
+	case err == nil:
+		cp.log.Info("promoted etcd member", "name", name)
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, etcd.ErrNoMember):
+		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, err.Error()))
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, rpctypes.ErrMemberNotEnoughStarted), errors.Is(err, rpctypes.ErrUnhealthy):
+		writeStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, err.Error()))
+	default:
+		cp.log.Warn("promote etcd member", "name", name, "err", err)
+		writeStatus(w, api.NewInternal(err))
+	}
+}
+
+// serveRemoveMember takes the member the path names out of the etcd
+// cluster for good, and its server's record (ServersPrefix) with it. It
+// refuses this server's own member: the server would lose its store.
+func (cp *ControlPlane) serveRemoveMember(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	switch {
+	case cp.etcd.member == nil:
+		writeStatus(w, api.NewBadRequest("this server uses an external etcd: its members are its operator's (etcdctl member remove)"))
+		return
+	case name == cp.etcd.name:
+		writeStatus(w, api.NewStatusError(http.StatusConflict, api.ReasonConflict,
+			fmt.Sprintf("etcd member %s is the member of the server that answered: ask another server (--config with its address)", name)))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), memberTimeout)
+	defer cancel()
+	err := etcd.RemoveMember(ctx, cp.etcd.client, name)
+	switch {
+	case err == nil:
+	case errors.Is(err, etcd.ErrNoMember):
+		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, err.Error()))
+		return
+	case errors.Is(err, rpctypes.ErrUnhealthy), errors.Is(err, rpctypes.ErrMemberNotEnoughStarted), errors.Is(err, context.DeadlineExceeded):
+		// etcd's strict reconfiguration check: the members left must have
+		// been connected for a few seconds. The caller asks again.
+		writeStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, err.Error()))
+		return
+	default:
+		cp.log.Warn("remove etcd member", "name", name, "err", err)
+		writeStatus(w, api.NewInternal(err))
+		return
+	}
+	cp.log.Info("removed etcd member", "name", name)
+	if _, err := cp.etcd.client.Delete(ctx, ServersPrefix+name); err != nil {
+		cp.log.Warn("forget the removed server's record", "name", name, "err", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeStatus answers err as a Kubernetes Status, as the API does.
+func writeStatus(w http.ResponseWriter, err *api.StatusError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(err.Status.Code))
+	_ = json.NewEncoder(w).Encode(err.Status)
 }
 
 func (cp *ControlPlane) serveLeader(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/etcd/etcdtest"
+)
+
+// startEtcdServer starts a control plane on embedded etcd named name: the
+// first of a cluster (join "") or one joining the server at join. It
+// returns the server, a CLI config for it and an etcd client of its member.
+func startEtcdServer(t *testing.T, name, join, token string) (*controlplane.ControlPlane, string, *clientv3.Client) {
+	t.Helper()
+	cfg := controlplane.DefaultConfig(t.TempDir())
+	cfg.API.Listen = "127.0.0.1:0"
+	cfg.API.Token = token
+	cfg.Scheduler = false
+	ec := controlplane.DefaultEtcdConfig()
+	ec.Name, ec.ClusterInit, ec.JoinServer = name, join == "", join
+	ec.PeerListen, ec.ClientListen = "http://"+etcdtest.FreeAddr(t), "http://"+etcdtest.FreeAddr(t)
+	cfg.Etcd = ec
+	cp, err := controlplane.Start(context.Background(), cfg) // its ctx is its life: Stop ends it
+	if err != nil {
+		t.Fatalf("start server %s: %v", name, err)
+	}
+	t.Cleanup(func() { cp.Stop() })
+	conf := filepath.Join(t.TempDir(), "config")
+	if err := client.SaveConfig(conf, cp.ClientConfig()); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ec.ClientListen}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cp, conf, cli
+}
+
+// members is the names of the voting members and of the learners.
+func members(t *testing.T, cli *clientv3.Client) (voters, learners []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if m.IsLearner {
+			learners = append(learners, m.Name)
+		} else {
+			voters = append(voters, m.Name)
+		}
+	}
+	slices.Sort(voters)
+	return voters, learners
+}
+
+// TestServerRemoveMember: three servers on embedded etcd (the second and
+// third join as learners and are promoted), one is lost, and `skiff server
+// remove-member` takes its member out through a live server; what cannot
+// be removed is refused and changes nothing.
+func TestServerRemoveMember(t *testing.T) {
+	a, confA, cliA := startEtcdServer(t, "a", "", "")
+	token := a.Token()
+	startEtcdServer(t, "b", a.URL(), token)
+	c, _, _ := startEtcdServer(t, "c", a.URL(), token)
+	if voters, learners := members(t, cliA); !slices.Equal(voters, []string{"a", "b", "c"}) || len(learners) != 0 {
+		t.Fatalf("after the joins: voters %v, learners %v; want a b c voting", voters, learners)
+	}
+
+	refused := []struct {
+		name, member, want string
+	}{
+		{"the answering server's own member", "a", "the member of the server that answered"},
+		{"no such member", "x", "no member of that name"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCLI(t, "server", "remove-member", tt.member, "--config", confA, "--timeout", "20s")
+			if res.code == 0 || !strings.Contains(res.err, tt.want) {
+				t.Fatalf("code %d, out %q, err %q; want a refusal saying %q", res.code, res.out, res.err, tt.want)
+			}
+			if voters, _ := members(t, cliA); !slices.Equal(voters, []string{"a", "b", "c"}) {
+				t.Fatalf("a refused removal changed the members: %v", voters)
+			}
+		})
+	}
+
+	c.Stop() // c's machine is lost
+	res := runCLI(t, "server", "remove-member", "c", "--config", confA, "--timeout", "25s")
+	if res.code != 0 || !strings.Contains(res.out, "etcd member c removed") {
+		t.Fatalf("remove c: code %d, out %q, err %q", res.code, res.out, res.err)
+	}
+	if voters, learners := members(t, cliA); !slices.Equal(voters, []string{"a", "b"}) || len(learners) != 0 {
+		t.Fatalf("after removing c: voters %v, learners %v; want a b", voters, learners)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cliA.Put(ctx, "/after-remove", "v"); err != nil {
+		t.Fatalf("write after the removal: %v", err)
+	}
+}
