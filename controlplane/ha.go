@@ -26,9 +26,13 @@ import (
 //     embedded etcd (data in DATA-DIR/etcd);
 //   - `skiff server --join-server URL --token T` asks the API server at
 //     URL (POST /skiff/v1/etcd/members, token-authenticated like every API
-//     call) to add this server as an etcd member; the answer is the
-//     member list to start with, and this server then starts its own
-//     member (state "existing");
+//     call) to add this server as an etcd member, a learner; the answer
+//     is the member list to start with, and this server then starts its
+//     own member (state "existing") and asks for its promotion to a
+//     voting member (POST MemberPath(name)+"/promote") once it has caught
+//     up. The cluster keeps its majority throughout: a learner does not
+//     vote. `skiff server remove-member NAME` (DELETE MemberPath(name))
+//     takes a lost server's member out;
 //   - `skiff server --etcd-endpoints a,b` uses an external etcd: no member
 //     of its own.
 //
