@@ -315,7 +315,7 @@ func newVersionCmd(r *Root) *cobra.Command {
 	v := &versionCmd{r: r}
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the skiff version (and the server's, when one is configured)",
+		Short: "Print the skiff version (and the server's, when one is configured, and which server leads when there are several)",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return v.Run(cmd.Context()) },
 	}
@@ -344,6 +344,7 @@ func (v *versionCmd) Run(ctx context.Context) error {
 	if err := decodeJSON(resp.Body, &body); err == nil {
 		fmt.Fprintf(v.r.Stdout, "Server Version: %s\n", body.GitVersion)
 	}
+	printLeader(ctx, v.r.Stdout, c) // with several servers (leader.go)
 	return nil
 }
 

@@ -67,6 +67,11 @@ func (c *traceCmd) Run(ctx context.Context) error {
 	}
 	if len(tr.Spans) == 0 {
 		fmt.Fprintf(c.root.Stdout, "No trace recorded for pod %q yet.\n", name)
+		if ls, ok, err := serverLeader(ctx, cl); err == nil && ok {
+			// Several servers: traces are kept in memory by the API
+			// server they were posted to (controlplane/ha.go).
+			fmt.Fprintf(c.root.Stdout, "Answered by %s: each API server keeps only the spans posted to it; the pod's may be on another server.\n", describeServer(ls.Self))
+		}
 		return nil
 	}
 	first := tr.Spans[0].Start.Time

@@ -47,13 +47,23 @@ import (
 // on a trusted lab network.
 //
 // What stays per server, in memory, with several servers:
-//   - pod traces (`skiff trace pod`): each API server keeps the spans it
-//     was sent; the scheduler's and agents' spans land on whichever server
-//     they talk to, so a trace read from another server may miss steps;
-//   - Service cluster IP and node port allocation is serialized by one
-//     lock per server: two Services created at the same moment through two
-//     different servers may be given the same free address (the labs
-//     create Services through one CLI, one server at a time);
+//   - pod traces (`skiff trace pod`, GET/POST pods/NAME/trace): each API
+//     server keeps, in memory, the spans posted to it (at most
+//     apiserver.MaxTracedPods pods) and answers from those alone. The API
+//     server's own "create" span is on the server the pod was created
+//     through; the scheduler's are on the leader (it posts through its
+//     in-process client); each agent's on the server it talks to (the one
+//     it joined through until that one stops answering). So a trace read
+//     from one server may miss steps, or be empty, and a server restarted
+//     has none; `skiff trace` says which server answered when it finds
+//     none. Nothing of a trace is in the store or in a snapshot.
+//
+// What is shared, through the store:
+//   - Service cluster IPs and node ports: a Service write reserves the
+//     addresses it needs in the store's ServiceAllocation object with a
+//     compare-and-swap before storing the Service (apiserver's
+//     allocate_service.go), so two Services created at once through two
+//     servers never get one address;
 //   - watch history for resume is the store's (etcd's), shared by all.
 
 // EtcdConfig chooses etcd as the store. Exactly one of ClusterInit,
