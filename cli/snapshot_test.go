@@ -83,7 +83,11 @@ func seed(t *testing.T, c client.Interface) {
 	testwait.Until(t, 20*time.Second, func() (bool, string) {
 		rs, _, _ := c.List(ctx, api.MustKindOf(&api.ReplicaSet{}), "lab", api.ListOptions{})
 		pods, _, _ := c.List(ctx, api.MustKindOf(&api.Pod{}), "lab", api.ListOptions{})
-		return len(rs) == 1 && len(pods) == 2, "the deployment's replica set and 2 pods"
+		d, err := client.Get[*api.Deployment](ctx, c, "lab", "web")
+		// The revision annotation is the deployment controller's last write
+		// of a new rollout: after it the seeded objects hold still.
+		stamped := err == nil && d.Annotations[api.AnnotationRevision] != ""
+		return len(rs) == 1 && len(pods) == 2 && stamped, "the deployment's replica set, 2 pods and its revision annotation"
 	})
 }
 
