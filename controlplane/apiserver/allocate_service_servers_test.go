@@ -19,32 +19,36 @@ import (
 // Several API servers share one store (etcd; or, in a test, one bbolt
 // store): their registries must never give one address twice.
 
-// sharedStores returns, per store implementation, two stores that see the
-// same data: two etcd stores (two servers' clients) on one member, or one
-// bbolt store twice.
-func sharedStores(t *testing.T) map[string][2]store.Store {
-	t.Helper()
-	bolt, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
+// sharedStores returns, per store implementation, a function that opens
+// two stores seeing the same, empty data: two etcd stores (two servers'
+// clients) on one new member, or one new bbolt store twice.
+func sharedStores() map[string]func(t *testing.T) [2]store.Store {
+	return map[string]func(t *testing.T) [2]store.Store{
+		"bbolt": func(t *testing.T) [2]store.Store {
+			bolt, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), store.Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = bolt.Close() })
+			return [2]store.Store{bolt, bolt}
+		},
+		"etcd": func(t *testing.T) [2]store.Store {
+			cli := etcdtest.Start(t, "services").Client()
+			var etcds [2]store.Store
+			for i := range etcds {
+				s, err := etcdstore.New(context.Background(), cli, etcdstore.DefaultOptions())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+				etcds[i] = s
+			}
+			return etcds
+		},
 	}
-	t.Cleanup(func() { _ = bolt.Close() })
-	cli := etcdtest.Start(t, "services").Client()
-	var etcds [2]store.Store
-	for i := range etcds {
-		opts := etcdstore.DefaultOptions()
-		opts.Prefix = "/skiff-services-test/"
-		s, err := etcdstore.New(context.Background(), cli, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		etcds[i] = s
-	}
-	return map[string][2]store.Store{"bbolt": {bolt, bolt}, "etcd": etcds}
 }
 
-// twoRegistries is two API servers' registries over a, b.
+// twoRegistries is two API servers' registries over st.
 func twoRegistries(t *testing.T, st [2]store.Store, cidr string) [2]*Registry {
 	t.Helper()
 	var regs [2]*Registry
@@ -84,9 +88,10 @@ func createAll(regs [2]*Registry, svcs []*api.Service) ([]*api.Service, []error)
 }
 
 func TestServiceAllocationAcrossServers(t *testing.T) {
-	for name, st := range sharedStores(t) {
+	for name, open := range sharedStores() {
 		t.Run(name, func(t *testing.T) {
 			t.Run("RandomAddressesFillTheRange", func(t *testing.T) {
+				st := open(t)
 				// A /28 has 13 usable addresses: 13 creates at once
 				// through two servers must get all 13, each once.
 				regs := twoRegistries(t, st, "10.100.0.0/28")
@@ -123,6 +128,7 @@ func TestServiceAllocationAcrossServers(t *testing.T) {
 			t.Run("OneWinsAGivenAddress", func(t *testing.T) {
 				// Ten creates at once ask for the same IP and node port:
 				// exactly one gets them, the others fail as taken.
+				st := open(t)
 				regs := twoRegistries(t, st, "")
 				const n = 10
 				var svcs []*api.Service
