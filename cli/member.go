@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/backoff"
 	"skiff.dev/skiff/controlplane"
 )
 
@@ -71,26 +71,24 @@ func (rc *removeMemberCmd) Run(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
 	defer cancel()
 	told := false
-	for {
-		resp, err := c.Do(ctx, http.MethodDelete, controlplane.MemberPath(name), nil)
-		if err == nil {
-			resp.Body.Close()
-			fmt.Fprintf(rc.r.Stdout, "etcd member %s removed. A new server can take its place: an empty --data-dir and --join-server.\n", name)
-			return nil
-		}
-		if api.StatusOf(err).Code != http.StatusServiceUnavailable {
-			return fmt.Errorf("remove etcd member %s: %w", name, err)
-		}
-		if !told {
-			fmt.Fprintf(rc.r.Stderr, "etcd cannot remove %s yet (%v); asking again every second for up to %v\n", name, err, rc.timeout)
-			told = true
-		}
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("remove etcd member %s: %w (gave up after %v)", name, err, rc.timeout)
-		case <-t.C:
-		}
+	b := &backoff.Backoff{Policy: backoff.Policy{Initial: time.Second, Max: time.Second}}
+	err = b.Retry(ctx, controlplane.IsBusy,
+		func(err error) {
+			if !told {
+				fmt.Fprintf(rc.r.Stderr, "etcd cannot remove %s yet (%v); asking again every second for up to %v\n", name, err, rc.timeout)
+				told = true
+			}
+		},
+		func(ctx context.Context) error {
+			resp, err := c.Do(ctx, http.MethodDelete, controlplane.MemberPath(name), nil)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		})
+	if err != nil {
+		return fmt.Errorf("remove etcd member %s: %w", name, err)
 	}
+	fmt.Fprintf(rc.r.Stdout, "etcd member %s removed. A new server can take its place: an empty --data-dir and --join-server.\n", name)
+	return nil
 }

@@ -114,23 +114,19 @@ func promote(ctx context.Context, m *etcd.Server, joinServer, name, token string
 	}
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
-	for {
-		resp, err := c.Do(ctx, http.MethodPost, MemberPath(name)+"/promote", nil)
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if api.StatusOf(err).Code != http.StatusServiceUnavailable {
-			return fmt.Errorf("promote etcd member %s through %s: %w", name, joinServer, err)
-		}
-		lg.Info("the cluster cannot promote this member yet; asking again", "through", joinServer, "err", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("promote etcd member %s through %s: %w (gave up after %v)", name, joinServer, err, joinTimeout)
-		case <-t.C:
-		}
+	err = busyRetry().Retry(ctx, IsBusy,
+		func(err error) {
+			lg.Info("the cluster cannot promote this member yet; asking again", "through", joinServer, "err", err)
+		},
+		func(ctx context.Context) error {
+			resp, err := c.Do(ctx, http.MethodPost, MemberPath(name)+"/promote", nil)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		})
+	if err != nil {
+		return fmt.Errorf("promote etcd member %s through %s: %w", name, joinServer, err)
 	}
 	if err := m.WaitPromoted(ctx); err != nil {
 		return err

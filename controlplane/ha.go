@@ -15,6 +15,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/backoff"
 )
 
 // # Several servers: etcd
@@ -222,21 +225,28 @@ const joinTimeout = time.Minute
 func requestJoinRetry(ctx context.Context, base, token string, req JoinRequest, lg *slog.Logger) (JoinResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
-	for {
-		jr, err := requestJoin(ctx, base, token, req)
-		if !errors.Is(err, errJoinBusy) {
-			return jr, err
-		}
-		lg.Info("the cluster cannot add this member yet; asking again", "through", base, "err", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return JoinResponse{}, fmt.Errorf("%w (gave up after %v)", err, joinTimeout)
-		case <-t.C:
-		}
-	}
+	var jr JoinResponse
+	err := busyRetry().Retry(ctx, func(err error) bool { return errors.Is(err, errJoinBusy) },
+		func(err error) {
+			lg.Info("the cluster cannot add this member yet; asking again", "through", base, "err", err)
+		},
+		func(ctx context.Context) (err error) {
+			jr, err = requestJoin(ctx, base, token, req)
+			return err
+		})
+	return jr, err
 }
+
+// busyRetry is how a server asks again while the cluster answers busy
+// (503: etcd takes one new member at a time, a few seconds apart): once a
+// second.
+func busyRetry() *backoff.Backoff {
+	return &backoff.Backoff{Policy: backoff.Policy{Initial: time.Second, Max: time.Second}}
+}
+
+// IsBusy reports whether err is a 503 Service Unavailable answer: the
+// cluster cannot do it yet, ask again.
+func IsBusy(err error) bool { return api.StatusOf(err).Code == http.StatusServiceUnavailable }
 
 // requestJoin posts a JoinRequest to the server at base.
 func requestJoin(ctx context.Context, base, token string, req JoinRequest) (JoinResponse, error) {

@@ -14,6 +14,7 @@
 //	podworker ImagePullBackOff   10s..5m        failed pulls            the pull succeeds
 //	gpuplugin registration       100ms..5s      failed registrations    one held for 30s
 //	containerd wait, events      100ms..2s, 5s  failed calls            containerd answers
+//	etcd join, promote, remove   1s..1s         503 answers (busy)      the cluster takes it
 //
 // The Kubernetes numbers (scheduler, kubelet) are Kubernetes' defaults.
 //
@@ -24,7 +25,8 @@
 //     pod, per container) use it directly.
 //   - Backoff counts the failures of one retry loop and sleeps out each
 //     delay on an injectable clock (k8s.io/utils/clock), so tests need no
-//     real sleeps.
+//     real sleeps. Backoff.Retry is the whole loop: try, and while the
+//     error is one to retry, wait and try again.
 //
 // # Why not client-go's
 //
@@ -39,6 +41,7 @@ package backoff
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -126,3 +129,24 @@ func (b *Backoff) Sleep(ctx context.Context, d time.Duration) bool {
 
 // Wait counts a failure and sleeps its delay: Sleep(ctx, Next()).
 func (b *Backoff) Wait(ctx context.Context) bool { return b.Sleep(ctx, b.Next()) }
+
+// Retry calls try until it returns nil or an error that retryable does not
+// want retried, waiting b's delays in between, and returns try's last
+// error. When ctx ends first it returns that last error, saying it gave up.
+// onRetry, when set, sees each error about to be retried (to log it, or
+// tell a user once) before the wait.
+func (b *Backoff) Retry(ctx context.Context, retryable func(error) bool, onRetry func(error), try func(context.Context) error) error {
+	start := time.Now()
+	for {
+		err := try(ctx)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if onRetry != nil {
+			onRetry(err)
+		}
+		if !b.Wait(ctx) {
+			return fmt.Errorf("%w (gave up after %v)", err, time.Since(start).Round(time.Second))
+		}
+	}
+}

@@ -2,7 +2,9 @@ package backoff_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +139,42 @@ func TestBackoffSleepStopsWithContext(t *testing.T) {
 	if b.Sleep(ctx, time.Hour) {
 		t.Fatal("Sleep on an ended ctx = true, want false")
 	}
+}
+
+// Retry stops at the first success or the first error not to retry, and
+// says it gave up when ctx ends between tries.
+func TestRetry(t *testing.T) {
+	busy := errors.New("busy")
+	final := errors.New("refused")
+	cases := []struct {
+		name      string
+		answers   []error
+		wantErr   error
+		wantTries int
+	}{
+		{"first try works", []error{nil}, nil, 1},
+		{"busy twice, then works", []error{busy, busy, nil}, nil, 3},
+		{"busy, then refused", []error{busy, final}, final, 2},
+		{"refused at once", []error{final}, final, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &backoff.Backoff{Policy: backoff.Policy{Initial: time.Nanosecond, Max: time.Nanosecond}}
+			tries, retried := 0, 0
+			err := b.Retry(t.Context(), func(err error) bool { return errors.Is(err, busy) }, func(error) { retried++ },
+				func(context.Context) error { tries++; return tc.answers[tries-1] })
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) || tries != tc.wantTries || retried != tries-1 {
+				t.Fatalf("err %v after %d tries (%d retried); want %v after %d", err, tries, retried, tc.wantErr, tc.wantTries)
+			}
+		})
+	}
+	t.Run("ctx ends while busy", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		b := &backoff.Backoff{Policy: backoff.Policy{Initial: time.Hour, Max: time.Hour}}
+		err := b.Retry(ctx, func(error) bool { return true }, func(error) { cancel() },
+			func(context.Context) error { return busy })
+		if !errors.Is(err, busy) || !strings.Contains(err.Error(), "gave up after") {
+			t.Fatalf("err %v; want the last busy error, saying it gave up", err)
+		}
+	})
 }
