@@ -41,7 +41,6 @@ func TestGroupCommitStats(t *testing.T) {
 }
 
 func TestConcurrentUpdatesOneBatch(t *testing.T) {
-	ctx := context.Background()
 	const writers = 64
 	s, path := openStore(t, testOptions())
 	base := st.MustCreate(t, s, st.NewPod("default", "web"))
@@ -53,27 +52,7 @@ func TestConcurrentUpdatesOneBatch(t *testing.T) {
 	opts := testOptions()
 	opts.MaxBatch, opts.MaxBatchDelay = writers, time.Minute
 	s = reopen(t, path, opts)
-	var wg sync.WaitGroup
-	results := make(chan error, writers)
-	for i := range writers {
-		wg.Go(func() {
-			p := api.Clone(base)
-			p.GetObjectMeta().Labels["writer"] = fmt.Sprint(i)
-			_, err := s.Update(ctx, p)
-			results <- err
-		})
-	}
-	wg.Wait()
-	close(results)
-	wins := 0
-	for err := range results {
-		switch {
-		case err == nil:
-			wins++
-		case !api.IsConflict(err):
-			t.Fatalf("err = %v, want Conflict", err)
-		}
-	}
+	wins := st.RacingUpdates(t, s, base, writers)
 	if wins != 1 || s.Revision() != 2 {
 		t.Fatalf("%d winners, revision %d; want 1 winner, revision 2", wins, s.Revision())
 	}

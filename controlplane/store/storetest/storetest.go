@@ -452,23 +452,32 @@ func testConcurrentWriters(t *testing.T, h Harness) {
 }
 
 func testConcurrentUpdatesSameVersion(t *testing.T, h Harness) {
-	ctx := context.Background()
 	const writers = 32
 	s := h.Open(t)
 	base := MustCreate(t, s, NewPod("default", "web"))
+	if wins := RacingUpdates(t, s, base, writers); wins != 1 || s.Revision() != Rev(t, base)+1 {
+		t.Fatalf("%d winners, revision %d; want 1 winner, revision %d", wins, s.Revision(), Rev(t, base)+1)
+	}
+}
+
+// RacingUpdates has writers goroutines update base at its resourceVersion
+// at once, each setting its own label, and returns how many won. Every
+// loser must fail with Conflict: optimistic concurrency lets exactly one
+// through.
+func RacingUpdates(t *testing.T, s store.Store, base api.Object, writers int) (wins int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	results := make(chan error, writers)
 	for i := range writers {
 		wg.Go(func() {
 			p := api.Clone(base)
 			p.GetObjectMeta().Labels["writer"] = fmt.Sprint(i)
-			_, err := s.Update(ctx, p)
+			_, err := s.Update(context.Background(), p)
 			results <- err
 		})
 	}
 	wg.Wait()
 	close(results)
-	wins := 0
 	for err := range results {
 		switch {
 		case err == nil:
@@ -477,9 +486,7 @@ func testConcurrentUpdatesSameVersion(t *testing.T, h Harness) {
 			t.Fatalf("err = %v, want Conflict", err)
 		}
 	}
-	if wins != 1 || s.Revision() != Rev(t, base)+1 {
-		t.Fatalf("%d winners, revision %d; want 1 winner, revision %d", wins, s.Revision(), Rev(t, base)+1)
-	}
+	return wins
 }
 
 func testPersistence(t *testing.T, h Harness) {
