@@ -29,6 +29,64 @@ func requireBench(t *testing.T) {
 }
 
 // percentile of sorted durations (nearest rank).
+// benchClients create benchPerClient pods each in benchCreates.
+const benchClients, benchPerClient = 50, 40
+
+// benchCreates is the API create benchmark: benchClients clients, each
+// with its own connection, create benchPerClient pods each in a row
+// through cp's API. It returns the wall time and the sorted latencies.
+func benchCreates(t *testing.T, cp *controlplane.ControlPlane) (time.Duration, []time.Duration) {
+	t.Helper()
+	return concurrently(t, benchClients, benchPerClient, func(worker int) (func(i int) error, error) {
+		cc, err := client.New(cp.ClientConfig())
+		if err != nil {
+			return nil, err
+		}
+		return func(j int) error {
+			_, err := cc.Create(context.Background(), benchPod("default", fmt.Sprintf("p-%d-%d", worker, j)))
+			return err
+		}, nil
+	})
+}
+
+// concurrently runs workers goroutines, each doing perWorker operations in
+// a row (the function setup returns for it; setup fails the worker), and
+// returns the wall time of the whole and every operation's latency,
+// sorted. It fails the test unless every operation succeeded.
+func concurrently(t *testing.T, workers, perWorker int, setup func(worker int) (func(i int) error, error)) (time.Duration, []time.Duration) {
+	t.Helper()
+	lats := make([][]time.Duration, workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			op, err := setup(w)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range perWorker {
+				t0 := time.Now()
+				if err := op(i); err != nil {
+					t.Error(err)
+					return
+				}
+				lats[w] = append(lats[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	if len(all) != workers*perWorker {
+		t.Fatalf("%d operations succeeded; want %d", len(all), workers*perWorker)
+	}
+	return elapsed, all
+}
+
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -55,34 +113,8 @@ func TestBenchAPI(t *testing.T) {
 	requireBench(t)
 	cp, c := startControlPlane(t, func(cfg *controlplane.Config) { cfg.Scheduler = false })
 	ctx := context.Background()
-	const clients, perClient = 50, 40
-
-	lat := make([][]time.Duration, clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cc, err := client.New(cp.ClientConfig())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			for j := range perClient {
-				t0 := time.Now()
-				if _, err := cc.Create(ctx, benchPod("default", fmt.Sprintf("p-%d-%d", i, j))); err != nil {
-					t.Error(err)
-					return
-				}
-				lat[i] = append(lat[i], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	all := slices.Concat(lat...)
-	slices.Sort(all)
+	const clients = benchClients
+	elapsed, all := benchCreates(t, cp)
 
 	// Watch delivery: 100 watchers on one namespace; one writer creates
 	// ConfigMaps one at a time; latency = receipt - the write's return

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/etcd"
 	"skiff.dev/skiff/controlplane/etcd/etcdtest"
@@ -116,32 +114,14 @@ func benchStoreWrites(t *testing.T, endpoints []string) (perSec float64, lat []t
 	}
 	defer st.Close()
 	const writers, perWriter = 64, 47 // 3,008 writes
-	lats := make([][]time.Duration, writers)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range perWriter {
-				cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "bench-store", Name: fmt.Sprintf("cm-%d-%d", i, j)},
-					Data: map[string]string{"k": strings.Repeat("v", 256)}}
-				t0 := time.Now()
-				if _, err := st.Create(ctx, cm); err != nil {
-					t.Error(err)
-					return
-				}
-				lats[i] = append(lats[i], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	all := slices.Concat(lats...)
-	slices.Sort(all)
-	if len(all) != writers*perWriter {
-		t.Fatalf("%d writes; want %d", len(all), writers*perWriter)
-	}
+	elapsed, all := concurrently(t, writers, perWriter, func(w int) (func(i int) error, error) {
+		return func(j int) error {
+			cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "bench-store", Name: fmt.Sprintf("cm-%d-%d", w, j)},
+				Data: map[string]string{"k": strings.Repeat("v", 256)}}
+			_, err := st.Create(ctx, cm)
+			return err
+		}, nil
+	})
 	return float64(len(all)) / elapsed.Seconds(), all, len(all)
 }
 
@@ -157,36 +137,6 @@ func benchAPICreates(t *testing.T, endpoints []string) (perSec float64, lat []ti
 			cfg.Etcd = ec
 		}
 	})
-	ctx := context.Background()
-	const clients, perClient = 50, 40
-	lats := make([][]time.Duration, clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cc, err := client.New(cp.ClientConfig())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			for j := range perClient {
-				t0 := time.Now()
-				if _, err := cc.Create(ctx, benchPod("default", fmt.Sprintf("p-%d-%d", i, j))); err != nil {
-					t.Error(err)
-					return
-				}
-				lats[i] = append(lats[i], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	all := slices.Concat(lats...)
-	slices.Sort(all)
-	if len(all) != clients*perClient {
-		t.Fatalf("%d creates; want %d", len(all), clients*perClient)
-	}
+	elapsed, all := benchCreates(t, cp)
 	return float64(len(all)) / elapsed.Seconds(), all
 }
