@@ -19,7 +19,7 @@ type Status struct {
 	Message string `json:"message,omitempty"`
 	// Reason is machine-readable: NotFound, AlreadyExists, Conflict, Invalid,
 	// BadRequest, Gone, Unauthorized, Forbidden, RequestEntityTooLarge,
-	// MethodNotAllowed, InternalError, Timeout.
+	// MethodNotAllowed, InternalError, Timeout, TooManyRequests.
 	Reason StatusReason `json:"reason,omitempty"`
 	// Details name the object concerned and, for Invalid, each bad field.
 	Details *StatusDetails `json:"details,omitempty"`
@@ -46,6 +46,7 @@ const (
 	ReasonInternal        StatusReason = "InternalError"
 	ReasonTimeout         StatusReason = "Timeout"
 	ReasonServiceUnavail  StatusReason = "ServiceUnavailable"
+	ReasonTooManyRequests StatusReason = "TooManyRequests"
 )
 
 // StatusDetails name the object of an error and its field causes.
