@@ -1,8 +1,10 @@
 package patch
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -55,4 +57,26 @@ func Schema(apiVersion, kind string) (strategicpatch.LookupPatchMeta, error) {
 		return nil, fmt.Errorf("%s %s: %w", apiVersion, kind, err)
 	}
 	return meta, nil
+}
+
+// ToKubernetes converts a skiff object of apiVersion/kind into a new value
+// of the Kubernetes struct of the table above (*corev1.Pod,
+// *appsv1.Deployment, ...), through JSON: skiff's types carry Kubernetes'
+// field names, so what skiff has arrives where Kubernetes keeps it. For
+// code that runs Kubernetes' own libraries on skiff objects (Pod Security
+// admission). The error wraps ErrNoSchema for a kind without a struct.
+func ToKubernetes(apiVersion, kind string, obj any) (any, error) {
+	s, ok := schemas[schemaKey(apiVersion, kind)]
+	if !ok {
+		return nil, fmt.Errorf("%s %s: %w", apiVersion, kind, ErrNoSchema)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", apiVersion, kind, err)
+	}
+	out := reflect.New(reflect.TypeOf(s).Elem()).Interface()
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("decode %s %s as Kubernetes' %T: %w", apiVersion, kind, out, err)
+	}
+	return out, nil
 }
