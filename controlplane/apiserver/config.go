@@ -17,8 +17,36 @@ type Config struct {
 	// Token is the bearer token every request except /healthz, /readyz and
 	// /version must carry. Required: see LoadOrCreateToken.
 	Token string
-	// MaxRequestBytes bounds a request body; larger ones get 413.
+	// MaxRequestBytes bounds a request body of any content type (an
+	// object, a patch, DeleteOptions); larger ones get 413 "Request entity
+	// too large: limit is N" and change nothing.
 	MaxRequestBytes int64
+	// MaxReadOnlyInflight bounds the read requests (GET, HEAD) served at
+	// once, kube-apiserver's --max-requests-inflight; MaxMutatingInflight
+	// the others (POST, PUT, PATCH, DELETE), its
+	// --max-mutating-requests-inflight. One past the limit is answered at
+	// once with 429 and "Retry-After: 1" (inflight.go). Long-running
+	// requests (watches, logs, exec, port-forward, proxy, snapshots) are
+	// not counted. 0 means no limit, as in kube-apiserver.
+	MaxReadOnlyInflight int
+	MaxMutatingInflight int
+	// RequestTimeout bounds a request that is not long-running: past it
+	// the client gets 504 "Timeout: request did not complete within the
+	// allotted timeout" and its slot is freed once the handler stops
+	// (kube-apiserver's --request-timeout). It also bounds how long the
+	// server waits for the request's body.
+	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send a
+	// request's headers, counted from its first byte (or from the
+	// connection for the first request); then the connection is closed.
+	// It is what stops a slow-loris client from holding connections by
+	// dribbling a header a byte at a time.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that has waited this long
+	// for its next request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers; more is 431.
+	MaxHeaderBytes int
 	// MaxWatchTimeout ends a watch stream after this long even when the
 	// client asked for longer (the client then resumes from its last
 	// resourceVersion). It keeps forgotten streams from living forever.
@@ -36,6 +64,12 @@ type Config struct {
 	// plane's join and leader endpoints), behind the token check like
 	// every API path; nil answers them 404.
 	Skiff http.Handler
+	// PodSecurity configures Pod Security admission
+	// (admission_podsecurity.go): the levels of the namespaces without
+	// pod-security.kubernetes.io labels and the exempt namespaces. nil is
+	// DefaultPodSecurity(): baseline, kube-system exempt. New refuses an
+	// invalid one.
+	PodSecurity *PodSecurityConfig
 }
 
 // DefaultConfig returns the defaults, each with its reason.
@@ -50,6 +84,25 @@ func DefaultConfig() Config {
 		// limit is 1.5 MiB), small enough that a bad client cannot make us
 		// buffer much.
 		MaxRequestBytes: 3 << 20,
+		// kube-apiserver's defaults: enough for a lab room of agents and
+		// controllers (each holds a request for a millisecond or so), few
+		// enough that a runaway client gets 429s before the store queues
+		// grow without bound. Reads are cheaper than writes, hence twice.
+		MaxReadOnlyInflight: 400,
+		MaxMutatingInflight: 200,
+		// 60 seconds, kube-apiserver's --request-timeout default: a store
+		// write takes milliseconds, so a request this slow is stuck, and
+		// holding its client (and its in-flight slot) longer helps nobody.
+		RequestTimeout: time.Minute,
+		// A client on the lab network sends its headers in milliseconds;
+		// 10 s forgives a slow link and still ends a slow-loris connection
+		// quickly (kube-apiserver uses 32 s).
+		ReadHeaderTimeout: 10 * time.Second,
+		// 90 seconds, as kube-apiserver: it matches the keep-alive of Go's
+		// http.DefaultTransport, so clients do not race the server's close.
+		IdleTimeout: 90 * time.Second,
+		// 1 MiB, as kube-apiserver (and Go's default).
+		MaxHeaderBytes: 1 << 20,
 		// 30 minutes, kube-apiserver's --min-request-timeout default.
 		MaxWatchTimeout: 30 * time.Minute,
 		// Long enough for a group commit to land, short enough for Ctrl-C.
@@ -69,6 +122,24 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max request bytes %d: must be positive", c.MaxRequestBytes))
+	}
+	if c.MaxReadOnlyInflight < 0 {
+		errs = append(errs, fmt.Errorf("max read-only inflight %d: must not be negative (0 is no limit)", c.MaxReadOnlyInflight))
+	}
+	if c.MaxMutatingInflight < 0 {
+		errs = append(errs, fmt.Errorf("max mutating inflight %d: must not be negative (0 is no limit)", c.MaxMutatingInflight))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("request timeout %v: must be positive", c.RequestTimeout))
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("read header timeout %v: must be positive", c.ReadHeaderTimeout))
+	}
+	if c.IdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("idle timeout %v: must be positive", c.IdleTimeout))
+	}
+	if c.MaxHeaderBytes <= 0 {
+		errs = append(errs, fmt.Errorf("max header bytes %d: must be positive", c.MaxHeaderBytes))
 	}
 	if c.MaxWatchTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("max watch timeout %v: must be positive", c.MaxWatchTimeout))

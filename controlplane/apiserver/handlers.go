@@ -76,6 +76,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		writeError(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized"))
 		return
 	}
+	// Limits under load (inflight.go), as kube-apiserver's filters after
+	// authentication: long-running requests pass; the others take an
+	// in-flight slot (or get 429 at once) and run under RequestTimeout.
+	ri, long := classify(r)
+	if long {
+		s.serveAPI(w, r, info)
+		return
+	}
+	release, ok := s.inflight.acquire(r.Method)
+	if !ok {
+		*info = ri
+		writeError(w, tooManyRequests())
+		return
+	}
+	s.serveShort(w, r, info, ri, release)
+}
+
+// serveAPI serves an authenticated request.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestInfo) {
 	if r.URL.Path == "/metrics" {
 		s.metrics.Handler().ServeHTTP(w, r)
 		return
@@ -444,12 +463,13 @@ func (s *Server) serveTrace(w http.ResponseWriter, r *http.Request, info *reques
 	respond(w, http.StatusCreated, t, err)
 }
 
-// readBody reads at most Config.MaxRequestBytes; more is 413 and nothing
-// else happens.
+// readBody reads at most Config.MaxRequestBytes, whatever the content type
+// (an object, any of the three patches, DeleteOptions), as kube-apiserver's
+// limitedReadBody; more is 413 and nothing else happens.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.MaxRequestBytes
 	tooLarge := api.NewStatusError(http.StatusRequestEntityTooLarge, api.ReasonTooLarge,
-		fmt.Sprintf("the request body is too large: limit is %d bytes", limit))
+		fmt.Sprintf("Request entity too large: limit is %d", limit)) // kube-apiserver's words
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}

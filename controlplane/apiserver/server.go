@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,12 +16,13 @@ import (
 
 // Server serves a Registry over HTTP on Kubernetes-shaped paths.
 type Server struct {
-	cfg     Config
-	reg     *Registry
-	log     *slog.Logger
-	metrics *metrics.Metrics
-	handler http.Handler
-	proxy   *Proxy // pods/log and pods/exec
+	cfg      Config
+	reg      *Registry
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	handler  http.Handler
+	proxy    *Proxy    // pods/log and pods/exec
+	inflight *inflight // max in-flight requests (inflight.go)
 
 	// watchCtx ends every watch stream when the server shuts down: an
 	// http.Server waits for requests to finish, and a watch never would.
@@ -43,6 +43,9 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 	if reg == nil {
 		return nil, errors.New("api server: no registry")
 	}
+	if err := reg.SetPodSecurity(cfg.podSecurity()); err != nil {
+		return nil, fmt.Errorf("api server config: %w", err)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -57,7 +60,11 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 			return nil, fmt.Errorf("register store metrics: %w", err)
 		}
 	}
-	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m, proxy: ProxyHandler(reg, cfg.Token)}
+	lim, err := newInflight(cfg, m)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m, proxy: ProxyHandler(reg, cfg.Token), inflight: lim}
 	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
 	s.handler = s.routes()
 	return s, nil
@@ -114,8 +121,16 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("api server: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.handler,
+		// What one connection can hold (config.go): its headers must
+		// arrive within ReadHeaderTimeout (a slow-loris client is cut),
+		// an idle keep-alive connection closes after IdleTimeout. There is
+		// no ReadTimeout or WriteTimeout for the whole server: a watch
+		// lives for minutes; short requests get their deadlines per
+		// request (serveShort).
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
