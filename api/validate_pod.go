@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -350,6 +351,8 @@ func validateEnvVar(e EnvVar, ep string, spec *PodSpec) FieldErrors {
 		}
 		if r.Divisor != nil && r.Divisor.Sign() <= 0 {
 			errs = append(errs, Invalid(vp+".resourceFieldRef.divisor", r.Divisor.String(), "must be greater than 0"))
+		} else if r.Divisor != nil && ok {
+			errs = append(errs, validateDivisor(r.Resource, *r.Divisor, vp+".resourceFieldRef.divisor")...)
 		}
 	}
 	for _, ks := range []struct {
@@ -659,4 +662,35 @@ func validateToleration(t Toleration, p string) FieldErrors {
 		errs = append(errs, Invalid(p+".effect", t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
 	}
 	return errs
+}
+
+// Divisors Kubernetes accepts (validateContainerResourceDivisor), by
+// resource; the detail of its error names them.
+var (
+	cpuDivisors     = []string{"1m", "1"}
+	storageDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+// validateDivisor checks a resourceFieldRef's divisor as Kubernetes does,
+// with its words, but by value: Kubernetes compares divisor.String(), which
+// prints "1000E" as "1" (apimachinery drops the suffix past E) and so takes
+// a divisor of 10^21 for 1.
+func validateDivisor(name string, d Quantity, path string) FieldErrors {
+	allowed, what := storageDivisors, "memory"
+	switch name {
+	case "limits.cpu", "requests.cpu":
+		allowed, what = cpuDivisors, "cpu"
+	case "limits.ephemeral-storage", "requests.ephemeral-storage":
+		what = "local ephemeral storage"
+	}
+	for _, a := range allowed {
+		if d.Cmp(resource.MustParse(a)) == 0 {
+			return nil
+		}
+	}
+	values := strings.Join(allowed, ", ")
+	if len(allowed) == 2 {
+		values = allowed[0] + " and " + allowed[1]
+	}
+	return FieldErrors{Invalid(path, name, fmt.Sprintf("only divisor's values %s are supported with the %s resource", values, what))}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
@@ -103,8 +104,20 @@ func Merge(doc, p []byte) ([]byte, error) {
 	return out, nil
 }
 
+// MaxJSONPatchCopyBytes bounds how much the "copy" operations of one JSON
+// patch may add to the document, as kube-apiserver's
+// --json-patch-max-copy-bytes default: without it a patch of 2 KB that
+// copies a list into itself 30 times grows the document past 1 GB.
+const MaxJSONPatchCopyBytes = 3 << 20
+
+// copyLimit sets the library's copy limit (a package variable of
+// json-patch, read only while a patch is applied) before the first JSON
+// patch; the Once orders that write before every later Apply.
+var copyLimit sync.Once
+
 // JSON applies an RFC 6902 JSON patch: a list of operations.
 func JSON(doc, ops []byte) ([]byte, error) {
+	copyLimit.Do(func() { jsonpatch.AccumulatedCopySizeLimit = MaxJSONPatchCopyBytes })
 	p, err := jsonpatch.DecodePatch(ops)
 	if err != nil {
 		return nil, &Error{Reason: Malformed, Err: err}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -236,6 +237,34 @@ func TestJSONPatchTooLarge(t *testing.T) {
 	var pe *Error
 	if _, err := JSON([]byte(`{"a":1}`), b); !errors.As(err, &pe) || pe.Reason != TooLarge {
 		t.Fatalf("got %v, want TooLarge", err)
+	}
+}
+
+// Copies may add at most MaxJSONPatchCopyBytes: a few operations that copy
+// a list into itself would otherwise double the document each time.
+func TestJSONPatchCopyLimit(t *testing.T) {
+	doc := `{"a":["` + strings.Repeat("x", 1<<20) + `"]}`
+	for _, tc := range []struct {
+		name   string
+		copies int
+		ok     bool
+	}{
+		{"two copies of 1 MiB fit", 2, true},
+		{"four do not", 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops := "[" + strings.TrimSuffix(strings.Repeat(`{"op":"copy","from":"/a/0","path":"/a/-"},`, tc.copies), ",") + "]"
+			out, err := JSON([]byte(doc), []byte(ops))
+			var pe *Error
+			switch {
+			case tc.ok && err != nil:
+				t.Fatal(err)
+			case tc.ok && len(out) < (tc.copies+1)<<20:
+				t.Fatalf("patched document of %d bytes", len(out))
+			case !tc.ok && (!errors.As(err, &pe) || pe.Reason != NotApplicable || !strings.Contains(err.Error(), "exceeding the limit 3145728")):
+				t.Fatalf("got %d bytes, %v; want the copy limit (NotApplicable)", len(out), err)
+			}
+		})
 	}
 }
 

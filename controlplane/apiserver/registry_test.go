@@ -3,11 +3,8 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"skiff.dev/skiff/api"
 )
@@ -108,34 +105,4 @@ func TestUpdateStatusLocal(t *testing.T) {
 	if _, err := e.local.Get(ctx, podKind, "", "p"); !api.IsNotFound(err) {
 		t.Fatalf("finished pod: %v", err)
 	}
-}
-
-// FuzzServe: no request body or path makes the server panic or answer
-// with anything but JSON.
-func FuzzServe(f *testing.F) {
-	f.Add("POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"name":"a"},"data":{"k":"v"}}`)
-	f.Add("PUT", "/api/v1/namespaces/default/configmaps/a", `{"metadata":{"name":"a","resourceVersion":"x"}}`)
-	f.Add("PATCH", "/api/v1/namespaces/default/configmaps/a", `{"metadata":null}`)
-	f.Add("POST", "/api/v1/namespaces/default/pods/a/binding", `{"target":{"name":"n"}}`)
-	f.Add("POST", "/api/v1/namespaces/default/pods", `{"spec":{"containers":[{"name":"c","image":"i"}]},"metadata":{"generateName":"p-"}}`)
-	f.Add("PUT", "/api/v1/namespaces/x/finalize", `{}`)
-	f.Add("DELETE", "/apis/apps/v1/namespaces/default/deployments/a", `{"gracePeriodSeconds":-1}`)
-	f.Add("GET", "/api/v1/configmaps?resourceVersion=99999&resourceVersionMatch=Exact", "")
-	e := newEnv(f)
-	e.reg.freshWait = time.Millisecond
-	f.Fuzz(func(t *testing.T, method, path, body string) {
-		req := httptest.NewRequest("GET", "/", nil)
-		if u, err := req.URL.Parse(path); err == nil && len(method) < 10 {
-			req.URL = u
-			req.Method = method
-		}
-		req.Body = httptestBody(body)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Content-Type", "application/merge-patch+json")
-		rec := httptest.NewRecorder()
-		e.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code >= 500 && !(rec.Code == 504 && strings.Contains(rec.Body.String(), api.CauseResourceVersionTooLarge)) {
-			t.Fatalf("%s %s %q: %d %s", method, path, body, rec.Code, rec.Body)
-		}
-	})
 }
