@@ -397,8 +397,6 @@ func roundTrip(t *testing.T, k *Kind, o Object, valid bool) {
 	}
 }
 
-
-
 // sameQuantities walks a and b (values of one type) and compares every
 // Quantity by value; path is the first that differs.
 func sameQuantities(a, b reflect.Value, path string) (string, bool) {
