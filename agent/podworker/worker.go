@@ -107,7 +107,9 @@ type Worker struct {
 	// a stop waits out the grace period, and pods are stopped in parallel,
 	// as the kubelet does, not one worker at a time.
 	terminating map[string]bool
-	stops       sync.WaitGroup
+	// stopFailures counts the failed stops of a pod in a row (uid).
+	stopFailures map[string]int
+	stops        sync.WaitGroup
 }
 
 // podState is what the worker remembers between syncs. Losing it (an agent
@@ -163,7 +165,7 @@ func New(cfg Config) *Worker {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	w := &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}, terminating: map[string]bool{},
+	w := &Worker{cfg: cfg, log: lg.With("component", "podworker"), state: map[string]*podState{}, terminating: map[string]bool{}, stopFailures: map[string]int{},
 		backoff: backoff.Policy{Initial: cfg.BaseBackoff, Max: cfg.MaxBackoff}}
 	w.probes = newProber(w)
 	return w
@@ -190,16 +192,35 @@ func (w *Worker) terminateAsync(ctx context.Context, pod *api.Pod) {
 		defer w.stops.Done()
 		err := w.terminate(ctx, pod)
 		w.mu.Lock()
-		delete(w.terminating, pod.UID)
+		failures := 0
+		if err != nil {
+			w.stopFailures[pod.UID]++
+			failures = w.stopFailures[pod.UID]
+		} else {
+			delete(w.stopFailures, pod.UID)
+		}
 		w.mu.Unlock()
 		if err != nil && ctx.Err() == nil {
-			w.log.Warn("stop pod", "pod", api.KeyOf(pod), "err", err)
-			if w.cfg.Enqueue != nil {
-				w.cfg.Enqueue(pod.Namespace, pod.Name)
+			w.log.Warn("stop pod", "pod", api.KeyOf(pod), "failures", failures, "err", err)
+			// Try again after a backoff, still marked terminating: with
+			// the runtime down (containerd restarting) an immediate
+			// retry fails at once, a busy loop.
+			select {
+			case <-ctx.Done():
+			case <-time.After(stopRetry.Delay(failures)):
 			}
+		}
+		w.mu.Lock()
+		delete(w.terminating, pod.UID)
+		w.mu.Unlock()
+		if err != nil && ctx.Err() == nil && w.cfg.Enqueue != nil {
+			w.cfg.Enqueue(pod.Namespace, pod.Name)
 		}
 	}()
 }
+
+// stopRetry spaces the retries of a pod's failed stop.
+var stopRetry = backoff.Policy{Initial: 250 * time.Millisecond, Max: 10 * time.Second}
 
 // WaitStops waits for background stops (tests).
 func (w *Worker) WaitStops() { w.stops.Wait() }

@@ -341,6 +341,42 @@ func TestDeletingPodStopsContainersAndRemovesPod(t *testing.T) {
 	}
 }
 
+// downRuntime is a runtime that cannot be reached (containerd restarting).
+type downRuntime struct{ runtime.Runtime }
+
+func (downRuntime) ListContainers(context.Context, map[string]string) ([]runtime.ContainerStatus, error) {
+	return nil, runtime.ErrUnavailable
+}
+
+// A stop that fails (the runtime is down) is tried again after a backoff
+// that grows, not at once: the chaos soak saw an agent retry 27,000 times
+// a second while containerd restarted.
+func TestFailedStopRetriesAfterBackoff(t *testing.T) {
+	f := newFixture(t, newPod("web"))
+	enqueued := make(chan time.Time, 4)
+	f.w = New(Config{NodeName: "node-1", NodeIP: "10.0.0.1", Client: f.c, Runtime: downRuntime{f.rt},
+		VolumeDir: t.TempDir(), Now: func() time.Time { return f.now },
+		Enqueue: func(ns, name string) { enqueued <- time.Now() }})
+	t.Cleanup(f.w.Close)
+	p := api.Clone(f.pod("web"))
+	now := api.NewTime(f.now)
+	p.DeletionTimestamp = &now
+	for failures := 1; failures <= 3; failures++ {
+		synced := time.Now()
+		if _, err := f.w.Sync(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case at := <-enqueued:
+			if waited, want := at.Sub(synced), stopRetry.Delay(failures); waited < want {
+				t.Errorf("failure %d: enqueued again after %v; want at least %v", failures, waited, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("failure %d: the failed stop was not retried within 10s", failures)
+		}
+	}
+}
+
 func TestCleanupRemovesContainersOfVanishedPods(t *testing.T) {
 	f := newFixture(t, newPod("a"), newPod("b"))
 	f.sync("a")
