@@ -106,8 +106,8 @@ func FuzzFieldSelector(f *testing.F) {
 
 // FuzzQuantity: a quantity that does not fit an amount fails validation;
 // one that fits prints a form that parses to an equal quantity, and its
-// amount is the smallest whole number of skiff's unit not below it
-// (ResourceAmount rounds up).
+// amount, when not negative (refused too), is the smallest whole number
+// of skiff's unit not below it (ResourceAmount rounds up).
 func FuzzQuantity(f *testing.F) {
 	for _, s := range []string{
 		"0", "250m", "2", "0.1m", "64Mi", "8", "1e400", "-1e400", "9223372036854775807", "9223372036854775808",
@@ -143,6 +143,12 @@ func FuzzQuantity(f *testing.F) {
 		}
 		if again.Cmp(q) != 0 {
 			t.Fatalf("%q is %s, its form parses to %s", s, q.String(), again.String())
+		}
+		if q.Sign() < 0 {
+			if errs := validateResourceQuantity(name, q, "q"); len(errs) == 0 {
+				t.Fatalf("negative %s of %s validates", s, name)
+			}
+			return // apimachinery rounds negatives away from zero
 		}
 		back := AmountQuantity(name, amount, "")
 		if back.Cmp(q) < 0 {

@@ -126,6 +126,15 @@ func JSON(doc, ops []byte) ([]byte, error) {
 		//lint:ignore ST1005 kube-apiserver's wording
 		return nil, &Error{Reason: TooLarge, Err: fmt.Errorf("The allowed maximum operations in a JSON patch is %d, got %d", MaxJSONPatchOperations, len(p))}
 	}
+	for _, op := range p {
+		// json-patch v4.13 dereferences the missing value of a replace or
+		// test of the whole document ("path": ""): refuse it first.
+		if path, _ := op.Path(); path == "" && (op.Kind() == "replace" || op.Kind() == "test") {
+			if _, ok := op["value"]; !ok {
+				return nil, &Error{Reason: NotApplicable, Err: fmt.Errorf("%s operation of the whole document has no value", op.Kind())}
+			}
+		}
+	}
 	out, err := p.Apply(doc)
 	if err != nil {
 		return nil, &Error{Reason: NotApplicable, Err: err}

@@ -62,6 +62,10 @@ func FuzzJSONPatch(f *testing.F) {
 		if len(doc) > 16<<10 || len(ops) > 16<<10 {
 			t.Skip("input too large")
 		}
+		var before map[string]any
+		if json.Unmarshal([]byte(doc), &before) != nil || before == nil {
+			return // the server patches objects only
+		}
 		out, err := JSON([]byte(doc), []byte(ops))
 		if bound := 8*(len(doc)+len(ops)) + 2*MaxJSONPatchCopyBytes; err == nil && len(out) > bound {
 			t.Fatalf("a patch of %d bytes on %d grew the document to %d bytes (bound %d)", len(ops), len(doc), len(out), bound)
@@ -79,8 +83,7 @@ func FuzzJSONPatch(f *testing.F) {
 				return
 			}
 		}
-		var before map[string]any
-		if json.Unmarshal([]byte(doc), &before) == nil && !reflect.DeepEqual(before, got) {
+		if !reflect.DeepEqual(before, got) {
 			t.Fatalf("test operations changed the document:\n%s\n%s", doc, out)
 		}
 	})

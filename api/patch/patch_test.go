@@ -208,6 +208,8 @@ func TestJSONPatch(t *testing.T) {
 			want: `{"metadata":{"name":"d","labels":{"app":"web"}},"spec":{"replicas":2,"paused":true,"containers":[{"name":"a","image":"x"}]}}`},
 		{name: "replace past the end of a list", ops: `[{"op":"replace","path":"/spec/containers/3/image","value":"z"}]`, reason: NotApplicable},
 		{name: "unknown op", ops: `[{"op":"frob","path":"/spec"}]`, reason: NotApplicable},
+		{name: "replace of the whole document without a value", ops: `[{"op":"replace","path":""}]`, reason: NotApplicable},
+		{name: "test of the whole document without a value", ops: `[{"op":"test","path":""}]`, reason: NotApplicable},
 		{name: "not a list", ops: `{"op":"add"}`, reason: Malformed},
 		{name: "not JSON", ops: `[{"op":`, reason: Malformed},
 	} {

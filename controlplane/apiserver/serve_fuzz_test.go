@@ -35,6 +35,7 @@ func FuzzServe(f *testing.F) {
 	f.Add("PUT", "/api/v1/namespaces/default/configmaps/a", `{"metadata":{"name":"a","resourceVersion":"x"}}`, uint8(0))
 	f.Add("PATCH", "/api/v1/namespaces/default/configmaps/a", `{"metadata":null}`, uint8(1))
 	f.Add("PATCH", "/api/v1/namespaces/default/configmaps/a", `[{"op":"add","path":"/data/x","value":"1"},{"op":"test","path":"/data/k","value":"w"}]`, uint8(3))
+	f.Add("PATCH", "/api/v1/namespaces/default/configmaps/a", `[{"op":"replace","path":""}]`, uint8(3)) // json-patch v4.13 panicked
 	f.Add("PATCH", "/api/v1/namespaces/default/pods/p", `{"spec":{"containers":[{"name":"c","image":"j"}]}}`, uint8(2))
 	f.Add("POST", "/api/v1/namespaces/default/pods/a/binding", `{"target":{"name":"n"}}`, uint8(0))
 	f.Add("POST", "/api/v1/namespaces/default/pods", `{"spec":{"containers":[{"name":"c","image":"i"}]},"metadata":{"generateName":"p-"}}`, uint8(0))

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"skiff.dev/skiff/api"
+)
+
+// errOutputFull stops a printer that prints more than limitWriter takes.
+var errOutputFull = errors.New("output full")
+
+// limitWriter takes n bytes, then fails: a template's output is bounded.
+type limitWriter struct {
+	bytes.Buffer
+	n int
+}
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if w.Len()+len(p) > w.n {
+		return 0, errOutputFull
+	}
+	return w.Buffer.Write(p)
+}
+
+// fuzzOutputDocs are the JSON documents -o prints: every object of
+// examples/ alone, and all of them in a List.
+func fuzzOutputDocs(f *testing.F) [][]byte {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	var objs []api.Object
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, d := range api.DecodeStream(data) {
+			if d.Err == nil {
+				objs = append(objs, d.Object)
+			}
+		}
+	}
+	var docs [][]byte
+	for _, o := range objs {
+		b, err := json.Marshal(withTypeMeta(o))
+		if err != nil {
+			f.Fatal(err)
+		}
+		docs = append(docs, b)
+	}
+	list, err := listJSON(objs)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return append(docs, list)
+}
+
+// FuzzOutputJSONPath: any -o value is refused with an error or accepted;
+// an accepted jsonpath template prints any object (or fails with an error)
+// the same way twice, and a template that names a field prints it.
+func FuzzOutputJSONPath(f *testing.F) {
+	for _, s := range []string{
+		"jsonpath={.items[0].metadata.name}", "jsonpath='{.metadata.name}'", `jsonpath="{.kind}"`,
+		`jsonpath={range .items[*]}{.metadata.name}{"\t"}{.status.phase}{"\n"}{end}`,
+		"jsonpath={.items[?(@.kind==\"Pod\")].spec.containers[*].resources.limits.nvidia\\.com/gpu}",
+		"jsonpath={..image}", "jsonpath={.items[-1:]}", "jsonpath={.items[0:2:0]}", "jsonpath={.metadata.labels['app']}",
+		"jsonpath={", "jsonpath={range .items[*]}", "jsonpath=", "jsonpath={.a}{end}", "jsonpath={.items[999999999]}",
+		"json", "yaml", "wide", "name", "json=x", "table",
+	} {
+		f.Add(s, uint8(0))
+	}
+	docs := fuzzOutputDocs(f)
+	f.Fuzz(func(t *testing.T, s string, which uint8) {
+		if len(s) > 1<<10 {
+			t.Skip("input too large")
+		}
+		of, err := parseOutput(s)
+		if err != nil || of.Format != "jsonpath" {
+			return
+		}
+		doc := docs[int(which)%len(docs)]
+		w1, w2 := &limitWriter{n: 1 << 20}, &limitWriter{n: 1 << 20}
+		err1 := printJSONAs(w1, doc, of)
+		err2 := printJSONAs(w2, doc, of)
+		if (err1 == nil) != (err2 == nil) || w1.String() != w2.String() {
+			t.Fatalf("%q printed differently twice: %q (%v), %q (%v)", s, w1.String(), err1, w2.String(), err2)
+		}
+		if of.Template == "{.kind}" && err1 == nil {
+			var head struct{ Kind string }
+			_ = json.Unmarshal(doc, &head)
+			if w1.String() != head.Kind {
+				t.Fatalf("{.kind} printed %q, want %q", w1.String(), head.Kind)
+			}
+		}
+	})
+}
+
+// FuzzNodeGPUSpecs: --gpus for --nodes N gives N specs or an error; the
+// machine's real GPUs (auto, auto-sim, nvml) go to one node at most, and
+// every spec is one the user gave, or none / sim:dgxa100 for the rest.
+func FuzzNodeGPUSpecs(f *testing.F) {
+	for _, s := range []string{
+		"sim:dgxa100,sim:dgxa100,none", "auto", "auto-sim", "nvml,nvml,none", "none", "", ",,", "sim:x.yaml , none ,auto",
+		"sim:dgxh100", "auto,auto-sim", " ",
+	} {
+		f.Add(s, uint8(3))
+		f.Add(s, uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, spec string, n uint8) {
+		if len(spec) > 1<<10 {
+			t.Skip("input too large")
+		}
+		nodes := int(n%16) + 1
+		out, err := nodeGPUSpecs(spec, nodes)
+		if err != nil {
+			return
+		}
+		if len(out) != nodes {
+			t.Fatalf("--gpus %q --nodes %d: %d specs", spec, nodes, len(out))
+		}
+		given := map[string]bool{"none": true, "sim:dgxa100": true}
+		for p := range strings.SplitSeq(spec, ",") {
+			given[strings.TrimSpace(p)] = true
+		}
+		real := 0
+		for _, s := range out {
+			if !given[s] {
+				t.Fatalf("--gpus %q --nodes %d: spec %q was not given", spec, nodes, s)
+			}
+			if s == "auto" || s == "auto-sim" || s == "nvml" || s == "" {
+				real++
+			}
+		}
+		if real > 1 {
+			t.Fatalf("--gpus %q --nodes %d: the real GPUs on %d nodes: %q", spec, nodes, real, out)
+		}
+	})
+}
