@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -570,4 +572,113 @@ func maxDuration(ds []time.Duration) time.Duration {
 		m = max(m, d)
 	}
 	return m
+}
+
+// TestFloodLatency measures what TestFlood asserts structurally: another
+// client's latency alone and under a flood of LISTs from 64 connections,
+// in the same run, for several limits. A measurement, not a check: opt in
+// with SKIFF_BENCH=1 (docs/reliability.md records a run).
+func TestFloodLatency(t *testing.T) {
+	if os.Getenv("SKIFF_BENCH") != "1" {
+		t.Skip("a measurement: set SKIFF_BENCH=1")
+	}
+	const flooders, n = 64, 300
+	e := newEnv(t)
+	for i := range 100 { // a LIST of 100 ConfigMaps is the flood's work
+		e.must(201, "POST", cmPath, configMap("", "seed-"+strconv.Itoa(i)))
+	}
+	others := []struct {
+		name string
+		req  func(i int) (method, path, body string)
+	}{
+		{"writes (create)", func(i int) (string, string, string) {
+			return "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":{"generateName":"other-"}}`
+		}},
+		{"reads (get)", func(int) (string, string, string) { return "GET", "/api/v1/namespaces/default", "" }},
+	}
+	limits := []struct {
+		name             string
+		readOnly, mutate int
+	}{
+		{"no limits", 0, 0},
+		{"defaults 400/200", 400, 200},
+		{"reads 8, writes 200", 8, 200},
+	}
+	for _, lim := range limits {
+		s := startLimitServer(t, e, func(c *Config) { c.MaxReadOnlyInflight, c.MaxMutatingInflight = lim.readOnly, lim.mutate })
+		for _, o := range others {
+			measure := func() (p50, p99 time.Duration, refused int) {
+				c := newClient(t)
+				var lat []time.Duration
+				for i := range n {
+					m, p, b := o.req(i)
+					t0 := time.Now()
+					resp, body, err := s.send(c, m, p, b)
+					d := time.Since(t0)
+					switch {
+					case err != nil:
+						t.Fatal(err)
+					case resp.StatusCode == http.StatusTooManyRequests:
+						refused++
+					case resp.StatusCode/100 != 2:
+						t.Fatalf("%d %s", resp.StatusCode, body)
+					default:
+						lat = append(lat, d)
+					}
+				}
+				slices.Sort(lat)
+				return nearestRank(lat, 0.50), nearestRank(lat, 0.99), refused
+			}
+			a50, a99, _ := measure()
+			var served, tooMany atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			fc := newClient(t)
+			for range flooders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						resp, _, err := s.send(fc, "GET", "/api/v1/namespaces/default/configmaps", "")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if resp.StatusCode == http.StatusTooManyRequests {
+							tooMany.Add(1)
+						} else {
+							served.Add(1)
+						}
+					}
+				}()
+			}
+			testwait.For(t, 20*time.Second, "the flood to start", func() bool { return served.Load()+tooMany.Load() > 200 })
+			start := time.Now()
+			f50, f99, refused := measure()
+			el := time.Since(start).Seconds()
+			close(stop)
+			wg.Wait()
+			t.Logf("%-20s other client %-16s alone p50 %6s p99 %6s | under flood p50 %6s p99 %6s (p99 x%.1f), other refused %d/%d | flood %.0f served/s, %.0f refused/s",
+				lim.name, o.name, ms(a50), ms(a99), ms(f50), ms(f99), float64(f99)/float64(a99), refused, n,
+				float64(served.Load())/el, float64(tooMany.Load())/el)
+		}
+	}
+}
+
+// nearestRank is the p-th percentile of sorted durations.
+func nearestRank(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + "ms"
 }
