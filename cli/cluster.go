@@ -40,6 +40,7 @@ type clusterFlags struct {
 	nodes      int    // --nodes: agents in this process (cli/up_nodes.go)
 	ctrdNS     string // --containerd-namespace
 	ha         haFlags
+	pprof      pprofFlags // --pprof-listen (cli/pprof.go)
 }
 
 // haFlags choose the store of `skiff server`: bbolt (none set), embedded
@@ -96,6 +97,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	}
 	f.gossip.register(cmd)
 	f.sim.register(cmd)
+	f.pprof.register(cmd)
 	fl.StringVar(&f.network, "network", networkAuto, networkFlagHelp)
 	// `up` is the one-machine teaching cluster: without a GPU it simulates
 	// a DGX A100 so every lab works. `server` nodes are real machines of a
@@ -127,6 +129,9 @@ func (f *clusterFlags) validate() error {
 	if f.nodes < 1 {
 		errs = append(errs, fmt.Errorf("--nodes %d: want at least 1", f.nodes))
 	} else if _, err := nodeGPUSpecs(f.gpus, f.nodes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.pprof.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -237,6 +242,9 @@ func (f *clusterFlags) baseName() string {
 // startControlPlane starts the control plane (with gossip under the
 // member name, unless --no-gossip) and writes the CLI config.
 func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member string) (*controlplane.ControlPlane, error) {
+	if err := f.pprof.start(ctx, r.Logger()); err != nil {
+		return nil, err
+	}
 	cfg := controlplane.DefaultConfig(f.dataDir)
 	cfg.API.Listen = f.listen
 	cfg.API.Version = Version
