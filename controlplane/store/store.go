@@ -62,6 +62,8 @@ type Store interface {
 	// history fails with Gone: the caller must list again and watch from the
 	// list's revision. The channel closes when ctx ends or the watcher falls
 	// too far behind (the caller then resumes from its last revision).
+	// An event's object may be shared with the other watchers of that
+	// change: never modify it.
 	Watch(ctx context.Context, kind *api.Kind, namespace string, rev int64) (<-chan Event, error)
 	// Revision is the current global revision: for a store that several
 	// servers share (etcd), the newest this one has seen.

@@ -16,8 +16,13 @@ import (
 // Revisions are contiguous (every write is one revision and every write is
 // published), so the ring holds exactly the revisions (start, end].
 //
-// Events carry the stored JSON; each watcher's goroutine decodes it, so
-// every watcher gets its own copy and decoding never slows the committer.
+// Events carry the stored JSON; decoding happens in the watchers'
+// goroutines, so it never slows the committer. A live event is decoded
+// once, by the first watcher that gets to it, and the object is shared by
+// every watcher of that event (watchers never modify what they receive):
+// N in-process informers of one kind then hold one copy of each object
+// instead of N (docs/performance.md, "Memory at scale"). The history keeps
+// only the JSON, so it never pins decoded objects; a replay decodes its own.
 
 // hubEvent is one committed change, as kept in the history.
 type hubEvent struct {
@@ -26,6 +31,25 @@ type hubEvent struct {
 	namespace string
 	rev       int64
 	raw       []byte // the object's JSON at rev; never modified
+	// live is the decoded object shared by every watcher this event was
+	// offered to live; nil in the history (replays decode their own).
+	live *sharedObject
+}
+
+// sharedObject decodes an event's JSON once, for all its live watchers.
+type sharedObject struct {
+	once sync.Once
+	obj  api.Object
+	err  error
+}
+
+// object decodes e for kind: once per live event, every time for a replayed one.
+func (e *hubEvent) object(kind *api.Kind) (api.Object, error) {
+	if e.live == nil {
+		return decode(kind, e.raw)
+	}
+	e.live.once.Do(func() { e.live.obj, e.live.err = decode(kind, e.raw) })
+	return e.live.obj, e.live.err
 }
 
 // hub holds the watch history and the open watchers.
@@ -92,12 +116,14 @@ func (h *hub) publish(events []hubEvent) {
 		h.ring[(h.head+h.n)%len(h.ring)] = *e
 		h.n++
 		h.end = e.rev
+		live := *e
+		live.live = &sharedObject{}
 		for w := range h.watchers {
 			if w.inClosed || !w.matches(e) {
 				continue
 			}
 			select {
-			case w.in <- *e:
+			case w.in <- live:
 			default:
 				// Too slow: close rather than block the committer. The
 				// watcher delivers what it has buffered, then its channel
@@ -221,7 +247,8 @@ func (h *hub) stats() (watchers int, slow uint64) {
 }
 
 // Watch streams changes to kind (in namespace, or all when "") after rev; 0
-// means from now. Each event's object is the watcher's own copy. The channel
+// means from now. Event objects are shared between the watchers of a
+// change (never modify them; api.Clone, then change the copy). The channel
 // closes when ctx ends, when the store closes, or when the watcher falls
 // more than WatchBuffer events behind; resume from the last revision seen.
 // A rev newer than the current revision is accepted: events after it follow.
@@ -261,7 +288,7 @@ func (b *Bolt) serveWatch(ctx context.Context, kind *api.Kind, w *watcher, repla
 		if e.rev <= last {
 			return true
 		}
-		obj, err := decode(kind, e.raw)
+		obj, err := e.object(kind)
 		if err != nil {
 			b.log.Error("watch: drop undecodable event", "kind", kind.GroupResource(), "revision", e.rev, "err", err)
 			return false
