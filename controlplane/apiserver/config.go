@@ -64,6 +64,12 @@ type Config struct {
 	// plane's join and leader endpoints), behind the token check like
 	// every API path; nil answers them 404.
 	Skiff http.Handler
+	// PodSecurity configures Pod Security admission
+	// (admission_podsecurity.go): the levels of the namespaces without
+	// pod-security.kubernetes.io labels and the exempt namespaces. nil is
+	// DefaultPodSecurity(): baseline, kube-system exempt. New refuses an
+	// invalid one.
+	PodSecurity *PodSecurityConfig
 }
 
 // DefaultConfig returns the defaults, each with its reason.

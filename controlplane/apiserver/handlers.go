@@ -210,7 +210,7 @@ func kindByResource(group, version, resource string) *api.Kind {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *requestInfo) {
-	ctx := r.Context()
+	ctx := withWarnings(r.Context(), w) // admission warnings become Warning headers (warning.go)
 	k := info.kind
 	if k.Internal && r.Method != http.MethodGet {
 		writeError(w, methodNotAllowed(info.verb, k))

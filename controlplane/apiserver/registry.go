@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"skiff.dev/skiff/api"
@@ -61,6 +62,9 @@ type Registry struct {
 	// freshWait bounds the wait for a resourceVersion the store has not
 	// reached (resourceversion.go); freshnessTimeout, shorter in tests.
 	freshWait time.Duration
+	// podSecurity is the Pod Security admission configuration
+	// (admission_podsecurity.go); nil admits every pod.
+	podSecurity atomic.Pointer[podSecurity]
 }
 
 // NewRegistry returns a registry over st. A nil logger discards.
@@ -164,6 +168,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 			return nil, err
 		}
 	}
+	if err := r.admitPodSecurity(ctx, k, obj, nil); err != nil {
+		return nil, err
+	}
 	alloc := r.serviceWrite(k)
 	defer alloc.done(ctx)
 	if err := alloc.allocate(ctx, obj, nil); err != nil {
@@ -252,6 +259,9 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			return nil, api.NewInvalid(k, m.Name, errs)
 		}
 		if !status {
+			if err := r.admitPodSecurity(ctx, k, next, cur); err != nil {
+				return nil, err
+			}
 			if err := alloc.allocate(ctx, next, cur); err != nil {
 				return nil, err
 			}

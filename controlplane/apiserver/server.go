@@ -43,6 +43,9 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 	if reg == nil {
 		return nil, errors.New("api server: no registry")
 	}
+	if err := reg.SetPodSecurity(cfg.podSecurity()); err != nil {
+		return nil, fmt.Errorf("api server config: %w", err)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -1,0 +1,532 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	"skiff.dev/skiff/api"
+)
+
+// libraryMessage is what Kubernetes' own admission plugin says about a
+// corev1 pod spec at level (admission.go's EvaluatePod: "violates
+// PodSecurity %q: %s"), written without skiff's conversion, to compare
+// skiff's answer with.
+func libraryMessage(t *testing.T, level psapi.Level, spec corev1.PodSpec) string {
+	t.Helper()
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := psapi.LevelVersion{Level: level, Version: psapi.LatestVersion()}
+	res := policy.AggregateCheckResults(ev.EvaluatePod(lv, &metav1.ObjectMeta{}, &spec))
+	if res.Allowed {
+		t.Fatalf("the library allows this spec at %s", level)
+	}
+	return fmt.Sprintf("violates PodSecurity %q: %s", lv.String(), res.ForbiddenDetail())
+}
+
+// wouldViolate is the warning for what enforce would refuse with msg.
+func wouldViolate(msg string) string {
+	return strings.Replace(msg, "violates PodSecurity", "would violate PodSecurity", 1)
+}
+
+// psEnv is an API server with namespace "students" (no labels).
+func psEnv(t *testing.T) (*env, context.Context) {
+	t.Helper()
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.reg.Create(ctx, namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "students"}}); err != nil {
+		t.Fatal(err)
+	}
+	return e, ctx
+}
+
+// withRecorder returns a ctx whose warnings land in the recorder's headers.
+func withRecorder(ctx context.Context) (context.Context, *httptest.ResponseRecorder) {
+	rec := httptest.NewRecorder()
+	return withWarnings(ctx, rec), rec
+}
+
+// warningsOf decodes the Warning headers (as a client does).
+func warningsOf(t *testing.T, h http.Header) []string {
+	t.Helper()
+	ws, errs := utilnet.ParseWarningHeaders(h.Values("Warning"))
+	if len(errs) > 0 {
+		t.Fatalf("bad Warning headers %q: %v", h.Values("Warning"), errs)
+	}
+	var out []string
+	for _, w := range ws {
+		if w.Code != 299 || w.Agent != "-" {
+			t.Errorf("warning %+v: want code 299, agent -", w)
+		}
+		out = append(out, w.Text)
+	}
+	return out
+}
+
+func nginx(ns, name string) *api.Pod {
+	return &api.Pod{
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       api.PodSpec{Containers: []api.Container{{Name: "web", Image: "nginx:1.27"}}},
+	}
+}
+
+func hostPathPod(ns, name string) *api.Pod {
+	p := nginx(ns, name)
+	p.Spec.Volumes = []api.Volume{{Name: "root", HostPath: &api.HostPathVolumeSource{Path: "/"}}}
+	p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "root", MountPath: "/host"}}
+	return p
+}
+
+func hostNetworkPod(ns, name string) *api.Pod {
+	p := nginx(ns, name)
+	p.Spec.HostNetwork = true
+	p.Spec.Containers[0].Ports = []api.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
+	return p
+}
+
+func labelNamespace(t *testing.T, e *env, ctx context.Context, name string, labels map[string]string) []string {
+	t.Helper()
+	obj, err := e.reg.Get(ctx, namespaceKind, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := api.Clone(obj).(*api.Namespace)
+	ns.Labels = labels
+	wctx, rec := withRecorder(ctx)
+	if _, err := e.reg.Update(wctx, namespaceKind, ns); err != nil {
+		t.Fatalf("label namespace %s %v: %v", name, labels, err)
+	}
+	return warningsOf(t, rec.Header())
+}
+
+// In a namespace at the default (baseline), what would take over the node
+// is refused in Kubernetes' words; the same pods are created once the
+// teacher lifts the namespace.
+func TestPodSecurityBaselineRefusesHostAccess(t *testing.T) {
+	hostPathSpec := corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}},
+		Volumes:    []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}},
+	}
+	hostNetSpec := corev1.PodSpec{
+		HostNetwork: true,
+		Containers:  []corev1.Container{{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}}},
+	}
+	tests := []struct {
+		name    string
+		pod     *api.Pod
+		want    string // Kubernetes' message, as kubectl shows it
+		library corev1.PodSpec
+	}{
+		{"hostpath", hostPathPod("students", "hostpath"),
+			`pods "hostpath" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes (volume "root")`, hostPathSpec},
+		{"hostnetwork", hostNetworkPod("students", "hostnetwork"),
+			`pods "hostnetwork" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), hostPort (container "web" uses hostPort 8080)`, hostNetSpec},
+	}
+	e, ctx := psEnv(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.reg.Create(ctx, podKind, tt.pod)
+			if api.ReasonOf(err) != api.ReasonForbidden {
+				t.Fatalf("create: err = %v, want 403 Forbidden", err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message:\n got %s\nwant %s", err, tt.want)
+			}
+			if lib := fmt.Sprintf("pods %q is forbidden: %s", tt.pod.Name, libraryMessage(t, psapi.LevelBaseline, tt.library)); err.Error() != lib {
+				t.Errorf("message differs from the library's:\n got %s\n lib %s", err, lib)
+			}
+			if _, err := e.reg.Get(ctx, podKind, "students", tt.pod.Name); !api.IsNotFound(err) {
+				t.Errorf("refused pod stored: %v", err)
+			}
+		})
+	}
+
+	// A lab pod is admitted without a word.
+	wctx, rec := withRecorder(ctx)
+	if _, err := e.reg.Create(wctx, podKind, nginx("students", "web")); err != nil {
+		t.Fatal(err)
+	}
+	if w := warningsOf(t, rec.Header()); len(w) != 0 {
+		t.Errorf("lab pod warned: %q", w)
+	}
+
+	// The teacher lifts the namespace: enforce=privileged admits, warn
+	// (still the default, baseline) says what the pod does.
+	labelNamespace(t, e, ctx, "students", map[string]string{psapi.EnforceLevelLabel: "privileged"})
+	for _, tt := range tests {
+		wctx, rec := withRecorder(ctx)
+		if _, err := e.reg.Create(wctx, podKind, tt.pod); err != nil {
+			t.Fatalf("%s after lifting: %v", tt.name, err)
+		}
+		want := []string{wouldViolate(strings.TrimPrefix(tt.want, fmt.Sprintf("pods %q is forbidden: ", tt.pod.Name)))}
+		if got := warningsOf(t, rec.Header()); !slices.Equal(got, want) {
+			t.Errorf("%s warnings = %q, want %q", tt.name, got, want)
+		}
+	}
+
+	// Lifted for every mode: nothing to say.
+	labelNamespace(t, e, ctx, "students", map[string]string{
+		psapi.EnforceLevelLabel: "privileged", psapi.WarnLevelLabel: "privileged", psapi.AuditLevelLabel: "privileged"})
+	wctx, rec = withRecorder(ctx)
+	if _, err := e.reg.Create(wctx, podKind, hostPathPod("students", "quiet")); err != nil {
+		t.Fatal(err)
+	}
+	if w := warningsOf(t, rec.Header()); len(w) != 0 {
+		t.Errorf("privileged namespace warned: %q", w)
+	}
+}
+
+// skiff cannot express a privileged container: securityContext is
+// refused as it is decoded, before admission.
+func TestPodSecurityPrivilegedRefusedAtDecode(t *testing.T) {
+	e, _ := psEnv(t)
+	body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"priv"},"spec":{"containers":[{"name":"c","image":"busybox","securityContext":{"privileged":true}}]}}`
+	code, b := e.do("POST", "/api/v1/namespaces/students/pods", body)
+	if code != http.StatusBadRequest || !strings.Contains(string(b), "securityContext") {
+		t.Fatalf("privileged pod: %d %s, want 400 naming securityContext", code, b)
+	}
+}
+
+// Over HTTP: 403 with Kubernetes' Status, and warnings as Warning headers.
+func TestPodSecurityHTTP(t *testing.T) {
+	e, ctx := psEnv(t)
+	code, b := e.do("POST", "/api/v1/namespaces/students/pods", hostPathPod("students", "root"))
+	st := status(t, b, http.StatusForbidden, api.ReasonForbidden)
+	if want := `pods "root" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes (volume "root")`; st.Message != want || code != 403 {
+		t.Errorf("got %d %q, want 403 %q", code, st.Message, want)
+	}
+	if st.Details == nil || st.Details.Name != "root" || st.Details.Kind != "pods" {
+		t.Errorf("details = %+v, want name root, kind pods", st.Details)
+	}
+
+	labelNamespace(t, e, ctx, "students", map[string]string{psapi.WarnLevelLabel: "restricted"})
+	req, _ := http.NewRequest("POST", e.ts.URL+"/api/v1/namespaces/students/pods", strings.NewReader(
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"containers":[{"name":"web","image":"nginx:1.27"}]}}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create under warn=restricted: %d, want 201", resp.StatusCode)
+	}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}
+	want := wouldViolate(libraryMessage(t, psapi.LevelRestricted, spec))
+	got := warningsOf(t, resp.Header)
+	if !slices.Equal(got, []string{want}) {
+		t.Errorf("warnings = %q, want %q", got, want)
+	}
+	const literal = `would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "web" must set securityContext.allowPrivilegeEscalation=false), ` +
+		`unrestricted capabilities (container "web" must set securityContext.capabilities.drop=["ALL"]), ` +
+		`runAsNonRoot != true (pod or container "web" must set securityContext.runAsNonRoot=true), ` +
+		`seccompProfile (pod or container "web" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
+	if want != literal {
+		t.Errorf("the library's restricted message changed:\n got %s\nwant %s", want, literal)
+	}
+	if h := resp.Header.Get("Warning"); !strings.HasPrefix(h, `299 - "would violate PodSecurity \"restricted:latest\": `) {
+		t.Errorf("Warning header %q: want kube-apiserver's form 299 - \"...\"", h)
+	}
+}
+
+// Workloads get warn and audit about their template, never enforce.
+func TestPodSecurityWorkloadsWarnOnly(t *testing.T) {
+	e, ctx := psEnv(t)
+	want := []string{`would violate PodSecurity "baseline:latest": hostPath volumes (volume "root")`}
+	tmpl := hostPathPod("", "")
+	labels := map[string]string{"app": "root"}
+	dep := &api.Deployment{
+		ObjectMeta: api.ObjectMeta{Name: "root", Namespace: "students"},
+		Spec: api.DeploymentSpec{
+			Selector: &api.LabelSelector{MatchLabels: labels},
+			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
+		},
+	}
+	rs := &api.ReplicaSet{
+		ObjectMeta: api.ObjectMeta{Name: "root", Namespace: "students"},
+		Spec: api.ReplicaSetSpec{
+			Selector: &api.LabelSelector{MatchLabels: labels},
+			Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
+		},
+	}
+	tests := []struct {
+		name string
+		k    *api.Kind
+		obj  api.Object
+	}{
+		{"deployment", deploymentKind, dep},
+		{"replicaset", replicaSetKind, rs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wctx, rec := withRecorder(ctx)
+			out, err := e.reg.Create(wctx, tt.k, tt.obj)
+			if err != nil {
+				t.Fatalf("create: %v (a workload is never refused)", err)
+			}
+			if got := warningsOf(t, rec.Header()); !slices.Equal(got, want) {
+				t.Errorf("create warnings = %q, want %q", got, want)
+			}
+			// An update warns again (its template still violates).
+			wctx, rec = withRecorder(ctx)
+			out.GetObjectMeta().Annotations = map[string]string{"note": "x"}
+			if _, err := e.reg.Update(wctx, tt.k, out); err != nil {
+				t.Fatal(err)
+			}
+			if got := warningsOf(t, rec.Header()); !slices.Equal(got, want) {
+				t.Errorf("update warnings = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// Namespace labels are Kubernetes': bad values are refused, and a
+// stricter enforce level warns about the pods already there.
+func TestPodSecurityNamespaceLabels(t *testing.T) {
+	e, ctx := psEnv(t)
+	bad := []struct {
+		name, label, value, want string
+	}{
+		{"level", psapi.EnforceLevelLabel, "strict",
+			`Namespace "bad-level" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be one of privileged, baseline, restricted`},
+		{"version", psapi.WarnVersionLabel, "1.30",
+			`Namespace "bad-version" is invalid: metadata.labels[pod-security.kubernetes.io/warn-version]: Invalid value: "1.30": must be "latest" or "v1.x"`},
+	}
+	for _, tt := range bad {
+		t.Run("create-"+tt.name, func(t *testing.T) {
+			ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "bad-" + tt.name, Labels: map[string]string{tt.label: tt.value}}}
+			_, err := e.reg.Create(ctx, namespaceKind, ns)
+			if !api.IsInvalid(err) || err.Error() != tt.want {
+				t.Fatalf("err = %v\nwant 422 %s", err, tt.want)
+			}
+		})
+		t.Run("update-"+tt.name, func(t *testing.T) {
+			obj, _ := e.reg.Get(ctx, namespaceKind, "", "students")
+			ns := api.Clone(obj).(*api.Namespace)
+			ns.Labels = map[string]string{tt.label: tt.value}
+			_, err := e.reg.Update(ctx, namespaceKind, ns)
+			want := strings.Replace(tt.want, `"bad-`+tt.name+`"`, `"students"`, 1)
+			if !api.IsInvalid(err) || err.Error() != want {
+				t.Fatalf("err = %v\nwant 422 %s", err, want)
+			}
+		})
+	}
+
+	// Pods admitted while lifted, then enforce goes back to baseline.
+	labelNamespace(t, e, ctx, "students", map[string]string{
+		psapi.EnforceLevelLabel: "privileged", psapi.WarnLevelLabel: "privileged", psapi.AuditLevelLabel: "privileged"})
+	for _, p := range []*api.Pod{hostPathPod("students", "root-b"), hostPathPod("students", "root-a"), hostNetworkPod("students", "net"), nginx("students", "web")} {
+		if _, err := e.reg.Create(ctx, podKind, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := labelNamespace(t, e, ctx, "students", map[string]string{psapi.EnforceLevelLabel: "baseline"})
+	want := []string{
+		`existing pods in namespace "students" violate the new PodSecurity enforce level "baseline:latest"`,
+		`net: host namespaces, hostPort`,
+		`root-a (and 1 other pod): hostPath volumes`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings = %q\nwant %q", got, want)
+	}
+	// Relaxing says nothing.
+	if got := labelNamespace(t, e, ctx, "students", map[string]string{psapi.EnforceLevelLabel: "privileged"}); len(got) != 0 {
+		t.Errorf("relaxing warned: %q", got)
+	}
+}
+
+// A pod update is checked when it changes an image, as Kubernetes.
+func TestPodSecurityPodUpdate(t *testing.T) {
+	e, ctx := psEnv(t)
+	labelNamespace(t, e, ctx, "students", map[string]string{psapi.EnforceLevelLabel: "privileged"})
+	out, err := e.reg.Create(ctx, podKind, hostPathPod("students", "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelNamespace(t, e, ctx, "students", nil)
+	p := api.Clone(out).(*api.Pod)
+	p.Labels = map[string]string{"touched": "yes"}
+	if out, err = e.reg.Update(ctx, podKind, p); err != nil {
+		t.Fatalf("label change refused: %v", err)
+	}
+	p = api.Clone(out).(*api.Pod)
+	p.Spec.Containers[0].Image = "nginx:1.28"
+	_, err = e.reg.Update(ctx, podKind, p)
+	if want := `pods "root" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes (volume "root")`; api.ReasonOf(err) != api.ReasonForbidden || err.Error() != want {
+		t.Fatalf("image change: err = %v, want %s", err, want)
+	}
+}
+
+// Exempt namespaces are never checked, and a policy set on one is said to
+// be ignored.
+func TestPodSecurityExemptNamespace(t *testing.T) {
+	e, ctx := psEnv(t)
+	wctx, rec := withRecorder(ctx)
+	ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "kube-system", Labels: map[string]string{psapi.EnforceLevelLabel: "restricted"}}}
+	if _, err := e.reg.Create(wctx, namespaceKind, ns); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`}
+	if got := warningsOf(t, rec.Header()); !slices.Equal(got, want) {
+		t.Errorf("warnings = %q, want %q", got, want)
+	}
+	wctx, rec = withRecorder(ctx)
+	if _, err := e.reg.Create(wctx, podKind, hostPathPod("kube-system", "root")); err != nil {
+		t.Fatalf("exempt namespace: %v", err)
+	}
+	if got := warningsOf(t, rec.Header()); len(got) != 0 {
+		t.Errorf("exempt namespace warned: %q", got)
+	}
+}
+
+func TestPodSecurityConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*PodSecurityConfig)
+		want []string // in the error; none: valid
+	}{
+		{name: "default"},
+		{name: "restricted", edit: func(c *PodSecurityConfig) { *c = PodSecurityAt("restricted") }},
+		{name: "bad level", edit: func(c *PodSecurityConfig) { c.Defaults.Enforce = "strict"; c.Defaults.WarnVersion = "2" },
+			want: []string{`defaults.enforce: Invalid value: "strict": must be one of privileged, baseline, restricted`, `defaults.warn-version: Invalid value: "2": must be "latest" or "v1.x"`}},
+		{name: "bad namespace", edit: func(c *PodSecurityConfig) { c.Exemptions.Namespaces = []string{"Not_A_Name"} },
+			want: []string{`exemptions.namespaces[0]: Invalid value: "Not_A_Name"`}},
+		{name: "usernames", edit: func(c *PodSecurityConfig) { c.Exemptions.Usernames = []string{"teacher"} },
+			want: []string{"exemptions.usernames: Forbidden: not supported by skiff"}},
+		{name: "runtime classes", edit: func(c *PodSecurityConfig) { c.Exemptions.RuntimeClasses = []string{"gvisor"} },
+			want: []string{"exemptions.runtimeClasses: Forbidden: not supported by skiff"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultPodSecurity()
+			if tt.edit != nil {
+				tt.edit(&c)
+			}
+			cfg := DefaultConfig()
+			cfg.Token = testToken
+			cfg.PodSecurity = &c
+			e := newEnv(t)
+			_, err := New(cfg, e.reg, nil)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Every file of examples/ (the course's labs, the exercise, the homework)
+// applies at the default level, without a warning.
+func TestPodSecurityExamplesAdmitted(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	checked := 0 // pods and workloads: what admission looks at
+	t.Cleanup(func() {
+		if checked == 0 {
+			t.Errorf("no pod or workload in %d example files", len(files))
+		}
+	})
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := api.DecodeStream(data)
+			// Namespaces first, as kubectl apply's order would have them.
+			slices.SortStableFunc(docs, func(a, b api.Document) int {
+				return boolOrder(a.Kind != namespaceKind) - boolOrder(b.Kind != namespaceKind)
+			})
+			for _, d := range docs {
+				if d.Err != nil {
+					t.Fatal(d.Err)
+				}
+				if d.Kind.Namespaced {
+					ensureNamespace(t, e, ctx, d.Object.GetObjectMeta().Namespace)
+				}
+				wctx, rec := withRecorder(ctx)
+				if _, err := e.reg.Create(wctx, d.Kind, d.Object); err != nil {
+					t.Fatalf("%s %s: %v", d.Kind.Kind, d.Object.GetObjectMeta().Name, err)
+				}
+				if w := warningsOf(t, rec.Header()); len(w) != 0 {
+					t.Errorf("%s %s warned: %q", d.Kind.Kind, d.Object.GetObjectMeta().Name, w)
+				}
+				if slices.Contains(podSecurityKinds[1:], d.Kind) {
+					checked++
+				}
+			}
+		})
+	}
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func ensureNamespace(t *testing.T, e *env, ctx context.Context, name string) {
+	t.Helper()
+	if name == "" {
+		return
+	}
+	_, err := e.reg.Create(ctx, namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}})
+	if err != nil && !api.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func TestWarningRecorder(t *testing.T) {
+	long := strings.Repeat("é", warningTotalRunes)
+	tests := []struct {
+		name string
+		add  []string
+		want []string
+	}{
+		{"once", []string{"a", "b", "a"}, []string{"a", "b"}},
+		{"quotes", []string{`would violate "x"`}, []string{`would violate "x"`}},
+		{"control characters dropped", []string{"bad\nline", "ok"}, []string{"ok"}},
+		{"over the total: cut", []string{"a", long}, []string{"a", long[:2*warningItemRunes]}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, rec := withRecorder(context.Background())
+			for _, w := range tt.add {
+				addWarning(ctx, w)
+			}
+			if got := warningsOf(t, rec.Header()); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	addWarning(context.Background(), "no recorder: dropped") // must not panic
+}
