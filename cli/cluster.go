@@ -41,6 +41,8 @@ type clusterFlags struct {
 	ctrdNS     string // --containerd-namespace
 	ha         haFlags
 	pprof      pprofFlags // --pprof-listen (cli/pprof.go)
+	// --pod-security-default (cli/podsecurity.go)
+	podSec podSecurityFlag
 }
 
 // haFlags choose the store of `skiff server`: bbolt (none set), embedded
@@ -97,6 +99,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	}
 	f.gossip.register(cmd)
 	f.sim.register(cmd)
+	f.podSec.register(cmd)
 	f.pprof.register(cmd)
 	fl.StringVar(&f.network, "network", networkAuto, networkFlagHelp)
 	// `up` is the one-machine teaching cluster: without a GPU it simulates
@@ -129,6 +132,9 @@ func (f *clusterFlags) validate() error {
 	if f.nodes < 1 {
 		errs = append(errs, fmt.Errorf("--nodes %d: want at least 1", f.nodes))
 	} else if _, err := nodeGPUSpecs(f.gpus, f.nodes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.podSec.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := f.pprof.validate(); err != nil {
@@ -248,6 +254,7 @@ func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member st
 	cfg := controlplane.DefaultConfig(f.dataDir)
 	cfg.API.Listen = f.listen
 	cfg.API.Version = Version
+	f.podSec.apply(&cfg.API)
 	cfg.Log = r.Logger()
 	cfg.API.Token = f.ha.token
 	cfg.Etcd = f.ha.etcdConfig(f.gossip.advertise)

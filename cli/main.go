@@ -160,7 +160,12 @@ func (r *Root) defaultClient() (client.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg)
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.SetWarningHandler(warningPrinter(r.Stderr))
+	return c, nil
 }
 
 // namespaceFlagSet reports whether -n was given explicitly.

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
 	"skiff.dev/skiff/api"
 )
 
@@ -34,6 +36,7 @@ type Client struct {
 	mu    sync.Mutex
 	bases []*url.URL // never empty
 	cur   int        // index of the server that answered last
+	warn  func(text string)
 }
 
 var _ Interface = (*Client)(nil)
@@ -261,11 +264,44 @@ func (c *Client) do(ctx context.Context, base *url.URL, method, path string, bod
 		}
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	c.warnings(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		return nil, decodeError(resp)
 	}
 	return resp, nil
+}
+
+// SetWarningHandler sets the function that gets the text of each Warning
+// header of a response (code 299, as the API server sends them: Pod
+// Security's "would violate PodSecurity ..."), as client-go's
+// WarningHandler; kubectl and skiff's CLI print "Warning: TEXT" on stderr.
+// nil, the default, ignores them. The handler may be called from several
+// goroutines at once.
+func (c *Client) SetWarningHandler(h func(text string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.warn = h
+}
+
+// warnings passes the Warning headers of a response to the handler.
+func (c *Client) warnings(h http.Header) {
+	vals := h.Values("Warning")
+	if len(vals) == 0 {
+		return
+	}
+	c.mu.Lock()
+	handle := c.warn
+	c.mu.Unlock()
+	if handle == nil {
+		return
+	}
+	ws, _ := utilnet.ParseWarningHeaders(vals) // the ones that parse, as client-go
+	for _, w := range ws {
+		if w.Code == 299 && w.Text != "" {
+			handle(w.Text)
+		}
+	}
 }
 
 // Stream GETs path and returns the body to read until EOF (logs -f);
