@@ -10,7 +10,7 @@ import (
 
 // A node of four GPUs: 0-1 joined by NV4, 2-3 on one PCIe switch (PIX),
 // everything else across sockets (SYS).
-func topoNode(t *testing.T, name string, free []int) *api.Node {
+func topoNode(t testing.TB, name string, free []int) *api.Node {
 	t.Helper()
 	topo := gpu.NewTopology(4)
 	for i := range 4 {
