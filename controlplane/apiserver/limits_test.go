@@ -237,12 +237,12 @@ func TestSlowLoris(t *testing.T) {
 			var closed atomic.Int32
 			var wg sync.WaitGroup
 			for range conns {
+				start := time.Now() // before the server can start its clock
 				c, err := net.Dial("tcp", s.Addr())
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { c.Close() })
-				start := time.Now()
 				tc.attack(t, c)
 				wg.Add(1)
 				go func() {
