@@ -416,7 +416,12 @@ func (d *delegate) setLeaving() {
 
 func (d *delegate) set(n *memberlist.Node, st State) {
 	var meta Meta
-	_ = json.Unmarshal(n.Meta, &meta)
+	if err := json.Unmarshal(n.Meta, &meta); err != nil {
+		// json.Unmarshal fills what it can before an error: a member whose
+		// metadata does not parse must not pass for a server.
+		d.log.Warn("gossip member metadata does not parse; ignored", "member", n.Name, "err", err)
+		meta = Meta{}
+	}
 	d.mu.Lock()
 	prev, ok := d.members[n.Name]
 	if ok && prev.Meta.Leaving && st != Alive {
