@@ -6,8 +6,8 @@
 #      iptables) unless already present;
 #   2. start a private containerd (own socket, root and state dirs) so the
 #      tests never touch a system containerd;
-#   3. run unit tests (race detector on) and integration tests (real
-#      containerd, network namespaces);
+#   3. run unit tests (race detector on), integration tests (real
+#      containerd, network namespaces) and the short chaos soak;
 #   4. stop containerd, whatever happened.
 #
 # Set SKIP_INTEGRATION=1 to run the unit tier only (no root needed then).
@@ -60,3 +60,8 @@ export SKIFF_CONTAINERD_ADDRESS=/run/skiff-ci/containerd.sock
 
 echo "== integration tests (real containerd)"
 go test -count=1 -timeout 20m -p 1 ./runtime/containerd/... ./integration/...
+
+echo "== chaos soak, short (integration/soak_test.go; hack/soak.sh runs the long one)"
+# About two minutes: kill -9 of the server, an agent and containerd under
+# churn; any invariant violation fails it. -v: it prints its table.
+SKIFF_SOAK=short go test -count=1 -timeout 10m -run '^TestSoak$' -v ./integration/
