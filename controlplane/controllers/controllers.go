@@ -128,6 +128,7 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 
 	// Namespace controller: a namespace changed (its deletion began).
 	nc := NewNamespaceController(c, fin, namespaces, events(namespaceControllerName), log)
+	nc.UseCaches(listersOf(graph)) // pods, replica sets, deployments: the kinds a namespace holds most of
 	nsLoop := newLoop(namespaceControllerName, nc, namespaces.Keys)
 	namespaces.AddHandler(nsLoop.Handler())
 

@@ -41,7 +41,8 @@ type NamespaceController struct {
 	namespaces Lister // *api.Namespace
 	events     EventRecorder
 	log        *slog.Logger
-	kinds      []*api.Kind // namespaced kinds, in deletion order
+	kinds      []*api.Kind       // namespaced kinds, in deletion order
+	caches     map[string]Lister // kind ("Pod") → cache of all its objects, for the kinds that have one
 }
 
 // finalizerKubernetes is the finalizer this controller owns.
@@ -69,6 +70,16 @@ func NewNamespaceController(c client.Interface, fin NamespaceFinalizer, namespac
 		kinds:      deletionOrder(api.Kinds),
 	}
 }
+
+// UseCaches lets the controller find what to delete in the caches the
+// controllers already keep (kind name, e.g. "Pod", → a Lister of every
+// object of that kind) instead of listing through the API. A list of
+// 20,000 pods is a fresh decoded copy of each, held for the whole pass
+// (docs/performance.md, "Memory at scale"); the cache's objects are
+// already in memory. A cache may lag, so "empty" is never taken from it:
+// when the cache has nothing left in the namespace, the API is listed to
+// make sure. Call before the loop runs.
+func (n *NamespaceController) UseCaches(caches map[string]Lister) { n.caches = caches }
 
 // deletionOrder returns the namespaced kinds: the ones whose controllers
 // create other objects first, Events last, the rest in registry order.
@@ -139,7 +150,14 @@ func (n *NamespaceController) Reconcile(ctx context.Context, key string) error {
 func (n *NamespaceController) deleteContents(ctx context.Context, namespace string) (left []string, deleted int, err error) {
 	var errs []error
 	for _, k := range n.kinds {
-		objs, _, err := n.client.List(ctx, k, namespace, api.ListOptions{})
+		var objs []api.Object
+		if cache := n.caches[k.Kind]; cache != nil {
+			objs = cache.ListBy(nil, namespace)
+		}
+		var err error
+		if len(objs) == 0 { // no cache, or it says empty: ask the API
+			objs, _, err = n.client.List(ctx, k, namespace, api.ListOptions{})
+		}
 		if err != nil {
 			if k.Internal {
 				// Best effort: the API server removes internal objects

@@ -137,3 +137,63 @@ func TestNamespaceDeletionFailureIsReported(t *testing.T) {
 		t.Error("finalized after a failed delete")
 	}
 }
+
+// listCounter counts the lists through the API, per kind.
+type listCounter struct {
+	*fake.Client
+	lists map[string]int
+}
+
+func (c *listCounter) List(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions) ([]api.Object, string, error) {
+	c.lists[k.Kind]++
+	return c.Client.List(ctx, k, namespace, opts)
+}
+
+// With caches, the pods to delete come from the pod cache (no API list of
+// every pod); a cache that says "empty" is never trusted alone.
+func TestNamespaceDeletesFromCaches(t *testing.T) {
+	rs := rsFor(deployment(1, "nginx:1"), 1, 1)
+	rs.OwnerReferences = nil
+	a, b := pod(rs, "web-a", orphan), pod(rs, "web-b", orphan)
+	tests := []struct {
+		name     string
+		cached   []api.Object // the pod cache
+		podLists int          // pod lists through the API
+		wantPods []string     // pods deleted
+	}{
+		{"cache has the pods", []api.Object{a, b}, 0, []string{"Pod lab/web-a", "Pod lab/web-b"}},
+		{"cache lags: empty but the API has them", nil, 1, []string{"Pod lab/web-a", "Pod lab/web-b"}},
+		{"cache has one, the API two: the cached one now, the other next pass", []api.Object{b}, 0, []string{"Pod lab/web-b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &listCounter{Client: fake.New(namespace(ns, true), a, b), lists: map[string]int{}}
+			fin := &finalizer{}
+			nc := NewNamespaceController(c, fin, fakeLister{c.Client, namespaceKind()}, &events{}, testLogger(t))
+			nc.UseCaches(map[string]Lister{"Pod": newStaticLister(tt.cached...)})
+			err := nc.Reconcile(t.Context(), ns)
+			var ra *client.RequeueAfterError
+			if !errors.As(err, &ra) {
+				t.Fatalf("reconcile: %v, want RequeueAfter (pods stopping)", err)
+			}
+			var pods []string
+			for _, w := range writes(c.Client) {
+				if d := strings.TrimPrefix(w, "delete "); strings.HasPrefix(d, "Pod ") {
+					pods = append(pods, d)
+				}
+			}
+			if !slices.Equal(pods, tt.wantPods) {
+				t.Errorf("deleted pods %q, want %q", pods, tt.wantPods)
+			}
+			if c.lists["Pod"] != tt.podLists {
+				t.Errorf("%d pod lists through the API, want %d", c.lists["Pod"], tt.podLists)
+			}
+			if c.lists["ConfigMap"] != 1 {
+				t.Errorf("%d configmap lists, want 1 (no cache for them)", c.lists["ConfigMap"])
+			}
+			if len(fin.calls) != 0 {
+				t.Error("finalized with pods left")
+			}
+		})
+	}
+}
