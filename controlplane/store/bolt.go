@@ -17,6 +17,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"skiff.dev/skiff/api"
 )
@@ -38,6 +39,7 @@ var (
 // Close.
 type Bolt struct {
 	db   *bolt.DB
+	path string
 	opts Options
 	log  *slog.Logger
 
@@ -59,6 +61,9 @@ type Bolt struct {
 	closeErr  error
 
 	stats counters
+	// diskFull is set while commits fail for want of space (the committer's
+	// alone): the store says so once, and once again when space returns.
+	diskFull bool
 }
 
 // counters are the store's statistics, read by Stats.
@@ -113,8 +118,28 @@ func Open(path string, opts Options) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: opts.NoSync, InitialMmapSize: 1 << 30, FreelistType: bolt.FreelistMapType})
+	// An existing file is checked before anything writes to it: a damaged
+	// or cut-short one is refused (DamagedError), never replaced.
+	size, existed, err := statExisting(path)
 	if err != nil {
+		return nil, err
+	}
+	if existed {
+		if err := checkFile(path, size); err != nil {
+			return nil, err
+		}
+	}
+	var db *bolt.DB
+	err = guard(func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: opts.NoSync, InitialMmapSize: 1 << 30, FreelistType: bolt.FreelistMapType})
+		return err
+	})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("open store %s: %w (another skiff server holds it)", path, ErrInUse)
+	case err != nil && existed:
+		return nil, &DamagedError{Path: path, Err: err}
+	case err != nil:
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	var rev int64
@@ -137,6 +162,7 @@ func Open(path string, opts Options) (*Bolt, error) {
 	}
 	b := &Bolt{
 		db:   db,
+		path: path,
 		opts: opts,
 		log:  opts.Logger.With("component", "store"),
 		ops:  make(chan *op, opts.MaxBatch),
@@ -144,7 +170,11 @@ func Open(path string, opts Options) (*Bolt, error) {
 		done: make(chan struct{}),
 	}
 	b.rev.Store(rev)
-	b.log.Debug("opened", "path", path, "revision", rev)
+	if existed {
+		b.log.Debug("opened", "path", path, "revision", rev)
+	} else {
+		b.log.Info("created an empty store", "path", path)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	b.stopSweep = cancel

@@ -182,14 +182,29 @@ func (b *Bolt) commit(batch []*op) {
 	switch {
 	case errors.Is(err, errNoWrites):
 	case err != nil:
-		b.log.Error("commit failed", "writes", len(batch), "err", err)
+		// bbolt rolled the transaction back: the file and the revision are
+		// as before the batch, and the next batch starts afresh.
+		var failErr error = api.NewInternal(fmt.Errorf("commit: %w", err))
+		if isNoSpace(err) {
+			failErr = newNoSpaceError(b.path, err)
+			if !b.diskFull {
+				b.log.Error("the store's disk is full: writes fail until space is freed; reads keep working", "path", b.path, "err", err)
+			}
+			b.diskFull = true
+		} else {
+			b.log.Error("commit failed", "writes", len(batch), "err", err)
+		}
 		for _, o := range batch {
 			if o.err == nil {
-				o.err = api.NewInternal(fmt.Errorf("commit: %w", err))
+				o.err = failErr
 			}
 		}
 		events = nil
 	default:
+		if b.diskFull {
+			b.log.Info("the store's disk has space again: writes go on", "path", b.path)
+			b.diskFull = false
+		}
 		b.stats.commits.Add(1)
 		b.rev.Store(rev)
 		b.hub.publish(events)

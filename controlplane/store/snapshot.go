@@ -141,15 +141,8 @@ func Inspect(path string) (info Info, err error) {
 	defer db.Close()
 	info.Size, info.dbSize = fi.Size(), dbSize
 	err = db.View(func(tx *bolt.Tx) error {
-		if tx.Size() > dbSize {
-			return fmt.Errorf("%w: %w: %d bytes, the database needs %d", ErrNotStore, ErrDamaged, dbSize, tx.Size())
-		}
-		var damaged []error
-		for cerr := range tx.Check() { // read to the end: Check's goroutine sends them all
-			damaged = append(damaged, cerr)
-		}
-		if len(damaged) > 0 {
-			return fmt.Errorf("%w: %w: %d problems, first: %w", ErrNotStore, ErrDamaged, len(damaged), damaged[0])
+		if err := checkPages(tx, dbSize); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotStore, err)
 		}
 		meta := tx.Bucket(metaBucket)
 		if meta == nil {
