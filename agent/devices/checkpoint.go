@@ -72,9 +72,37 @@ func (c *checkpoint) remove(match func(entry) bool) bool {
 	return len(c.Entries) != n
 }
 
+// ErrCheckpointDamaged means the checkpoint file cannot be read: cut
+// short, not JSON, or of another version. The manager refuses to start on
+// it (CheckpointError says how to recover).
+var ErrCheckpointDamaged = errors.New("device checkpoint is damaged")
+
+// CheckpointError is New's error for a checkpoint it cannot read. The
+// checkpoint is the only record of which running container holds which
+// device: starting without it could give a GPU that a running container
+// holds to a second pod, so the manager refuses, and the message says how
+// to reset it safely. errors.Is(err, ErrCheckpointDamaged) holds.
+type CheckpointError struct {
+	// Path of the file.
+	Path string
+	// Err is what is wrong with it.
+	Err error
+}
+
+func (e *CheckpointError) Error() string {
+	return fmt.Sprintf("%v: %s: %v; it records which pod holds which device, and starting without it "+
+		"could give a device that a running container holds to a second pod. To recover: stop every pod "+
+		"on this node that uses devices (skiff drain NODE, then stop the agent), move the file aside "+
+		"(mv %s %s.broken) and start the agent again; docs/troubleshooting.md says more",
+		ErrCheckpointDamaged, e.Path, e.Err, e.Path, e.Path)
+}
+
+func (e *CheckpointError) Unwrap() []error { return []error{ErrCheckpointDamaged, e.Err} }
+
 // readCheckpoint reads the file; a missing file is an empty checkpoint. A
-// file that cannot be read is an error, not a fresh start: handing out
-// devices without knowing who holds them could give one GPU to two pods.
+// file that cannot be read is a CheckpointError, not a fresh start:
+// handing out devices without knowing who holds them could give one GPU
+// to two pods.
 func readCheckpoint(path string) (checkpoint, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -83,12 +111,15 @@ func readCheckpoint(path string) (checkpoint, error) {
 	if err != nil {
 		return checkpoint{}, fmt.Errorf("read device checkpoint: %w", err)
 	}
+	if len(b) == 0 {
+		return checkpoint{}, &CheckpointError{Path: path, Err: errors.New("the file is empty (cut short?)")}
+	}
 	var ck checkpoint
 	if err := json.Unmarshal(b, &ck); err != nil {
-		return checkpoint{}, fmt.Errorf("read device checkpoint %s: %w (remove it only when no pod on this node holds devices)", path, err)
+		return checkpoint{}, &CheckpointError{Path: path, Err: fmt.Errorf("not a checkpoint (cut short?): %w", err)}
 	}
 	if ck.Version != checkpointVersion {
-		return checkpoint{}, fmt.Errorf("read device checkpoint %s: version %d, want %d", path, ck.Version, checkpointVersion)
+		return checkpoint{}, &CheckpointError{Path: path, Err: fmt.Errorf("version %d, want %d (written by another skiff?)", ck.Version, checkpointVersion)}
 	}
 	return ck, nil
 }
@@ -118,6 +149,15 @@ func writeCheckpoint(path string, ck checkpoint) error {
 	if err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write device checkpoint: %w", err)
+	}
+	// The rename is durable once the directory is synced: a power loss
+	// leaves the old checkpoint or the new one, whole.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("write device checkpoint: sync %s: %w", filepath.Dir(path), err)
+		}
 	}
 	return nil
 }
