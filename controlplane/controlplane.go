@@ -159,6 +159,10 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	// A server ran here before when the token is there: a store missing
+	// then is said, not silently started empty (see below).
+	_, terr := os.Stat(filepath.Join(cfg.DataDir, apiserver.TokenFile))
+	ranBefore := terr == nil
 	token := cfg.API.Token
 	if token == "" {
 		t, err := apiserver.LoadOrCreateToken(cfg.DataDir)
@@ -208,7 +212,14 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	} else {
 		storeOpts := cfg.Store
 		storeOpts.Logger = lg.With("component", "store")
-		b, err := store.Open(filepath.Join(cfg.DataDir, "state.db"), storeOpts)
+		statePath := filepath.Join(cfg.DataDir, store.StateFile)
+		if _, err := os.Stat(statePath); ranBefore && errors.Is(err, os.ErrNotExist) {
+			// Moving state.db aside is how one starts empty on purpose, so
+			// this is no error; but a lost store would empty the cluster.
+			lg.Warn("no store in the data directory, though a server ran here before: starting with an empty store; "+
+				"if it held objects, stop this server now and restore a snapshot (skiff snapshot restore FILE --data-dir DIR)", "path", statePath, "dir", cfg.DataDir)
+		}
+		b, err := store.Open(statePath, storeOpts)
 		if err != nil {
 			return fail(fmt.Errorf("open store: %w", err))
 		}
