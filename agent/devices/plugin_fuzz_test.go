@@ -113,10 +113,11 @@ func startHostile(t testing.TB, dir string) *hostile {
 }
 
 // parseDevices reads "id:H,id:U,..." (H healthy, U unhealthy, anything
-// else is taken as the health string itself).
+// else is taken as the health string itself). Invalid UTF-8 is replaced:
+// protobuf strings cannot carry it, so no plugin can send it.
 func parseDevices(s string) []*pluginapi.Device {
 	var out []*pluginapi.Device
-	for item := range strings.SplitSeq(s, ",") {
+	for item := range strings.SplitSeq(strings.ToValidUTF8(s, "?"), ",") {
 		id, health, _ := strings.Cut(item, ":")
 		switch health {
 		case "H":
