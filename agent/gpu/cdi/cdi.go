@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
@@ -143,12 +144,17 @@ func RemoveSimSpec(cfg Config) error {
 }
 
 // ErrNoRealSpec: no CDI spec describes real nvidia.com/gpu devices.
+// ErrSpecDamaged: a CDI spec file does not read (cut short, not YAML or
+// JSON, or invalid).
+var ErrSpecDamaged = errors.New("CDI spec is damaged")
+
 var ErrNoRealSpec = errors.New("no CDI spec for nvidia.com/gpu; run: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
 
 // RealCDIAvailable checks that the directories hold a valid spec for real
 // NVIDIA GPUs (skiff's own simulated specs do not count), as written by
 // nvidia-ctk. Without one, containers cannot get real GPUs: it returns
-// ErrNoRealSpec, which says the command that fixes it.
+// ErrSpecDamaged naming the spec files that do not read when there are
+// any, else ErrNoRealSpec; both say the command that fixes it.
 func RealCDIAvailable(dirs ...string) error {
 	if len(dirs) == 0 {
 		dirs = DefaultRealSpecDirs
@@ -162,6 +168,15 @@ func RealCDIAvailable(dirs ...string) error {
 		if s.GetClass() == class && !strings.HasPrefix(filepath.Base(s.GetPath()), "skiff-sim-") && len(s.Devices) > 0 {
 			return nil
 		}
+	}
+	// No spec that reads: one that does not is the likelier cause.
+	var damaged []string
+	for path, errs := range cache.GetErrors() {
+		damaged = append(damaged, fmt.Sprintf("%s: %v", path, errors.Join(errs...)))
+	}
+	if len(damaged) > 0 {
+		slices.Sort(damaged)
+		return fmt.Errorf("%w: %s; regenerate it: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (and remove a damaged file that is not nvidia-ctk's)", ErrSpecDamaged, strings.Join(damaged, "; "))
 	}
 	return fmt.Errorf("%w (looked in %s)", ErrNoRealSpec, strings.Join(dirs, ", "))
 }
