@@ -24,7 +24,9 @@ func TestSimSpecRegenerated(t *testing.T) {
 		{"spec emptied", func(t *testing.T, cfg Config) { cut(t, specPath(cfg), 0) }},
 		{"spec cut short", func(t *testing.T, cfg Config) { cut(t, specPath(cfg), size(t, specPath(cfg))/2) }},
 		{"spec overwritten", func(t *testing.T, cfg Config) { write(t, specPath(cfg), "\x00\xff not yaml: [") }},
-		{"spec of another kind", func(t *testing.T, cfg Config) { write(t, specPath(cfg), "cdiVersion: \"0.5.0\"\nkind: example.com/other\ndevices: []\n") }},
+		{"spec of another kind", func(t *testing.T, cfg Config) {
+			write(t, specPath(cfg), "cdiVersion: \"0.5.0\"\nkind: example.com/other\ndevices: []\n")
+		}},
 		{"spec removed", func(t *testing.T, cfg Config) {
 			if err := os.Remove(specPath(cfg)); err != nil {
 				t.Fatal(err)
