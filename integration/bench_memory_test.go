@@ -37,6 +37,13 @@ type memBenchResult struct {
 	DeletePeakMiB float64 `json:"delete_peak_rss_mib"`
 	AfterRSSMiB   float64 `json:"after_rss_mib"` // namespace gone, settled
 	StoreMiB      float64 `json:"store_mib"`     // state.db's size at the plateau
+	// Where the plateau's RSS is: anonymous memory (the Go heap and
+	// runtime) and file pages (bbolt's mmap of state.db, the binary), and
+	// the server's Go heap in use and its next GC goal (GOGC's headroom).
+	PlateauAnonMiB float64 `json:"plateau_rss_anon_mib"`
+	PlateauFileMiB float64 `json:"plateau_rss_file_mib"`
+	HeapInuseMiB   float64 `json:"plateau_heap_inuse_mib"`
+	NextGCMiB      float64 `json:"plateau_next_gc_mib"`
 }
 
 // TestBenchMemory measures the API server's memory at scale, as the
@@ -158,6 +165,8 @@ func TestBenchMemory(t *testing.T) {
 	// Settled: heartbeats and events go on, the bursts are over.
 	time.Sleep(10 * time.Second) //nolint:forbidigo // a measurement's settle time, not synchronisation
 	res.PlateauRSSMiB, res.PlateauHWMMiB = rss("VmRSS:"), rss("VmHWM:")
+	res.PlateauAnonMiB, res.PlateauFileMiB = rss("RssAnon:"), rss("RssFile:")
+	res.HeapInuseMiB, res.NextGCMiB = heapStat(t, pprofAddr, "HeapInuse"), heapStat(t, pprofAddr, "NextGC")
 	if fi, err := os.Stat(filepath.Join(dir, "data", "state.db")); err == nil {
 		res.StoreMiB = float64(fi.Size()) / (1 << 20)
 	}
@@ -186,6 +195,8 @@ func TestBenchMemory(t *testing.T) {
 
 	line, _ := json.Marshal(res)
 	t.Logf("%s", line)
+	t.Logf("plateau RSS: %.0f MiB anonymous, %.0f MiB file pages; Go heap in use %.0f MiB, next GC at %.0f MiB",
+		res.PlateauAnonMiB, res.PlateauFileMiB, res.HeapInuseMiB, res.NextGCMiB)
 	t.Logf("server RSS: idle %.0f MiB (%d nodes), %d pods Running %.0f MiB (creating peak %.0f MiB), deleting peak %.0f MiB, after %.0f MiB; created in %.1f s, Running after %.1f s, deleted in %.1f s; state.db %.0f MiB",
 		res.IdleRSSMiB, nodes, pods, res.PlateauRSSMiB, res.PlateauHWMMiB, res.DeletePeakMiB, res.AfterRSSMiB, res.CreateSec, res.RunningSec, res.DeleteSec, res.StoreMiB)
 }
@@ -269,6 +280,27 @@ func saveHeap(t *testing.T, addr, dir, name string) {
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		t.Errorf("heap profile: %v", err)
 	}
+}
+
+// heapStat reads one runtime.MemStats field (bytes) from the server's
+// heap profile in text form ("# HeapInuse = 123"), in MiB; 0 when absent.
+func heapStat(t *testing.T, addr, field string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Errorf("heap stats: %v", err)
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# "+field+" = "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n / (1 << 20)
+		}
+	}
+	return 0
 }
 
 func tail(s string, n int) string {
