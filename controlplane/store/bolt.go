@@ -136,7 +136,7 @@ func Open(path string, opts Options) (*Bolt, error) {
 	})
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("open store %s: %w (another skiff server holds it)", path, ErrInUse)
+		return nil, fmt.Errorf("open store %s: %w: stop it, or give this server its own --data-dir", path, ErrInUse)
 	case err != nil && existed:
 		return nil, &DamagedError{Path: path, Err: err}
 	case err != nil:

@@ -145,7 +145,7 @@ func checkFile(path string, size int64) error {
 		return err
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
-		return fmt.Errorf("open store %s: %w (another skiff server holds it)", path, ErrInUse)
+		return fmt.Errorf("open store %s: %w: stop it, or give this server its own --data-dir", path, ErrInUse)
 	}
 	if err != nil {
 		return &DamagedError{Path: path, Err: err}

@@ -185,3 +185,17 @@ func overwrite(t *testing.T, path string, off, n int64) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenInUse: a second server on the same file is told that the first
+// holds it (not that the file is damaged), and the file stays usable.
+func TestOpenInUse(t *testing.T) {
+	s, path := openStore(t, testOptions())
+	st.MustCreate(t, s, st.NewPod("default", "web"))
+	_, err := store.Open(path, testOptions())
+	if !errors.Is(err, store.ErrInUse) || errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("second open: %v; want ErrInUse", err)
+	}
+	if _, err := s.Get(context.Background(), st.PodKind, "default", "web"); err != nil {
+		t.Fatal(err)
+	}
+}
