@@ -182,6 +182,7 @@ func TestNamespaceDeletesFromCaches(t *testing.T) {
 					pods = append(pods, d)
 				}
 			}
+			slices.Sort(pods) // the static cache lists in map order
 			if !slices.Equal(pods, tt.wantPods) {
 				t.Errorf("deleted pods %q, want %q", pods, tt.wantPods)
 			}
