@@ -12,7 +12,10 @@
 # by Go to PACKAGE/testdata/fuzz/FuzzX/ and the script goes on with the
 # next target and exits 1 at the end. Keep a crasher there as a seed once
 # the bug is fixed. FUZZ_PARALLEL sets the fuzzing workers (default: all
-# cores). docs/reliability.md ("Fuzzing") records the last runs.
+# cores). FUZZ_MINIMIZE bounds the minimizing of each new interesting input
+# (default 2s; Go's 60 s default lets a worker minimize a large input for
+# longer than a short run, with no execs counted meanwhile).
+# docs/reliability.md ("Fuzzing") records the last runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -22,8 +25,8 @@ secs=${1:-60}
 shift || true
 pkgs=("$@")
 [[ ${#pkgs[@]} -gt 0 ]] || pkgs=(./...)
-parallel=()
-[[ -n ${FUZZ_PARALLEL:-} ]] && parallel=(-parallel "$FUZZ_PARALLEL")
+parallel=(-fuzzminimizetime "${FUZZ_MINIMIZE:-2s}")
+[[ -n ${FUZZ_PARALLEL:-} ]] && parallel+=(-parallel "$FUZZ_PARALLEL")
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
