@@ -293,20 +293,26 @@ func TestNetLab(t *testing.T) {
 		return m
 	}
 	want := names(pods)
+	// Endpoints list all three before every node's service proxy has
+	// written them into its rules: keep asking (in rounds of 20) until each
+	// replica has answered from this host, within a deadline.
 	for _, h := range hosts {
 		seen := map[string]int{}
-		for range 60 {
-			b, err := h.get(nodePortURL + "/hostname")
-			if err != nil {
-				t.Fatalf("from %s: %v", h.name, err)
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			for range 20 {
+				b, err := h.get(nodePortURL + "/hostname")
+				if err != nil {
+					t.Fatalf("from %s: %v", h.name, err)
+				}
+				seen[strings.TrimSpace(b)]++
 			}
-			seen[strings.TrimSpace(b)]++
-		}
-		for n := range want {
-			if seen[n] == 0 {
-				t.Errorf("from %s, 60 requests to localhost:%d reached %v; never replica %s", h.name, netLabNodePort, seen, n)
+			for n := range want {
+				if seen[n] == 0 {
+					return false, fmt.Sprintf("every replica to answer localhost:%d from %s: reached %v, never %s", netLabNodePort, h.name, seen, n)
+				}
 			}
-		}
+			return true, ""
+		})
 		t.Logf("from %s: replicas served %v", h.name, seen)
 	}
 
