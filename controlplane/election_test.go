@@ -81,7 +81,7 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	}
 	ca := newClient()
 	a, stopA, _ := start("a", ca)
-	testwait.For(t, 10*time.Second, "a to lead", a.Leading)
+	testwait.For(t, 10*time.Second, "a to lead", func() bool { return a.Leading() && len(l.led()) == 1 })
 	b, stopB, doneB := start("b", newClient())
 	c, stopC, doneC := start("c", newClient())
 
@@ -96,7 +96,7 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	stopA()
 	testwait.For(t, 10*time.Second, "a to stop leading", func() bool { return !a.Leading() })
 	t0 := time.Now()
-	testwait.For(t, 3*ttl+5*time.Second, "b or c to lead", func() bool { return b.Leading() || c.Leading() })
+	testwait.For(t, 3*ttl+5*time.Second, "b or c to lead", func() bool { return (b.Leading() || c.Leading()) && len(l.led()) == 2 })
 	t.Logf("a new leader %v after a's client went away", time.Since(t0).Round(time.Millisecond))
 	next, stopNext, doneNext, other := b, stopB, doneB, c
 	if c.Leading() {
@@ -110,7 +110,9 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	if err := <-doneNext; err != nil {
 		t.Fatalf("%s's run: %v", next.self.Name, err)
 	}
-	testwait.For(t, 10*time.Second, "the last one to lead", other.Leading)
+	// Leading turns true just before the elector runs its work: wait for
+	// the work to have started (the third term recorded), not only the flag.
+	testwait.For(t, 10*time.Second, "the last one to lead", func() bool { return other.Leading() && len(l.led()) == 3 })
 	if took := time.Since(t1); took > ttl {
 		t.Errorf("handover after a clean stop took %v, want less than the lease TTL %v", took, ttl)
 	}
@@ -169,7 +171,7 @@ func TestElectionStepsDownBeforeTheLeaseExpires(t *testing.T) {
 	const ttl = 3 * time.Second
 	l := &leaders{}
 	a := startElector(t, l, "a", newEtcdClient(t, "http://"+px.From()[len("tcp://"):]), ttl)
-	testwait.For(t, 10*time.Second, "a to lead", a.Leading)
+	testwait.For(t, 10*time.Second, "a to lead", func() bool { return a.Leading() && len(l.led()) == 1 })
 	b := startElector(t, l, "b", newEtcdClient(t, to.String()), ttl)
 	// Unhang before the electors stop (cleanups run last first), so that
 	// a's revoke does not wait for nothing.
