@@ -575,21 +575,11 @@ func (f *Client) Delete(ctx context.Context, k *api.Kind, namespace, name string
 	}
 	grace := apiserver.GracePeriod(stored, opts)
 	o := api.Clone(stored)
-	m := o.GetObjectMeta()
 	if grace == 0 && !apiserver.HasFinalizers(stored) {
 		f.remove(k, key, o)
 		return nil
 	}
-	if m.DeletionTimestamp == nil || m.DeletionGracePeriodSeconds == nil || grace < *m.DeletionGracePeriodSeconds {
-		ts := api.NewTime(f.now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-		if m.DeletionTimestamp == nil || ts.Before(m.DeletionTimestamp.Time) {
-			m.DeletionTimestamp = &ts
-		}
-		m.DeletionGracePeriodSeconds = &grace
-	}
-	if n, ok := o.(*api.Namespace); ok {
-		n.Status.Phase = api.NamespaceTerminating
-	}
+	apiserver.MarkDeleting(o, grace, f.now())
 	if apiserver.SameObject(o, stored) {
 		return nil // already deleting, waiting
 	}

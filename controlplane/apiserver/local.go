@@ -222,6 +222,11 @@ func SetPodCondition(pod *api.Pod, c api.PodCondition) { setPodCondition(pod, c)
 // at once (when nothing else, such as a finalizer, holds it).
 func GracePeriod(obj api.Object, opts api.DeleteOptions) int64 { return gracePeriod(obj, opts) }
 
+// MarkDeleting is the registry's marking of an object being deleted with
+// grace seconds from now (deletionTimestamp, deletionGracePeriodSeconds, a
+// namespace Terminating), for client/fake.
+func MarkDeleting(obj api.Object, grace int64, now time.Time) { markDeleting(obj, grace, now) }
+
 // HasFinalizers reports metadata.finalizers, or a namespace's spec finalizers.
 func HasFinalizers(obj api.Object) bool { return hasFinalizers(obj) }
 

@@ -335,17 +335,7 @@ func (r *Registry) Delete(ctx context.Context, k *api.Kind, namespace, name stri
 			removed = err == nil
 		} else {
 			next := api.Clone(cur)
-			nm := next.GetObjectMeta()
-			if nm.DeletionTimestamp == nil || nm.DeletionGracePeriodSeconds == nil || grace < *nm.DeletionGracePeriodSeconds {
-				ts := api.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-				if nm.DeletionTimestamp == nil || ts.Before(nm.DeletionTimestamp.Time) {
-					nm.DeletionTimestamp = &ts
-				}
-				nm.DeletionGracePeriodSeconds = &grace
-			}
-			if ns, ok := next.(*api.Namespace); ok {
-				ns.Status.Phase = api.NamespaceTerminating
-			}
+			markDeleting(next, grace, time.Now())
 			if sameJSON(next, cur) {
 				return withTypeMeta(k, cur), false, nil
 			}
@@ -480,6 +470,24 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 		return nil, err
 	}
 	return scaleOf(out), nil
+}
+
+// markDeleting marks obj as being deleted with grace seconds, from now: a
+// deletionTimestamp (never later than one already set: a shorter grace
+// period brings it forward) and deletionGracePeriodSeconds; a namespace
+// turns Terminating.
+func markDeleting(obj api.Object, grace int64, now time.Time) {
+	m := obj.GetObjectMeta()
+	if m.DeletionTimestamp == nil || m.DeletionGracePeriodSeconds == nil || grace < *m.DeletionGracePeriodSeconds {
+		ts := api.NewTime(now.Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+		if m.DeletionTimestamp == nil || ts.Before(m.DeletionTimestamp.Time) {
+			m.DeletionTimestamp = &ts
+		}
+		m.DeletionGracePeriodSeconds = &grace
+	}
+	if ns, ok := obj.(*api.Namespace); ok {
+		ns.Status.Phase = api.NamespaceTerminating
+	}
 }
 
 // validateTraceSpans checks spans posted to pod's trace: each names its
