@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
@@ -56,10 +57,13 @@ type haFlags struct {
 	peerListen    string
 	clientListen  string
 	leaseTTL      time.Duration
+
+	flags *pflag.FlagSet // to tell which flags were given
 }
 
 func (h *haFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	h.flags = fl
 	def := controlplane.DefaultEtcdConfig()
 	fl.BoolVar(&h.clusterInit, "cluster-init", false, "store the cluster in an embedded etcd and start its first member (more servers join with --join-server); the default store is bbolt, one server")
 	fl.StringVar(&h.joinServer, "join-server", "", "URL of the API server of a server started with --cluster-init (or already joined): this server adds itself as an etcd member through it and serves the same cluster (needs --token)")
@@ -68,6 +72,21 @@ func (h *haFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&h.peerListen, "etcd-peer-listen", def.PeerListen, "URL the embedded etcd member listens on for its peers (plain http: no cluster CA yet; keep it on a trusted network)")
 	fl.StringVar(&h.clientListen, "etcd-client-listen", def.ClientListen, "URL the embedded etcd member serves clients on (this server's own API server; loopback is enough)")
 	fl.DurationVar(&h.leaseTTL, "leader-lease-ttl", def.LeaderLeaseTTL, "with etcd: how long a dead leader holds the leadership of the scheduler and controllers before another server takes over")
+}
+
+// validate refuses the etcd-only flags without an etcd store: with bbolt
+// they would be accepted and mean nothing.
+func (h *haFlags) validate() error {
+	if h.flags == nil || h.clusterInit || h.joinServer != "" || h.etcdEndpoints != "" {
+		return nil
+	}
+	var errs []error
+	for _, name := range []string{"etcd-peer-listen", "etcd-client-listen", "leader-lease-ttl"} {
+		if h.flags.Changed(name) {
+			errs = append(errs, fmt.Errorf("--%s applies only to an etcd store (--cluster-init, --join-server or --etcd-endpoints); this server stores the cluster in bbolt", name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // etcdConfig is the store choice of the flags: nil for bbolt.
@@ -138,6 +157,9 @@ func (f *clusterFlags) validate() error {
 		errs = append(errs, err)
 	}
 	if err := f.pprof.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.ha.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
