@@ -263,17 +263,33 @@ func rssKiB(t testing.TB, pid int) int64 { return procStatusKiB(t, pid, "VmRSS:"
 
 func procStatusKiB(t testing.TB, pid int, field string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := readProcStatus(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n, ok := st[field]
+	if !ok {
+		t.Fatalf("no %s in /proc/%d/status", field, pid)
+	}
+	return n
+}
+
+// readProcStatus reads /proc/PID/status: each field ("VmRSS:", "Threads:")
+// with the number that follows it (kB for sizes).
+func readProcStatus(pid int) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			f := strings.Fields(rest)
-			n, _ := strconv.ParseInt(f[0], 10, 64)
-			return n
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			out[f[0]] = n
 		}
 	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return out, nil
 }

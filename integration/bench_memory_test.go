@@ -160,7 +160,7 @@ func TestBenchMemory(t *testing.T) {
 		}, nil
 	})
 	res.CreateSec = time.Since(start).Seconds()
-	pollEvery(t, 500*time.Millisecond, 20*time.Minute, "every pod Running", func() bool { return running() == pods })
+	testwait.ForEvery(t, 500*time.Millisecond, 20*time.Minute, "every pod Running", func() bool { return running() == pods })
 	res.RunningSec = time.Since(start).Seconds()
 	// Settled: heartbeats and events go on, the bursts are over.
 	time.Sleep(10 * time.Second) //nolint:forbidigo // a measurement's settle time, not synchronisation
@@ -179,7 +179,7 @@ func TestBenchMemory(t *testing.T) {
 	}
 	var peak float64
 	profiled := false
-	pollEvery(t, 100*time.Millisecond, 20*time.Minute, "the namespace and its pods to be gone", func() bool {
+	testwait.ForEvery(t, 100*time.Millisecond, 20*time.Minute, "the namespace and its pods to be gone", func() bool {
 		peak = max(peak, rss("VmRSS:"))
 		if left := len(inf.List()); !profiled && left <= pods/2 {
 			profiled = true
@@ -199,21 +199,6 @@ func TestBenchMemory(t *testing.T) {
 		res.PlateauAnonMiB, res.PlateauFileMiB, res.HeapInuseMiB, res.NextGCMiB)
 	t.Logf("server RSS: idle %.0f MiB (%d nodes), %d pods Running %.0f MiB (creating peak %.0f MiB), deleting peak %.0f MiB, after %.0f MiB; created in %.1f s, Running after %.1f s, deleted in %.1f s; state.db %.0f MiB",
 		res.IdleRSSMiB, nodes, pods, res.PlateauRSSMiB, res.PlateauHWMMiB, res.DeletePeakMiB, res.AfterRSSMiB, res.CreateSec, res.RunningSec, res.DeleteSec, res.StoreMiB)
-}
-
-// pollEvery is testwait.For at a measurement's pace: cond runs every
-// interval (the RSS samples), not every 10 ms.
-func pollEvery(t *testing.T, interval, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
 }
 
 // envInt reads a positive integer from the environment, or def.
@@ -243,19 +228,11 @@ func freeAddr(t *testing.T) string {
 
 // procStatusMiB reads a kB field of /proc/PID/status, in MiB (0 when absent).
 func procStatusMiB(pid int, field string) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := readProcStatus(pid)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return float64(st[field]) / 1024
 }
 
 // saveHeap fetches the server's heap profile into dir/name (nothing when

@@ -305,22 +305,11 @@ func readProcSample(pid int) (procSample, error) {
 		return s, err
 	}
 	s.fds = len(fds)
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := readProcStatus(pid)
 	if err != nil {
 		return s, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "VmRSS:":
-			s.rssKiB, _ = strconv.ParseInt(f[1], 10, 64)
-		case "Threads:":
-			s.threads, _ = strconv.Atoi(f[1])
-		}
-	}
+	s.rssKiB, s.threads = st["VmRSS:"], int(st["Threads:"])
 	return s, nil
 }
 

@@ -18,13 +18,26 @@ const Interval = 10 * time.Millisecond
 // "timed out after TIMEOUT waiting for WHAT".
 func For(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	Until(t, timeout, func() (bool, string) { return cond(), what })
+	ForEvery(t, Interval, timeout, what, cond)
+}
+
+// ForEvery is For polling every interval instead of Interval: for a cond
+// that is costly to ask (an API call, a /proc read) or that samples
+// something at a chosen rate while it waits.
+func ForEvery(t testing.TB, interval, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	until(t, interval, timeout, func() (bool, string) { return cond(), what })
 }
 
 // Until polls cond until it reports true, or fails t after timeout with
 // cond's last explanation, so a failure says what the state was, not only
 // what was awaited.
 func Until(t testing.TB, timeout time.Duration, cond func() (ok bool, why string)) {
+	t.Helper()
+	until(t, Interval, timeout, cond)
+}
+
+func until(t testing.TB, interval, timeout time.Duration, cond func() (ok bool, why string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -35,6 +48,6 @@ func Until(t testing.TB, timeout time.Duration, cond func() (ok bool, why string
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, why)
 		}
-		time.Sleep(Interval) // the poll interval of a deadline-bound wait
+		time.Sleep(interval) // the poll interval of a deadline-bound wait
 	}
 }
