@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,11 +44,17 @@ func TestManagerWiring(t *testing.T) {
 	}
 	testwait.For(t, 10*time.Second, "3 pods of the deployment", func() bool { return activePods() == 3 })
 
-	cur := get[*api.Deployment](t, c, ns, "web")
-	cur.Spec.Replicas = ptr[int32](1)
-	if _, err := c.Update(t.Context(), cur); err != nil {
-		t.Fatal(err)
-	}
+	// The controllers write the deployment's status meanwhile: a stale
+	// read is a Conflict, and a client reads again (as kubectl scale does).
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		cur := get[*api.Deployment](t, c, ns, "web")
+		cur.Spec.Replicas = ptr[int32](1)
+		_, err := c.Update(t.Context(), cur)
+		if err != nil && !api.IsConflict(err) {
+			t.Fatal(err)
+		}
+		return err == nil, fmt.Sprintf("the scale-down to be written (last: %v)", err)
+	})
 	testwait.For(t, 10*time.Second, "scale down to 1 pod", func() bool { return activePods() == 1 })
 
 	if err := c.Delete(t.Context(), deploymentKind(), ns, "web", api.DeleteOptions{}); err != nil {
