@@ -17,6 +17,11 @@ type Config struct {
 	// Token is the bearer token every request except /healthz, /readyz and
 	// /version must carry. Required: see LoadOrCreateToken.
 	Token string
+	// TokenAuthenticators check the bearer tokens that are not Token, in
+	// order (the first that recognizes a token decides; ServiceAccount
+	// tokens are one). A request may also authenticate with a TLS client
+	// certificate signed by the cluster CA (authn.go).
+	TokenAuthenticators []TokenAuthenticator
 	// MaxRequestBytes bounds a request body of any content type (an
 	// object, a patch, DeleteOptions); larger ones get 413 "Request entity
 	// too large: limit is N" and change nothing.
