@@ -63,6 +63,8 @@ func SetDefaults(obj Object) {
 		}
 	case *PriorityClass:
 		defaultPriorityClass(o)
+	case *EndpointSlice:
+		defaultEndpointSlice(o)
 	case *Endpoints:
 		for i := range o.Subsets {
 			for j := range o.Subsets[i].Ports {

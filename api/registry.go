@@ -74,6 +74,8 @@ var Kinds = []*Kind{
 	{Kind: "Event", Version: "v1", Resource: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true, Type: reflect.TypeFor[Event]()},
 	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Deployment]()},
 	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[ReplicaSet]()},
+	{Kind: "Lease", Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Singular: "lease", Namespaced: true, Type: reflect.TypeFor[Lease]()},
+	{Kind: "EndpointSlice", Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Singular: "endpointslice", Namespaced: true, Type: reflect.TypeFor[EndpointSlice]()},
 	{Kind: "PriorityClass", Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"}, Type: reflect.TypeFor[PriorityClass]()},
 	{Kind: "PodTrace", Group: "skiff.dev", Version: "v1", Resource: "podtraces", Singular: "podtrace", Namespaced: true, Internal: true, Type: reflect.TypeFor[PodTrace]()},
 	{Kind: "ServiceAllocation", Group: "skiff.dev", Version: "v1", Resource: "serviceallocations", Singular: "serviceallocation", Internal: true, Type: reflect.TypeFor[ServiceAllocation]()},

@@ -39,11 +39,14 @@ var notSupported = map[string][]string{
 	"ServiceSpec": {"externalIPs", "loadBalancerIP", "loadBalancerSourceRanges", "externalName",
 		"healthCheckNodePort", "publishNotReadyAddresses", "sessionAffinityConfig", "ipFamilies", "ipFamilyPolicy",
 		"allocateLoadBalancerNodePorts", "loadBalancerClass", "internalTrafficPolicy", "trafficDistribution"},
-	"ServicePort":  {"appProtocol"},
-	"EndpointPort": {"appProtocol"},
-	"NodeSpec":     {"configSource", "externalID"},
-	"EnvVarSource": {"fileKeyRef"},
-	"Event":        {"series", "action", "related"},
+	"ServicePort":       {"appProtocol"},
+	"EndpointPort":      {"appProtocol"},
+	"NodeSpec":          {"configSource", "externalID"},
+	"EnvVarSource":      {"fileKeyRef"},
+	"Event":             {"series", "action", "related"},
+	"LeaseSpec":         {"strategy", "preferredHolder"},
+	"Endpoint":          {"hostname", "zone", "hints", "deprecatedTopology"},
+	"EndpointSlicePort": {"appProtocol"},
 }
 
 // isNotSupported reports whether field is a Kubernetes field of the type

@@ -63,6 +63,10 @@ func Validate(obj Object) FieldErrors {
 		}
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClass(o)...)
+	case *Lease:
+		errs = append(errs, validateLease(o)...)
+	case *EndpointSlice:
+		errs = append(errs, validateEndpointSlice(o)...)
 	case *Event:
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
 		if t := o.Type; t != "" && t != EventNormal && t != EventWarning {
@@ -116,6 +120,10 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		errs = append(errs, validatePodSpecUpdate(&n.Spec, &oldObj.(*Pod).Spec)...)
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClassUpdate(n, oldObj.(*PriorityClass))...)
+	case *EndpointSlice:
+		if o := oldObj.(*EndpointSlice); n.AddressType != o.AddressType {
+			errs = append(errs, Invalid("addressType", n.AddressType, "field is immutable"))
+		}
 	case *ConfigMap:
 		o := oldObj.(*ConfigMap)
 		if o.Immutable != nil && *o.Immutable {
