@@ -75,12 +75,15 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 	return &Registry{store: st, log: logger, services: newServiceAllocator(), traces: newTraceBook(MaxTracedPods), freshWait: freshnessTimeout}
 }
 
-// EnsureDefaults creates the namespaces that always exist ("default").
-// It is idempotent; the server calls it at start.
+// EnsureDefaults creates the namespaces that always exist ("default", and
+// "kube-node-lease" for the nodes' heartbeat Leases). It is idempotent;
+// the server calls it at start.
 func (r *Registry) EnsureDefaults(ctx context.Context) error {
-	ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: DefaultNamespace}}
-	if _, err := r.Create(ctx, namespaceKind, ns); err != nil && !api.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %q: %w", DefaultNamespace, err)
+	for _, name := range []string{DefaultNamespace, api.NamespaceNodeLease} {
+		ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}}
+		if _, err := r.Create(ctx, namespaceKind, ns); err != nil && !api.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %q: %w", name, err)
+		}
 	}
 	return nil
 }
