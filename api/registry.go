@@ -32,6 +32,10 @@ type Kind struct {
 	// Internal kinds are not listed by `get all` and have no user verbs
 	// beyond get (PodTrace, ServiceAllocation).
 	Internal bool
+	// CreateOnly kinds are answered, never stored: a client creates one
+	// and reads the server's answer in its status (the review kinds,
+	// ReviewKinds, which are not in Kinds).
+	CreateOnly bool
 	// Type is the Go struct type (not a pointer).
 	Type reflect.Type
 }
