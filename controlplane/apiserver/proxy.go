@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,13 +17,17 @@ import (
 // Proxy forwards the pods/log and pods/exec subresources to the agent of
 // the pod's node, as kube-apiserver forwards them to the kubelet:
 //
-//	GET  /api/v1/namespaces/NS/pods/NAME/log   →  GET  http://NODE-IP:PORT/pods/NS/NAME/log
-//	POST /api/v1/namespaces/NS/pods/NAME/exec  →  POST http://NODE-IP:PORT/pods/NS/NAME/exec
-//	POST /api/v1/namespaces/NS/pods/NAME/portforward  →  POST http://NODE-IP:PORT/pods/NS/NAME/portforward
+//	GET  /api/v1/namespaces/NS/pods/NAME/log   →  GET  https://NODE-IP:PORT/pods/NS/NAME/log
+//	POST /api/v1/namespaces/NS/pods/NAME/exec  →  POST https://NODE-IP:PORT/pods/NS/NAME/exec
+//	POST /api/v1/namespaces/NS/pods/NAME/portforward  →  POST https://NODE-IP:PORT/pods/NS/NAME/portforward
 //
 // The query goes along unchanged. NODE-IP is the node's InternalIP and PORT
-// its status.daemonEndpoints.kubeletEndpoint.Port; the request carries the
-// cluster token, which the agent checks. Log responses are passed on as
+// its status.daemonEndpoints.kubeletEndpoint.Port. The connection is TLS
+// (Config.AgentTLS): the agent's serving certificate is verified against
+// the cluster CA for NODE-IP, and the API server presents its client
+// certificate (kube-apiserver-kubelet-client, system:masters), which the
+// agent requires; the caller's own credentials (Authorization) are not
+// passed on. Log responses are passed on as
 // they come (logs -f); an exec's connection upgrade (Upgrade: skiff-exec,
 // see agent/remotecommand) is passed on too, as is a port-forward's
 // (Upgrade: skiff-portforward, agent/portforward), after which the proxy copies
@@ -32,16 +37,18 @@ import (
 // reached through 127.0.0.1 when its InternalIP is an address of this
 // machine.
 type Proxy struct {
-	reg   *Registry
-	token string
-	rp    *httputil.ReverseProxy
+	reg *Registry
+	tls *tls.Config // nil: no way to the agents
+	rp  *httputil.ReverseProxy
 }
 
 // ProxyHandler returns the handler of pods/log and pods/exec. The caller
 // has authenticated the request; the handler reads the pod and its node
-// from reg and forwards to the node's agent with token.
-func ProxyHandler(reg *Registry, token string) *Proxy {
-	p := &Proxy{reg: reg, token: token}
+// from reg and forwards to the node's agent over TLS with tlsCfg (the
+// cluster CA as RootCAs, the API server's client certificate). A nil
+// tlsCfg answers 503: this server has no credential towards agents.
+func ProxyHandler(reg *Registry, tlsCfg *tls.Config) *Proxy {
+	p := &Proxy{reg: reg, tls: tlsCfg}
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -57,6 +64,10 @@ func ProxyHandler(reg *Registry, token string) *Proxy {
 			}
 			return nil, err
 		},
+		// HTTP/1.1 (a TLS config of our own, no ForceAttemptHTTP2): the
+		// agents' upgrades (exec, port-forward) need it.
+		TLSClientConfig:       tlsCfg,
+		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConnsPerHost:   8,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 30 * time.Second,
@@ -98,8 +109,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.URL = target
 	out.URL.RawQuery = r.URL.RawQuery
 	out.Host = target.Host
-	out.Header.Set("Authorization", "Bearer "+p.token)
-	out.Header.Del("Cookie")
+	if !p.prepare(w, out) {
+		return
+	}
 	p.rp.ServeHTTP(w, out)
 }
 
@@ -138,10 +150,24 @@ func (p *Proxy) agentURL(ctx context.Context, info *requestInfo) (*url.URL, erro
 			fmt.Sprintf("node %s does not serve logs and exec (no InternalIP or daemon port in its status)", node.Name))
 	}
 	return &url.URL{
-		Scheme: "http",
+		Scheme: "https",
 		Host:   net.JoinHostPort(ip, strconv.Itoa(int(port))),
 		Path:   "/pods/" + url.PathEscape(pod.Namespace) + "/" + url.PathEscape(pod.Name) + "/" + info.sub,
 	}, nil
+}
+
+// prepare readies an outgoing request to an agent: the caller's own
+// credentials stay behind (the API server authenticates with its client
+// certificate). Without AgentTLS it answers 503 and returns false.
+func (p *Proxy) prepare(w http.ResponseWriter, out *http.Request) bool {
+	if p.tls == nil {
+		writeError(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail,
+			"this API server has no client certificate towards the agents (apiserver.Config.AgentTLS)"))
+		return false
+	}
+	out.Header.Del("Authorization")
+	out.Header.Del("Cookie")
+	return true
 }
 
 func subNoun(sub string) string {

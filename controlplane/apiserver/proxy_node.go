@@ -13,9 +13,10 @@ import (
 
 // The nodes/proxy subresource, as kube-apiserver's: a request to
 //
-//	/api/v1/nodes/NAME/proxy/PATH   →   http://NODE-IP:PORT/PATH
+//	/api/v1/nodes/NAME/proxy/PATH   →   https://NODE-IP:PORT/PATH
 //
-// reaches the agent of node NAME with the cluster token, whatever PATH is;
+// reaches the agent of node NAME over TLS with the API server's client
+// certificate (proxy.go), whatever PATH is;
 // the agent decides what it serves. `skiff gpu fault` uses it:
 //
 //	POST /api/v1/nodes/NAME/proxy/gpus/INDEX/fault?xid=79   (or ?clear=true)
@@ -55,10 +56,11 @@ func (p *Proxy) serveNode(w http.ResponseWriter, r *http.Request, name, path str
 		return
 	}
 	out := r.Clone(r.Context())
-	out.URL = &url.URL{Scheme: "http", Host: host, Path: path, RawQuery: r.URL.RawQuery}
+	out.URL = &url.URL{Scheme: "https", Host: host, Path: path, RawQuery: r.URL.RawQuery}
 	out.Host = host
-	out.Header.Set("Authorization", "Bearer "+p.token)
-	out.Header.Del("Cookie")
+	if !p.prepare(w, out) {
+		return
+	}
 	p.rp.ServeHTTP(w, out)
 }
 
