@@ -26,6 +26,9 @@ const (
 func SetDefaults(obj Object) {
 	switch o := obj.(type) {
 	case *Pod:
+		if o.Spec.ServiceAccountName == "" && o.Spec.DeprecatedServiceAccount == "" {
+			o.Spec.ServiceAccountName = DefaultServiceAccountName // as ServiceAccount admission
+		}
 		defaultPodSpec(&o.Spec)
 	case *Deployment:
 		defaultDeployment(o)
@@ -65,6 +68,8 @@ func SetDefaults(obj Object) {
 		defaultPriorityClass(o)
 	case *EndpointSlice:
 		defaultEndpointSlice(o)
+	case *TokenRequest:
+		SetDefaultsTokenRequest(o)
 	case *Endpoints:
 		for i := range o.Subsets {
 			for j := range o.Subsets[i].Ports {
@@ -163,6 +168,12 @@ func defaultPodSpec(s *PodSpec) {
 	if s.EnableServiceLinks == nil {
 		s.EnableServiceLinks = ptr(true)
 	}
+	// serviceAccount is the deprecated alias of serviceAccountName: the
+	// new name wins, and both read the same (Kubernetes' conversion).
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = s.DeprecatedServiceAccount
+	}
+	s.DeprecatedServiceAccount = s.ServiceAccountName
 	for i := range s.Volumes {
 		defaultVolume(&s.Volumes[i])
 	}
@@ -176,7 +187,7 @@ func defaultPodSpec(s *PodSpec) {
 
 func defaultVolume(v *Volume) {
 	switch {
-	case v.ConfigMap == nil && v.Secret == nil && v.EmptyDir == nil && v.HostPath == nil:
+	case v.ConfigMap == nil && v.Secret == nil && v.EmptyDir == nil && v.HostPath == nil && v.Projected == nil:
 		// Kubernetes: a volume with no source is an emptyDir.
 		v.EmptyDir = &EmptyDirVolumeSource{}
 	case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:
@@ -185,6 +196,22 @@ func defaultVolume(v *Volume) {
 		v.Secret.DefaultMode = ptr[int32](DefaultVolumeMode)
 	case v.HostPath != nil && v.HostPath.Type == nil:
 		v.HostPath.Type = ptr("")
+	case v.Projected != nil:
+		if v.Projected.DefaultMode == nil {
+			v.Projected.DefaultMode = ptr[int32](DefaultVolumeMode)
+		}
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+				t.ExpirationSeconds = ptr[int64](DefaultTokenExpirationSeconds)
+			}
+			if d := src.DownwardAPI; d != nil {
+				for _, it := range d.Items {
+					if it.FieldRef != nil && it.FieldRef.APIVersion == "" {
+						it.FieldRef.APIVersion = "v1"
+					}
+				}
+			}
+		}
 	}
 }
 

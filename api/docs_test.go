@@ -119,10 +119,13 @@ Notation: ` + "`[]`" + ` after a name is a list, ` + "`{}`" + ` a map; types are
 ## Values skiff restricts further than Kubernetes
 
 - Service ` + "`spec.type`" + `: ClusterIP or NodePort (no LoadBalancer, ExternalName); protocols TCP and UDP.
-- Pod ` + "`spec.schedulerName`" + `: only default-scheduler; ` + "`spec.serviceAccountName`" + `: only "" or default;
+- Pod ` + "`spec.schedulerName`" + `: only default-scheduler;
   ` + "`spec.dnsPolicy`" + `: ClusterFirst, ClusterFirstWithHostNet or Default (no None: there is no dnsConfig).
 - Container ` + "`terminationMessagePath`" + ` and ` + "`terminationMessagePolicy`" + `: only their defaults.
-- Volumes: configMap, secret, emptyDir and hostPath.
+- Volumes: configMap, secret, emptyDir, hostPath and projected; projected sources: serviceAccountToken,
+  configMap and downwardAPI (metadata.name, metadata.namespace, metadata.uid), the three of the API access
+  volume (` + "`kube-api-access-xxxxx`" + `) that ServiceAccount admission adds to every pod.
+- ServiceAccount: ` + "`automountServiceAccountToken`" + `; TokenRequest binds tokens to pods only.
 - Extended resources (` + "`nvidia.com/gpu`" + `) are whole numbers, set in limits; a request must equal the limit.
 `)
 	return b.String()

@@ -56,9 +56,15 @@ type PodSpec struct {
 	Priority *int32 `json:"priority,omitempty"`
 	// PreemptionPolicy: PreemptLowerPriority (default) or Never.
 	PreemptionPolicy *string `json:"preemptionPolicy,omitempty"`
-	// ServiceAccountName is accepted for compatibility; skiff has no service accounts
-	// and only "default" (or empty) is allowed.
+	// ServiceAccountName is the ServiceAccount the pod runs as (default
+	// "default"); it must exist when the pod is created.
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// DeprecatedServiceAccount is the old name of ServiceAccountName
+	// (serviceAccount), kept equal to it as Kubernetes does.
+	DeprecatedServiceAccount string `json:"serviceAccount,omitempty"`
+	// AutomountServiceAccountToken: false leaves out the API access volume
+	// (token, ca.crt, namespace); unset takes the ServiceAccount's choice.
+	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
 	// EnableServiceLinks injects Service environment variables (default true).
 	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
 	// DNSPolicy: ClusterFirst (default), Default or None-less subset.
@@ -212,6 +218,8 @@ type Volume struct {
 	EmptyDir *EmptyDirVolumeSource `json:"emptyDir,omitempty"`
 	// HostPath: a file or directory of the node.
 	HostPath *HostPathVolumeSource `json:"hostPath,omitempty"`
+	// Projected: several sources in one directory (serviceaccount.go).
+	Projected *ProjectedVolumeSource `json:"projected,omitempty"`
 }
 
 // ConfigMapVolumeSource projects a ConfigMap's keys as files.

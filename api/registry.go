@@ -75,6 +75,7 @@ var Kinds = []*Kind{
 	{Kind: "Service", Version: "v1", Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Service]()},
 	{Kind: "Endpoints", Version: "v1", Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"}, Namespaced: true, Type: reflect.TypeFor[Endpoints]()},
 	{Kind: "Node", Version: "v1", Resource: "nodes", Singular: "node", ShortNames: []string{"no"}, HasStatus: true, Type: reflect.TypeFor[Node]()},
+	{Kind: "ServiceAccount", Version: "v1", Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"}, Namespaced: true, Type: reflect.TypeFor[ServiceAccount]()},
 	{Kind: "Event", Version: "v1", Resource: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true, Type: reflect.TypeFor[Event]()},
 	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Deployment]()},
 	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[ReplicaSet]()},

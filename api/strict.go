@@ -21,7 +21,7 @@ import (
 // (usually a typo). Constant table: never modified.
 var notSupported = map[string][]string{
 	"ObjectMeta": {"selfLink"},
-	"PodSpec": {"securityContext", "serviceAccount", "automountServiceAccountToken", "imagePullSecrets",
+	"PodSpec": {"securityContext", "imagePullSecrets",
 		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "subdomain", "hostAliases", "runtimeClassName",
 		"topologySpreadConstraints", "overhead", "readinessGates", "dnsConfig", "os", "ephemeralContainers",
 		"resourceClaims", "schedulingGates", "setHostnameAsFQDN", "resources", "hostnameOverride"},
@@ -33,7 +33,7 @@ var notSupported = map[string][]string{
 	"Probe":                {"grpc"},
 	"Affinity":             {"podAffinity", "podAntiAffinity"},
 	"Volume": {"nfs", "persistentVolumeClaim", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "azureFile",
-		"csi", "downwardAPI", "projected", "ephemeral", "iscsi", "rbd", "cephfs", "cinder", "fc", "flexVolume",
+		"csi", "downwardAPI", "ephemeral", "iscsi", "rbd", "cephfs", "cinder", "fc", "flexVolume",
 		"flocker", "gitRepo", "glusterfs", "photonPersistentDisk", "portworxVolume", "quobyte", "scaleIO",
 		"storageos", "vsphereVolume", "image"},
 	"ServiceSpec": {"externalIPs", "loadBalancerIP", "loadBalancerSourceRanges", "externalName",
@@ -47,6 +47,12 @@ var notSupported = map[string][]string{
 	"LeaseSpec":         {"strategy", "preferredHolder"},
 	"Endpoint":          {"hostname", "zone", "hints", "deprecatedTopology"},
 	"EndpointSlicePort": {"appProtocol"},
+	// ServiceAccount: legacy token Secrets and image pull credentials
+	// (skiff pulls without credentials); projected sources beyond the
+	// API access volume's three.
+	"ServiceAccount":        {"secrets", "imagePullSecrets"},
+	"VolumeProjection":      {"secret", "clusterTrustBundle", "podCertificate"},
+	"DownwardAPIVolumeFile": {"resourceFieldRef"},
 }
 
 // isNotSupported reports whether field is a Kubernetes field of the type

@@ -61,6 +61,8 @@ func Validate(obj Object) FieldErrors {
 		for _, name := range sortedKeys(o.Status.Allocatable) {
 			errs = append(errs, validateResourceQuantity(name, o.Status.Allocatable[name], "status.allocatable["+name+"]")...)
 		}
+	case *ServiceAccount:
+		errs = append(errs, validateServiceAccount(o)...)
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClass(o)...)
 	case *Lease:

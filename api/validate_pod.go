@@ -90,8 +90,10 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	if s.SchedulerName != "" && s.SchedulerName != DefaultSchedulerName {
 		errs = append(errs, NotSupported(p+".schedulerName", s.SchedulerName, DefaultSchedulerName))
 	}
-	if s.ServiceAccountName != "" && s.ServiceAccountName != "default" {
-		errs = append(errs, NotSupported(p+".serviceAccountName", s.ServiceAccountName, "default"))
+	if s.ServiceAccountName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(s.ServiceAccountName) {
+			errs = append(errs, Invalid(p+".serviceAccountName", s.ServiceAccountName, msg))
+		}
 	}
 	if s.PriorityClassName != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(s.PriorityClassName) {
@@ -151,6 +153,12 @@ func validateVolumeSource(v *Volume, vp string) FieldErrors {
 					errs = append(errs, NotSupported(vp+".hostPath.type", *t, "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"))
 				}
 			}
+		}
+	}
+	if v.Projected != nil {
+		n++
+		if n == 1 {
+			errs = append(errs, validateProjected(v.Projected, vp+".projected")...) // serviceaccount.go
 		}
 	}
 	switch {
