@@ -58,7 +58,7 @@ func TestColumnsOfEveryKind(t *testing.T) {
 		{"secrets", &api.Secret{ObjectMeta: meta("a", "tls", 5*time.Second), Type: "kubernetes.io/tls", Data: map[string][]byte{"tls.crt": nil, "tls.key": nil}},
 			[]string{"NAME", "TYPE", "DATA", "AGE"}, nil, []string{"tls", "kubernetes.io/tls", "2", "5s"}},
 		{"pods", &api.Pod{ObjectMeta: meta("a", "web-1", 50*time.Hour),
-			Spec: api.PodSpec{NodeName: "node-1", Containers: []api.Container{{Name: "web"}}},
+			Spec:   api.PodSpec{NodeName: "node-1", Containers: []api.Container{{Name: "web"}}},
 			Status: api.PodStatus{Phase: api.PodRunning, PodIPs: []api.PodIP{{IP: "10.244.0.6"}}, ContainerStatuses: []api.ContainerStatus{{Ready: true, State: running}}}},
 			[]string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"},
 			[]string{"NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"},
