@@ -151,6 +151,15 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	pods.AddHandler(epc.PodHandler(epLoop.Enqueue))
 	endpoints.AddHandler(epc.EndpointsHandler(epLoop.Enqueue))
 
+	// EndpointSlice controller (endpointslice.go): the same events, and
+	// its slices'.
+	eslices := m.informer(c, endpointSliceKind(), log)
+	esc := NewEndpointSliceController(c, services, pods, eslices, log)
+	esLoop := newLoop(endpointSliceControllerName, esc, sliceServiceKeys(services, eslices))
+	services.AddHandler(esLoop.Handler())
+	pods.AddHandler(esc.PodHandler(esLoop.Enqueue))
+	eslices.AddHandler(esc.SliceHandler(esLoop.Enqueue))
+
 	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
 	ipam := newDefaultNodeIPAM(c, nodes, log)
 	ipamLoop := newLoop(nodeIPAMControllerName, ipam, nodes.Keys)

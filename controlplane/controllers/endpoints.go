@@ -70,6 +70,13 @@ func NewEndpointsController(c client.Interface, services, pods, endpoints Lister
 // changed (before or after the change: a pod whose labels moved away must
 // leave the old service's endpoints).
 func (e *EndpointsController) PodHandler(enqueue func(key string)) client.Handler {
+	return servicesOfPodHandler(e.services, enqueue)
+}
+
+// servicesOfPodHandler enqueues the services (from the cache services)
+// whose selector matches a pod before or after its change; the endpoints
+// and endpointslice controllers share it.
+func servicesOfPodHandler(services Lister, enqueue func(key string)) client.Handler {
 	forPod := func(objs ...api.Object) {
 		seen := map[string]bool{}
 		for _, o := range objs {
@@ -77,7 +84,7 @@ func (e *EndpointsController) PodHandler(enqueue func(key string)) client.Handle
 			if !ok {
 				continue
 			}
-			for _, so := range e.services.ListBy(nil, p.Namespace) {
+			for _, so := range services.ListBy(nil, p.Namespace) {
 				s, ok := so.(*api.Service)
 				if !ok || len(s.Spec.Selector) == 0 {
 					continue
