@@ -29,6 +29,11 @@ type Kind struct {
 	// HasStatus kinds have a status subresource: a plain update keeps
 	// status, PUT .../status changes only status.
 	HasStatus bool
+	// Categories the kind belongs to in discovery: "all" makes it part of
+	// `kubectl get all` (Kubernetes' all: pods, services, daemonsets,
+	// deployments, replicasets, statefulsets, jobs, cronjobs,
+	// replicationcontrollers, horizontalpodautoscalers).
+	Categories []string
 	// Internal kinds are not listed by `get all` and have no user verbs
 	// beyond get (PodTrace, ServiceAllocation).
 	Internal bool
@@ -71,14 +76,14 @@ var Kinds = []*Kind{
 	{Kind: "Namespace", Version: "v1", Resource: "namespaces", Singular: "namespace", ShortNames: []string{"ns"}, HasStatus: true, Type: reflect.TypeFor[Namespace]()},
 	{Kind: "ConfigMap", Version: "v1", Resource: "configmaps", Singular: "configmap", ShortNames: []string{"cm"}, Namespaced: true, Type: reflect.TypeFor[ConfigMap]()},
 	{Kind: "Secret", Version: "v1", Resource: "secrets", Singular: "secret", Namespaced: true, Type: reflect.TypeFor[Secret]()},
-	{Kind: "Pod", Version: "v1", Resource: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Pod]()},
-	{Kind: "Service", Version: "v1", Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Service]()},
+	{Kind: "Pod", Version: "v1", Resource: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[Pod]()},
+	{Kind: "Service", Version: "v1", Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[Service]()},
 	{Kind: "Endpoints", Version: "v1", Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"}, Namespaced: true, Type: reflect.TypeFor[Endpoints]()},
 	{Kind: "Node", Version: "v1", Resource: "nodes", Singular: "node", ShortNames: []string{"no"}, HasStatus: true, Type: reflect.TypeFor[Node]()},
 	{Kind: "ServiceAccount", Version: "v1", Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"}, Namespaced: true, Type: reflect.TypeFor[ServiceAccount]()},
 	{Kind: "Event", Version: "v1", Resource: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true, Type: reflect.TypeFor[Event]()},
-	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Deployment]()},
-	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[ReplicaSet]()},
+	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[Deployment]()},
+	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[ReplicaSet]()},
 	{Kind: "Lease", Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Singular: "lease", Namespaced: true, Type: reflect.TypeFor[Lease]()},
 	{Kind: "EndpointSlice", Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Singular: "endpointslice", Namespaced: true, Type: reflect.TypeFor[EndpointSlice]()},
 	{Kind: "PriorityClass", Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"}, Type: reflect.TypeFor[PriorityClass]()},
