@@ -94,6 +94,8 @@ type container struct {
 	log    bytes.Buffer
 	// changed is closed and replaced on every change of status or log.
 	changed chan struct{}
+	// stats are the figures ContainerStats reports (stats.go).
+	stats runtime.ContainerStats
 }
 
 type subscriber struct {
