@@ -26,12 +26,12 @@ func TestReadCgroupStats(t *testing.T) {
 			"ns/c1/memory.stat":    "anon 4194304\nfile 6291456\ninactive_file 2097152\nactive_file 4194304\n",
 		}, want: runtime.ContainerStats{Time: now, CPUUsageCoreNanoSeconds: 1500000, MemoryUsageBytes: 10485760, MemoryWorkingSetBytes: 8388608}},
 		{name: "v1", files: map[string]string{
-			"cpuacct/ns/c1/cpuacct.usage":       "123456789\n",
+			"cpuacct/ns/c1/cpuacct.usage":        "123456789\n",
 			"memory/ns/c1/memory.usage_in_bytes": "1000\n",
 			"memory/ns/c1/memory.stat":           "cache 600\ninactive_file 100\ntotal_inactive_file 400\n",
 		}, want: runtime.ContainerStats{Time: now, CPUUsageCoreNanoSeconds: 123456789, MemoryUsageBytes: 1000, MemoryWorkingSetBytes: 600}},
 		{name: "more inactive than used", files: map[string]string{
-			"cpuacct/ns/c1/cpuacct.usage":       "1\n",
+			"cpuacct/ns/c1/cpuacct.usage":        "1\n",
 			"memory/ns/c1/memory.usage_in_bytes": "100\n",
 			"memory/ns/c1/memory.stat":           "total_inactive_file 400\n",
 		}, want: runtime.ContainerStats{Time: now, CPUUsageCoreNanoSeconds: 1, MemoryUsageBytes: 100}},
