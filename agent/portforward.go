@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"skiff.dev/skiff/agent/network"
@@ -26,19 +25,11 @@ type podNetNS interface {
 // podDialTimeout bounds the connect to a pod's port.
 const podDialTimeout = 5 * time.Second
 
-// servePortForward connects to a port of a pod and, when that works,
-// upgrades the request's connection and copies bytes both ways until
-// either side closes (agent/portforward).
+// servePortForward upgrades the request to the kubelet's port-forward
+// protocols (agent/portforward) and connects each forwarded stream to its
+// port of the pod. A pod that is not running is refused before the
+// upgrade; a port nothing listens on is an error on that stream only.
 func (a *Agent) servePortForward(w http.ResponseWriter, r *http.Request) {
-	if !strings.EqualFold(r.Header.Get("Upgrade"), portforward.Protocol) {
-		writeStatus(w, api.NewBadRequest("port-forward needs a connection upgrade (Connection: Upgrade, Upgrade: "+portforward.Protocol+")"))
-		return
-	}
-	port, err := portforward.ParsePort(r.URL.Query())
-	if err != nil {
-		writeStatus(w, api.NewBadRequest(err.Error()))
-		return
-	}
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	o, ok := a.pods.Get(ns, name)
 	if !ok {
@@ -50,38 +41,15 @@ func (a *Agent) servePortForward(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, api.NewBadRequest(fmt.Sprintf("unable to forward port because pod is not running. Current status=%s", pod.Status.Phase)))
 		return
 	}
-	dctx, cancel := context.WithTimeout(r.Context(), podDialTimeout)
-	target, err := a.dialPod(dctx, pod, port)
-	cancel()
-	if err != nil {
-		writeStatus(w, api.NewStatusError(http.StatusBadGateway, api.ReasonServiceUnavail,
-			fmt.Sprintf("error forwarding port %d to pod %s: %v", port, pod.Name, err)))
-		return
-	}
-	defer target.Close()
-
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		writeStatus(w, api.NewInternal(fmt.Errorf("port-forward: %w", err)))
-		return
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Time{})
-	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", portforward.Protocol); err != nil {
-		return
-	}
-	if err := brw.Flush(); err != nil {
-		return
-	}
-	// Bytes the client sent after its request, already buffered.
-	if n := brw.Reader.Buffered(); n > 0 {
-		buf, _ := brw.Reader.Peek(n)
-		if _, err := target.Write(buf); err != nil {
-			return
+	a.log.Debug("port-forward", "pod", api.KeyOf(pod))
+	portforward.Serve(w, r, func(ctx context.Context, port int32) (net.Conn, error) {
+		if port < 1 || port > 65535 {
+			return nil, fmt.Errorf("port %d: want a number from 1 to 65535", port)
 		}
-	}
-	a.log.Debug("port-forward", "pod", api.KeyOf(pod), "port", port)
-	portforward.Splice(r.Context(), conn, target)
+		dctx, cancel := context.WithTimeout(ctx, podDialTimeout)
+		defer cancel()
+		return a.dialPod(dctx, pod, int(port))
+	})
 }
 
 // dialPod connects to port of pod. A pod with a network namespace of its

@@ -1,9 +1,8 @@
 package agent
 
 import (
-	"bufio"
 	"context"
-	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"skiff.dev/skiff/agent/remotecommand"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -27,14 +25,21 @@ import (
 // status.daemonEndpoints.kubeletEndpoint.Port):
 //
 //	GET  /pods/{ns}/{name}/log?container=C&follow=true&tailLines=N&previous=true
-//	POST /pods/{ns}/{name}/exec?command=...&command=...&container=C&stdin=true&tty=true
-//	POST /pods/{ns}/{name}/portforward?port=N   (Upgrade: skiff-portforward, portforward.go)
+//	GET|POST /pods/{ns}/{name}/exec?command=...&command=...&container=C&stdin=true&stdout=true&stderr=true&tty=true
+//	GET|POST /pods/{ns}/{name}/attach?container=C&stdin=true&stdout=true&tty=true   (exec.go)
+//	GET|POST /pods/{ns}/{name}/portforward   (portforward.go)
 //	POST /gpus/{index}/fault?xid=79 | ?clear=true   (simulated GPUs, gpufault.go)
 //	GET  /healthz
 //
-// Every request but /healthz needs the cluster token as a bearer token.
-// Exec upgrades the connection (Upgrade: skiff-exec) and speaks the frame
-// protocol of agent/remotecommand. Errors are Kubernetes Status objects,
+// The server speaks TLS only (Config.TLS: the node's serving certificate,
+// SANs its addresses) and requires a client certificate of the cluster
+// CA; every request but /healthz must come from the API server: CN
+// kube-apiserver-kubelet-client or group system:masters (the kubelet's
+// x509 authentication, with a fixed authorization). Anyone else gets 401
+// without a certificate and 403 with one (a node's, say).
+// Exec, attach and port-forward upgrade the connection to the kubelet's
+// streaming protocols (WebSocket or SPDY: agent/remotecommand,
+// agent/portforward). Errors are Kubernetes Status objects,
 // so the API server passes them on unchanged and the CLI prints them as
 // it prints any other.
 
@@ -42,24 +47,41 @@ import (
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods/{ns}/{name}/log", a.serveLog)
-	mux.HandleFunc("POST /pods/{ns}/{name}/exec", a.serveExec)
-	mux.HandleFunc("POST /pods/{ns}/{name}/portforward", a.servePortForward)
+	for _, m := range []string{"GET", "POST"} { // streaming: exec.go, portforward.go
+		mux.HandleFunc(m+" /pods/{ns}/{name}/exec", a.serveExec)
+		mux.HandleFunc(m+" /pods/{ns}/{name}/attach", a.serveAttach)
+		mux.HandleFunc(m+" /pods/{ns}/{name}/portforward", a.servePortForward)
+	}
 	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault) // gpufault.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			io.WriteString(w, "ok")
 			return
 		}
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if a.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(a.cfg.Token)) != 1 {
-			writeStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized"))
+		if err := fromAPIServer(r); err != nil {
+			writeStatus(w, err)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
 }
 
-// Listen opens the agent's HTTP socket on Config.Listen, so that its port
+// fromAPIServer checks that r carries a verified client certificate of
+// the API server (CN kube-apiserver-kubelet-client, or group
+// system:masters).
+func fromAPIServer(r *http.Request) *api.StatusError {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized")
+	}
+	user, groups := pki.Identity(r.TLS.VerifiedChains[0][0])
+	if user == pki.APIServerKubeletClient || slices.Contains(groups, pki.MastersGroup) {
+		return nil
+	}
+	return api.NewStatusError(http.StatusForbidden, api.ReasonForbidden,
+		fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=proxy): only the API server may call the agent", user, strings.ToLower(r.Method)))
+}
+
+// Listen opens the agent's HTTPS socket on Config.Listen, so that its port
 // is known before the node registers. Run calls it when it was not called;
 // with no Config.Listen there is no server.
 func (a *Agent) Listen() error {
@@ -109,6 +131,9 @@ func (a *Agent) serve(ctx context.Context) {
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// HTTP/1.1 only: exec and port-forward upgrade the connection.
+		TLSConfig:    a.cfg.TLS.Clone(),
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	done := make(chan struct{})
 	go func() {
@@ -119,7 +144,7 @@ func (a *Agent) serve(ctx context.Context) {
 		_ = srv.Shutdown(sctx)
 	}()
 	a.log.Info("agent server listening", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		a.log.Error("agent server stopped", "err", err)
 	}
 	<-done
@@ -252,117 +277,6 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 		err = f.rc.Flush()
 	}
 	return n, err
-}
-
-func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
-	if !strings.EqualFold(r.Header.Get("Upgrade"), remotecommand.Protocol) {
-		writeStatus(w, api.NewBadRequest("exec needs a connection upgrade (Connection: Upgrade, Upgrade: "+remotecommand.Protocol+")"))
-		return
-	}
-	opts, err := remotecommand.ParseQuery(r.URL.Query())
-	if err != nil {
-		writeStatus(w, api.NewBadRequest(err.Error()))
-		return
-	}
-	pod, name, err := a.podContainer(r, opts.Container)
-	if err != nil {
-		writeStatus(w, err)
-		return
-	}
-	cs, err := a.containerAttempts(r.Context(), pod, name)
-	if err != nil {
-		writeStatus(w, err)
-		return
-	}
-	if len(cs) == 0 || cs[0].State != runtime.StateRunning {
-		writeStatus(w, api.NewBadRequest(fmt.Sprintf("unable to upgrade connection: container %s not found in pod %s or not running", name, pod.Name)))
-		return
-	}
-	id := cs[0].ID
-
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		writeStatus(w, api.NewInternal(fmt.Errorf("exec: %w", err)))
-		return
-	}
-	// The reader goroutine below ends when conn closes; close, then wait
-	// for it, so no goroutine outlives the request.
-	var readers sync.WaitGroup
-	defer func() {
-		conn.Close()
-		readers.Wait()
-	}()
-	_ = conn.SetDeadline(time.Time{})
-	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", remotecommand.Protocol); err != nil {
-		return
-	}
-	if err := brw.Flush(); err != nil {
-		return
-	}
-	a.log.Info("exec", "pod", api.KeyOf(pod), "container", name, "command", opts.Command, "tty", opts.TTY)
-
-	// The exec lives as long as the connection: a read error (the client
-	// went away) cancels it.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	var stdinR *io.PipeReader
-	var stdinW *io.PipeWriter
-	if opts.Stdin {
-		stdinR, stdinW = io.Pipe()
-	}
-	readers.Add(1)
-	go func() {
-		defer readers.Done()
-		readClientFrames(brw.Reader, stdinW, cancel)
-	}()
-
-	var mu sync.Mutex
-	eo := runtime.ExecOptions{
-		Cmd:    opts.Command,
-		Stdout: &remotecommand.FrameWriter{Mu: &mu, W: conn, Stream: remotecommand.StreamStdout},
-		Stderr: &remotecommand.FrameWriter{Mu: &mu, W: conn, Stream: remotecommand.StreamStderr},
-		TTY:    opts.TTY,
-	}
-	if stdinR != nil {
-		eo.Stdin = stdinR
-	}
-	code, err := a.rt.Exec(ctx, id, eo)
-	if stdinR != nil {
-		stdinR.Close()
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if err != nil {
-		_ = remotecommand.WriteFrame(conn, remotecommand.StreamError, []byte(err.Error()))
-		return
-	}
-	_ = remotecommand.WriteFrame(conn, remotecommand.StreamExit, remotecommand.ExitPayload(code))
-}
-
-// readClientFrames copies stdin frames into stdin until the client closes
-// it (an empty frame) or the connection; the latter cancels the exec.
-func readClientFrames(r *bufio.Reader, stdin *io.PipeWriter, cancel context.CancelFunc) {
-	for {
-		stream, payload, err := remotecommand.ReadFrame(r)
-		if err != nil {
-			if stdin != nil {
-				stdin.CloseWithError(io.EOF)
-			}
-			cancel()
-			return
-		}
-		if stream != remotecommand.StreamStdin || stdin == nil {
-			continue
-		}
-		if len(payload) == 0 {
-			stdin.Close()
-			stdin = nil
-			continue
-		}
-		if _, err := stdin.Write(payload); err != nil {
-			stdin = nil // the command stopped reading: drop the rest
-		}
-	}
 }
 
 // writeStatus writes err as a Kubernetes Status.

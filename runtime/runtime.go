@@ -304,6 +304,14 @@ type ExecOptions struct {
 	Stdout io.Writer // nil to discard
 	Stderr io.Writer // nil to discard; ignored with TTY (a terminal has one output)
 	TTY    bool
+	// Resize carries the client's terminal size changes (TTY only; nil for
+	// none). The runtime reads it until it closes or the command ends.
+	Resize <-chan TerminalSize
+}
+
+// TerminalSize is the size of an exec's terminal, in characters.
+type TerminalSize struct {
+	Width, Height uint16
 }
 
 // LogOptions select what Logs writes.

@@ -1,73 +1,150 @@
-// Package portforward is the wire protocol of `skiff port-forward`: how
-// one local TCP connection reaches a port of a pod, through the API server
-// and the agent of the pod's node.
+// Package portforward is the server side of `kubectl port-forward` on a
+// skiff node: the protocols the kubelet speaks, so real kubectl and
+// client-go's tools/portforward (which `skiff port-forward` uses too) reach
+// a pod's ports through the API server and the agent of the pod's node.
 //
 // # The connection
 //
-// For every local connection the CLI accepts, it sends
+// The client sends one upgrade request for the whole port-forward:
 //
-//	POST /api/v1/namespaces/NS/pods/NAME/portforward?port=80
+//	GET or POST /api/v1/namespaces/NS/pods/NAME/portforward
 //	Connection: Upgrade
-//	Upgrade: skiff-portforward
-//	Authorization: Bearer TOKEN
+//	Upgrade: websocket                                  (or SPDY/3.1)
+//	Sec-WebSocket-Protocol: SPDY/3.1+portforward.k8s.io (or X-Stream-Protocol-Version: portforward.k8s.io)
 //
-// to the API server, which checks the token and the pod and forwards the
-// request to the agent of the pod's node (POST /pods/NS/NAME/portforward,
-// same query), as it forwards exec (agent/remotecommand). The agent first
-// connects to the pod's port; only when that works does it answer
-// "101 Switching Protocols", so a closed port is an ordinary HTTP error
-// with a Kubernetes Status body. After the 101 the connection carries the
-// raw bytes of the pod connection, unframed, in both directions.
+// The API server checks the credentials and the pod and passes the request
+// on, upgrade and all, to the agent (/pods/NS/NAME/portforward). After the
+// 101 the connection is SPDY/3.1: for every local connection the client
+// opens two SPDY streams with headers streamType (data, error), port and a
+// requestID that pairs them; the agent connects to the port inside the
+// pod's network namespace and copies bytes between that connection and the
+// data stream, and writes what went wrong, if anything, on the error stream.
+// Many local connections and ports share one upgraded connection.
 //
-// # Invariants
+// # Protocols
 //
-//   - One upgraded connection per forwarded TCP connection: no
-//     multiplexing, so nothing in between needs to understand the stream.
-//   - The stream ends as a whole: when either side closes (or reaches
-//     EOF), both connections are closed. A half-close is not carried
-//     (the API server's upgrade proxy cannot carry it either), which suits
-//     request-response protocols such as HTTP.
+//   - WebSocket SPDY/3.1+portforward.k8s.io (kubectl 1.31 and later): the
+//     same SPDY/3.1 session carried in binary WebSocket messages, because
+//     WebSocket, unlike SPDY, passes through every HTTP proxy.
+//   - SPDY/3.1 portforward.k8s.io: kubectl's fallback, and older clients.
+//   - WebSocket v4.channel.k8s.io and portforward.k8s.io (?ports=80,443):
+//     the older channel protocol, two channels (data, error) per port, one
+//     connection per forwarded connection (the Python client's).
 //
-// Kubernetes multiplexes all ports of one kubectl port-forward over one
-// SPDY or WebSocket connection; skiff's one-connection-per-connection
-// protocol is slower to open but has nothing to explain.
+// # Which code does it
+//
+// SPDY and the channel protocol are k8s.io/cri-streaming's ServePortForward,
+// the kubelet's streaming server. The tunnelled WebSocket is unwrapped here
+// with gorilla/websocket and client-go's TunnelingConnection (the net.Conn
+// over WebSocket messages kubectl itself uses) and handed to the same SPDY
+// server. In Kubernetes the API server unwraps the tunnel
+// (k8s.io/apiserver's streamtunnel) and speaks plain SPDY to the kubelet;
+// skiff's API server passes the upgrade through, so the agent unwraps it.
 package portforward
 
 import (
+	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"sync"
+	"time"
 
-	"skiff.dev/skiff/agent/remotecommand"
+	gwebsocket "github.com/gorilla/websocket"
+	kportforward "k8s.io/client-go/tools/portforward"
+	cripf "k8s.io/cri-streaming/pkg/streaming/portforward"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
 )
 
-// Protocol is the Upgrade header value of a port-forward connection.
-const Protocol = "skiff-portforward"
+// Timeouts of a connection, the kubelet's defaults.
+const (
+	IdleTimeout           = 4 * time.Hour
+	StreamCreationTimeout = 30 * time.Second
+)
 
-// ParsePort reads the port query parameter (1 to 65535).
-func ParsePort(q url.Values) (int, error) {
-	s := q.Get("port")
-	if s == "" {
-		return 0, errors.New("port-forward needs a port (?port=N)")
+// TunnelProtocol is the WebSocket subprotocol that carries SPDY.
+const TunnelProtocol = cripf.WebsocketsSPDYTunnelingPortForwardV1
+
+// DialFunc connects to port of the pod. Its error is sent to the client on
+// the connection's error stream.
+type DialFunc func(ctx context.Context, port int32) (net.Conn, error)
+
+// Serve upgrades r and forwards each of the client's streams to the pod
+// port it names, through dial, until the connection ends.
+func Serve(w http.ResponseWriter, r *http.Request, dial DialFunc) {
+	f := forwarder{dial: dial}
+	if wsstream.IsWebSocketRequestWithTunnelingProtocol(r) {
+		serveTunnel(w, r, f)
+		return
 	}
-	p, err := strconv.Atoi(s)
-	if err != nil || p < 1 || p > 65535 {
-		return 0, fmt.Errorf("port %q: want a number from 1 to 65535", s)
+	var opts *cripf.V4Options
+	if wsstream.IsWebSocketRequest(r) {
+		var err error
+		if opts, err = cripf.NewV4Options(r); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 	}
-	return p, nil
+	cripf.ServePortForward(w, r, f, "", "", opts, IdleTimeout, StreamCreationTimeout, cripf.SupportedProtocols)
 }
 
-// Dial opens a port-forward connection to port of the pod whose
-// portforward subresource is path (client.PathFor(pods, NS, NAME,
-// "portforward")) on server. An answer other than 101 is returned as
-// *api.StatusError. hc nil means http.DefaultClient.
-func Dial(ctx context.Context, hc *http.Client, server, token, path string, port int) (io.ReadWriteCloser, error) {
-	return remotecommand.DialUpgrade(ctx, hc, server, token, path, url.Values{"port": {strconv.Itoa(port)}}, Protocol, "port-forward")
+// serveTunnel accepts the WebSocket, then serves SPDY inside it.
+func serveTunnel(w http.ResponseWriter, r *http.Request, f forwarder) {
+	up := gwebsocket.Upgrader{Subprotocols: []string{TunnelProtocol}}
+	ws, err := up.Upgrade(w, r, nil) // answers the client itself on failure
+	if err != nil {
+		return
+	}
+	conn := kportforward.NewTunnelingConnection("agent", ws)
+	defer conn.Close()
+	// Inside the tunnel the client starts SPDY at once, without an HTTP
+	// upgrade of its own: give the SPDY server the request it would have
+	// sent and a response writer whose Hijack is the tunnel.
+	inner := r.Clone(r.Context())
+	inner.Header = http.Header{}
+	inner.Header.Set(httpstream.HeaderConnection, httpstream.HeaderUpgrade)
+	inner.Header.Set(httpstream.HeaderUpgrade, spdy.HeaderSpdy31)
+	inner.Header.Set(httpstream.HeaderProtocolVersion, cripf.ProtocolV1Name)
+	cripf.ServePortForward(&tunnelWriter{conn: conn}, inner, f, "", "", nil, IdleTimeout, StreamCreationTimeout, cripf.SupportedProtocols)
+}
+
+// tunnelWriter is the http.ResponseWriter of the SPDY server inside a
+// tunnel: the 101 it writes is dropped (the WebSocket upgrade was the
+// client's 101) and Hijack hands over the tunnel.
+type tunnelWriter struct {
+	conn   net.Conn
+	header http.Header
+}
+
+func (t *tunnelWriter) Header() http.Header {
+	if t.header == nil {
+		t.header = http.Header{}
+	}
+	return t.header
+}
+func (t *tunnelWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (t *tunnelWriter) WriteHeader(int)             {}
+func (t *tunnelWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return t.conn, bufio.NewReadWriter(bufio.NewReader(t.conn), bufio.NewWriter(t.conn)), nil
+}
+
+// forwarder is cri-streaming's PortForwarder over a DialFunc.
+type forwarder struct{ dial DialFunc }
+
+// PortForward connects to port and copies both ways until either side
+// ends; cri-streaming writes a returned error on the error stream.
+func (f forwarder) PortForward(ctx context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
+	defer stream.Close()
+	target, err := f.dial(ctx, port)
+	if err != nil {
+		return fmt.Errorf("error forwarding port %d to pod: %w", port, err)
+	}
+	Splice(ctx, stream, target)
+	return nil
 }
 
 // Splice copies a to b and b to a until either side ends or ctx does, then
@@ -86,10 +163,10 @@ func Splice(ctx context.Context, a, b io.ReadWriteCloser) (aToB, bToA int64) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		bToA, _ = io.Copy(a, b)
+		aToB, _ = io.Copy(b, a)
 		closeBoth()
 	}()
-	aToB, _ = io.Copy(b, a)
+	bToA, _ = io.Copy(a, b)
 	closeBoth()
 	wg.Wait()
 	return aToB, bToA

@@ -1,316 +1,337 @@
-// Package remotecommand is the wire protocol of `skiff exec`: how a
-// command's stdin, stdout, stderr and exit code travel between the CLI and
-// the node agent, through the API server.
+// Package remotecommand is the server side of `kubectl exec`, `kubectl
+// attach` (and `kubectl cp`, which is tar over exec) on a skiff node: the
+// same streaming protocols the kubelet speaks, so real kubectl, client-go
+// and the Python client work unchanged.
 //
 // # The connection
 //
 // The client sends
 //
-//	POST /api/v1/namespaces/NS/pods/NAME/exec?command=sh&command=-c&command=...&container=C&stdin=true&tty=true
+//	GET or POST /api/v1/namespaces/NS/pods/NAME/exec?command=sh&command=-c&command=...&container=C&stdin=true&stdout=true&stderr=true&tty=true
 //	Connection: Upgrade
-//	Upgrade: skiff-exec
-//	Authorization: Bearer TOKEN
+//	Upgrade: websocket               (or SPDY/3.1)
+//	Sec-WebSocket-Protocol: v5.channel.k8s.io, v4.channel.k8s.io, ...
 //
-// to the API server, which checks the token and the pod and forwards the
-// request to the agent of the pod's node (POST /pods/NS/NAME/exec, same
-// query). When the agent can run the command it answers
-// "101 Switching Protocols" and from then on the TCP connection, through
-// the API server, carries frames in both directions. Any other answer is an
-// ordinary HTTP error with a Kubernetes Status body (pod not found,
-// container not running, ...). Kubernetes does the same with SPDY or
-// WebSocket sub-protocols; skiff's framing is small enough to read in one
-// sitting.
+// to the API server, which checks the credentials and the pod and passes
+// the request on, upgrade and all, to the agent of the pod's node (GET or
+// POST /pods/NS/NAME/exec, same query; attach is the same without the
+// command). The agent checks the container, answers "101 Switching
+// Protocols" and from then on the connection carries the command's streams.
+// Anything wrong before that is an ordinary HTTP error with a Kubernetes
+// Status body (pod not found, container not running, ...).
 //
-// # Frames
+// # Protocols
 //
-// Each frame is one byte of stream id, a four-byte big-endian payload
-// length, and the payload:
+// Every protocol carries the same five streams: 0 stdin, 1 stdout, 2 stderr
+// (with a TTY everything comes on stdout), 3 error (the result), 4 resize
+// (JSON {"Width":W,"Height":H} per terminal size change).
 //
-//	+--------+--------+--------+--------+--------+=============+
-//	| stream |        length (uint32, big-endian)  |  payload    |
-//	+--------+--------+--------+--------+--------+=============+
+//   - WebSocket v5.channel.k8s.io (kubectl 1.30 and later): every binary
+//     message is one byte of stream number and the payload. A message
+//     [255, N] closes stream N, which is how the client ends stdin.
+//   - WebSocket v4.channel.k8s.io (the Python client), channel.k8s.io and
+//     base64.channel.k8s.io (older clients): the same framing without the
+//     close signal (base64: text messages, stream number as an ASCII digit).
+//   - SPDY/3.1 with X-Stream-Protocol-Version v4.channel.k8s.io (and v3, v2,
+//     channel.k8s.io): one SPDY stream per stream, named by its streamType
+//     header; kubectl falls back to it when the WebSocket upgrade fails.
 //
-// Streams:
+// The v4 and v5 result, on the error stream, is a metav1.Status: Success,
+// or Failure with reason NonZeroExitCode and the exit code as the cause
+// ExitCode's message — that is how kubectl learns the command's exit code.
+// Older protocols only send an error text.
 //
-//	0 stdin   client → agent; an empty payload closes the command's stdin
-//	1 stdout  agent → client
-//	2 stderr  agent → client (with a TTY everything comes on stdout)
-//	3 exit    agent → client, last frame: the exit code, 4 bytes big-endian
-//	4 error   agent → client, last frame: the command could not run (text)
+// # Which code does it
 //
-// The agent closes the connection after the exit (or error) frame; the
-// client closing the connection kills nothing by itself, but ends the
-// exec's context, so the agent stops waiting for output.
+// SPDY and WebSocket v4 and older are k8s.io/cri-streaming's
+// ServeExec/ServeAttach: the kubelet's streaming server, moved out of
+// k8s.io/kubernetes into its own module. Its WebSocket side stops at v4,
+// because in Kubernetes the API server terminates kubectl's v5 WebSocket and
+// speaks SPDY to the kubelet (k8s.io/apiserver's StreamTranslator). skiff's
+// API server passes upgrades through instead, so this package serves v5
+// itself, over k8s.io/streaming's wsstream (which implements the close
+// signal): about a hundred lines here instead of the API server depending
+// on all of k8s.io/apiserver.
 package remotecommand
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
-	"sync"
+	"strconv"
+	"time"
 
-	"skiff.dev/skiff/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
+	utilexec "k8s.io/utils/exec"
 )
 
-// Protocol is the Upgrade header value of an exec connection.
-const Protocol = "skiff-exec"
-
-// Stream ids.
+// Timeouts of a connection, the kubelet's defaults.
 const (
-	StreamStdin  byte = 0
-	StreamStdout byte = 1
-	StreamStderr byte = 2
-	StreamExit   byte = 3
-	StreamError  byte = 4
+	// IdleTimeout closes a connection on which nothing moved for this
+	// long (the kubelet's --streaming-connection-idle-timeout).
+	IdleTimeout = 4 * time.Hour
+	// StreamCreationTimeout bounds how long a SPDY client may take to
+	// open its streams after the upgrade.
+	StreamCreationTimeout = crirc.DefaultStreamCreationTimeout
 )
 
-// MaxFrame bounds a frame's payload; a larger length is a protocol error.
-const MaxFrame = 1 << 20
+// ProtocolV5 is the WebSocket subprotocol with the close signal.
+const ProtocolV5 = crirc.StreamProtocolV5Name
 
-// ErrProtocol is a malformed frame.
-var ErrProtocol = errors.New("exec stream: protocol error")
+// TerminalSize is one resize event of a TTY.
+type TerminalSize = crirc.TerminalSize
 
-// WriteFrame writes one frame.
-func WriteFrame(w io.Writer, stream byte, payload []byte) error {
-	if len(payload) > MaxFrame {
-		return fmt.Errorf("%w: frame of %d bytes", ErrProtocol, len(payload))
-	}
-	var hdr [5]byte
-	hdr[0] = stream
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(payload)))
-	if _, err := w.Write(append(hdr[:], payload...)); err != nil {
-		return err
-	}
-	return nil
-}
-
-// ReadFrame reads one frame. io.EOF means the peer closed between frames.
-func ReadFrame(r io.Reader) (stream byte, payload []byte, err error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, fmt.Errorf("%w: truncated header", ErrProtocol)
-		}
-		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[1:])
-	if n > MaxFrame {
-		return 0, nil, fmt.Errorf("%w: frame of %d bytes", ErrProtocol, n)
-	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, fmt.Errorf("%w: truncated payload: %v", ErrProtocol, err)
-	}
-	return hdr[0], payload, nil
-}
-
-// FrameWriter is an io.Writer that sends what is written as frames of one
-// stream. Several FrameWriters may share one connection: Mu serialises them.
-type FrameWriter struct {
-	Mu     *sync.Mutex
-	W      io.Writer
-	Stream byte
-}
-
-func (f *FrameWriter) Write(p []byte) (int, error) {
-	f.Mu.Lock()
-	defer f.Mu.Unlock()
-	n := 0
-	for len(p) > 0 {
-		chunk := p[:min(len(p), MaxFrame)]
-		if err := WriteFrame(f.W, f.Stream, chunk); err != nil {
-			return n, err
-		}
-		n += len(chunk)
-		p = p[len(chunk):]
-	}
-	return n, nil
-}
-
-// Options of an exec request.
+// Options are an exec or attach request's query (PodExecOptions,
+// PodAttachOptions).
 type Options struct {
-	Command   []string
+	Command   []string // exec only
 	Container string
 	Stdin     bool
+	Stdout    bool
+	Stderr    bool // always false with TTY: a terminal has one output
 	TTY       bool
 }
 
-// Query encodes o as the exec request's query string.
-func (o Options) Query() url.Values {
-	q := url.Values{}
-	for _, c := range o.Command {
-		q.Add("command", c)
+// ParseOptions reads an exec (exec true) or attach request's query. Booleans
+// are Go's ("true", "1", "false", ...), as the API server's decoder reads them.
+func ParseOptions(q url.Values, exec bool) (Options, error) {
+	o := Options{Command: q["command"], Container: q.Get("container")}
+	var errs []error
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"stdin", &o.Stdin}, {"stdout", &o.Stdout}, {"stderr", &o.Stderr}, {"tty", &o.TTY}} {
+		s := q.Get(b.name)
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: invalid value %q: want true or false", b.name, s))
+			continue
+		}
+		*b.dst = v
 	}
-	if o.Container != "" {
-		q.Set("container", o.Container)
+	if err := errors.Join(errs...); err != nil {
+		return o, err
 	}
-	if o.Stdin {
-		q.Set("stdin", "true")
+	if exec && len(o.Command) == 0 {
+		return o, errors.New("you must specify at least one command for the container")
 	}
 	if o.TTY {
-		q.Set("tty", "true")
+		o.Stderr = false
 	}
-	return q
-}
-
-// ParseQuery decodes an exec request's query string.
-func ParseQuery(q url.Values) (Options, error) {
-	o := Options{Command: q["command"], Container: q.Get("container")}
-	var err error
-	if o.Stdin, err = boolParam(q, "stdin"); err != nil {
-		return o, err
-	}
-	if o.TTY, err = boolParam(q, "tty"); err != nil {
-		return o, err
-	}
-	if len(o.Command) == 0 {
-		return o, errors.New("you must specify at least one command for the container")
+	if !o.Stdin && !o.Stdout && !o.Stderr {
+		return o, errors.New("you must specify at least 1 of stdin, stdout, stderr")
 	}
 	return o, nil
 }
 
-func boolParam(q url.Values, name string) (bool, error) {
-	switch strings.ToLower(q.Get(name)) {
-	case "", "0", "false":
-		return false, nil
-	case "1", "true":
-		return true, nil
-	}
-	return false, fmt.Errorf("%s=%q: want true or false", name, q.Get(name))
+// Streams are what a command or an attach gets: the nil ones were not asked
+// for. Resize is nil without a TTY; it is closed when the client ends.
+type Streams struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	TTY    bool
+	Resize <-chan TerminalSize
 }
 
-// Dial opens an exec connection: it POSTs to server+path with the options
-// in the query and the upgrade headers, and returns the upgraded
-// connection. An answer other than 101 is returned as *api.StatusError.
-func Dial(ctx context.Context, hc *http.Client, server, token, path string, o Options) (io.ReadWriteCloser, error) {
-	return DialUpgrade(ctx, hc, server, token, path, o.Query(), Protocol, "exec")
+// ExecFunc runs the command of an exec and returns its exit code (a non-zero
+// code is not an error). It returns when the command has ended or ctx has.
+type ExecFunc func(ctx context.Context, s Streams) (int, error)
+
+// AttachFunc streams a running container's output (and input) until it
+// ends or ctx does.
+type AttachFunc func(ctx context.Context, s Streams) error
+
+// ServeExec upgrades r (WebSocket or SPDY), runs exec with the client's
+// streams and sends the result.
+func ServeExec(w http.ResponseWriter, r *http.Request, o Options, exec ExecFunc) {
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		serveV5(w, r, o, func(ctx context.Context, s Streams) error {
+			return exitError(exec(ctx, s))
+		})
+		return
+	}
+	crirc.ServeExec(w, r, execAdapter{o: o, exec: exec}, "", "", o.Container, o.Command,
+		&crirc.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY},
+		IdleTimeout, StreamCreationTimeout, crirc.SupportedStreamingProtocols)
 }
 
-// DialUpgrade POSTs to server+path?query asking to upgrade the connection
-// to protocol, with the bearer token, and returns the upgraded connection.
-// An answer other than 101 is returned as *api.StatusError. what names the
-// operation in errors ("exec", "port-forward"). Port-forward uses it too.
-func DialUpgrade(ctx context.Context, hc *http.Client, server, token, path string, query url.Values, protocol, what string) (io.ReadWriteCloser, error) {
-	if hc == nil {
-		hc = http.DefaultClient
+// ServeAttach upgrades r (WebSocket or SPDY) and runs attach with the
+// client's streams.
+func ServeAttach(w http.ResponseWriter, r *http.Request, o Options, attach AttachFunc) {
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		serveV5(w, r, o, attach)
+		return
 	}
-	u := strings.TrimRight(server, "/") + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	if !strings.Contains(server, "://") {
-		u = "http://" + u
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	crirc.ServeAttach(w, r, attachAdapter{o: o, attach: attach}, "", "", o.Container,
+		&crirc.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY},
+		IdleTimeout, StreamCreationTimeout, crirc.SupportedStreamingProtocols)
+}
+
+// exitError turns a non-zero exit code into the error cri-streaming and
+// serveV5 report as NonZeroExitCode.
+func exitError(code int, err error) error {
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return err
 	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", protocol)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if code != 0 {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer resp.Body.Close()
-		return nil, StatusFromResponse(resp)
-	}
-	rwc, ok := resp.Body.(io.ReadWriteCloser)
-	if !ok {
-		resp.Body.Close()
-		return nil, fmt.Errorf("%s: the server switched protocols but the connection is not writable", what)
-	}
-	return rwc, nil
+	return nil
 }
 
-// StatusFromResponse turns a failed response into *api.StatusError: its
-// Status body when it has one, else its text.
-func StatusFromResponse(resp *http.Response) error {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var st api.Status
-	if json.Unmarshal(data, &st) == nil && st.Kind == "Status" && st.Message != "" {
-		if st.Code == 0 {
-			st.Code = int32(resp.StatusCode)
+// streams picks the asked-for streams (cri-streaming hands over channels
+// that were not asked for too).
+func (o Options) streams(in io.Reader, out, errw io.Writer, resize <-chan TerminalSize) Streams {
+	s := Streams{TTY: o.TTY}
+	if o.Stdin && in != nil {
+		s.Stdin = in
+	}
+	if o.Stdout && out != nil {
+		s.Stdout = out
+	}
+	if o.Stderr && errw != nil {
+		s.Stderr = errw
+	}
+	if o.TTY {
+		s.Resize = resize
+	}
+	return s
+}
+
+type execAdapter struct {
+	o    Options
+	exec ExecFunc
+}
+
+func (a execAdapter) ExecInContainer(ctx context.Context, _, _, _ string, _ []string, in io.Reader, out, errw io.WriteCloser, _ bool, resize <-chan crirc.TerminalSize, _ time.Duration) error {
+	return exitError(a.exec(ctx, a.o.streams(in, nilIfNil(out), nilIfNil(errw), resize)))
+}
+
+type attachAdapter struct {
+	o      Options
+	attach AttachFunc
+}
+
+func (a attachAdapter) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, errw io.WriteCloser, _ bool, resize <-chan crirc.TerminalSize) error {
+	return a.attach(ctx, a.o.streams(in, nilIfNil(out), nilIfNil(errw), resize))
+}
+
+// nilIfNil keeps a nil io.WriteCloser a nil io.Writer.
+func nilIfNil(w io.WriteCloser) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return w
+}
+
+// Channels of the WebSocket protocols.
+const (
+	chanStdin = iota
+	chanStdout
+	chanStderr
+	chanError
+	chanResize
+)
+
+// serveV5 is the WebSocket v5.channel.k8s.io server: cri-streaming's v4
+// with the close signal, which wsstream handles.
+func serveV5(w http.ResponseWriter, r *http.Request, o Options, run func(context.Context, Streams) error) {
+	ch := func(want bool, t wsstream.ChannelType) wsstream.ChannelType {
+		if want {
+			return t
 		}
-		return &api.StatusError{Status: st}
+		return wsstream.IgnoreChannel
 	}
-	msg := strings.TrimSpace(string(data))
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
+	channels := []wsstream.ChannelType{
+		chanStdin:  ch(o.Stdin, wsstream.ReadChannel),
+		chanStdout: ch(o.Stdout, wsstream.WriteChannel),
+		chanStderr: ch(o.Stderr, wsstream.WriteChannel),
+		chanError:  wsstream.WriteChannel,
+		chanResize: wsstream.ReadChannel,
 	}
-	return api.NewStatusError(resp.StatusCode, "", msg)
-}
-
-// Stream runs the client side of an exec connection: it sends stdin (when
-// not nil) as frames, copies stdout and stderr frames to their writers, and
-// returns the exit code. It closes conn before returning.
-func Stream(ctx context.Context, conn io.ReadWriteCloser, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
+		ProtocolV5: {Binary: true, Channels: channels},
+	})
+	conn.SetIdleTimeout(IdleTimeout)
+	_, streams, err := conn.Open(w, r)
+	if err != nil {
+		return // the WebSocket handshake has answered the client
+	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if stdout == nil {
-		stdout = io.Discard
+	// An empty first message tells the client the streams are open, as
+	// cri-streaming does.
+	switch {
+	case o.Stdout:
+		_, _ = streams[chanStdout].Write(nil)
+	case o.Stderr:
+		_, _ = streams[chanStderr].Write(nil)
+	default:
+		_, _ = streams[chanError].Write(nil)
 	}
-	if stderr == nil {
-		stderr = io.Discard
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var resize chan TerminalSize
+	if o.TTY {
+		resize = make(chan TerminalSize)
+		go decodeResize(ctx, streams[chanResize], resize)
 	}
-	if stdin != nil {
-		var mu sync.Mutex
-		go func() {
-			// Ends when stdin does, or when conn is closed under it.
-			_, err := io.Copy(&FrameWriter{Mu: &mu, W: conn, Stream: StreamStdin}, stdin)
-			if err == nil {
-				mu.Lock()
-				_ = WriteFrame(conn, StreamStdin, nil)
-				mu.Unlock()
-			}
-		}()
-	}
-	br := bufio.NewReader(conn)
+	err = run(ctx, o.streams(streams[chanStdin], streams[chanStdout], streams[chanStderr], resize))
+	_, _ = streams[chanError].Write(StatusFor(err))
+}
+
+// decodeResize sends each JSON terminal size read from r to out until r
+// ends or ctx does, then closes out.
+func decodeResize(ctx context.Context, r io.Reader, out chan<- TerminalSize) {
+	defer close(out)
+	dec := json.NewDecoder(r)
 	for {
-		stream, payload, err := ReadFrame(br)
-		if err != nil {
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			if errors.Is(err, io.EOF) {
-				return 0, errors.New("exec: the connection closed before the command's exit code came")
-			}
-			return 0, fmt.Errorf("exec: %w", err)
+		var size TerminalSize
+		if err := dec.Decode(&size); err != nil {
+			return
 		}
-		switch stream {
-		case StreamStdout:
-			if _, err := stdout.Write(payload); err != nil {
-				return 0, err
-			}
-		case StreamStderr:
-			if _, err := stderr.Write(payload); err != nil {
-				return 0, err
-			}
-		case StreamExit:
-			if len(payload) != 4 {
-				return 0, fmt.Errorf("%w: exit frame of %d bytes", ErrProtocol, len(payload))
-			}
-			return int(int32(binary.BigEndian.Uint32(payload))), nil
-		case StreamError:
-			return 0, fmt.Errorf("exec: %s", payload)
-		default:
-			return 0, fmt.Errorf("%w: unknown stream %d", ErrProtocol, stream)
+		select {
+		case out <- size:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
 
-// ExitPayload encodes an exit code for an exit frame.
-func ExitPayload(code int) []byte {
-	return binary.BigEndian.AppendUint32(nil, uint32(int32(code)))
+// StatusFor is the v4/v5 error-stream message for the result of a command
+// or attach: a metav1.Status, with the exit code of a non-zero exit (an
+// error implementing k8s.io/utils/exec.ExitError) in the cause ExitCode.
+func StatusFor(err error) []byte {
+	st := metav1.Status{Status: metav1.StatusSuccess}
+	var exit utilexec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && exit.Exited():
+		st = metav1.Status{
+			Status:  metav1.StatusFailure,
+			Reason:  crirc.NonZeroExitCodeReason,
+			Message: fmt.Sprintf("command terminated with non-zero exit code: %v", exit),
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{
+				Type: crirc.ExitCodeCauseType, Message: strconv.Itoa(exit.ExitStatus()),
+			}}},
+		}
+	default:
+		st = metav1.Status{
+			Status:  metav1.StatusFailure,
+			Reason:  metav1.StatusReasonInternalError,
+			Message: fmt.Sprintf("Internal error occurred: error executing command in container: %v", err),
+			Code:    http.StatusInternalServerError,
+		}
+	}
+	data, _ := json.Marshal(st)
+	return data
 }

@@ -79,6 +79,23 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 	if err := proc.Start(ctx); err != nil {
 		return 0, fmt.Errorf("exec in %s: %w", id, mapErr(err))
 	}
+	if opts.TTY && opts.Resize != nil {
+		go func() {
+			for {
+				select {
+				case size, ok := <-opts.Resize:
+					if !ok {
+						return
+					}
+					if err := proc.Resize(cleanup, uint32(size.Width), uint32(size.Height)); err != nil {
+						r.log.Debug("resize exec terminal", "id", id, "exec", execID, "err", err)
+					}
+				case <-exited:
+					return
+				}
+			}
+		}()
+	}
 	if opts.Stdin != nil {
 		go func() {
 			// The shim keeps the process's stdin open until told: pass the

@@ -1,0 +1,82 @@
+package remotecommand
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	kremotecommand "k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
+
+	"skiff.dev/skiff/client"
+)
+
+// RESTConfig is client-go's view of a skiff client config: the server,
+// the bearer token and the TLS material. The streaming clients of client-go
+// (tools/remotecommand, tools/portforward) take one.
+func RESTConfig(cfg client.Config) *rest.Config {
+	host := cfg.Server
+	if !strings.Contains(host, "://") {
+		host = "https://" + host
+	}
+	return &rest.Config{
+		Host:        host,
+		BearerToken: cfg.Token,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   cfg.CAData,
+			CertData: cfg.CertData,
+			KeyData:  cfg.KeyData,
+		},
+	}
+}
+
+// URL is the address of a pod subresource (client.PathFor(..., "exec"))
+// with query on the server of rc.
+func URL(rc *rest.Config, path string, query url.Values) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(rc.Host, "/") + path)
+	if err != nil {
+		return nil, fmt.Errorf("stream url: %w", err)
+	}
+	u.RawQuery = query.Encode()
+	return u, nil
+}
+
+// ShouldFallback is kubectl's rule for trying SPDY when the WebSocket
+// upgrade was refused (an API server or proxy without WebSocket support).
+func ShouldFallback(err error) bool {
+	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+}
+
+// NewExecutor is kubectl 1.32's exec and attach client: WebSocket
+// (v5.channel.k8s.io and older) first, SPDY (v4.channel.k8s.io) when the
+// WebSocket upgrade fails.
+func NewExecutor(rc *rest.Config, u *url.URL) (kremotecommand.Executor, error) {
+	ws, err := kremotecommand.NewWebSocketExecutor(rc, "GET", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("websocket executor: %w", err)
+	}
+	sp, err := kremotecommand.NewSPDYExecutor(rc, "POST", u)
+	if err != nil {
+		return nil, fmt.Errorf("spdy executor: %w", err)
+	}
+	return kremotecommand.NewFallbackExecutor(ws, sp, ShouldFallback)
+}
+
+// Query is the exec (command set) or attach request's query for o, in
+// PodExecOptions' names.
+func (o Options) Query() url.Values {
+	q := url.Values{}
+	for _, c := range o.Command {
+		q.Add("command", c)
+	}
+	if o.Container != "" {
+		q.Set("container", o.Container)
+	}
+	for name, v := range map[string]bool{"stdin": o.Stdin, "stdout": o.Stdout, "stderr": o.Stderr, "tty": o.TTY} {
+		if v {
+			q.Set(name, "true")
+		}
+	}
+	return q
+}
