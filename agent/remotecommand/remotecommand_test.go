@@ -115,7 +115,7 @@ func TestExecClients(t *testing.T) {
 		name      string
 		opts      Options
 		stdin     string
-		needClose bool // needs the client to close stdin
+		needClose bool                         // needs the client to close stdin
 		size      *kremotecommand.TerminalSize // sent once, on a TTY
 		want      result
 	}{
