@@ -236,13 +236,22 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			writeError(w, err)
 			return
 		}
+		out, err := negotiateOutput(r) // a Table for kubectl get (table.go)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		if info.verb == "watch" {
-			s.serveWatch(w, r, info, opts)
+			s.serveWatch(w, r, info, opts, out)
 			return
 		}
 		items, rv, err := s.reg.List(ctx, k, info.namespace, opts)
 		if err != nil {
 			writeError(w, err)
+			return
+		}
+		if out != nil {
+			out.writeTable(w, k, items, rv)
 			return
 		}
 		writeList(w, k, items, rv)
@@ -257,7 +266,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		}
 		respond(w, http.StatusCreated, obj, err)
 	case " GET", "status GET":
+		out, err := negotiateOutput(r) // a Table for kubectl get (table.go)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		obj, err := s.reg.Get(ctx, k, info.namespace, info.name)
+		if err == nil && out != nil {
+			out.writeTable(w, k, []api.Object{obj}, obj.GetObjectMeta().ResourceVersion)
+			return
+		}
 		respond(w, http.StatusOK, obj, err)
 	case " PUT", "status PUT":
 		if info.sub == "status" && !k.HasStatus {
@@ -335,7 +353,9 @@ func knownSub(k *api.Kind, sub string) bool {
 	return false
 }
 
-func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *requestInfo, opts api.ListOptions) {
+// serveWatch streams a watch; with out, each event's object is a Table
+// of one row (table.go).
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *requestInfo, opts api.ListOptions, out *tableOutput) {
 	timeout := s.cfg.MaxWatchTimeout
 	if t := time.Duration(opts.TimeoutSeconds) * time.Second; t > 0 && t < timeout {
 		timeout = t
@@ -356,6 +376,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *reques
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
 	send := func(t api.WatchEventType, o any) error {
+		if out != nil {
+			var err error
+			if o, err = out.watchObject(info.kind, t, o); err != nil {
+				return err
+			}
+		}
 		b, err := json.Marshal(o)
 		if err != nil {
 			return err
