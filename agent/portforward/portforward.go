@@ -49,7 +49,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
@@ -135,39 +134,36 @@ func (t *tunnelWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // forwarder is cri-streaming's PortForwarder over a DialFunc.
 type forwarder struct{ dial DialFunc }
 
-// PortForward connects to port and copies both ways until either side
-// ends; cri-streaming writes a returned error on the error stream.
+// PortForward connects to port and copies both ways. The client's end of
+// input (it half-closes the data stream) is passed on as a half-close of
+// the pod connection, so the pod can still answer; the forward ends when
+// the pod closes its side, or ctx ends. cri-streaming writes a returned
+// error on the error stream.
 func (f forwarder) PortForward(ctx context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
 	target, err := f.dial(ctx, port)
 	if err != nil {
 		return fmt.Errorf("error forwarding port %d to pod: %w", port, err)
 	}
-	Splice(ctx, stream, target)
-	return nil
-}
-
-// Splice copies a to b and b to a until either side ends or ctx does, then
-// closes both and returns the bytes copied each way.
-func Splice(ctx context.Context, a, b io.ReadWriteCloser) (aToB, bToA int64) {
-	var once sync.Once
-	closeBoth := func() {
-		once.Do(func() {
-			a.Close()
-			b.Close()
-		})
-	}
-	stop := context.AfterFunc(ctx, closeBoth)
+	defer target.Close()
+	stop := context.AfterFunc(ctx, func() {
+		target.Close()
+		stream.Close()
+	})
 	defer stop()
-	var wg sync.WaitGroup
-	wg.Add(1)
 	go func() {
-		defer wg.Done()
-		aToB, _ = io.Copy(b, a)
-		closeBoth()
+		// Ends with the client's end of input, or when the client removes
+		// the stream (it does once the pod's side has ended), or with ctx.
+		_, _ = io.Copy(target, stream)
+		if cw, ok := target.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			target.Close()
+		}
 	}()
-	bToA, _ = io.Copy(a, b)
-	closeBoth()
-	wg.Wait()
-	return aToB, bToA
+	_, _ = io.Copy(stream, target)
+	// The pod is done. Not waiting for the copy above is deliberate: the
+	// client removes the stream only after cri-streaming has closed the
+	// error stream, which it does when this returns.
+	return nil
 }

@@ -22,7 +22,8 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 )
 
-// echoServer answers each line with "PORT: line" and is the "pod".
+// echoServer is the "pod": it answers each line with "echo: LINE", and
+// "bye" when the client has ended its input.
 func echoServer(t *testing.T) *net.TCPAddr {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -42,6 +43,7 @@ func echoServer(t *testing.T) *net.TCPAddr {
 				for sc.Scan() {
 					fmt.Fprintf(c, "echo: %s\n", sc.Text())
 				}
+				fmt.Fprint(c, "bye\n") // after the client's end of input
 			}()
 		}
 	}()
@@ -125,7 +127,9 @@ func TestPortForwardClients(t *testing.T) {
 				t.Fatal(err)
 			}
 			local := forward(t, d, 80, io.Discard)
-			// Two connections one after the other share the upgraded one.
+			// Connections one after the other share the upgraded one; the
+			// second ends its input first (a half-close): the answer
+			// still comes.
 			for i := range 2 {
 				c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", local), 5*time.Second)
 				if err != nil {
@@ -133,10 +137,17 @@ func TestPortForwardClients(t *testing.T) {
 				}
 				_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 				fmt.Fprintf(c, "hello %d\n", i)
-				line, err := bufio.NewReader(c).ReadString('\n')
+				if i == 1 {
+					_ = c.(*net.TCPConn).CloseWrite()
+				}
+				want := fmt.Sprintf("echo: hello %d\n", i)
+				if i == 1 {
+					want += "bye\n"
+				}
+				got, err := io.ReadAll(io.LimitReader(c, int64(len(want))))
 				c.Close()
-				if want := fmt.Sprintf("echo: hello %d\n", i); err != nil || line != want {
-					t.Errorf("connection %d: %q, %v; want %q", i, line, err, want)
+				if err != nil || string(got) != want {
+					t.Errorf("connection %d: %q, %v; want %q", i, got, err, want)
 				}
 			}
 		})
