@@ -329,6 +329,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			writeError(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd,
 				fmt.Sprintf("method %s is not supported on %s", r.Method, info.resource())))
 			return
+	case "token POST":
+		s.serveToken(w, r, info, body) // serviceaccount_token.go
+	case "eviction POST":
+		s.serveEviction(w, r.WithContext(ctx), info, body) // eviction.go
 		}
 		writeError(w, notFoundPath())
 	}
@@ -364,6 +368,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *reques
 	defer cancel()
 	stop := context.AfterFunc(s.watchCtx, cancel) // server shutdown ends the stream
 	defer stop()
+	case "token":
+		return k == serviceAccountKind
 
 	ws, err := s.reg.startWatch(ctx, info.kind, info.namespace, opts)
 	if err != nil && !streamedWatchError(err) {

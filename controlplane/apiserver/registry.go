@@ -17,6 +17,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/store"
+	"skiff.dev/skiff/controlplane/serviceaccount"
 )
 
 // Kinds the registry treats specially. Read-only lookups into api.Kinds.
@@ -66,6 +67,10 @@ type Registry struct {
 	// (admission_podsecurity.go); nil admits every pod.
 	podSecurity atomic.Pointer[podSecurity]
 }
+	// saTokens signs and verifies ServiceAccount tokens
+	// (serviceaccount_token.go); nil: no token subresource, no
+	// ServiceAccount admission.
+	saTokens *serviceaccount.Tokens
 
 // NewRegistry returns a registry over st. A nil logger discards.
 func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
@@ -168,6 +173,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	}
 	if k.Namespaced {
 		if err := r.checkNamespace(ctx, k, m.Namespace, m.Name); err != nil {
+	if err := r.admitServiceAccount(ctx, k, obj); err != nil { // serviceaccount_token.go
+		return nil, err
+	}
 			return nil, err
 		}
 	}
