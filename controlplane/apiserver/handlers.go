@@ -331,8 +331,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			return
 	case "token POST":
 		s.serveToken(w, r, info, body) // serviceaccount_token.go
-	case "eviction POST":
-		s.serveEviction(w, r.WithContext(ctx), info, body) // eviction.go
 		}
 		writeError(w, notFoundPath())
 	}
