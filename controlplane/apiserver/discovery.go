@@ -31,6 +31,8 @@ type apiResource struct {
 	Kind         string   `json:"kind"`
 	Verbs        []string `json:"verbs"`
 	ShortNames   []string `json:"shortNames,omitempty"`
+	// Categories: "all" puts the resource in `kubectl get all` (api.Kind.Categories).
+	Categories []string `json:"categories,omitempty"`
 }
 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/GROUP and
@@ -86,7 +88,7 @@ func resourceList(group, version string) map[string]any {
 		if k.Group != group || k.Version != version {
 			continue
 		}
-		r := apiResource{Name: k.Resource, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: rw, ShortNames: k.ShortNames}
+		r := apiResource{Name: k.Resource, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: rw, ShortNames: k.ShortNames, Categories: k.Categories}
 		if k.Internal {
 			r.Verbs = []string{"get", "list", "watch"}
 		}
