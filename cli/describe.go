@@ -11,6 +11,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/scheduler"
 )
@@ -181,8 +182,8 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 	case *api.Event:
 		w.objectHeader(&o.ObjectMeta, true)
 		w.line(0, "Involved Object:\t%s/%s\n", o.InvolvedObject.Kind, o.InvolvedObject.Name)
-		w.line(0, "Type:\t%s\nReason:\t%s\nMessage:\t%s\nSource:\t%s\nCount:\t%d\n", o.Type, o.Reason, o.Message, eventSource(o), o.Count)
-		w.line(0, "First Timestamp:\t%s\nLast Timestamp:\t%s\n", describeTime(o.FirstTimestamp.Time), describeTime(eventLastSeen(o)))
+		w.line(0, "Type:\t%s\nReason:\t%s\nMessage:\t%s\nSource:\t%s\nCount:\t%d\n", o.Type, o.Reason, o.Message, table.EventSource(o), o.Count)
+		w.line(0, "First Timestamp:\t%s\nLast Timestamp:\t%s\n", describeTime(o.FirstTimestamp.Time), describeTime(table.EventLastSeen(o)))
 		return w.Flush()
 	default:
 		m := obj.GetObjectMeta()
@@ -344,10 +345,10 @@ func describeDeployment(ctx context.Context, w *describeWriter, cl client.Interf
 	w.line(0, "CreationTimestamp:\t%s\n", describeTime(d.CreationTimestamp.Time))
 	w.labels(0, d.Labels)
 	w.annotations(0, d.Annotations)
-	w.line(0, "Selector:\t%s\n", selectorString(d.Spec.Selector))
+	w.line(0, "Selector:\t%s\n", table.Selector(d.Spec.Selector))
 	st := d.Status
 	w.line(0, "Replicas:\t%d desired | %d updated | %d total | %d available | %d unavailable\n",
-		replicas(d.Spec.Replicas), st.UpdatedReplicas, st.Replicas, st.AvailableReplicas, st.UnavailableReplicas)
+		table.Replicas(d.Spec.Replicas), st.UpdatedReplicas, st.Replicas, st.AvailableReplicas, st.UnavailableReplicas)
 	strategy := orDefault(d.Spec.Strategy.Type, "RollingUpdate")
 	w.line(0, "StrategyType:\t%s\n", strategy)
 	w.line(0, "MinReadySeconds:\t%d\n", d.Spec.MinReadySeconds)
@@ -384,13 +385,13 @@ func describeDeployment(ctx context.Context, w *describeWriter, cl client.Interf
 			newRS = rs
 			continue
 		}
-		if replicas(rs.Spec.Replicas) > 0 || rs.Status.Replicas > 0 {
-			old = append(old, fmt.Sprintf("%s (%d/%d replicas created)", rs.Name, rs.Status.Replicas, replicas(rs.Spec.Replicas)))
+		if table.Replicas(rs.Spec.Replicas) > 0 || rs.Status.Replicas > 0 {
+			old = append(old, fmt.Sprintf("%s (%d/%d replicas created)", rs.Name, rs.Status.Replicas, table.Replicas(rs.Spec.Replicas)))
 		}
 	}
 	w.line(0, "OldReplicaSets:\t%s\n", orNone(strings.Join(old, ", ")))
 	if newRS != nil {
-		w.line(0, "NewReplicaSet:\t%s (%d/%d replicas created)\n", newRS.Name, newRS.Status.Replicas, replicas(newRS.Spec.Replicas))
+		w.line(0, "NewReplicaSet:\t%s (%d/%d replicas created)\n", newRS.Name, newRS.Status.Replicas, table.Replicas(newRS.Spec.Replicas))
 	} else {
 		w.line(0, "NewReplicaSet:\t<none>\n")
 	}
@@ -399,11 +400,11 @@ func describeDeployment(ctx context.Context, w *describeWriter, cl client.Interf
 func describeReplicaSet(ctx context.Context, w *describeWriter, cl client.Interface, rs *api.ReplicaSet) {
 	w.line(0, "Name:\t%s\n", rs.Name)
 	w.line(0, "Namespace:\t%s\n", rs.Namespace)
-	w.line(0, "Selector:\t%s\n", selectorString(rs.Spec.Selector))
+	w.line(0, "Selector:\t%s\n", table.Selector(rs.Spec.Selector))
 	w.labels(0, rs.Labels)
 	w.annotations(0, rs.Annotations)
 	controlledBy(w, rs)
-	w.line(0, "Replicas:\t%d current / %d desired\n", rs.Status.Replicas, replicas(rs.Spec.Replicas))
+	w.line(0, "Replicas:\t%d current / %d desired\n", rs.Status.Replicas, table.Replicas(rs.Spec.Replicas))
 	running, waiting, succeeded, failed := 0, 0, 0, 0
 	if pods, _, err := client.List[*api.Pod](ctx, cl, rs.Namespace, api.ListOptions{}); err == nil {
 		for _, p := range pods {
@@ -449,7 +450,7 @@ func describeService(ctx context.Context, w *describeWriter, cl client.Interface
 		}
 		eps := "<none>"
 		if ep != nil {
-			eps = formatEndpoints(ep.Subsets)
+			eps = table.FormatEndpoints(ep.Subsets)
 		}
 		w.line(0, "Endpoints:\t%s\n", eps)
 	}
@@ -458,7 +459,7 @@ func describeService(ctx context.Context, w *describeWriter, cl client.Interface
 
 func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n *api.Node, now time.Time) {
 	w.line(0, "Name:\t%s\n", n.Name)
-	w.line(0, "Roles:\t%s\n", nodeRoles(n))
+	w.line(0, "Roles:\t%s\n", orNone(strings.Join(table.NodeRoles(n), ",")))
 	w.labels(0, n.Labels)
 	w.printMap(0, "Annotations", n.Annotations, ": ", "kubectl.kubernetes.io/last-applied-configuration",
 		gpu.AnnotationTopology, gpu.AnnotationAllocations) // shown as the GPUs: section

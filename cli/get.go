@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
 )
 
@@ -182,7 +183,7 @@ func (c *getCmd) fetch(ctx context.Context, cl client.Interface, ref resourceRef
 	}
 	if ref.Kind.Kind == "Event" {
 		sort.SliceStable(objs, func(i, j int) bool {
-			return eventLastSeen(objs[i].(*api.Event)).Before(eventLastSeen(objs[j].(*api.Event)))
+			return table.EventLastSeen(objs[i].(*api.Event)).Before(table.EventLastSeen(objs[j].(*api.Event)))
 		})
 	}
 	res.objs, res.rv = objs, rv

@@ -57,50 +57,6 @@ func TestParseResourceArgs(t *testing.T) {
 	}
 }
 
-func TestPodStatus(t *testing.T) {
-	deleting := ago(time.Second)
-	waiting := func(reason string) api.ContainerState {
-		return api.ContainerState{Waiting: &api.ContainerStateWaiting{Reason: reason}}
-	}
-	term := func(reason string, code int32) api.ContainerState {
-		return api.ContainerState{Terminated: &api.ContainerStateTerminated{Reason: reason, ExitCode: code}}
-	}
-	running := api.ContainerState{Running: &api.ContainerStateRunning{}}
-	tests := []struct {
-		name                          string
-		pod                           api.Pod
-		ready, status, restartsPrefix string
-	}{
-		{"pending, unscheduled", api.Pod{Status: api.PodStatus{Phase: "Pending"}}, "0/1", "Pending", "0"},
-		{"no phase yet", api.Pod{}, "0/1", "Pending", "0"},
-		{"container creating", api.Pod{Status: api.PodStatus{Phase: "Pending", ContainerStatuses: []api.ContainerStatus{{State: waiting("ContainerCreating")}}}}, "0/1", "ContainerCreating", "0"},
-		{"running ready", api.Pod{Status: api.PodStatus{Phase: "Running", ContainerStatuses: []api.ContainerStatus{{Ready: true, State: running}}}}, "1/1", "Running", "0"},
-		{"crash loop", api.Pod{Status: api.PodStatus{Phase: "Running", ContainerStatuses: []api.ContainerStatus{{State: waiting("CrashLoopBackOff"), RestartCount: 5,
-			LastTerminationState: api.ContainerState{Terminated: &api.ContainerStateTerminated{ExitCode: 1, FinishedAt: ago(5 * time.Minute)}}}}}}, "0/1", "CrashLoopBackOff", "5 (5m ago)"},
-		{"image pull", api.Pod{Status: api.PodStatus{Phase: "Pending", ContainerStatuses: []api.ContainerStatus{{State: waiting("ErrImagePull")}}}}, "0/1", "ErrImagePull", "0"},
-		{"completed", api.Pod{Status: api.PodStatus{Phase: "Succeeded", ContainerStatuses: []api.ContainerStatus{{State: term("Completed", 0)}}}}, "0/1", "Completed", "0"},
-		{"oom killed", api.Pod{Status: api.PodStatus{Phase: "Failed", ContainerStatuses: []api.ContainerStatus{{State: term("OOMKilled", 137)}}}}, "0/1", "OOMKilled", "0"},
-		{"error", api.Pod{Status: api.PodStatus{Phase: "Failed", ContainerStatuses: []api.ContainerStatus{{State: term("Error", 1)}}}}, "0/1", "Error", "0"},
-		{"exit code without reason", api.Pod{Status: api.PodStatus{Phase: "Failed", ContainerStatuses: []api.ContainerStatus{{State: term("", 3)}}}}, "0/1", "ExitCode:3", "0"},
-		{"terminating", api.Pod{ObjectMeta: api.ObjectMeta{DeletionTimestamp: &deleting}, Status: api.PodStatus{Phase: "Running", ContainerStatuses: []api.ContainerStatus{{Ready: true, State: running}}}}, "1/1", "Terminating", "0"},
-		{"evicted", api.Pod{Status: api.PodStatus{Phase: "Failed", Reason: "Evicted"}}, "0/1", "Evicted", "0"},
-		{"init running", api.Pod{Spec: api.PodSpec{InitContainers: []api.Container{{Name: "i"}}}, Status: api.PodStatus{Phase: "Pending", InitContainerStatuses: []api.ContainerStatus{{State: running}}}}, "0/1", "Init:0/1", "0"},
-		{"init crash", api.Pod{Spec: api.PodSpec{InitContainers: []api.Container{{Name: "i"}}}, Status: api.PodStatus{Phase: "Pending", InitContainerStatuses: []api.ContainerStatus{{State: waiting("CrashLoopBackOff")}}}}, "0/1", "Init:CrashLoopBackOff", "0"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := tc.pod
-			if len(p.Spec.Containers) == 0 {
-				p.Spec.Containers = []api.Container{{Name: "c"}}
-			}
-			got := podStatus(&p, testNow)
-			if got.Ready != tc.ready || got.Status != tc.status || got.Restarts != tc.restartsPrefix {
-				t.Errorf("got %+v, want ready %s status %s restarts %s", got, tc.ready, tc.status, tc.restartsPrefix)
-			}
-		})
-	}
-}
-
 func getFixtures() []api.Object {
 	node := &api.Node{ObjectMeta: meta("", "node-1", 48*time.Hour)}
 	node.Labels = map[string]string{"node-role.kubernetes.io/control-plane": ""}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/table"
 )
 
 // describeWriter writes kubectl describe's indented "Key:\tvalue" lines;
@@ -87,20 +88,20 @@ func printEvents(w *describeWriter, events []*api.Event, now time.Time) {
 		w.line(0, "Events:\t<none>\n")
 		return
 	}
-	sort.SliceStable(events, func(i, j int) bool { return eventLastSeen(events[i]).Before(eventLastSeen(events[j])) })
+	sort.SliceStable(events, func(i, j int) bool { return table.EventLastSeen(events[i]).Before(table.EventLastSeen(events[j])) })
 	w.line(0, "Events:\n")
 	w.line(1, "Type\tReason\tAge\tFrom\tMessage\n")
 	w.line(1, "----\t------\t----\t----\t-------\n")
 	for _, e := range events {
-		a := shortAge(now, eventLastSeen(e))
+		a := shortAge(now, table.EventLastSeen(e))
 		if e.Count > 1 {
 			first := e.FirstTimestamp.Time
 			if first.IsZero() {
-				first = eventLastSeen(e)
+				first = table.EventLastSeen(e)
 			}
 			a = fmt.Sprintf("%s (x%d over %s)", a, e.Count, shortAge(now, first))
 		}
-		w.line(1, "%s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, a, eventSource(e), strings.TrimSpace(e.Message))
+		w.line(1, "%s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, a, table.EventSource(e), strings.TrimSpace(e.Message))
 	}
 }
 

@@ -47,13 +47,3 @@ func describeNodeGPUs(w *describeWriter, n *api.Node) {
 		w.line(1, "%d\t%s\t%s\t%s\t%s\n", d.Index, d.Name, d.UUID, health, orNone(allocs[d.UUID]))
 	}
 }
-
-// gpuColumns are the GPU columns of `skiff get nodes -o wide`: allocatable
-// nvidia.com/gpu and the product label (GPU feature discovery's).
-func gpuColumns(n *api.Node) []string {
-	count := "0"
-	if q, ok := n.Status.Allocatable[api.ResourceNvidiaGPU]; ok {
-		count = q.String()
-	}
-	return []string{count, orNone(n.Labels[gpu.LabelProduct])}
-}

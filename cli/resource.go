@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"skiff.dev/skiff/api"
@@ -13,9 +14,6 @@ type resourceRef struct {
 	Kind  *api.Kind
 	Names []string
 }
-
-// allKinds is what `get all` means, as kubectl's "all" category.
-var allKindNames = [...]string{"pods", "services", "deployments", "replicasets"}
 
 // errNoResourceType is kubectl's message for a bare verb.
 func errNoResourceType(verb string) error {
@@ -88,10 +86,11 @@ func parseKinds(s string) ([]*api.Kind, error) {
 		switch part {
 		case "":
 			return nil, fmt.Errorf("invalid resource list %q: empty name", s)
-		case "all":
-			for _, n := range allKindNames {
-				if err := add(n); err != nil {
-					return nil, err
+		case "all": // kubectl's "all" category, as discovery lists it
+			for _, k := range api.Kinds {
+				if slices.Contains(k.Categories, "all") && !seen[k] {
+					seen[k] = true
+					kinds = append(kinds, k)
 				}
 			}
 		default:

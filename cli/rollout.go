@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
 )
 
@@ -222,7 +223,7 @@ func deploymentRolloutStatus(d *api.Deployment) (string, bool, error) {
 			return "", false, fmt.Errorf("deployment %q exceeded its progress deadline", d.Name)
 		}
 	}
-	want := replicas(d.Spec.Replicas)
+	want := table.Replicas(d.Spec.Replicas)
 	st := d.Status
 	switch {
 	case st.UpdatedReplicas < want:
