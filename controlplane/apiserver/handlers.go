@@ -310,6 +310,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		respond(w, code, obj, err)
 	case "binding POST":
 		s.serveBinding(w, r, info, body)
+	case "token POST":
+		s.serveToken(w, r, info, body) // serviceaccount_token.go
 	case "scale GET", "scale PUT", "scale PATCH":
 		s.serveScale(w, r, info, body)
 	case "trace GET", "trace POST":
@@ -329,8 +331,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			writeError(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd,
 				fmt.Sprintf("method %s is not supported on %s", r.Method, info.resource())))
 			return
-	case "token POST":
-		s.serveToken(w, r, info, body) // serviceaccount_token.go
 		}
 		writeError(w, notFoundPath())
 	}
@@ -347,6 +347,8 @@ func knownSub(k *api.Kind, sub string) bool {
 		return k == podKind
 	case "scale":
 		return k == deploymentKind || k == replicaSetKind
+	case "token":
+		return k == serviceAccountKind
 	case "finalize":
 		return k == namespaceKind
 	case "proxy":
@@ -366,8 +368,6 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, info *reques
 	defer cancel()
 	stop := context.AfterFunc(s.watchCtx, cancel) // server shutdown ends the stream
 	defer stop()
-	case "token":
-		return k == serviceAccountKind
 
 	ws, err := s.reg.startWatch(ctx, info.kind, info.namespace, opts)
 	if err != nil && !streamedWatchError(err) {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/controlplane/serviceaccount"
+	"skiff.dev/skiff/controlplane/store"
 )
 
 // Kinds the registry treats specially. Read-only lookups into api.Kinds.
@@ -66,11 +66,11 @@ type Registry struct {
 	// podSecurity is the Pod Security admission configuration
 	// (admission_podsecurity.go); nil admits every pod.
 	podSecurity atomic.Pointer[podSecurity]
-}
 	// saTokens signs and verifies ServiceAccount tokens
 	// (serviceaccount_token.go); nil: no token subresource, no
 	// ServiceAccount admission.
 	saTokens *serviceaccount.Tokens
+}
 
 // NewRegistry returns a registry over st. A nil logger discards.
 func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
@@ -168,14 +168,14 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err := r.admitPriority(ctx, k, obj); err != nil {
 		return nil, err
 	}
+	if err := r.admitServiceAccount(ctx, k, obj); err != nil { // serviceaccount_token.go
+		return nil, err
+	}
 	if errs := api.Validate(obj); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
 	if k.Namespaced {
 		if err := r.checkNamespace(ctx, k, m.Namespace, m.Name); err != nil {
-	if err := r.admitServiceAccount(ctx, k, obj); err != nil { // serviceaccount_token.go
-		return nil, err
-	}
 			return nil, err
 		}
 	}
