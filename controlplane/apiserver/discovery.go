@@ -102,6 +102,10 @@ func resourceList(group, version string) map[string]any {
 		switch k {
 		case podKind:
 			sub("binding", "Binding", "", "", "create")
+			sub("attach", "PodAttachOptions", "", "", "create", "get") // streaming: proxy.go
+			sub("exec", "PodExecOptions", "", "", "create", "get")
+			sub("log", "Pod", "", "", "get")
+			sub("portforward", "PodPortForwardOptions", "", "", "create", "get")
 			sub("trace", "PodTrace", "skiff.dev", "v1", "create", "get")
 		case deploymentKind, replicaSetKind:
 			sub("scale", "Scale", "autoscaling", "v1", "get", "patch", "update")

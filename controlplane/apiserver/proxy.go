@@ -18,8 +18,9 @@ import (
 // the pod's node, as kube-apiserver forwards them to the kubelet:
 //
 //	GET  /api/v1/namespaces/NS/pods/NAME/log   →  GET  https://NODE-IP:PORT/pods/NS/NAME/log
-//	POST /api/v1/namespaces/NS/pods/NAME/exec  →  POST https://NODE-IP:PORT/pods/NS/NAME/exec
-//	POST /api/v1/namespaces/NS/pods/NAME/portforward  →  POST https://NODE-IP:PORT/pods/NS/NAME/portforward
+//	GET|POST /api/v1/namespaces/NS/pods/NAME/exec         →  https://NODE-IP:PORT/pods/NS/NAME/exec
+//	GET|POST /api/v1/namespaces/NS/pods/NAME/attach       →  https://NODE-IP:PORT/pods/NS/NAME/attach
+//	GET|POST /api/v1/namespaces/NS/pods/NAME/portforward  →  https://NODE-IP:PORT/pods/NS/NAME/portforward
 //
 // The query goes along unchanged. NODE-IP is the node's InternalIP and PORT
 // its status.daemonEndpoints.kubeletEndpoint.Port. The connection is TLS
@@ -28,10 +29,13 @@ import (
 // certificate (kube-apiserver-kubelet-client, system:masters), which the
 // agent requires; the caller's own credentials (Authorization) are not
 // passed on. Log responses are passed on as
-// they come (logs -f); an exec's connection upgrade (Upgrade: skiff-exec,
-// see agent/remotecommand) is passed on too, as is a port-forward's
-// (Upgrade: skiff-portforward, agent/portforward), after which the proxy copies
-// bytes both ways until either side closes.
+// they come (logs -f). The connection upgrade of exec, attach and
+// port-forward (WebSocket or SPDY/3.1, with the subprotocol headers:
+// agent/remotecommand, agent/portforward) is passed on too, and after the
+// agent's 101 the proxy copies bytes both ways until either side closes:
+// the agent speaks every protocol kubectl does, so the proxy translates
+// nothing (kube-apiserver instead terminates WebSocket v5 and the
+// port-forward tunnel and speaks SPDY to the kubelet).
 //
 // An agent listening on loopback only (the agent inside `skiff up`) is
 // reached through 127.0.0.1 when its InternalIP is an address of this
@@ -96,11 +100,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	wantMethod := http.MethodGet
-	if info.sub == "exec" || info.sub == "portforward" {
-		wantMethod = http.MethodPost
-	}
-	if r.Method != wantMethod {
+	// The streaming subresources take GET (WebSocket) and POST (SPDY), as
+	// kube-apiserver's do; the upgrade goes through to the agent.
+	streaming := info.sub == "exec" || info.sub == "attach" || info.sub == "portforward"
+	if r.Method != http.MethodGet && (!streaming || r.Method != http.MethodPost) {
 		writeError(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd,
 			fmt.Sprintf("method %s is not supported on pods/%s", r.Method, info.sub)))
 		return
@@ -117,7 +120,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // agentURL finds where the agent of the pod's node serves this request.
 func (p *Proxy) agentURL(ctx context.Context, info *requestInfo) (*url.URL, error) {
-	if info.kind != podKind || info.name == "" || (info.sub != "log" && info.sub != "exec" && info.sub != "portforward") {
+	if info.kind != podKind || info.name == "" || (info.sub != "log" && info.sub != "exec" && info.sub != "attach" && info.sub != "portforward") {
 		return nil, notFoundPath()
 	}
 	o, err := p.reg.Get(ctx, podKind, info.namespace, info.name)
@@ -174,6 +177,8 @@ func subNoun(sub string) string {
 	switch sub {
 	case "exec":
 		return "containers to exec in"
+	case "attach":
+		return "containers to attach to"
 	case "portforward":
 		return "ports to forward"
 	}
