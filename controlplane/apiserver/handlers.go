@@ -121,7 +121,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		writeError(w, err)
 		return
 	}
-	if info.kind == podKind && (info.sub == "log" || info.sub == "exec" || info.sub == "portforward") {
+	if info.kind == podKind && (info.sub == "log" || info.sub == "exec" || info.sub == "attach" || info.sub == "portforward") {
 		// To the agent of the pod's node (proxy.go). Like a watch, a
 		// followed log is long-lived: server shutdown ends it.
 		ctx, cancel := context.WithCancel(r.Context())
@@ -343,7 +343,7 @@ func knownSub(k *api.Kind, sub string) bool {
 		return true
 	case "status":
 		return k.HasStatus
-	case "binding", "trace", "log", "exec", "portforward":
+	case "binding", "trace", "log", "exec", "attach", "portforward":
 		return k == podKind
 	case "scale":
 		return k == deploymentKind || k == replicaSetKind
