@@ -1,0 +1,143 @@
+package pki
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Files of a node's credentials inside its data dir (NodeDir), named as
+// the kubelet names its own (kubelet-client, kubelet serving).
+const (
+	NodeCACertFile     = "ca.crt"
+	NodeClientCertFile = "kubelet-client.crt"
+	NodeClientKeyFile  = "kubelet-client.key"
+	NodeServeCertFile  = "kubelet.crt"
+	NodeServeKeyFile   = "kubelet.key"
+)
+
+// NodeCredentials are what a node holds, all PEM: the cluster CA, its
+// client certificate towards the API server (CN system:node:NAME, O
+// system:nodes) and the serving certificate of its agent (SANs: its
+// addresses).
+type NodeCredentials struct {
+	CA          []byte `json:"ca"`
+	ClientCert  []byte `json:"clientCert"`
+	ClientKey   []byte `json:"clientKey"`
+	ServingCert []byte `json:"servingCert"`
+	ServingKey  []byte `json:"servingKey"`
+}
+
+// IssueNode signs the credentials of node name reached at addrs (IP
+// addresses or names; localhost and 127.0.0.1 are always added).
+func (ca *CA) IssueNode(name string, addrs []string) (NodeCredentials, error) {
+	if name == "" {
+		return NodeCredentials{}, errors.New("issue node credentials: no node name")
+	}
+	nc := NodeCredentials{CA: ca.CertPEM()}
+	var err error
+	nc.ClientCert, nc.ClientKey, err = ca.Issue(Leaf{CommonName: NodeUserPrefix + name, Organization: []string{NodesGroup}, Client: true})
+	if err != nil {
+		return NodeCredentials{}, fmt.Errorf("issue node credentials: %w", err)
+	}
+	dns, ips := ServingNames(append([]string{name}, addrs...)...)
+	nc.ServingCert, nc.ServingKey, err = ca.Issue(Leaf{CommonName: name, DNSNames: dns, IPs: ips, Server: true})
+	if err != nil {
+		return NodeCredentials{}, fmt.Errorf("issue node credentials: %w", err)
+	}
+	return nc, nil
+}
+
+// NodeDir is where a node keeps its credentials inside its data dir.
+func NodeDir(dataDir string) string { return filepath.Join(dataDir, "pki") }
+
+// Save writes the credentials into dir (NodeDir), each file atomically,
+// keys 0600.
+func (nc NodeCredentials) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("save node credentials: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{
+		{NodeClientKeyFile, nc.ClientKey, 0o600}, {NodeServeKeyFile, nc.ServingKey, 0o600},
+		{NodeClientCertFile, nc.ClientCert, 0o644}, {NodeServeCertFile, nc.ServingCert, 0o644},
+		{NodeCACertFile, nc.CA, 0o644},
+	} {
+		if err := WriteFileAtomic(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
+			return fmt.Errorf("save node credentials: %w", err)
+		}
+	}
+	return nil
+}
+
+// LoadNodeCredentials reads the credentials kept in dir. A missing set
+// satisfies errors.Is(err, fs.ErrNotExist) (a node that never joined).
+func LoadNodeCredentials(dir string) (NodeCredentials, error) {
+	var nc NodeCredentials
+	for _, f := range []struct {
+		name string
+		dst  *[]byte
+	}{
+		{NodeCACertFile, &nc.CA}, {NodeClientCertFile, &nc.ClientCert}, {NodeClientKeyFile, &nc.ClientKey},
+		{NodeServeCertFile, &nc.ServingCert}, {NodeServeKeyFile, &nc.ServingKey},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		if err != nil {
+			return NodeCredentials{}, fmt.Errorf("load node credentials: %w", err)
+		}
+		*f.dst = b
+	}
+	return nc, nil
+}
+
+// Check verifies that the credentials are those of node name, signed by
+// their CA, usable at now (not needing renewal), and that the serving
+// certificate names every address in addrs. A node whose credentials
+// fail it asks for new ones.
+func (nc NodeCredentials) Check(name string, addrs []string, now time.Time) error {
+	ca, err := FromPEM(nc.CA)
+	if err != nil {
+		return fmt.Errorf("node CA: %w", err)
+	}
+	client, err := tls.X509KeyPair(nc.ClientCert, nc.ClientKey)
+	if err != nil {
+		return fmt.Errorf("node client certificate: %w", err)
+	}
+	if err := ca.fits(client, Leaf{CommonName: NodeUserPrefix + name, Organization: []string{NodesGroup}, Client: true}, now); err != nil {
+		return fmt.Errorf("node client certificate: %w", err)
+	}
+	serving, err := tls.X509KeyPair(nc.ServingCert, nc.ServingKey)
+	if err != nil {
+		return fmt.Errorf("node serving certificate: %w", err)
+	}
+	dns, ips := ServingNames(append([]string{name}, addrs...)...)
+	if err := ca.fits(serving, Leaf{CommonName: name, DNSNames: dns, IPs: ips, Server: true}, now); err != nil {
+		return fmt.Errorf("node serving certificate: %w", err)
+	}
+	return nil
+}
+
+// AgentServerTLS is the TLS configuration of the node's agent server: its
+// serving certificate, and a client certificate of the cluster CA
+// required (the API server's; the agent's handler checks who).
+func (nc NodeCredentials) AgentServerTLS() (*tls.Config, error) {
+	ca, err := FromPEM(nc.CA)
+	if err != nil {
+		return nil, fmt.Errorf("node CA: %w", err)
+	}
+	cert, err := tls.X509KeyPair(nc.ServingCert, nc.ServingKey)
+	if err != nil {
+		return nil, fmt.Errorf("node serving certificate: %w", err)
+	}
+	return ca.ServerTLS(cert, true), nil
+}
+
+// IsNotExist reports whether err means no credentials were kept yet.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
