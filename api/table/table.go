@@ -34,6 +34,8 @@ var printers = map[string]func() Printer{
 	"Deployment.apps":                 deploymentPrinter,
 	"ReplicaSet.apps":                 replicaSetPrinter,
 	"PriorityClass.scheduling.k8s.io": priorityClassPrinter,
+	"Lease.coordination.k8s.io":       leasePrinter,
+	"EndpointSlice.discovery.k8s.io":  endpointSlicePrinter,
 }
 
 // For returns the printer of kind k: its own columns, or NAME AGE.
