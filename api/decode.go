@@ -113,19 +113,46 @@ func (e *DecodeError) Unwrap() error {
 // an error naming their path. apiVersion and kind may be omitted; when
 // present they must name k. The error is a *DecodeError.
 func DecodeJSON(k *Kind, data []byte) (Object, error) {
+	o, _, err := DecodeJSONWith(k, data, FieldValidationStrict)
+	return o, err
+}
+
+// FieldValidation is what decoding does with a field the type does not
+// have and with a key given twice: kube-apiserver's fieldValidation query
+// parameter, with its values.
+type FieldValidation string
+
+const (
+	// FieldValidationStrict: either is an error naming its path (skiff's
+	// default, and kubectl's).
+	FieldValidationStrict FieldValidation = "Strict"
+	// FieldValidationWarn: unknown fields are dropped and the last of
+	// duplicate keys kept; each is reported back to be sent as a warning.
+	FieldValidationWarn FieldValidation = "Warn"
+	// FieldValidationIgnore: as Warn, without warnings.
+	FieldValidationIgnore FieldValidation = "Ignore"
+)
+
+// DecodeJSONWith is DecodeJSON under field validation mode fv. Under Warn
+// and Ignore, unknown fields (FieldUnknownField) and duplicate keys
+// (FieldDuplicateField) are no errors: they are returned as dropped. A
+// Kubernetes field skiff does not support (FieldUnknown) and
+// a value of the wrong type are errors in every mode: dropping them would
+// run something other than what the file asks for.
+func DecodeJSONWith(k *Kind, data []byte, fv FieldValidation) (Object, FieldErrors, error) {
 	v, err := parseJSON(data)
 	if err != nil {
-		return nil, &DecodeError{Index: -1, Kind: k.Kind, Err: err}
+		return nil, nil, &DecodeError{Index: -1, Kind: k.Kind, Err: err}
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, &DecodeError{Index: -1, Kind: k.Kind, Err: fmt.Errorf("expected a JSON object, got %s", jsonTypeName(v))}
+		return nil, nil, &DecodeError{Index: -1, Kind: k.Kind, Err: fmt.Errorf("expected a JSON object, got %s", jsonTypeName(v))}
 	}
 	if av, kd := stringField(m, "apiVersion"), stringField(m, "kind"); (av != "" && av != k.APIVersion()) || (kd != "" && kd != k.Kind) {
-		return nil, &DecodeError{Index: -1, Kind: k.Kind, Name: metaName(m),
+		return nil, nil, &DecodeError{Index: -1, Kind: k.Kind, Name: metaName(m),
 			Err: fmt.Errorf("the object is %s %s, not %s %s", av, kd, k.APIVersion(), k.Kind)}
 	}
-	return decodeTyped(k, m, data, -1)
+	return decodeTypedWith(k, m, data, -1, fv)
 }
 
 // DecodeAny decodes one JSON or YAML object whose kind is named by its own
@@ -340,17 +367,36 @@ func kindOf(m map[string]any) (*Kind, error) {
 // Keys given twice in data (which m, a map, cannot show) are reported with
 // the other problems.
 func decodeTyped(k *Kind, m map[string]any, data []byte, index int) (Object, error) {
+	o, _, err := decodeTypedWith(k, m, data, index, FieldValidationStrict)
+	return o, err
+}
+
+// decodeTypedWith is decodeTyped under field validation mode fv; dropped
+// lists what Warn and Ignore let through (see DecodeJSONWith).
+func decodeTypedWith(k *Kind, m map[string]any, data []byte, index int, fv FieldValidation) (o Object, dropped FieldErrors, err error) {
 	fe := checkStrict(m, k.Type)
-	o := k.New()
+	o = k.New()
 	dups, err := unmarshalTyped(data, o)
-	if fe = append(fe, dups...); len(fe) > 0 {
-		return nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Fields: fe}
+	fe = append(fe, dups...)
+	if fv == FieldValidationWarn || fv == FieldValidationIgnore {
+		var keep FieldErrors
+		for _, e := range fe {
+			if e.Type == FieldUnknownField || e.Type == FieldDuplicateField {
+				dropped = append(dropped, e)
+			} else {
+				keep = append(keep, e)
+			}
+		}
+		fe = keep
+	}
+	if len(fe) > 0 {
+		return nil, nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Fields: fe}
 	}
 	if err != nil {
-		return nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Err: err}
+		return nil, nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Err: err}
 	}
 	*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
-	return o, nil
+	return o, dropped, nil
 }
 
 // parseJSON reads one JSON value keeping numbers exact (json.Number).

@@ -138,10 +138,7 @@ func Explain(path string) (string, error) {
 		}
 		field = found
 		t = found.Type
-		desc = docs.fields[found.Owner.Name()][found.GoName]
-		if desc == "" {
-			desc = docs.types[structName(t)]
-		}
+		desc = (&Docs{d: docs}).Field(*found)
 	}
 	if field != nil {
 		fmt.Fprintf(&b, "FIELD: %s <%s>%s\n\n", field.Name, typeLabel(field.Type), required(*field))
@@ -166,10 +163,35 @@ func Explain(path string) (string, error) {
 }
 
 func required(f jsonField) string {
-	if !f.OmitEmpty && f.Type.Kind() != reflect.Struct && f.Type.Kind() != reflect.Bool {
+	if f.Required() {
 		return " -required-"
 	}
 	return ""
+}
+
+// Docs are the doc comments of the API types and their fields, as `skiff
+// explain` prints them; the OpenAPI schemas carry the same text.
+type Docs struct{ d *typeDocs }
+
+// LoadDocs parses the package's embedded sources for their doc comments.
+func LoadDocs() (*Docs, error) {
+	d, err := loadDocs()
+	if err != nil {
+		return nil, fmt.Errorf("read the type docs: %w", err)
+	}
+	return &Docs{d: d}, nil
+}
+
+// Type is the doc comment of the named type of this package.
+func (d *Docs) Type(name string) string { return strings.TrimSpace(d.d.types[name]) }
+
+// Field is the doc comment of field f, or when it has none the doc comment
+// of the struct it holds, as explain shows it.
+func (d *Docs) Field(f Field) string {
+	if desc := d.d.fields[f.Owner.Name()][f.GoName]; desc != "" {
+		return strings.TrimSpace(desc)
+	}
+	return d.Type(structName(f.Type))
 }
 
 // structOf returns the struct type reached through pointers, slices and

@@ -275,6 +275,21 @@ type jsonField struct {
 	OmitEmpty bool
 }
 
+// Field is one field of an API struct as its JSON shows it: what `skiff
+// explain` lists and the OpenAPI schemas (package api/openapi) describe.
+type Field = jsonField
+
+// Fields lists the JSON fields of struct type t in declaration order, with
+// embedded inline structs (TypeMeta) flattened.
+func Fields(t reflect.Type) []Field { return jsonFields(t) }
+
+// Required reports whether the field must be set: skiff's types mark the
+// fields Kubernetes requires by leaving out omitempty (structs and
+// booleans have a usable zero value and are never required).
+func (f jsonField) Required() bool {
+	return !f.OmitEmpty && f.Type.Kind() != reflect.Struct && f.Type.Kind() != reflect.Bool
+}
+
 // jsonFields lists the json fields of struct type t in declaration order,
 // flattening embedded structs that have no json name.
 func jsonFields(t reflect.Type) []jsonField {

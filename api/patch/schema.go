@@ -45,6 +45,19 @@ func HasSchema(apiVersion, kind string) bool {
 	return ok
 }
 
+// KubernetesType is the Kubernetes struct of apiVersion/kind
+// (corev1.Pod, ...), whose patchStrategy and patchMergeKey tags say how
+// lists merge; false for a kind without one. The OpenAPI documents take
+// their merge keys and definition names from it, so that kubectl merges
+// as this package does.
+func KubernetesType(apiVersion, kind string) (reflect.Type, bool) {
+	s, ok := schemas[schemaKey(apiVersion, kind)]
+	if !ok {
+		return nil, false
+	}
+	return reflect.TypeOf(s).Elem(), true
+}
+
 // Schema is the strategic merge metadata of apiVersion/kind, for callers
 // that use package strategicpatch directly. The error wraps ErrNoSchema.
 func Schema(apiVersion, kind string) (strategicpatch.LookupPatchMeta, error) {
