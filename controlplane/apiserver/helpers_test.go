@@ -157,8 +157,9 @@ func deployment(name string, replicas int32) *api.Deployment {
 	return d
 }
 
-// watch opens an HTTP watch and reads it line by line.
-func (e *env) watch(path string) *httpWatch {
+// watch opens an HTTP watch and reads it line by line; header is
+// name, value pairs.
+func (e *env) watch(path string, header ...string) *httpWatch {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ts.URL+path, nil)
@@ -166,6 +167,9 @@ func (e *env) watch(path string) *httpWatch {
 		e.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := e.ts.Client().Do(req)
 	if err != nil {
 		cancel()
