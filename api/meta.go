@@ -53,9 +53,28 @@ type ObjectMeta struct {
 	OwnerReferences []OwnerReference `json:"ownerReferences,omitempty"`
 	// Finalizers must all be removed before a deleting object disappears.
 	Finalizers []string `json:"finalizers,omitempty"`
-	// ManagedFields is accepted for compatibility with kubectl output but
-	// ignored and never stored.
-	ManagedFields []json.RawMessage `json:"managedFields,omitempty"`
+	// ManagedFields says which field manager owns which fields (server-side
+	// apply). The API server keeps it (k8s.io/apimachinery's field manager);
+	// a write that leaves it out keeps the stored one.
+	ManagedFields []ManagedFieldsEntry `json:"managedFields,omitempty"`
+}
+
+// ManagedFieldsEntry is one manager's fields, as Kubernetes' (metav1).
+type ManagedFieldsEntry struct {
+	// Manager names the field manager: "kubectl", "kubectl-client-side-apply".
+	Manager string `json:"manager,omitempty"`
+	// Operation is "Apply" or "Update".
+	Operation string `json:"operation,omitempty"`
+	// APIVersion of the fields' schema.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Time of the manager's last change.
+	Time *Time `json:"time,omitempty"`
+	// FieldsType is "FieldsV1".
+	FieldsType string `json:"fieldsType,omitempty"`
+	// FieldsV1 is the set of fields, in structured-merge-diff's JSON form.
+	FieldsV1 json.RawMessage `json:"fieldsV1,omitempty"`
+	// Subresource is "" or "status", "scale".
+	Subresource string `json:"subresource,omitempty"`
 }
 
 // GetObjectMeta returns the object metadata; embedded types promote it so
@@ -257,6 +276,9 @@ type DeleteOptions struct {
 	// deletes dependents after the owner) or "Foreground" (treated as
 	// Background). "Orphan" is not supported and rejected.
 	PropagationPolicy string `json:"propagationPolicy,omitempty"`
+	// DryRun ["All"] runs the delete without removing anything, as
+	// ?dryRun=All (kubectl delete --dry-run=server sends it here).
+	DryRun []string `json:"dryRun,omitempty"`
 }
 
 // CheckPropagationPolicy rejects the propagation policies skiff does not

@@ -190,11 +190,17 @@ func (w *serviceWrite) allocate(ctx context.Context, obj, cur api.Object) error 
 			if res.ClusterIP == "" && len(res.NodePorts) == 0 {
 				return rec, nil // nothing new: kept what cur holds
 			}
+			if isDryRun(ctx) {
+				return nil, errDryRun // dryrun.go: shown, not reserved
+			}
 			res.Holder, res.Service, res.Time = w.holder, self, api.Time{Time: now.UTC()}
 			rec.Reservations = append(rec.Reservations, res)
 			reserved = true
 			return rec, nil
 		})
+	}
+	if errors.Is(err, errDryRun) {
+		err = nil
 	}
 	if errors.Is(err, errAllocationInvalid) {
 		return api.NewInvalid(serviceKind, svc.Name, fieldErrs)

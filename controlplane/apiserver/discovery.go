@@ -102,6 +102,7 @@ func resourceList(group, version string) map[string]any {
 		switch k {
 		case podKind:
 			sub("binding", "Binding", "", "", "create")
+			sub("eviction", "Eviction", "policy", "v1", "create") // eviction.go
 			sub("attach", "PodAttachOptions", "", "", "create", "get") // streaming: proxy.go
 			sub("exec", "PodExecOptions", "", "", "create", "get")
 			sub("log", "Pod", "", "", "get")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/patch"
 )
 
 // requestInfo is what a path and method mean, as kube-apiserver's RequestInfo.
@@ -69,7 +70,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		io.WriteString(w, "ok")
 		return
 	case "/version":
-		writeJSON(w, http.StatusOK, map[string]string{"gitVersion": s.cfg.Version, "platform": "skiff"})
+		writeJSON(w, http.StatusOK, s.versionInfo()) // version.go
 		return
 	}
 	if !s.authorized(r) {
@@ -106,12 +107,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		s.cfg.Skiff.ServeHTTP(w, r)
 		return
 	}
-	if r.URL.Query().Has("dryRun") {
-		// kubectl --dry-run=server sends this; storing the object anyway
-		// would be the opposite of what was asked.
-		writeError(w, api.NewBadRequest("dryRun: not supported by skiff (use kubectl's --dry-run=client, or skiff apply without it)"))
-		return
-	}
 	if name, path, ok := nodeProxyPath(r.URL.Path); ok {
 		info.kind, info.name, info.sub = nodeKind, name, "proxy"
 		s.proxy.serveNode(w, r, name, path) // to the node's agent (proxy_node.go)
@@ -120,6 +115,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 	if err := parseRequest(r, info); err != nil {
 		writeError(w, err)
 		return
+	}
+	if !acceptsJSON(r) { // protobuf.go
+		writeError(w, notAcceptable())
+		return
+	}
+	if r.URL.Query().Has("dryRun") { // dryrun.go
+		ctx, err := dryRunContext(r, info)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		r = r.WithContext(ctx)
 	}
 	if info.kind == podKind && (info.sub == "log" || info.sub == "exec" || info.sub == "attach" || info.sub == "portforward") {
 		// To the agent of the pod's node (proxy.go). Like a watch, a
@@ -219,6 +226,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	var body []byte
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
 		b, err := s.readBody(w, r)
+		if err == nil && isProtobuf(r) {
+			b, err = protobufToJSON(b) // protobuf.go: into the one JSON decoder
+		}
 		if err != nil {
 			writeError(w, err)
 			return
@@ -228,6 +238,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	route := info.sub + " " + r.Method
 	if info.name == "" {
 		route = "collection " + r.Method
+	}
+	ctx, err := trackingContext(ctx, r, info) // apply.go: managedFields
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	switch route {
 	case "collection GET":
@@ -294,10 +309,17 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			writeError(w, notFoundPath())
 			return
 		}
+		if patch.ParseType(r.Header.Get("Content-Type")) == patch.ApplyPatch {
+			s.serveApply(w, r.WithContext(ctx), info, body) // apply.go
+			return
+		}
 		obj, err := s.patch(ctx, info, r.Header.Get("Content-Type"), body)
 		respond(w, http.StatusOK, obj, err)
 	case " DELETE":
 		opts, err := deleteOptions(r, body)
+		if err == nil {
+			ctx, err = dryRunOption(ctx, "DeleteOptions", opts.DryRun) // dryrun.go
+		}
 		if err != nil {
 			writeError(w, err)
 			return
@@ -310,6 +332,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		respond(w, code, obj, err)
 	case "binding POST":
 		s.serveBinding(w, r, info, body)
+	case "eviction POST":
+		s.serveEviction(w, r.WithContext(ctx), info, body) // eviction.go
 	case "token POST":
 		s.serveToken(w, r, info, body) // serviceaccount_token.go
 	case "scale GET", "scale PUT", "scale PATCH":
@@ -343,7 +367,7 @@ func knownSub(k *api.Kind, sub string) bool {
 		return true
 	case "status":
 		return k.HasStatus
-	case "binding", "trace", "log", "exec", "attach", "portforward":
+	case "binding", "trace", "log", "exec", "attach", "portforward", "eviction":
 		return k == podKind
 	case "scale":
 		return k == deploymentKind || k == replicaSetKind

@@ -144,8 +144,8 @@ func TestPatchTypes(t *testing.T) {
 		{name: "strategic: a stale resourceVersion", contentType: smp, patch: `{"metadata":{"resourceVersion":"1"}}`,
 			code: 409, reason: api.ReasonConflict},
 		{name: "merge: another name", contentType: merge, patch: `{"metadata":{"name":"q"}}`, code: 400, reason: api.ReasonBadRequest},
-		{name: "server-side apply", contentType: "application/apply-patch+yaml", patch: `spec: {}`, code: 415, reason: "UnsupportedMediaType",
-			msg: "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"},
+		{name: "server-side apply without fieldManager", contentType: "application/apply-patch+yaml", patch: `spec: {}`, code: 422, reason: api.ReasonInvalid,
+			msg: `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`},
 		{name: "plain JSON", contentType: "application/json", patch: `{}`, code: 415, reason: "UnsupportedMediaType"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

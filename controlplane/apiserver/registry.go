@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -155,7 +156,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	m.UID = newUID()
 	m.CreationTimestamp = api.Now()
 	m.Generation = 1
-	m.DeletionTimestamp, m.DeletionGracePeriodSeconds, m.ManagedFields = nil, nil, nil
+	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = nil, nil
 	prepareForCreate(k, obj)
 	generated := m.Name == "" && m.GenerateName != ""
 	if generated {
@@ -165,6 +166,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
 	}
 	api.SetDefaults(obj)
+	r.trackFields(ctx, k, nil, obj) // apply.go: managedFields of an HTTP write
 	if err := r.admitPriority(ctx, k, obj); err != nil {
 		return nil, err
 	}
@@ -186,6 +188,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	defer alloc.done(ctx)
 	if err := alloc.allocate(ctx, obj, nil); err != nil {
 		return nil, err
+	}
+	if isDryRun(ctx) { // dryrun.go: all of the above, nothing stored
+		return r.dryRunCreate(ctx, k, obj, generated)
 	}
 	out, err := r.store.Create(ctx, obj)
 	for i := 0; generated && api.IsAlreadyExists(err) && i < conflictRetries; i++ {
@@ -240,6 +245,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	}
 	alloc := r.serviceWrite(k)
 	defer alloc.done(ctx)
+	var dryOut api.Object
 	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
 		if err := checkPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
@@ -254,7 +260,9 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			nm := next.GetObjectMeta()
 			nm.UID, nm.CreationTimestamp, nm.Generation = cm.UID, cm.CreationTimestamp, cm.Generation
 			nm.DeletionTimestamp, nm.DeletionGracePeriodSeconds = cm.DeletionTimestamp, cm.DeletionGracePeriodSeconds
-			nm.ManagedFields = nil
+			if nm.ManagedFields == nil {
+				nm.ManagedFields = cm.ManagedFields // left out: kept
+			}
 			if k.HasStatus {
 				setField(next, cur, "Status")
 			}
@@ -263,6 +271,9 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 		*next.GetTypeMeta() = *obj.GetTypeMeta()
 		next.GetObjectMeta().ResourceVersion = cm.ResourceVersion
 		api.SetDefaults(next)
+		if !status {
+			r.trackFields(ctx, k, cur, next) // apply.go
+		}
 		if !status && specChanged(next, cur) {
 			next.GetObjectMeta().Generation = cm.Generation + 1
 		}
@@ -278,10 +289,17 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			}
 		}
 		if sameJSON(next, cur) {
-			return cur, nil
+			next = cur
+		}
+		if isDryRun(ctx) {
+			dryOut = next
+			return nil, errDryRun
 		}
 		return next, nil
 	})
+	if errors.Is(err, errDryRun) {
+		return withTypeMeta(k, api.Clone(dryOut)), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -338,6 +356,9 @@ func (r *Registry) Delete(ctx context.Context, k *api.Kind, namespace, name stri
 			return nil, false, api.NewConflict(k, cm.Name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", wantRV, cm.ResourceVersion))
 		}
 		grace := gracePeriod(cur, opts)
+		if isDryRun(ctx) { // dryrun.go: what the delete would do, nothing written
+			return dryRunDelete(k, cur, grace)
+		}
 		var out api.Object
 		removed := false
 		if grace == 0 && !hasFinalizers(cur) {
@@ -457,6 +478,7 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 	if err := normalizeResourceVersion(&want); err != nil {
 		return nil, err
 	}
+	var dryOut api.Object
 	out, err := r.store.GuaranteedUpdate(ctx, k, scope(k, namespace), name, func(cur api.Object) (api.Object, error) {
 		if err := checkPrecondition(k, cur, want.UID, want.ResourceVersion); err != nil {
 			return nil, err
@@ -475,8 +497,15 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 		if errs := api.ValidateUpdate(next, cur); len(errs) > 0 {
 			return nil, api.NewInvalid(k, name, errs)
 		}
+		if isDryRun(ctx) {
+			dryOut = next
+			return nil, errDryRun
+		}
 		return next, nil
 	})
+	if errors.Is(err, errDryRun) {
+		return scaleOf(dryOut), nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -82,14 +81,7 @@ func checkListOptions(opts api.ListOptions, watch bool, continueToken string, se
 // invalidListOptions is apierrors.NewInvalid(ListOptions.meta.k8s.io, "", errs),
 // word for word: 422 `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: ...`.
 func invalidListOptions(errs field.ErrorList) *api.StatusError {
-	gk := metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind()
-	e := api.NewStatusError(http.StatusUnprocessableEntity, api.ReasonInvalid,
-		fmt.Sprintf("%s %q is invalid: %v", gk.String(), "", errs.ToAggregate()))
-	e.Status.Details = &api.StatusDetails{Group: gk.Group, Kind: gk.Kind}
-	for _, fe := range errs {
-		e.Status.Details.Causes = append(e.Status.Details.Causes, api.StatusCause{Type: string(fe.Type), Message: fe.ErrorBody(), Field: fe.Field})
-	}
-	return e
+	return invalidOptions("ListOptions", errs) // dryrun.go
 }
 
 // waitForRevision waits up to the registry's freshness timeout for the store

@@ -42,7 +42,7 @@ func TestAuth(t *testing.T) {
 		})
 	}
 	_, b := e.doToken("", "GET", "/version", nil)
-	if !strings.Contains(string(b), `"gitVersion":"dev"`) {
+	if !strings.Contains(string(b), `"gitVersion":"v1.32.0+skiff-dev"`) {
 		t.Errorf("version: %s", b)
 	}
 	// A rejected create changes nothing.
@@ -145,8 +145,8 @@ func TestBadInput(t *testing.T) {
 		{"bad label selector", "GET", cmPath + "?labelSelector=a%20in", nil, 400, api.ReasonBadRequest, "label selector"},
 		{"bad field selector", "GET", cmPath + "?fieldSelector=spec.nodeName%3Dx", nil, 400, api.ReasonBadRequest, "field label not supported"},
 		{"bad watch rv", "GET", cmPath + "?watch=1&resourceVersion=abc", nil, 400, api.ReasonBadRequest, "resourceVersion"},
-		{"server-side apply", "PATCH", cmPath + "/x", `{}`, 415, "UnsupportedMediaType", "accepted media types include: application/json-patch+json"},
-		{"server dry run", "POST", cmPath + "?dryRun=All", configMap("", "x"), 400, api.ReasonBadRequest, "dryRun: not supported"},
+		{"server-side apply without fieldManager", "PATCH", cmPath + "/x", `{}`, 422, api.ReasonInvalid, "fieldManager: Required value: is required for apply patch"},
+		{"server dry run of another value", "POST", cmPath + "?dryRun=Some", configMap("", "x"), 422, api.ReasonInvalid, `CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All"`},
 		{"orphan propagation", "DELETE", cmPath + "/x?propagationPolicy=Orphan", nil, 400, api.ReasonBadRequest, `Unsupported value: "Orphan"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

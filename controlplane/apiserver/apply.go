@@ -1,0 +1,312 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/yaml"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/patch"
+)
+
+// # Server-side apply and managedFields
+//
+// PATCH with Content-Type application/apply-patch+yaml (kubectl apply
+// --server-side) is Kubernetes' server-side apply, done by Kubernetes' own
+// library: k8s.io/apimachinery's field manager (managedfields), with the
+// type converter of client-go's applyconfigurations over the k8s.io/api
+// types. skiff objects go to and from those types through JSON (skiff's
+// types carry Kubernetes' JSON names). The applied configuration is first
+// decoded by skiff's strict decoder, so a field skiff does not support is
+// refused with its path, as in any other body. The field manager merges it
+// into the live object, records what the manager owns in
+// metadata.managedFields and answers a conflict (another manager owns a
+// field the configuration changes) with Kubernetes' 409 naming the fields
+// and managers, unless ?force=true. An object that does not exist is
+// created.
+//
+// Ordinary HTTP creates, updates and patches of an object (not of its
+// status or scale) update managedFields too (FieldManager.UpdateNoErrors),
+// with the manager named by ?fieldManager= or the User-Agent's prefix, as
+// kube-apiserver does, so ownership is tracked as on a real cluster. The
+// library tracks an object from its creation. Writes of the registry's
+// in-process callers (Local: the controllers) and of the status
+// subresource keep managedFields as they are.
+
+// fieldManagerKey marks a request context whose writes update managedFields.
+type fieldManagerKey struct{}
+
+// fieldManagers are the field managers, one per kind, built on first use
+// (building one parses the kind's schema); read-only afterwards.
+var fieldManagers sync.Map // GroupVersionKind → *managedfields.FieldManager
+
+// typeConverter is client-go's type converter of the k8s.io/api types.
+var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
+	return applyconfigurations.NewTypeConverter(k8sScheme())
+})
+
+// gvkOf is k's GroupVersionKind.
+func gvkOf(k *api.Kind) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+}
+
+// fieldManagerFor returns the field manager of k, or an error when k has no
+// Kubernetes type (skiff's own kinds).
+func fieldManagerFor(k *api.Kind) (*managedfields.FieldManager, error) {
+	gvk := gvkOf(k)
+	if fm, ok := fieldManagers.Load(gvk); ok {
+		return fm.(*managedfields.FieldManager), nil
+	}
+	s := k8sScheme()
+	if !s.Recognizes(gvk) {
+		return nil, fmt.Errorf("%s has no Kubernetes type", k.GroupKind())
+	}
+	fm, err := managedfields.NewDefaultFieldManager(typeConverter(), s, s, s, gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("field manager for %s: %w", k.GroupKind(), err)
+	}
+	got, _ := fieldManagers.LoadOrStore(gvk, fm)
+	return got.(*managedfields.FieldManager), nil
+}
+
+// toTyped converts a skiff object of kind k to its k8s.io/api type.
+func toTyped(k *api.Kind, obj api.Object) (runtime.Object, error) {
+	out, err := k8sScheme().New(gvkOf(k))
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("%s as Kubernetes' %T: %w", k.Kind, out, err)
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvkOf(k))
+	return out, nil
+}
+
+// managerOrUserAgent is kube-apiserver's: the fieldManager given, else the
+// User-Agent up to its first '/' ("kubectl"), bounded and printable.
+func managerOrUserAgent(manager, userAgent string) string {
+	if manager != "" {
+		return manager
+	}
+	ua := strings.Split(userAgent, "/")[0]
+	if len(ua) > metav1validation.FieldManagerMaxLength {
+		ua = ua[:metav1validation.FieldManagerMaxLength]
+	}
+	for _, r := range ua {
+		if !unicode.IsPrint(r) {
+			return "unknown"
+		}
+	}
+	return ua
+}
+
+// trackingContext marks the context of an HTTP create, update or
+// non-apply patch of an object so that the registry updates its
+// managedFields, and checks ?fieldManager= as kube-apiserver does (422).
+func trackingContext(ctx context.Context, r *http.Request, info *requestInfo) (context.Context, error) {
+	options := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions"}[r.Method]
+	if options == "" {
+		return ctx, nil
+	}
+	manager := r.URL.Query().Get("fieldManager")
+	if errs := metav1validation.ValidateFieldManager(manager, field.NewPath("fieldManager")); len(errs) > 0 {
+		return nil, invalidOptions(options, errs)
+	}
+	if info.sub != "" || info.kind.Internal || patch.ParseType(r.Header.Get("Content-Type")) == patch.ApplyPatch {
+		return ctx, nil // apply records its own; subresources keep theirs
+	}
+	return context.WithValue(ctx, fieldManagerKey{}, managerOrUserAgent(manager, r.UserAgent())), nil
+}
+
+// trackFields updates next's managedFields for a tracked write (the
+// context says by which manager); cur is the stored object, nil on create.
+// It changes only next's managedFields, and never fails the write: a kind
+// without a Kubernetes type, or an object the library cannot read, keeps
+// the managedFields it has (as UpdateNoErrors clears them on error).
+func (r *Registry) trackFields(ctx context.Context, k *api.Kind, cur, next api.Object) {
+	manager, ok := ctx.Value(fieldManagerKey{}).(string)
+	if !ok {
+		return
+	}
+	fm, err := fieldManagerFor(k)
+	if err != nil {
+		return
+	}
+	var live runtime.Object
+	if cur == nil {
+		live, err = k8sScheme().New(gvkOf(k))
+	} else {
+		live, err = toTyped(k, cur)
+	}
+	if err != nil {
+		r.log.Debug("managed fields: live object", "kind", k.Kind, "err", err)
+		return
+	}
+	obj, err := toTyped(k, next)
+	if err != nil {
+		r.log.Debug("managed fields: new object", "kind", k.Kind, "err", err)
+		return
+	}
+	out := fm.UpdateNoErrors(live, obj, manager)
+	if err := setManagedFields(next, out); err != nil {
+		r.log.Debug("managed fields: result", "kind", k.Kind, "err", err)
+	}
+}
+
+// setManagedFields copies the managedFields of a typed object into obj.
+func setManagedFields(obj api.Object, typed runtime.Object) error {
+	o, ok := typed.(metav1.Object)
+	if !ok {
+		return fmt.Errorf("%T has no object metadata", typed)
+	}
+	var entries []api.ManagedFieldsEntry
+	if mf := o.GetManagedFields(); len(mf) > 0 {
+		b, err := json.Marshal(mf)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &entries); err != nil {
+			return err
+		}
+	}
+	obj.GetObjectMeta().ManagedFields = entries
+	return nil
+}
+
+// serveApply is server-side apply: PATCH with application/apply-patch+yaml.
+func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, info *requestInfo, body []byte) {
+	obj, created, err := s.apply(r.Context(), r, info, body)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	respond(w, code, obj, err)
+}
+
+func (s *Server) apply(ctx context.Context, r *http.Request, info *requestInfo, body []byte) (api.Object, bool, error) {
+	k := info.kind
+	q := r.URL.Query()
+	opts := metav1.PatchOptions{FieldManager: q.Get("fieldManager")}
+	if q.Has("force") {
+		force, err := strconv.ParseBool(q.Get("force"))
+		if err != nil {
+			return nil, false, api.NewBadRequest(fmt.Sprintf("invalid force %q: %v", q.Get("force"), err))
+		}
+		opts.Force = &force
+	}
+	errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType)
+	errs = append(errs, metav1validation.ValidateFieldManager(opts.FieldManager, field.NewPath("fieldManager"))...)
+	if len(errs) > 0 {
+		return nil, false, invalidOptions("PatchOptions", errs)
+	}
+	if info.sub != "" {
+		return nil, false, api.NewBadRequest("server-side apply of " + info.resource() + ": not supported by skiff (apply the object)")
+	}
+	fm, err := fieldManagerFor(k)
+	if err != nil {
+		return nil, false, unsupportedMediaType("server-side apply: " + err.Error())
+	}
+	applied, err := yaml.YAMLToJSONStrict(body)
+	if err != nil {
+		return nil, false, api.NewBadRequest("decode apply configuration: " + err.Error())
+	}
+	// The strict decoder refuses what skiff does not support, with its path,
+	// and checks apiVersion, kind, name and namespace against the URL.
+	if _, err := decodeObject(k, applied, info.namespace, info.name); err != nil {
+		return nil, false, err
+	}
+	cfg := &unstructured.Unstructured{}
+	if err := cfg.UnmarshalJSON(applied); err != nil {
+		return nil, false, api.NewBadRequest("decode apply configuration: " + err.Error())
+	}
+	if cfg.GetManagedFields() != nil {
+		// kube-apiserver's words.
+		return nil, false, api.NewBadRequest("metadata.managedFields must be nil")
+	}
+	setsRV := cfg.GetResourceVersion() != ""
+	for attempt := 0; ; attempt++ {
+		cur, err := s.reg.Get(ctx, k, info.namespace, info.name)
+		creating := api.IsNotFound(err)
+		if err != nil && !creating {
+			return nil, false, err
+		}
+		var live runtime.Object
+		if creating {
+			live, err = k8sScheme().New(gvkOf(k))
+		} else {
+			live, err = toTyped(k, cur)
+		}
+		if err != nil {
+			return nil, false, api.NewInternal(err)
+		}
+		merged, err := fm.Apply(live, cfg.DeepCopy(), opts.FieldManager, opts.Force != nil && *opts.Force)
+		if err != nil {
+			return nil, false, applyError(err)
+		}
+		b, err := json.Marshal(merged)
+		if err != nil {
+			return nil, false, api.NewInternal(err)
+		}
+		obj, err := decodeObject(k, b, info.namespace, info.name)
+		if err != nil {
+			return nil, false, err
+		}
+		var out api.Object
+		if creating {
+			obj.GetObjectMeta().ResourceVersion = ""
+			out, err = s.reg.Create(ctx, k, obj)
+		} else {
+			out, err = s.reg.Update(ctx, k, obj)
+		}
+		retry := (api.IsConflict(err) && !setsRV) || (creating && api.IsAlreadyExists(err))
+		if retry && attempt < conflictRetries {
+			continue
+		}
+		return out, creating && err == nil, err
+	}
+}
+
+// applyError answers a failed apply: the library's API errors (409 with
+// the conflicting fields and managers) as they are, anything else as 400
+// (an apply configuration the schema does not take).
+func applyError(err error) error {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return api.NewBadRequest(err.Error())
+	}
+	ks := st.Status()
+	b, merr := json.Marshal(ks)
+	if merr != nil {
+		return api.NewInternal(merr)
+	}
+	var out api.Status
+	if merr := json.Unmarshal(b, &out); merr != nil {
+		return api.NewInternal(merr)
+	}
+	e := api.NewStatusError(int(ks.Code), api.StatusReason(ks.Reason), ks.Message)
+	e.Status = out
+	e.Status.TypeMeta = api.TypeMeta{APIVersion: "v1", Kind: "Status"}
+	return e
+}
