@@ -19,6 +19,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -502,6 +503,10 @@ func (a *Agent) status(ctx context.Context, prev *api.NodeStatus) api.NodeStatus
 			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
 			KernelVersion: kernelVersion(), OSImage: osImage(),
 			ContainerRuntimeVersion: rtName + "://" + rtVersion, KubeletVersion: Version,
+			// The machine's identity, as the kubelet reports it.
+			MachineID:  readID("/etc/machine-id"),
+			SystemUUID: readID("/sys/class/dmi/id/product_uuid"),
+			BootID:     readID("/proc/sys/kernel/random/boot_id"),
 		},
 	}
 }
@@ -528,6 +533,17 @@ func memTotal() int64 {
 		}
 	}
 	return 0
+}
+
+// readID reads a machine identity file (machine-id, the DMI product UUID,
+// the boot id) in lower case, as the kubelet reports them; "" when it is
+// unreadable (the product UUID needs root).
+func readID(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(string(trimNL(b)))
 }
 
 func kernelVersion() string {

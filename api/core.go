@@ -214,9 +214,14 @@ type DaemonEndpoint struct {
 	Port int32 `json:"Port"`
 }
 
-// NodeSystemInfo describes the node's software.
+// NodeSystemInfo describes the node's software. The identity fields are
+// always written, as Kubernetes writes them (the Python client refuses a
+// node without them).
 type NodeSystemInfo struct {
-	MachineID               string `json:"machineID,omitempty"`
+	MachineID               string `json:"machineID"`
+	SystemUUID              string `json:"systemUUID"`
+	BootID                  string `json:"bootID"`
+	KubeProxyVersion        string `json:"kubeProxyVersion"` // deprecated; empty, as kubelets 1.31+ leave it
 	KernelVersion           string `json:"kernelVersion,omitempty"`
 	OSImage                 string `json:"osImage,omitempty"`
 	ContainerRuntimeVersion string `json:"containerRuntimeVersion,omitempty"`
