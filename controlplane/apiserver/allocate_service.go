@@ -307,7 +307,7 @@ func (a *serviceAllocator) allocateIP(svc *api.Service, used map[netip.Addr]bool
 	if err != nil {
 		return api.Invalid("spec.clusterIPs[0]", ip, "must be empty, 'None', or a valid IP address")
 	}
-	if !a.usable(addr) {
+	if !a.usable(addr) && !(addr == a.cidr.Addr().Next() && api.KeyOf(svc) == kubernetesServiceKey) { // .1 is the kubernetes Service's (serviceaccount_token.go)
 		return api.Invalid("spec.clusterIPs[0]", ip, fmt.Sprintf(
 			"failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", ip, ip, a.cidr))
 	}

@@ -288,3 +288,16 @@ func mountAPIAccess(pod *api.Pod) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, v)
 	}
 }
+
+// kubernetesServiceKey is the Service that may hold the first address of
+// the service range (allocate_service.go), as in Kubernetes.
+const kubernetesServiceKey = "default/kubernetes"
+
+// KubernetesServiceIP is the first address of the service range: the
+// cluster IP of the default/kubernetes Service, which pods reach the API
+// server at (KUBERNETES_SERVICE_HOST).
+func (r *Registry) KubernetesServiceIP() string {
+	r.services.mu.Lock()
+	defer r.services.mu.Unlock()
+	return r.services.cidr.Addr().Next().String()
+}

@@ -51,6 +51,12 @@ type Options struct {
 	// NodeLifecycle are the node lifecycle controller's timeouts; zero
 	// fields take DefaultNodeLifecycleConfig's.
 	NodeLifecycle NodeLifecycleConfig
+	// RootCA is the cluster CA certificate (PEM) the root CA publisher
+	// puts in every namespace's kube-root-ca.crt; nil runs no publisher.
+	RootCA []byte
+	// KubernetesService configures the default/kubernetes Service and its
+	// endpoints (kubernetes_service.go); nil runs no such controller.
+	KubernetesService *KubernetesServiceConfig
 }
 
 // Manager owns the shared informers and the loops of every controller,
@@ -159,6 +165,32 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	services.AddHandler(esLoop.Handler())
 	pods.AddHandler(esc.PodHandler(esLoop.Enqueue))
 	eslices.AddHandler(esc.SliceHandler(esLoop.Enqueue))
+
+	// ServiceAccount controller and root CA publisher (serviceaccount.go):
+	// a namespace appeared, or its default account or CA config map changed.
+	sas := m.informer(c, serviceAccountKind(), log)
+	sac := NewServiceAccountController(c, namespaces, sas, log)
+	saLoop := newLoop(serviceAccountControllerName, sac, namespaces.Keys)
+	namespaces.AddHandler(saLoop.Handler())
+	sas.AddHandler(ServiceAccountHandler(saLoop.Enqueue))
+	if opts.RootCA != nil {
+		cms := m.informer(c, configMapKind(), log)
+		pub := NewRootCAPublisher(c, namespaces, cms, opts.RootCA, log)
+		pubLoop := newLoop(rootCAPublisherName, pub, namespaces.Keys)
+		namespaces.AddHandler(pubLoop.Handler())
+		cms.AddHandler(pub.ConfigMapHandler(pubLoop.Enqueue))
+	}
+	// The kubernetes Service (kubernetes_service.go): its objects changed,
+	// and every resync (the API servers come and go).
+	if ks := opts.KubernetesService; ks != nil {
+		kc := NewKubernetesServiceController(c, services, endpoints, eslices, *ks, log)
+		kLoop := newLoop(kubernetesServiceControllerName, kc, func() []string { return []string{KubernetesServiceKey} })
+		h := kc.Handler(kLoop.Enqueue)
+		services.AddHandler(h)
+		endpoints.AddHandler(h)
+		eslices.AddHandler(h)
+		m.runners = append(m.runners, func(context.Context) { kLoop.Enqueue(KubernetesServiceKey) })
+	}
 
 	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
 	ipam := newDefaultNodeIPAM(c, nodes, log)
