@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,22 @@ import (
 type Config struct {
 	// Listen is the TCP address to serve on, host:port (port 0 picks a free one).
 	Listen string
+	// TLS is what the server serves HTTPS with: its serving certificate
+	// (DATA-DIR/pki/apiserver.crt, SANs: every address it is reached at)
+	// and ClientCAs the cluster CA with ClientAuth VerifyClientCertIfGiven
+	// (pki.CA.ServerTLS), so a node's client certificate authenticates it
+	// and a bearer token still does for everyone else. Required to Listen
+	// or Run: the API is served over HTTPS only, and a plain-HTTP request
+	// gets Go's 400 "Client sent an HTTP request to an HTTPS server" and no
+	// API data. nil is fine for Handler alone (tests with httptest).
+	TLS *tls.Config
+	// AgentTLS is how the server reaches the agents (pods' logs, exec,
+	// port-forward, nodes/proxy): the cluster CA in RootCAs, so an agent's
+	// serving certificate is verified, and the API server's client
+	// certificate (CN kube-apiserver-kubelet-client, O system:masters),
+	// which the agents require. nil: the proxy cannot reach agents and
+	// says so (tests of the API alone).
+	AgentTLS *tls.Config
 	// Token is the bearer token every request except /healthz, /readyz and
 	// /version must carry. Required: see LoadOrCreateToken.
 	Token string
@@ -69,6 +86,12 @@ type Config struct {
 	// plane's join and leader endpoints), behind the token check like
 	// every API path; nil answers them 404.
 	Skiff http.Handler
+	// Bootstrap serves the paths under BootstrapPrefix (/skiff/v1/bootstrap/)
+	// WITHOUT the API's authentication: what a machine needs before it has
+	// a credential (the cluster CA, public; a node's certificates, for
+	// the join token, which the handler checks itself). nil answers them
+	// like any other path.
+	Bootstrap http.Handler
 	// PodSecurity configures Pod Security admission
 	// (admission_podsecurity.go): the levels of the namespaces without
 	// pod-security.kubernetes.io labels and the exempt namespaces. nil is
@@ -80,10 +103,9 @@ type Config struct {
 // DefaultConfig returns the defaults, each with its reason.
 func DefaultConfig() Config {
 	return Config{
-		// Loopback only: until TLS exists the token would cross the network
-		// in clear text, so exposing the API is an explicit choice
-		// (--listen 0.0.0.0:7443). 7443 avoids 6443, which a real
-		// Kubernetes on the same lab machine may already use.
+		// Loopback only: exposing the API to the lab network is an
+		// explicit choice (--listen 0.0.0.0:7443). 7443 avoids 6443, which
+		// a real Kubernetes on the same lab machine may already use.
 		Listen: "127.0.0.1:7443",
 		// 3 MiB, as Kubernetes: bigger than any sane object (etcd's value
 		// limit is 1.5 MiB), small enough that a bad client cannot make us

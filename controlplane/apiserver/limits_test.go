@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -37,6 +38,7 @@ func startLimitServer(t *testing.T, e *env, mutate func(*Config)) *limitServer {
 	cfg := DefaultConfig()
 	cfg.Token = testToken
 	cfg.Listen = "127.0.0.1:0"
+	cfg.TLS = testServerTLS(t)
 	cfg.ShutdownTimeout = time.Second
 	mutate(&cfg)
 	srv, err := New(cfg, e.reg, nil)
@@ -55,12 +57,12 @@ func startLimitServer(t *testing.T, e *env, mutate func(*Config)) *limitServer {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return &limitServer{Server: srv, base: "http://" + srv.Addr()}
+	return &limitServer{Server: srv, base: "https://" + srv.Addr()}
 }
 
 // newClient is one client: connections of its own, closed at the end.
 func newClient(t *testing.T) *http.Client {
-	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	tr := &http.Transport{MaxIdleConnsPerHost: 256, TLSClientConfig: testCA(t).ClientTLS(nil)}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
 }
@@ -238,7 +240,7 @@ func TestSlowLoris(t *testing.T) {
 			var wg sync.WaitGroup
 			for range conns {
 				start := time.Now() // before the server can start its clock
-				c, err := net.Dial("tcp", s.Addr())
+				c, err := tls.Dial("tcp", s.Addr(), testCA(t).ClientTLS(nil))
 				if err != nil {
 					t.Fatal(err)
 				}

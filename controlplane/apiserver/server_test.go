@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/pki/pkitest"
 	"skiff.dev/skiff/controlplane/store"
 )
 
@@ -729,6 +730,7 @@ func TestRunShutdown(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Token = testToken
 	cfg.Listen = "127.0.0.1:0"
+	cfg.TLS = testServerTLS(t)
 	srv, err := New(cfg, e.reg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -740,9 +742,10 @@ func TestRunShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 
-	req, _ := http.NewRequest("GET", "http://"+srv.Addr()+cmPath+"?watch=1", nil)
+	hc := pkitest.HTTPClient(testCA(t), nil)
+	req, _ := http.NewRequest("GET", "https://"+srv.Addr()+cmPath+"?watch=1", nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,7 +769,7 @@ func TestRunShutdown(t *testing.T) {
 			break
 		}
 	}
-	if _, err := http.Get("http://" + srv.Addr() + "/healthz"); err == nil {
+	if _, err := hc.Get("https://" + srv.Addr() + "/healthz"); err == nil {
 		t.Fatal("still serving after shutdown")
 	}
 }

@@ -20,7 +20,13 @@ const TokenFile = "token"
 // a crash never leaves a half-written token and two processes starting
 // together agree on one token.
 func LoadOrCreateToken(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, TokenFile)
+	return LoadOrCreateTokenFile(filepath.Join(dataDir, TokenFile))
+}
+
+// LoadOrCreateTokenFile is LoadOrCreateToken for any file (the join
+// token, DATA-DIR/join-token, is made the same way).
+func LoadOrCreateTokenFile(path string) (string, error) {
+	dataDir := filepath.Dir(path)
 	if tok, err := readToken(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return tok, err
 	}
@@ -31,7 +37,7 @@ func LoadOrCreateToken(dataDir string) (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("create token: %w", err)
 	}
-	tmp, err := os.CreateTemp(dataDir, ".token-*")
+	tmp, err := os.CreateTemp(dataDir, "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return "", fmt.Errorf("create token: %w", err)
 	}
