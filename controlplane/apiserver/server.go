@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +15,7 @@ import (
 	"skiff.dev/skiff/controlplane/metrics"
 )
 
-// Server serves a Registry over HTTP on Kubernetes-shaped paths.
+// Server serves a Registry over HTTPS on Kubernetes-shaped paths.
 type Server struct {
 	cfg      Config
 	reg      *Registry
@@ -64,11 +65,24 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m, proxy: ProxyHandler(reg, cfg.Token), inflight: lim}
+	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m, proxy: ProxyHandler(reg, cfg.AgentTLS), inflight: lim}
 	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
 	s.handler = s.routes()
+	if cfg.Bootstrap != nil {
+		api := s.handler
+		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, BootstrapPrefix) {
+				cfg.Bootstrap.ServeHTTP(w, r)
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	}
 	return s, nil
 }
+
+// BootstrapPrefix starts the paths of Config.Bootstrap.
+const BootstrapPrefix = "/skiff/v1/bootstrap/"
 
 // Handler is the server's HTTP handler (authentication included), for
 // tests with httptest or for mounting elsewhere.
@@ -84,12 +98,16 @@ func (s *Server) Local() *Local { return NewLocal(s.reg) }
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
 // Listen opens the listening socket, so that Addr is known before Run.
-// Run calls it when it was not called.
+// Run calls it when it was not called. It refuses to listen without
+// Config.TLS: the API is served over HTTPS only.
 func (s *Server) Listen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ln != nil {
 		return nil
+	}
+	if s.cfg.TLS == nil || (len(s.cfg.TLS.Certificates) == 0 && s.cfg.TLS.GetCertificate == nil) {
+		return errors.New("api server: listen: no TLS serving certificate (Config.TLS): the API is served over HTTPS only")
 	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
@@ -132,9 +150,13 @@ func (s *Server) Run(ctx context.Context) error {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// HTTPS only (Config.TLS); ServeTLS adds HTTP/2 to NextProtos.
+		// A plain-HTTP request is answered 400 by net/http ("Client sent
+		// an HTTP request to an HTTPS server") and gets no API data.
+		TLSConfig: s.cfg.TLS.Clone(),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(s.ln) }()
+	go func() { errc <- srv.ServeTLS(s.ln, "", "") }()
 	s.log.Info("api server listening", "addr", s.Addr())
 	select {
 	case err := <-errc:
