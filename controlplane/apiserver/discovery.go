@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-
-	"skiff.dev/skiff/api"
 )
 
 // Discovery documents, shaped like Kubernetes' (APIVersions, APIGroupList,
@@ -71,7 +69,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 
 func groups() []apiGroup {
 	var out []apiGroup
-	for _, k := range api.Kinds {
+	for _, k := range servedKinds {
 		if k.Group == "" || slices.ContainsFunc(out, func(g apiGroup) bool { return g.Name == k.Group }) {
 			continue
 		}
@@ -84,13 +82,16 @@ func groups() []apiGroup {
 func resourceList(group, version string) map[string]any {
 	rw := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 	res := []apiResource{}
-	for _, k := range api.Kinds {
+	for _, k := range servedKinds {
 		if k.Group != group || k.Version != version {
 			continue
 		}
 		r := apiResource{Name: k.Resource, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: rw, ShortNames: k.ShortNames, Categories: k.Categories}
 		if k.Internal {
 			r.Verbs = []string{"get", "list", "watch"}
+		}
+		if k.CreateOnly {
+			r.Verbs, r.ShortNames = []string{"create"}, nil
 		}
 		res = append(res, r)
 		sub := func(name, kind, gr, ver string, verbs ...string) {
@@ -102,7 +103,7 @@ func resourceList(group, version string) map[string]any {
 		switch k {
 		case podKind:
 			sub("binding", "Binding", "", "", "create")
-			sub("eviction", "Eviction", "policy", "v1", "create") // eviction.go
+			sub("eviction", "Eviction", "policy", "v1", "create")      // eviction.go
 			sub("attach", "PodAttachOptions", "", "", "create", "get") // streaming: proxy.go
 			sub("exec", "PodExecOptions", "", "", "create", "get")
 			sub("log", "Pod", "", "", "get")

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,10 +72,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		writeJSON(w, http.StatusOK, s.versionInfo()) // version.go
 		return
 	}
-	if !s.authorized(r) {
+	u, ok := s.authenticate(r) // authn.go
+	if !ok {
 		writeError(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized"))
 		return
 	}
+	r = r.WithContext(WithUser(r.Context(), u))
 	// Limits under load (inflight.go), as kube-apiserver's filters after
 	// authentication: long-running requests pass; the others take an
 	// in-flight slot (or get 429 at once) and run under RequestTimeout.
@@ -96,6 +97,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 
 // serveAPI serves an authenticated request.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	if !s.checkAuthorized(w, r) { // authz.go
+		return
+	}
 	if r.URL.Path == "/metrics" {
 		s.metrics.Handler().ServeHTTP(w, r)
 		return
@@ -128,6 +132,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		}
 		r = r.WithContext(ctx)
 	}
+	if info.kind.CreateOnly {
+		s.serveReview(w, r, info) // selfsubject.go
+		return
+	}
 	if info.kind == podKind && (info.sub == "log" || info.sub == "exec" || info.sub == "attach" || info.sub == "portforward") {
 		// To the agent of the pod's node (proxy.go). Like a watch, a
 		// followed log is long-lived: server shutdown ends it.
@@ -139,17 +147,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		return
 	}
 	s.serveResource(w, r, info)
-}
-
-// authorized compares the bearer token in constant time. The header is
-// read as Kubernetes' bearertoken authenticator reads it: the scheme in any
-// case ("Bearer", "bearer"), one space, the token up to the next space.
-func (s *Server) authorized(r *http.Request) bool {
-	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
-	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(parts[1]), []byte(s.cfg.Token)) == 1
 }
 
 // parseRequest resolves /api/v1/... and /apis/GROUP/VERSION/... paths:
@@ -208,7 +205,7 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 }
 
 func kindByResource(group, version, resource string) *api.Kind {
-	for _, k := range api.Kinds {
+	for _, k := range servedKinds {
 		if k.Group == group && k.Version == version && k.Resource == resource {
 			return k
 		}

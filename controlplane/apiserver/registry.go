@@ -165,6 +165,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
 	}
+	if err := nodeRestriction(ctx, k, obj); err != nil { // authz.go: a node creates only its own Node and Lease
+		return nil, err
+	}
 	api.SetDefaults(obj)
 	r.trackFields(ctx, k, nil, obj) // apply.go: managedFields of an HTTP write
 	if err := r.admitPriority(ctx, k, obj); err != nil {

@@ -1,0 +1,422 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/fields"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/pki"
+)
+
+// Authorization: who may do what. skiff has no RBAC (no Role or
+// RoleBinding objects); a fixed policy decides from the user and the
+// request, as Kubernetes' authorizers do from authorizer.Attributes:
+//
+//   - system:masters (the admin token, the API server's own client
+//     certificate) may do everything;
+//   - a node (system:node:NAME in system:nodes) what Kubernetes' Node
+//     authorizer and NodeRestriction admission let a kubelet do: its own
+//     Node and its status, its Lease in kube-node-lease, the pods bound to
+//     it (read, status, delete, evict), events, reading nodes, services,
+//     endpoints and endpointslices, and getting the secrets, configmaps and
+//     serviceaccounts its own pods use (and their tokens), nothing else;
+//   - a service account (system:serviceaccount:NS:NAME) every verb on the
+//     namespaced resources of its own namespace, nothing elsewhere;
+//   - every authenticated user discovery, /openapi, /version and the
+//     self-subject reviews (who am I, may I).
+//
+// Anything else is 403 in Kubernetes' words.
+
+// NodeLeaseNamespace holds the nodes' heartbeat Leases, one per node.
+const NodeLeaseNamespace = "kube-node-lease"
+
+// attributes are what a request asks, as Kubernetes' authorizer.Attributes.
+type attributes struct {
+	user User
+	// verb: get list watch create update patch delete deletecollection for
+	// a resource request; the lowercased HTTP method for a path.
+	verb string
+	// resourceRequest: an API resource (the fields below); otherwise path.
+	resourceRequest bool
+	group, version  string
+	resource, sub   string
+	namespace, name string
+	// fieldSelector of a list or watch (a node may list only its own pods).
+	fieldSelector string
+	path          string
+}
+
+// requestAttributes says what r asks, from the same parse the handlers
+// use (parseRequest, nodeProxyPath). A path that is not an API resource
+// the server knows is a non-resource request.
+func requestAttributes(r *http.Request, u User) attributes {
+	a := attributes{user: u, verb: strings.ToLower(r.Method), path: r.URL.Path}
+	ri := requestInfo{verb: a.verb}
+	if name, _, ok := nodeProxyPath(r.URL.Path); ok {
+		ri.kind, ri.name, ri.sub = nodeKind, name, "proxy"
+		ri.verb = methodVerb(r.Method)
+	} else if parseRequest(r, &ri) != nil {
+		return a
+	}
+	a.resourceRequest = true
+	a.verb = ri.verb
+	a.group, a.version, a.resource = ri.kind.Group, ri.kind.Version, ri.kind.Resource
+	a.namespace, a.name, a.sub = ri.namespace, ri.name, ri.sub
+	switch {
+	case a.verb == "delete" && a.name == "":
+		a.verb = "deletecollection"
+	case ri.kind == namespaceKind:
+		a.namespace = a.name // as Kubernetes' RequestInfo: a namespace is in itself
+	}
+	if a.verb == "list" || a.verb == "watch" {
+		a.fieldSelector = r.URL.Query().Get("fieldSelector")
+	}
+	return a
+}
+
+// methodVerb is the verb of a request on one object by its HTTP method.
+func methodVerb(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	}
+	return strings.ToLower(method)
+}
+
+// authorize decides a. allowed false with a nil error is a refusal,
+// reason (maybe "") saying why; an error means the decision could not be
+// made (a store lookup failed).
+func (s *Server) authorize(ctx context.Context, a attributes) (allowed bool, reason string, err error) {
+	u := a.user
+	if u.InGroup(pki.MastersGroup) {
+		return true, "", nil
+	}
+	if !u.InGroup(AuthenticatedGroup) {
+		return false, "", nil
+	}
+	if !a.resourceRequest {
+		return a.verb == "get" && discoveryPath(a.path), "", nil
+	}
+	if a.verb == "create" && a.sub == "" && a.name == "" && reviewKind(a.group, a.resource) != nil {
+		return true, "", nil // who am I, may I: everybody may ask
+	}
+	if node, ok := nodeOf(u); ok {
+		return s.authorizeNode(ctx, node, a)
+	}
+	if ns, _, ok := serviceAccountOf(u); ok && a.namespace != "" && a.namespace == ns && namespaced(a) {
+		return true, "", nil
+	}
+	return false, "", nil
+}
+
+// discoveryPath: what Kubernetes' system:discovery and
+// system:public-info-viewer roles let everyone get: the API's
+// discovery documents (/api, /api/v1, /apis, /apis/GROUP,
+// /apis/GROUP/VERSION, not the resources under them), /openapi/*,
+// /version and the health checks.
+func discoveryPath(p string) bool {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	switch parts[0] {
+	case "api":
+		return len(parts) <= 2
+	case "apis":
+		return len(parts) <= 3
+	case "openapi", "version", "healthz", "livez", "readyz":
+		return true
+	}
+	return false
+}
+
+// namespaced reports whether a's resource lives in a namespace: by its
+// kind, or for a resource skiff does not serve (a review may ask about
+// anything) by whether a namespace was named.
+func namespaced(a attributes) bool {
+	if k := kindFor(a.group, a.resource); k != nil {
+		return k.Namespaced
+	}
+	return a.resource != "namespaces" && a.namespace != ""
+}
+
+// kindFor finds a served kind by group and resource, any version.
+func kindFor(group, resource string) *api.Kind {
+	for _, k := range servedKinds {
+		if k.Group == group && k.Resource == resource {
+			return k
+		}
+	}
+	return nil
+}
+
+// nodeOf returns the node name of a node's user: system:node:NAME in
+// system:nodes, as Kubernetes' NodeIdentifier requires both.
+func nodeOf(u User) (string, bool) {
+	name, ok := strings.CutPrefix(u.Name, pki.NodeUserPrefix)
+	if !ok || name == "" || !u.InGroup(pki.NodesGroup) {
+		return "", false
+	}
+	return name, true
+}
+
+// serviceAccountOf splits system:serviceaccount:NS:NAME.
+func serviceAccountOf(u User) (namespace, name string, ok bool) {
+	rest, ok := strings.CutPrefix(u.Name, ServiceAccountUserPrefix)
+	if !ok {
+		return "", "", false
+	}
+	namespace, name, ok = strings.Cut(rest, ":")
+	if !ok || namespace == "" || name == "" || strings.Contains(name, ":") {
+		return "", "", false
+	}
+	return namespace, name, true
+}
+
+// authorizeNode is Kubernetes' Node authorizer (with the
+// AuthorizeNodeWithSelectors rules of 1.32) for the resources skiff
+// serves; the reasons are its words.
+func (s *Server) authorizeNode(ctx context.Context, node string, a attributes) (bool, string, error) {
+	verb := a.verb
+	read := verb == "get" || verb == "list" || verb == "watch"
+	switch a.group + "/" + a.resource {
+	case "/nodes":
+		switch a.sub {
+		case "":
+			if read {
+				return true, "", nil
+			}
+			// The name of a create is in the body: NodeRestriction
+			// (nodeRestriction, at admission) checks it.
+			if (verb == "create" && a.name == "") || (slices.Contains([]string{"update", "patch", "delete"}, verb) && a.name == node) {
+				return true, "", nil
+			}
+			return false, fmt.Sprintf("node %q is not allowed to modify node %q", node, a.name), nil
+		case "status":
+			if (verb == "get" || verb == "update" || verb == "patch") && a.name == node {
+				return true, "", nil
+			}
+			return false, fmt.Sprintf("node %q is not allowed to modify node %q", node, a.name), nil
+		}
+		return false, "", nil // nodes/proxy: masters only
+	case "/pods":
+		return s.authorizeNodePod(ctx, node, a)
+	case "/events", "events.k8s.io/events":
+		return a.sub == "" && (verb == "create" || verb == "update" || verb == "patch"), "", nil
+	case "/services", "/endpoints", "discovery.k8s.io/endpointslices":
+		return a.sub == "" && read, "", nil
+	case "coordination.k8s.io/leases":
+		switch {
+		case !slices.Contains([]string{"get", "create", "update", "patch", "delete"}, verb):
+			return false, "can only get, create, update, patch, or delete a node lease", nil
+		case a.namespace != NodeLeaseNamespace:
+			return false, fmt.Sprintf("can only access leases in the %q system namespace", NodeLeaseNamespace), nil
+		case verb != "create" && a.name != node:
+			// The name of a create is in the body: nodeRestriction checks it.
+			return false, "can only access node lease with the same name as the requesting node", nil
+		}
+		return true, "", nil
+	case "/secrets", "/configmaps", "/serviceaccounts":
+		if a.resource == "serviceaccounts" && a.sub == "token" {
+			if verb != "create" || a.name == "" {
+				return false, "can only create tokens for individual service accounts", nil
+			}
+		} else {
+			if verb != "get" || a.name == "" {
+				return false, "can only get individual resources of this type", nil
+			}
+			if a.sub != "" {
+				return false, "cannot get subresource", nil
+			}
+		}
+		return s.nodeUses(ctx, node, a)
+	}
+	return false, "", nil
+}
+
+// authorizeNodePod: a node reads, updates the status of, deletes and
+// evicts the pods bound to it; it lists and watches pods only with the
+// field selector spec.nodeName=NODE.
+func (s *Server) authorizeNodePod(ctx context.Context, node string, a attributes) (bool, string, error) {
+	switch {
+	case a.verb == "list" || a.verb == "watch":
+		if a.sub == "" && selectsNode(a.fieldSelector, node) {
+			return true, "", nil
+		}
+		return false, "can only list/watch pods with spec.nodeName field selector", nil
+	case a.name == "":
+		return false, "", nil
+	case a.sub == "" && (a.verb == "get" || a.verb == "delete"),
+		a.sub == "status" && (a.verb == "get" || a.verb == "update" || a.verb == "patch"),
+		a.sub == "eviction" && a.verb == "create":
+	default:
+		return false, "", nil
+	}
+	o, err := s.reg.Get(ctx, podKind, a.namespace, a.name)
+	if api.IsNotFound(err) {
+		return false, noRelationship(node), nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("authorize node %s: %w", node, err)
+	}
+	if o.(*api.Pod).Spec.NodeName != node {
+		return false, noRelationship(node), nil
+	}
+	return true, "", nil
+}
+
+// selectsNode reports whether a field selector requires spec.nodeName=node.
+func selectsNode(selector, node string) bool {
+	sel, err := fields.ParseSelector(selector)
+	if err != nil {
+		return false
+	}
+	v, ok := sel.RequiresExactMatch("spec.nodeName")
+	return ok && v == node
+}
+
+// nodeUses answers a node's get of a secret, configmap or serviceaccount
+// (or a serviceaccount token's create): allowed when a pod bound to the
+// node in that namespace uses it. One list of the namespace's pods on the
+// node: agents ask when they start a pod, not per request of the pod.
+func (s *Server) nodeUses(ctx context.Context, node string, a attributes) (bool, string, error) {
+	pods, _, err := s.reg.List(ctx, podKind, a.namespace, api.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return false, "", fmt.Errorf("authorize node %s: %w", node, err)
+	}
+	for _, o := range pods {
+		if podUses(o.(*api.Pod), a.resource, a.name) {
+			return true, "", nil
+		}
+	}
+	return false, noRelationship(node), nil
+}
+
+// podUses reports whether pod refers to the object: a secret or configmap
+// in a volume or the environment, its service account, or the
+// kube-root-ca.crt configmap every pod's service account volume holds.
+func podUses(pod *api.Pod, resource, name string) bool {
+	switch resource {
+	case "serviceaccounts":
+		sa := pod.Spec.ServiceAccountName
+		if sa == "" {
+			sa = "default"
+		}
+		return sa == name
+	case "configmaps":
+		if name == "kube-root-ca.crt" {
+			return true
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if resource == "secrets" && v.Secret != nil && v.Secret.SecretName == name ||
+			resource == "configmaps" && v.ConfigMap != nil && v.ConfigMap.Name == name {
+			return true
+		}
+	}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		for _, e := range c.EnvFrom {
+			if resource == "secrets" && e.SecretRef != nil && e.SecretRef.Name == name ||
+				resource == "configmaps" && e.ConfigMapRef != nil && e.ConfigMapRef.Name == name {
+				return true
+			}
+		}
+		for _, e := range c.Env {
+			if f := e.ValueFrom; f != nil && (resource == "secrets" && f.SecretKeyRef != nil && f.SecretKeyRef.Name == name ||
+				resource == "configmaps" && f.ConfigMapKeyRef != nil && f.ConfigMapKeyRef.Name == name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func noRelationship(node string) string {
+	return fmt.Sprintf("no relationship found between node '%s' and this object", node)
+}
+
+// nodeRestriction is Kubernetes' NodeRestriction admission for creates,
+// whose object name the authorizer could not see: a node creates only its
+// own Node and its own Lease. Requests without a user (in-process
+// callers) and other users pass.
+func nodeRestriction(ctx context.Context, k *api.Kind, obj api.Object) error {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	node, ok := nodeOf(u)
+	if !ok {
+		return nil
+	}
+	name := obj.GetObjectMeta().Name
+	switch {
+	case k == nodeKind && name != node:
+		return forbidden(k, name, fmt.Sprintf("node %q is not allowed to modify node %q", node, name))
+	case k.Group == "coordination.k8s.io" && k.Resource == "leases" && name != node:
+		return forbidden(k, name, "can only access node lease with the same name as the requesting node")
+	}
+	return nil
+}
+
+// forbiddenError is the 403 of a refused request, word for word as
+// kube-apiserver's responsewriters.Forbidden and apierrors.NewForbidden:
+//
+//	pods is forbidden: User "system:serviceaccount:a:default" cannot list resource "pods" in API group "" in the namespace "b"
+func forbiddenError(a attributes, reason string) *api.StatusError {
+	var msg string
+	switch {
+	case !a.resourceRequest:
+		msg = fmt.Sprintf("User %q cannot %s path %q", a.user.Name, a.verb, a.path)
+	default:
+		res := a.resource
+		if a.sub != "" {
+			res += "/" + a.sub
+		}
+		if a.namespace != "" {
+			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", a.user.Name, a.verb, res, a.group, a.namespace)
+		} else {
+			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope", a.user.Name, a.verb, res, a.group)
+		}
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	gr := a.resource
+	if a.group != "" && gr != "" {
+		gr += "." + a.group
+	}
+	switch {
+	case gr == "":
+		msg = "forbidden: " + msg
+	case a.name == "":
+		msg = gr + " is forbidden: " + msg
+	default:
+		msg = fmt.Sprintf("%s %q is forbidden: %s", gr, a.name, msg)
+	}
+	e := api.NewStatusError(http.StatusForbidden, api.ReasonForbidden, msg)
+	e.Status.Details = &api.StatusDetails{Name: a.name, Group: a.group, Kind: a.resource}
+	return e
+}
+
+// checkAuthorized authorizes r and answers 403 (or 500 when the decision
+// failed) when it is refused; it reports whether to go on.
+func (s *Server) checkAuthorized(w http.ResponseWriter, r *http.Request) bool {
+	u, _ := UserFrom(r.Context())
+	a := requestAttributes(r, u)
+	ok, reason, err := s.authorize(r.Context(), a)
+	if ok {
+		return true
+	}
+	if err != nil {
+		s.log.Warn("authorization failed", "user", u.Name, "path", r.URL.Path, "err", err)
+		writeError(w, api.NewStatusError(http.StatusInternalServerError, api.ReasonInternal, "Internal error occurred: "+err.Error()))
+		return false
+	}
+	s.log.Debug("forbidden", "user", u.Name, "verb", a.verb, "path", r.URL.Path, "reason", reason)
+	writeError(w, forbiddenError(a, reason))
+	return false
+}
