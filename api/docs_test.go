@@ -127,6 +127,30 @@ Notation: ` + "`[]`" + ` after a name is a list, ` + "`{}`" + ` a map; types are
   volume (` + "`kube-api-access-xxxxx`" + `) that ServiceAccount admission adds to every pod.
 - ServiceAccount: ` + "`automountServiceAccountToken`" + `; TokenRequest binds tokens to pods only.
 - Extended resources (` + "`nvidia.com/gpu`" + `) are whole numbers, set in limits; a request must equal the limit.
+
+## Request protocols
+
+- Bodies: JSON, or Kubernetes protobuf (` + "`application/vnd.kubernetes.protobuf`" + `, what kubectl sends for
+  ` + "`create deployment|namespace|configmap|secret|job`" + ` and drain's Evictions) for the kinds that have a
+  k8s.io/api type. A protobuf body is read into that type and decoded as its JSON, so a field skiff
+  does not support is refused with its path as in JSON; skiff's own kinds in protobuf get 415.
+  Answers are JSON; an ` + "`Accept`" + ` that names only protobuf gets 406.
+- ` + "`?dryRun=All`" + ` (` + "`kubectl apply --dry-run=server`" + `, ` + "`kubectl diff`" + `) on create, update, patch, delete,
+  eviction and scale runs admission, defaults, validation and conflict checks and answers what would
+  be stored, storing nothing; a dry-run Service shows a cluster IP and node ports without reserving
+  them. ` + "`dryRun`" + ` in a DeleteOptions body works the same. Another value is 422, as kube-apiserver
+  (` + "`CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value`" + `); binding, finalize and trace refuse
+  dry runs (400).
+- Server-side apply: PATCH ` + "`application/apply-patch+yaml`" + ` with ` + "`?fieldManager=`" + ` (required) and ` + "`?force=`" + `,
+  done by k8s.io/apimachinery's field manager. Conflicts are 409 naming the fields and their managers;
+  an object that does not exist is created. Ordinary HTTP creates, updates and patches record their
+  manager (` + "`?fieldManager=`" + ` or the User-Agent's prefix) in ` + "`metadata.managedFields`" + ` too; writes of the
+  status and scale subresources and of in-process controllers leave it as it is, and server-side
+  apply of a subresource is refused.
+- ` + "`pods/NAME/eviction`" + ` (policy/v1 Eviction): skiff has no PodDisruptionBudgets, so an eviction is the
+  pod's delete with the Eviction's DeleteOptions; answered 201 with a Success Status.
+- ` + "`/version`" + `: Kubernetes' version.Info, major "1" minor "32" (the kubectl the course is typed with;
+  kubectl warns beyond one minor version of skew), gitVersion ` + "`v1.32.0+skiff-VERSION`" + `.
 `)
 	return b.String()
 }
