@@ -253,6 +253,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := reg.EnsureDefaults(ctx); err != nil {
 		return fail(fmt.Errorf("create default namespaces: %w", err))
 	}
+	if err := serviceAccountTokens(cfg.DataDir, reg, &cfg.API); err != nil { // serviceaccounts.go
+		return fail(err)
+	}
 	cp := &ControlPlane{cfg: cfg, log: lg, st: st, etcd: eb, metrics: m, token: token, gossip: gossip, advURL: advURL}
 	if eb != nil {
 		self := LeaderInfo{Name: eb.name, APIServer: advURL}
@@ -303,7 +306,8 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 	}
 	runOne("controllers", func() error {
 		return controllers.Run(ctx, local, local, controllers.Options{Log: lg.With("component", "controller-manager"), Metrics: m,
-			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout}})
+			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout},
+			RootCA: cp.rootCA(), KubernetesService: cp.kubernetesService()}) // serviceaccounts.go
 	})
 	if cfg.Scheduler {
 		runOne("scheduler", func() error { return runScheduler(ctx, local, cfg, lg.With("component", "scheduler"), m) })
