@@ -128,6 +128,9 @@ func LookupKind(apiVersion, kind string) (*Kind, error) {
 	if len(versions) > 0 {
 		return nil, fmt.Errorf("no matches for kind %q in version %q (skiff serves %s %s)", kind, apiVersion, kind, strings.Join(versions, ", "))
 	}
+	if strings.HasPrefix(apiVersion, "rbac.authorization.k8s.io/") {
+		return nil, fmt.Errorf("no matches for kind %q in version %q (skiff has no RBAC: who may do what is a fixed policy, see \"Who may do what\" in docs/concepts.md)", kind, apiVersion)
+	}
 	return nil, fmt.Errorf("no matches for kind %q in version %q", kind, apiVersion)
 }
 

@@ -37,6 +37,9 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info *reque
 		return
 	}
 	body, err := s.readBody(w, r)
+	if err == nil && isProtobuf(r) {
+		body, err = protobufToJSON(body) // protobuf.go: kubectl sends the reviews so
+	}
 	if err != nil {
 		writeError(w, err)
 		return
