@@ -21,8 +21,9 @@ set -euo pipefail
 # NodePort 30080); iproute2 (ip) sets the routes between nodes.
 lab_packages=(containerd runc containernetworking-plugins iptables iproute2)
 # The tests only: busybox-static (test images are built from it), util-linux
-# (nsenter, unshare) and procps (ps, pkill in shell helpers).
-test_packages=(busybox-static util-linux procps)
+# (nsenter, unshare), procps (ps, pkill in shell helpers) and
+# python3-kubernetes (the Python client's test, integration/python_test.go).
+test_packages=(busybox-static util-linux procps python3-kubernetes)
 
 lab=0 missing=0
 for arg in "$@"; do
