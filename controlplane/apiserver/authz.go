@@ -297,25 +297,23 @@ func (s *Server) nodeUses(ctx context.Context, node string, a attributes) (bool,
 }
 
 // podUses reports whether pod refers to the object: a secret or configmap
-// in a volume or the environment, its service account, or the
-// kube-root-ca.crt configmap every pod's service account volume holds.
+// in a volume (projected ones included: the API access volume's
+// kube-root-ca.crt) or the environment, or its service account.
 func podUses(pod *api.Pod, resource, name string) bool {
-	switch resource {
-	case "serviceaccounts":
-		sa := pod.Spec.ServiceAccountName
-		if sa == "" {
-			sa = "default"
-		}
-		return sa == name
-	case "configmaps":
-		if name == "kube-root-ca.crt" {
-			return true
-		}
+	if resource == "serviceaccounts" {
+		return api.ServiceAccountNameOf(&pod.Spec) == name
 	}
 	for _, v := range pod.Spec.Volumes {
 		if resource == "secrets" && v.Secret != nil && v.Secret.SecretName == name ||
 			resource == "configmaps" && v.ConfigMap != nil && v.ConfigMap.Name == name {
 			return true
+		}
+		if v.Projected != nil && resource == "configmaps" {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil && src.ConfigMap.Name == name {
+					return true
+				}
+			}
 		}
 	}
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {

@@ -23,9 +23,10 @@ var (
 )
 
 // seedAuthz creates namespaces a and x and three pods in x: p1 on node n1
-// (secret s1 in a volume, configmap c1 through envFrom, service account
-// builder), p2 on n2 (secret s2 through an env var), p3 unbound (secret
-// s3), and the secrets s1, s2 and s3.
+// (secret s1 in a volume, configmap c1 through envFrom, the API access
+// volume with kube-root-ca.crt, service account builder), p2 on n2
+// (secret s2 through an env var), p3 unbound (secret s3); and the
+// secrets s1, s2 and s3.
 func seedAuthz(t *testing.T, e *env) {
 	t.Helper()
 	ctx := context.Background()
@@ -34,9 +35,14 @@ func seedAuthz(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 	}
+	for _, sa := range []string{"default", "builder"} {
+		if _, err := e.local.Create(ctx, &api.ServiceAccount{ObjectMeta: api.ObjectMeta{Name: sa, Namespace: "x"}}); err != nil && !api.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
 	p1 := pod("p1", nil)
 	p1.Namespace, p1.Spec.NodeName, p1.Spec.ServiceAccountName = "x", "n1", "builder"
-	p1.Spec.Volumes = []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "s1"}}}
+	p1.Spec.Volumes = []api.Volume{{Name: "s", Secret: &api.SecretVolumeSource{SecretName: "s1"}}, api.APIAccessVolume("kube-api-access-abcde")}
 	p1.Spec.Containers[0].EnvFrom = []api.EnvFromSource{{ConfigMapRef: &api.LocalObjectRefOptnl{Name: "c1"}}}
 	p1.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "s", MountPath: "/s"}}
 	p2 := pod("p2", nil)
