@@ -238,8 +238,8 @@ func (s *Server) authorizeNode(ctx context.Context, node string, a attributes) (
 	return false, "", nil
 }
 
-// authorizeNodePod: a node reads, updates the status of, deletes and
-// evicts the pods bound to it; it lists and watches pods only with the
+// authorizeNodePod: a node reads, updates the status of, deletes, evicts
+// and adds trace spans to the pods bound to it; it lists and watches pods only with the
 // field selector spec.nodeName=NODE.
 func (s *Server) authorizeNodePod(ctx context.Context, node string, a attributes) (bool, string, error) {
 	switch {
@@ -252,7 +252,8 @@ func (s *Server) authorizeNodePod(ctx context.Context, node string, a attributes
 		return false, "", nil
 	case a.sub == "" && (a.verb == "get" || a.verb == "delete"),
 		a.sub == "status" && (a.verb == "get" || a.verb == "update" || a.verb == "patch"),
-		a.sub == "eviction" && a.verb == "create":
+		a.sub == "eviction" && a.verb == "create",
+		a.sub == "trace" && a.verb == "create": // skiff's pod traces: the agent adds its spans
 	default:
 		return false, "", nil
 	}
