@@ -6,10 +6,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -95,12 +97,23 @@ func (w *Worker) namespaceServices(ctx context.Context, ns string) []*api.Servic
 }
 
 // serviceLinks is serviceLinkEnv for pod's namespace, unless the pod
-// turned it off.
+// turned it off, and always for the Service default/kubernetes (the API:
+// KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_PORT...),
+// as the kubelet's getServiceEnvVarMap: a Service named kubernetes in the
+// pod's own namespace wins over it when links are on.
 func (w *Worker) serviceLinks(ctx context.Context, pod *api.Pod) [][2]string {
-	if pod.Spec.EnableServiceLinks != nil && !*pod.Spec.EnableServiceLinks {
-		return nil
+	var svcs []*api.Service
+	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
+		svcs = w.namespaceServices(ctx, pod.Namespace)
 	}
-	return serviceLinkEnv(w.namespaceServices(ctx, pod.Namespace))
+	if !slices.ContainsFunc(svcs, func(s *api.Service) bool { return s.Name == "kubernetes" }) && w.cfg.Client != nil {
+		if s, err := client.Get[*api.Service](ctx, w.cfg.Client, "default", "kubernetes"); err == nil {
+			svcs = append(svcs, s)
+		} else if !api.IsNotFound(err) {
+			w.log.Debug("read the kubernetes service for discovery", "err", err)
+		}
+	}
+	return serviceLinkEnv(svcs)
 }
 
 // hostsFile is the /etc/hosts of a pod.

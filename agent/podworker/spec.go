@@ -37,7 +37,7 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 	if err != nil {
 		return runtime.ContainerSpec{}, err
 	}
-	mounts, err := w.mounts(ctx, pod, c)
+	mounts, err := w.mounts(ctx, pod, c, st)
 	if err != nil {
 		return runtime.ContainerSpec{}, err
 	}

@@ -15,8 +15,9 @@ import (
 
 // mounts prepares the pod volumes a container mounts and returns the bind
 // mounts: configMap and secret keys become files, emptyDir a directory
-// (tmpfs for medium Memory), hostPath the node's path.
-func (w *Worker) mounts(ctx context.Context, pod *api.Pod, c *api.Container) ([]runtime.Mount, error) {
+// (tmpfs for medium Memory), hostPath the node's path, a projected volume
+// the files of its sources (serviceaccount.go).
+func (w *Worker) mounts(ctx context.Context, pod *api.Pod, c *api.Container, st *podState) ([]runtime.Mount, error) {
 	if len(c.VolumeMounts) == 0 {
 		return nil, nil
 	}
@@ -33,11 +34,11 @@ func (w *Worker) mounts(ctx context.Context, pod *api.Pod, c *api.Container) ([]
 		if !ok {
 			return nil, fmt.Errorf("volumeMounts[%d]: no volume named %q", i, vm.Name)
 		}
-		src, err := w.prepareVolume(ctx, pod, v)
+		src, err := w.prepareVolume(ctx, pod, v, st)
 		if err != nil {
 			return nil, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
-		readOnly := vm.ReadOnly || v.ConfigMap != nil || v.Secret != nil
+		readOnly := vm.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.Projected != nil
 		if vm.SubPath != "" {
 			clean := filepath.Clean(vm.SubPath)
 			if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
@@ -45,7 +46,7 @@ func (w *Worker) mounts(ctx context.Context, pod *api.Pod, c *api.Container) ([]
 			}
 			src = filepath.Join(src, clean)
 			if _, err := os.Stat(src); os.IsNotExist(err) {
-				if v.ConfigMap != nil || v.Secret != nil {
+				if v.ConfigMap != nil || v.Secret != nil || v.Projected != nil {
 					return nil, fmt.Errorf("volumeMounts[%d].subPath %q: no such key in volume %q", i, vm.SubPath, v.Name)
 				}
 				if err := os.MkdirAll(src, 0o755); err != nil {
@@ -59,7 +60,7 @@ func (w *Worker) mounts(ctx context.Context, pod *api.Pod, c *api.Container) ([]
 }
 
 // prepareVolume makes the volume's directory on the node and returns it.
-func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume) (string, error) {
+func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume, st *podState) (string, error) {
 	dir := filepath.Join(w.podDir(pod.UID), "volumes", v.Name)
 	switch {
 	case v.HostPath != nil:
@@ -128,6 +129,15 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume)
 			}
 		}
 		return dir, writeFiles(dir, files, v.Secret.Items, v.Secret.DefaultMode, "secret "+v.Secret.SecretName)
+	case v.Projected != nil:
+		if _, err := os.Stat(dir); err == nil && w.tokensCurrent(v, st) {
+			return dir, nil // written for another container, tokens not due (serviceaccount.go)
+		}
+		files, items, err := w.projectedFiles(ctx, pod, v, st)
+		if err != nil {
+			return "", err
+		}
+		return dir, writeFiles(dir, files, items, v.Projected.DefaultMode, "projected volume "+v.Name)
 	}
 	return "", fmt.Errorf("volume %q has no supported source", v.Name)
 }

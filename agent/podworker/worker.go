@@ -127,6 +127,9 @@ type podState struct {
 	// allocTrace is the device manager's Allocate per container name
 	// (Allocation.Trace), for the create span.
 	allocTrace map[string]map[string]any
+	// tokens written into projected volumes, by "volume/source index",
+	// with when to replace them (serviceaccount.go); under Worker.mu.
+	tokens map[string]issuedToken
 }
 
 // retryAfter is a container's backoff: the next attempt waits until until.
@@ -309,6 +312,9 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 			w.log.Debug("refresh hosts file", "pod", api.KeyOf(pod), "err", err)
 		}
 	}
+
+	// Service account tokens at 80% of their life (serviceaccount.go).
+	want(w.refreshTokens(ctx, pod, st))
 
 	// Init containers run one after the other; the app containers start
 	// only when all have succeeded.
