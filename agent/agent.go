@@ -145,6 +145,8 @@ type Agent struct {
 
 	srvMu sync.Mutex
 	ln    net.Listener
+
+	stats statsSampler // resource usage samples (stats.go)
 }
 
 // New builds an agent talking to the API through c and running pods on rt.
@@ -211,6 +213,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(func() { a.pods.Run(ctx) })
 	run(func() { a.rec.Run(ctx) })
 	run(func() { a.heartbeat(ctx) })
+	run(func() { a.leaseLoop(ctx) }) // lease.go
+	run(func() { a.statsLoop(ctx) }) // stats.go
 	run(func() { a.deviceUpdates(ctx) })
 	run(func() { a.runtimeEvents(ctx) })
 	run(func() { a.serve(ctx) })

@@ -29,6 +29,7 @@ import (
 //	GET|POST /pods/{ns}/{name}/attach?container=C&stdin=true&stdout=true&tty=true   (exec.go)
 //	GET|POST /pods/{ns}/{name}/portforward   (portforward.go)
 //	POST /gpus/{index}/fault?xid=79 | ?clear=true   (simulated GPUs, gpufault.go)
+//	GET  /stats/summary   (resource usage, the kubelet's Summary API: stats.go)
 //	GET  /healthz
 //
 // The server speaks TLS only (Config.TLS: the node's serving certificate,
@@ -53,6 +54,7 @@ func (a *Agent) Handler() http.Handler {
 		mux.HandleFunc(m+" /pods/{ns}/{name}/portforward", a.servePortForward)
 	}
 	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault) // gpufault.go
+	mux.HandleFunc("GET /stats/summary", a.serveStatsSummary)   // stats.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			io.WriteString(w, "ok")

@@ -457,6 +457,31 @@ func describeService(ctx context.Context, w *describeWriter, cl client.Interface
 	w.line(0, "Session Affinity:\t%s\n", orDefault(s.Spec.SessionAffinity, "None"))
 }
 
+// describeNodeLease is kubectl's Lease block of a node: its heartbeat
+// Lease in kube-node-lease (agent/lease.go).
+func describeNodeLease(ctx context.Context, w *describeWriter, cl client.Interface, node string) {
+	o, err := cl.Get(ctx, api.MustKindOf(&api.Lease{}), api.NamespaceNodeLease, node)
+	if err != nil {
+		w.line(0, "Lease:\tFailed to get lease: %s\n", err)
+		return
+	}
+	l := o.(*api.Lease)
+	unset := func(t *api.MicroTime) string {
+		if t == nil {
+			return "<unset>"
+		}
+		return describeTime(t.Time)
+	}
+	holder := "<unset>"
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	w.line(0, "Lease:\n")
+	w.line(1, "HolderIdentity:\t%s\n", holder)
+	w.line(1, "AcquireTime:\t%s\n", unset(l.Spec.AcquireTime))
+	w.line(1, "RenewTime:\t%s\n", unset(l.Spec.RenewTime))
+}
+
 func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n *api.Node, now time.Time) {
 	w.line(0, "Name:\t%s\n", n.Name)
 	w.line(0, "Roles:\t%s\n", orNone(strings.Join(table.NodeRoles(n), ",")))
@@ -466,6 +491,7 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	w.line(0, "CreationTimestamp:\t%s\n", describeTime(n.CreationTimestamp.Time))
 	printTaints(w, n.Spec.Taints)
 	w.line(0, "Unschedulable:\t%v\n", n.Spec.Unschedulable)
+	describeNodeLease(ctx, w, cl, n.Name)
 	if len(n.Status.Conditions) > 0 {
 		w.line(0, "Conditions:\n")
 		w.line(1, "Type\tStatus\tLastHeartbeatTime\tLastTransitionTime\tReason\tMessage\n")

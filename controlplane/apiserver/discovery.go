@@ -76,7 +76,7 @@ func groups() []apiGroup {
 		gv := groupVersion{GroupVersion: k.APIVersion(), Version: k.Version}
 		out = append(out, apiGroup{Name: k.Group, Versions: []groupVersion{gv}, PreferredVersion: gv})
 	}
-	return out
+	return append(out, metricsAPIGroup()) // metrics_api.go
 }
 
 func resourceList(group, version string) map[string]any {

@@ -100,6 +100,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 	if !s.checkAuthorized(w, r) { // authz.go
 		return
 	}
+	if s.serveMetricsAPI(w, r) { // metrics.k8s.io (metrics_api.go)
+		return
+	}
 	if r.URL.Path == "/metrics" {
 		s.metrics.Handler().ServeHTTP(w, r)
 		return

@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/runtime"
+	rtfake "skiff.dev/skiff/runtime/fake"
+)
+
+func TestNanoCores(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		prev, cur  cpuSample
+		want       uint64
+		wantRateOK bool
+	}{
+		{"a quarter core over 10 s", cpuSample{t0, 1e9}, cpuSample{t0.Add(10 * time.Second), 1e9 + 2.5e9}, 250e6, true},
+		{"two cores over 500 ms", cpuSample{t0, 0}, cpuSample{t0.Add(500 * time.Millisecond), 1e9}, 2e9, true},
+		{"idle", cpuSample{t0, 7}, cpuSample{t0.Add(time.Second), 7}, 0, true},
+		{"no window", cpuSample{t0, 1}, cpuSample{t0, 2}, 0, false},
+		{"counter went back (a new cgroup)", cpuSample{t0, 5e9}, cpuSample{t0.Add(time.Second), 1e9}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := nanoCores(tc.prev, tc.cur)
+			if got != tc.want || ok != tc.wantRateOK {
+				t.Errorf("nanoCores = %d, %v; want %d, %v", got, ok, tc.want, tc.wantRateOK)
+			}
+		})
+	}
+}
+
+func TestParseProcFiles(t *testing.T) {
+	stat := "cpu  100 20 30 1000 50 6 4 2 0 0\ncpu0 50 10 15 500 25 3 2 1 0 0\nintr 1\n"
+	got, err := parseProcStat(stat)
+	// busy: user 100 + nice 20 + system 30 + irq 6 + softirq 4 + steal 2 = 162 ticks of 10 ms
+	if want := uint64(162 * 10_000_000); err != nil || got != want {
+		t.Errorf("parseProcStat = %d, %v; want %d", got, err, want)
+	}
+	if _, err := parseProcStat("intr 1\n"); err == nil {
+		t.Error("parseProcStat without a cpu line: no error")
+	}
+	mem := "MemTotal:       16000 kB\nMemFree:         4000 kB\nMemAvailable:   9000 kB\nInactive(file):  3000 kB\n"
+	ws, err := parseMeminfo(mem)
+	if want := uint64((16000 - 4000 - 3000) * 1024); err != nil || ws != want {
+		t.Errorf("parseMeminfo = %d, %v; want %d", ws, err, want)
+	}
+	if _, err := parseMeminfo("MemFree: 1 kB\n"); err == nil {
+		t.Error("parseMeminfo without MemTotal: no error")
+	}
+}
+
+// Two samples of a container's cumulative CPU give its rate; the summary
+// groups containers by pod, sums them, and a simulated node reports the
+// sum of its pods.
+func TestSummaryFromTwoSamples(t *testing.T) {
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	rt := rtfake.New(rtfake.Config{Images: []string{"nginx:1"}, Now: clock})
+	id := runContainer(t, rt, testNode, "default", "web", "uid-web")
+	runContainer(t, rt, "node-2", "default", "elsewhere", "uid-elsewhere") // not this node's
+	cfg := testConfig(t)
+	cfg.Simulated = true
+	a, err := New(cfg, fake.New(), rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	set := func(cpu, ws uint64) {
+		t.Helper()
+		if err := rt.SetStats(id, runtime.ContainerStats{CPUUsageCoreNanoSeconds: cpu, MemoryWorkingSetBytes: ws, MemoryUsageBytes: ws + 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(3e9, 64<<20)
+	if err := a.sample(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.summary(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Pods) != 1 || first.Pods[0].Containers[0].CPU.UsageNanoCores != nil {
+		t.Fatalf("after one sample: %+v, want one pod with no CPU rate yet", first.Pods)
+	}
+
+	now = now.Add(2 * time.Second)
+	set(3e9+1e9, 80<<20) // half a core over 2 s
+	s, err := a.summary(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Pods) != 1 {
+		t.Fatalf("pods %+v, want only this node's", s.Pods)
+	}
+	p := s.Pods[0]
+	if p.PodRef.Name != "web" || p.PodRef.Namespace != "default" || p.PodRef.UID != "uid-web" || len(p.Containers) != 1 || p.Containers[0].Name != "web" {
+		t.Fatalf("pod %+v", p)
+	}
+	c := p.Containers[0]
+	if c.CPU.UsageNanoCores == nil || *c.CPU.UsageNanoCores != 500e6 {
+		t.Errorf("container usageNanoCores %v, want 500000000", c.CPU.UsageNanoCores)
+	}
+	if *c.Memory.WorkingSetBytes != 80<<20 || *c.Memory.UsageBytes != 80<<20+100 {
+		t.Errorf("container memory %d/%d", *c.Memory.WorkingSetBytes, *c.Memory.UsageBytes)
+	}
+	if *p.CPU.UsageNanoCores != 500e6 || *p.Memory.WorkingSetBytes != 80<<20 {
+		t.Errorf("pod sums cpu %d memory %d", *p.CPU.UsageNanoCores, *p.Memory.WorkingSetBytes)
+	}
+	if s.Node.NodeName != testNode || s.Node.CPU.UsageNanoCores == nil || *s.Node.CPU.UsageNanoCores != 500e6 || *s.Node.Memory.WorkingSetBytes != 80<<20 {
+		t.Errorf("simulated node %+v cpu %v, want the sum of its pods", s.Node, s.Node.CPU)
+	}
+}
