@@ -107,7 +107,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		s.metrics.Handler().ServeHTTP(w, r)
 		return
 	}
-	if s.serveSnapshot(w, r) || s.serveDiscovery(w, r) { // snapshot.go, discovery.go
+	if s.serveSnapshot(w, r) || s.serveDiscovery(w, r) || s.serveOpenAPI(w, r) { // snapshot.go, discovery.go, openapi.go
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/skiff/") && s.cfg.Skiff != nil {
@@ -239,6 +239,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	if info.name == "" {
 		route = "collection " + r.Method
 	}
+	ctx, fvErr := withFieldValidation(ctx, r) // fieldvalidation.go
+	if fvErr != nil {
+		writeError(w, fvErr)
+		return
+	}
 	ctx, err := trackingContext(ctx, r, info) // apply.go: managedFields
 	if err != nil {
 		writeError(w, err)
@@ -275,7 +280,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			writeError(w, methodNotAllowed("create without a namespace in the path", k))
 			return
 		}
-		obj, err := decodeObject(k, body, info.namespace, "")
+		obj, err := decodeObjectCtx(ctx, k, body, info.namespace, "")
 		if err == nil {
 			obj, err = s.reg.Create(ctx, k, obj)
 		}
@@ -297,7 +302,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			writeError(w, notFoundPath())
 			return
 		}
-		obj, err := decodeObject(k, body, info.namespace, info.name)
+		obj, err := decodeObjectCtx(ctx, k, body, info.namespace, info.name)
 		if err == nil && info.sub == "status" {
 			obj, err = s.reg.UpdateStatus(ctx, k, obj)
 		} else if err == nil {
@@ -542,6 +547,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 // kind, when given, must be k's; namespace and name, when given, must be the
 // path's (which fill them when absent).
 func decodeObject(k *api.Kind, body []byte, namespace, name string) (api.Object, error) {
+	return decodeObjectCtx(context.Background(), k, body, namespace, name)
+}
+
+// decodeObjectCtx is decodeObject under the request's field validation
+// (fieldvalidation.go): Warn and Ignore drop unknown fields, Warn says so.
+func decodeObjectCtx(ctx context.Context, k *api.Kind, body []byte, namespace, name string) (api.Object, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, api.NewBadRequest("the request body is empty: send a " + k.Kind)
 	}
@@ -555,7 +566,9 @@ func decodeObject(k *api.Kind, body []byte, namespace, name string) (api.Object,
 	if tm.Kind != "" && tm.Kind != k.Kind {
 		return nil, api.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, k.Kind))
 	}
-	obj, err := api.DecodeJSON(k, body)
+	fv := fieldValidationFrom(ctx)
+	obj, dropped, err := api.DecodeJSONWith(k, body, fv.mode)
+	warnDropped(ctx, fv, dropped)
 	if err != nil {
 		var se *api.StatusError
 		if errors.As(err, &se) {
@@ -563,6 +576,11 @@ func decodeObject(k *api.Kind, body []byte, namespace, name string) (api.Object,
 		}
 		bad := api.NewBadRequest(err.Error())
 		var de *api.DecodeError
+		if errors.As(err, &de) && fv.explicit {
+			if msg, ok := strictDecodingMessage(k, de.Fields); ok {
+				bad.Status.Message = msg // kube-apiserver's words for kubectl
+			}
+		}
 		if errors.As(err, &de) && len(de.Fields) > 0 {
 			bad.Status.Details = &api.StatusDetails{Kind: k.Resource, Group: k.Group}
 			for _, fe := range de.Fields {

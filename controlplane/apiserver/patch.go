@@ -32,7 +32,7 @@ func (s *Server) patch(ctx context.Context, info *requestInfo, contentType strin
 		if err != nil {
 			return nil, err
 		}
-		obj, err := decodeObject(k, patched, info.namespace, info.name)
+		obj, err := decodeObjectCtx(ctx, k, patched, info.namespace, info.name)
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,9 @@ type Server struct {
 	proxy    *Proxy    // pods/log and pods/exec
 	inflight *inflight // max in-flight requests (inflight.go)
 
+	// openapi serves /openapi/v2 and /openapi/v3 (openapi.go).
+	openapi *openAPIServer
+
 	// watchCtx ends every watch stream when the server shuts down: an
 	// http.Server waits for requests to finish, and a watch never would.
 	watchCtx  context.Context
@@ -66,6 +69,9 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m, proxy: ProxyHandler(reg, cfg.AgentTLS), inflight: lim}
+	if s.openapi, err = newOpenAPIServer(cfg.Version); err != nil {
+		return nil, fmt.Errorf("api server: %w", err)
+	}
 	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
 	s.handler = s.routes()
 	if cfg.Bootstrap != nil {
