@@ -151,6 +151,24 @@ Notation: ` + "`[]`" + ` after a name is a list, ` + "`{}`" + ` a map; types are
   pod's delete with the Eviction's DeleteOptions; answered 201 with a Success Status.
 - ` + "`/version`" + `: Kubernetes' version.Info, major "1" minor "32" (the kubectl the course is typed with;
   kubectl warns beyond one minor version of skew), gitVersion ` + "`v1.32.0+skiff-VERSION`" + `.
+
+## OpenAPI and field validation
+
+- ` + "`/openapi/v3`" + ` (and ` + "`/openapi/v3/api/v1`" + `, ` + "`/openapi/v3/apis/apps/v1`" + `, ...) and ` + "`/openapi/v2`" + ` are made
+  from skiff's types when the server starts (` + "`api/openapi`" + `): exactly the fields of this page, with
+  Kubernetes' definition names, merge keys, list types and GVKs, and the type docs as descriptions. So
+  ` + "`kubectl explain`" + ` prints skiff's documentation, ` + "`kubectl apply`" + ` computes its patches from skiff's
+  schema, and kubectl leaves validation to the server. Served as kube-apiserver serves them: ETags,
+  ` + "`?hash=`" + ` URLs that never change, JSON or protobuf; to every authenticated user.
+- ` + "`?fieldValidation=`" + ` on create, update and patch: ` + "`Strict`" + ` refuses an unknown field or a key given
+  twice (400, in kube-apiserver's words:
+  ` + "`Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.replica\"`" + `),
+  ` + "`Warn`" + ` drops it with a ` + "`Warning: unknown field \"spec.replica\"`" + `, ` + "`Ignore`" + ` drops it silently. kubectl
+  sends ` + "`Strict`" + ` for its default ` + "`--validate=strict`" + `, ` + "`Warn`" + ` for ` + "`--validate=warn`" + ` and ` + "`Ignore`" + ` for
+  ` + "`--validate=ignore`" + ` or ` + "`false`" + `. Without the parameter skiff is Strict (kube-apiserver: Warn), in its
+  own words (with the closest field's name). In every mode a Kubernetes field skiff does not support
+  (list above) and a value of the wrong type are refused. Another value is 422, as kube-apiserver
+  (` + "`CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"X\"`" + `).
 `)
 	return b.String()
 }
