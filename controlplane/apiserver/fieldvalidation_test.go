@@ -148,3 +148,19 @@ spec:
 		})
 	}
 }
+
+// apply of a changed file with a typo to an existing object: the patch is
+// refused naming the field, and the object stays as it was.
+func TestKubectlApplyTypoToExisting(t *testing.T) {
+	e := newEnv(t)
+	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
+	good := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\ndata:\n  a: b\n"
+	c.Must(t, good, "apply", "-f", "-")
+	r := c.Run(t, strings.Replace(good, "\ndata:", "\ndta:", 1), "apply", "-f", "-")
+	if r.Err == nil || !strings.Contains(r.Stderr, `error when patching "STDIN": ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "dta"`) {
+		t.Fatalf("err = %v, stderr:\n%s", r.Err, r.Stderr)
+	}
+	if got := c.Must(t, "", "get", "configmap", "x", "-o", "jsonpath={.data.a}"); got != "b" {
+		t.Errorf("data.a = %q after the refused apply, want b", got)
+	}
+}
