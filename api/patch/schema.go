@@ -30,6 +30,7 @@ var schemas = map[string]any{
 	"v1, Kind=Endpoints":                       &corev1.Endpoints{},
 	"v1, Kind=Node":                            &corev1.Node{},
 	"v1, Kind=Event":                           &corev1.Event{},
+	"v1, Kind=ServiceAccount":                  &corev1.ServiceAccount{},
 	"apps/v1, Kind=Deployment":                 &appsv1.Deployment{},
 	"apps/v1, Kind=ReplicaSet":                 &appsv1.ReplicaSet{},
 	"scheduling.k8s.io/v1, Kind=PriorityClass": &schedulingv1.PriorityClass{},
