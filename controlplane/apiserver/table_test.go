@@ -253,7 +253,7 @@ func labObjects(t *testing.T, e *env) (svcIP string) {
 	create(&api.ConfigMap{ObjectMeta: api.ObjectMeta{Name: "page", Namespace: "lab"}, Data: map[string]string{"index.html": "hi", "x": "y"}})
 	create(&api.Event{ObjectMeta: api.ObjectMeta{Name: "web-1.1", Namespace: "lab"}, Type: "Warning", Reason: "BackOff",
 		Message: "Back-off restarting failed container c", InvolvedObject: api.ObjectReference{Kind: "Pod", Namespace: "lab", Name: "web-1", FieldPath: "spec.containers{c}"},
-		Source: api.EventSource{Component: "kubelet", Host: "node-1"}, FirstTimestamp: api.NewTime(now.Add(-20 * time.Minute)), LastTimestamp: api.NewTime(now.Add(-2 * time.Minute)), Count: 4})
+		Source: api.EventSource{Component: "kubelet", Host: "node-1"}, FirstTimestamp: api.NewTime(now.Add(-20 * time.Minute)), LastTimestamp: api.NewTime(now.Add(-15 * time.Minute)), Count: 4})
 	never := api.PreemptNever
 	create(&api.PriorityClass{ObjectMeta: api.ObjectMeta{Name: "batch-low"}, Value: 100, PreemptionPolicy: &never, Description: "batch jobs"})
 	return svc.Spec.ClusterIP
@@ -342,10 +342,10 @@ func TestKubectlGetShowsKubernetesColumns(t *testing.T) {
 				"EXTERNAL-IP": "<none>", "OS-IMAGE": "Debian GNU/Linux 12 (bookworm)", "KERNEL-VERSION": "6.1.0-18-amd64", "CONTAINER-RUNTIME": "containerd://1.7.24", "GPUS": "0"}}}},
 		{"events", []string{"get", "events", "-n", "lab"},
 			[][]string{h("LAST SEEN|TYPE|REASON|OBJECT|MESSAGE")},
-			[]map[string]map[string]string{{"2m": {"TYPE": "Warning", "REASON": "BackOff", "OBJECT": "pod/web-1", "MESSAGE": "Back-off restarting failed container c"}}}},
+			[]map[string]map[string]string{{"15m": {"TYPE": "Warning", "REASON": "BackOff", "OBJECT": "pod/web-1", "MESSAGE": "Back-off restarting failed container c"}}}},
 		{"events wide", []string{"get", "events", "-n", "lab", "-o", "wide"},
 			[][]string{h("LAST SEEN|TYPE|REASON|OBJECT|SUBOBJECT|SOURCE|MESSAGE|FIRST SEEN|COUNT|NAME")},
-			[]map[string]map[string]string{{"web-1.1": {"LAST SEEN": "2m", "SUBOBJECT": "spec.containers{c}", "SOURCE": "kubelet, node-1", "FIRST SEEN": "20m", "COUNT": "4"}}}},
+			[]map[string]map[string]string{{"web-1.1": {"LAST SEEN": "15m", "SUBOBJECT": "spec.containers{c}", "SOURCE": "kubelet, node-1", "FIRST SEEN": "20m", "COUNT": "4"}}}},
 		{"get all", []string{"get", "all", "-n", "lab"},
 			[][]string{h("NAME|READY|STATUS|RESTARTS|AGE"), h("NAME|TYPE|CLUSTER-IP|EXTERNAL-IP|PORT(S)|AGE"), h("NAME|READY|UP-TO-DATE|AVAILABLE|AGE"), h("NAME|DESIRED|CURRENT|READY|AGE")},
 			[]map[string]map[string]string{
