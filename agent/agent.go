@@ -12,6 +12,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,8 +79,12 @@ type Config struct {
 	// machine, "127.0.0.1:0" for an agent in the server's process; "" runs
 	// no server. Its port goes into the Node's daemonEndpoints.
 	Listen string
-	// Token is the cluster token the server requires as a bearer token.
-	Token string
+	// TLS is what the server serves with (server.go): the node's serving
+	// certificate and the cluster CA as ClientCAs with a client
+	// certificate required (pki.NodeCredentials.AgentServerTLS); the
+	// handler lets in only the API server's (kube-apiserver-kubelet-client,
+	// or group system:masters). Required with Listen.
+	TLS *tls.Config
 	// GPUFaults lets the server break and repair simulated GPUs
 	// (POST /gpus/{index}/fault, `skiff gpu fault`); nil: no simulated GPUs.
 	GPUFaults gpu.FaultInjector
@@ -121,8 +126,8 @@ func (c Config) Validate() error {
 	if c.Workers <= 0 {
 		errs = append(errs, errors.New("workers must be positive"))
 	}
-	if c.Listen != "" && c.Token == "" {
-		errs = append(errs, errors.New("a token is required to serve logs and exec"))
+	if c.Listen != "" && (c.TLS == nil || c.TLS.ClientCAs == nil || len(c.TLS.Certificates) == 0) {
+		errs = append(errs, errors.New("a TLS serving certificate and client CA are required to serve logs and exec (Config.TLS)"))
 	}
 	return errors.Join(errs...)
 }

@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +14,8 @@ import (
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/controlplane/pki/pkitest"
 	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
@@ -140,13 +142,20 @@ func TestStopBeforePodsSyncedIsClean(t *testing.T) {
 	}
 }
 
-// The node registers the agent server's port, and the server wants the
-// cluster token.
+// The node registers the agent server's port, and the server (TLS with
+// the node's serving certificate) lets in only the API server's client
+// certificate.
 func TestServerPortAndAuth(t *testing.T) {
 	rt := rtfake.New(rtfake.Config{Images: []string{"nginx:1"}})
 	c := fake.New()
+	ca := pkitest.CA(t)
+	creds := pkitest.Node(t, ca, testNode)
 	cfg := testConfig(t)
-	cfg.Listen, cfg.Token = "127.0.0.1:0", "s3cret"
+	cfg.Listen = "127.0.0.1:0"
+	var err error
+	if cfg.TLS, err = creds.AgentServerTLS(); err != nil {
+		t.Fatal(err)
+	}
 	a := startAgent(t, cfg, c, rt)
 
 	testwait.For(t, 10*time.Second, "the node to register its daemon port", func() bool {
@@ -159,23 +168,40 @@ func TestServerPortAndAuth(t *testing.T) {
 		t.Errorf("daemon port %d, server at %s", port, a.Addr())
 	}
 
-	srv := httptest.NewServer(a.Handler())
-	defer srv.Close()
+	nodeCert, err := tls.X509KeyPair(creds.ClientCert, creds.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiServer := pkitest.Leaf(t, ca, pki.Leaf{CommonName: pki.APIServerKubeletClient, Organization: []string{pki.MastersGroup}, Client: true})
+	master := pkitest.Leaf(t, ca, pki.Leaf{CommonName: "teacher", Organization: []string{pki.MastersGroup}, Client: true})
+	other := pkitest.CA(t)
+	stranger := pkitest.Leaf(t, other, pki.Leaf{CommonName: pki.APIServerKubeletClient, Organization: []string{pki.MastersGroup}, Client: true})
 	for _, tc := range []struct {
-		name, token string
-		code        int
-		body        string
+		name string
+		cert *tls.Certificate
+		code int    // 0: the TLS handshake fails
+		body string // in the answer, or in the error
 	}{
-		{"no token", "", http.StatusUnauthorized, "Unauthorized"},
-		{"wrong token", "nope", http.StatusUnauthorized, "Unauthorized"},
-		{"unknown pod", "s3cret", http.StatusNotFound, `pods \"nope\" not found`},
+		{"no client certificate", nil, 0, "certificate required"},
+		{"a certificate of another CA", &stranger, 0, "unknown certificate authority"},
+		{"a node's certificate", &nodeCert, http.StatusForbidden, "Forbidden (user=system:node:" + testNode},
+		{"the API server's", &apiServer, http.StatusNotFound, `pods \"nope\" not found`},
+		{"system:masters", &master, http.StatusNotFound, `pods \"nope\" not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/pods/default/nope/log", nil)
-			if tc.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tc.token)
+			hc := pkitest.HTTPClient(ca, tc.cert)
+			defer hc.CloseIdleConnections()
+			resp, err := hc.Get("https://" + a.Addr() + "/pods/default/nope/log")
+			if tc.code == 0 {
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("got %d, want the TLS handshake refused", resp.StatusCode)
+				}
+				if !strings.Contains(err.Error(), tc.body) {
+					t.Fatalf("error %v, want %q", err, tc.body)
+				}
+				return
 			}
-			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,5 +211,13 @@ func TestServerPortAndAuth(t *testing.T) {
 				t.Errorf("got %d %s, want %d with %q", resp.StatusCode, b, tc.code, tc.body)
 			}
 		})
+	}
+	// Plain HTTP gets nothing either.
+	if resp, err := http.Get("http://" + a.Addr() + "/pods/default/nope/log"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("plain HTTP: %d %s, want 400", resp.StatusCode, b)
+		}
 	}
 }

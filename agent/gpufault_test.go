@@ -18,13 +18,13 @@ func TestGPUFaultEndpoint(t *testing.T) {
 	}
 	defer src.Close()
 	cfg := DefaultConfig()
-	cfg.NodeName, cfg.Token = testNode, "tok"
+	cfg.NodeName = testNode
 	cfg.GPUFaults = src.(gpu.FaultInjector)
 	a, err := New(cfg, fake.New(), rtfake.New(rtfake.DefaultConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	noGPU, err := New(Config{NodeName: testNode, Token: "tok", HeartbeatInterval: 1, Workers: 1}, fake.New(), rtfake.New(rtfake.DefaultConfig()))
+	noGPU, err := New(Config{NodeName: testNode, HeartbeatInterval: 1, Workers: 1}, fake.New(), rtfake.New(rtfake.DefaultConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +46,7 @@ func TestGPUFaultEndpoint(t *testing.T) {
 		{"not simulated", noGPU, "/gpus/0/fault?xid=79", 400, "not simulated", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, tc.target, nil)
-			req.Header.Set("Authorization", "Bearer tok")
+			req := fromAPIServerRequest(t, http.MethodPost, tc.target, nil)
 			rec := httptest.NewRecorder()
 			tc.a.Handler().ServeHTTP(rec, req)
 			if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.body) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,32 +18,36 @@ import (
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/node"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
 
 // agentCmd runs a node agent that joins an existing cluster.
 type agentCmd struct {
-	r           *Root
-	join        string
-	token       string
-	nodeName    string
-	runtime     string
-	containerd  string
-	dataDir     string
-	gossipPort  int
-	advertise   string
-	listenAgent string
-	joinTimeout time.Duration
-	gpus        string
-	network     string
-	ctrdNS      string
+	r            *Root
+	join         string
+	tokenFile    string
+	caHash       string
+	unsafeSkipCA bool
+	nodeName     string
+	runtime      string
+	containerd   string
+	dataDir      string
+	gossipPort   int
+	advertise    string
+	listenAgent  string
+	joinTimeout  time.Duration
+	gpus         string
+	network      string
+	ctrdNS       string
 }
 
 func newAgentCmd(r *Root) *cobra.Command {
 	a := &agentCmd{r: r}
 	cmd := &cobra.Command{
-		Use:   "agent --join HOST[:PORT] --token TOKEN",
+		Use:   "agent --join HOST[:PORT] --token-file FILE --discovery-token-ca-cert-hash sha256:HEX",
 		Short: "Run a node agent that joins a cluster through any of its members",
 		Long: `Run a node agent (the kubelet of a skiff cluster) on this machine and join the
 cluster that HOST belongs to. HOST is any member: the server, or another agent;
@@ -50,17 +55,26 @@ PORT is its gossip port (default 7946). The agent learns the API server's
 address from gossip, registers this machine as a Node and runs the pods the
 scheduler binds to it.
 
-The token is the cluster token that ` + "`skiff server`" + ` printed (also in its data
-directory, file token). Gossip is encrypted with a key derived from it: with a
-wrong token the join fails.`,
-		Example: `  skiff agent --join 10.0.0.1 --token 3f9c...`,
+The join token is the server's DATA-DIR/join-token: copy the file here and
+pass --token-file, or set $` + joinTokenEnv + ` (never the token on the command
+line, where ps shows it). Gossip is encrypted with a key derived from it: with
+a wrong token the join fails.
+
+The CA pin (--discovery-token-ca-cert-hash, as kubeadm's) is what ` + "`skiff server`" + `
+printed: the agent fetches the cluster CA from the API server, refuses to go on
+when its hash differs (someone else answered), then asks, verifying the server
+against that CA, for its certificates (CN system:node:NAME) and keeps them in
+its data dir (pki/); a restarted agent reuses them.`,
+		Example: `  skiff agent --join 10.0.0.1 --token-file ./join-token --discovery-token-ca-cert-hash sha256:8f4e...`,
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return a.Run(cmd.Context()) },
 	}
 	home, _ := os.UserHomeDir()
 	fl := cmd.Flags()
 	fl.StringVar(&a.join, "join", "", "a member of the cluster to join: HOST or HOST:PORT (required)")
-	fl.StringVar(&a.token, "token", "", "the cluster token (required)")
+	fl.StringVar(&a.tokenFile, "token-file", "", "file holding the join token (a copy of the server's DATA-DIR/join-token); default $"+joinTokenEnv)
+	fl.StringVar(&a.caHash, "discovery-token-ca-cert-hash", "", "the cluster CA's pin, sha256:HEX, as `skiff server` printed it (required unless --discovery-token-unsafe-skip-ca-verification)")
+	fl.BoolVar(&a.unsafeSkipCA, "discovery-token-unsafe-skip-ca-verification", false, "trust whatever CA the API server presents (no pin); only on a network you trust")
 	fl.StringVar(&a.nodeName, "node-name", "", "name of this node (default: the hostname)")
 	fl.StringVar(&a.runtime, "runtime", "auto", "container runtime: auto (containerd when reachable, else simulated), containerd, or fake (simulated, no processes)")
 	fl.StringVar(&a.containerd, "containerd-address", ctrd.DefaultConfig().Address, "containerd socket")
@@ -73,7 +87,6 @@ wrong token the join fails.`,
 	fl.StringVar(&a.network, "network", networkAuto, networkFlagHelp)
 	fl.StringVar(&a.ctrdNS, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images and containers")
 	_ = cmd.MarkFlagRequired("join")
-	_ = cmd.MarkFlagRequired("token")
 	return cmd
 }
 
@@ -138,12 +151,27 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	cfg.NodeIP = a.advertise
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = a.runtime, a.containerd, a.ctrdNS
 	cfg.GPUs, cfg.Network = a.gpus, a.network
-	cfg.Listen, cfg.Token, cfg.Log = a.listenAgent, a.token, lg
-	if err := cfg.Validate(); err != nil {
+	cfg.Listen, cfg.Log = a.listenAgent, lg
+	token, err := readTokenFlag(a.tokenFile, joinTokenEnv)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if token == "" {
+		errs = append(errs, fmt.Errorf("no join token: pass --token-file (a copy of the server's DATA-DIR/join-token) or set $%s", joinTokenEnv))
+	}
+	if a.caHash == "" && !a.unsafeSkipCA {
+		errs = append(errs, errors.New("no --discovery-token-ca-cert-hash: give the sha256:... pin `skiff server` printed (or, on a trusted network only, --discovery-token-unsafe-skip-ca-verification)"))
+	}
+	// Credentials come from the join; a placeholder lets Validate check
+	// the rest first.
+	cfg.Credentials = &pki.NodeCredentials{}
+	errs = append(errs, cfg.Validate())
+	if err := errors.Join(errs...); err != nil {
 		return err // bad flags change nothing: not even a gossip join
 	}
 	m, apiURL, err := joinCluster(ctx, joinConfig{
-		Name: cfg.Name, Join: a.join, Token: a.token,
+		Name: cfg.Name, Join: a.join, Token: token,
 		Port: a.gossipPort, Advertise: a.advertise, Timeout: a.joinTimeout, Log: lg,
 	})
 	if err != nil {
@@ -152,7 +180,17 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	defer m.Stop() // leave: the server sees Left, not a crash
 	fmt.Fprintf(a.r.Stdout, "joined the cluster through %s (%d members); API server at %s\n", a.join, len(m.Members()), apiURL)
 
-	c, err := client.New(client.Config{Server: apiURL, Servers: m.APIServers(), Token: a.token})
+	nodeIP := cfg.NodeIP
+	if nodeIP == "" {
+		nodeIP = agent.DefaultConfig().NodeIP
+	}
+	creds, err := nodeCredentials(ctx, nodeJoin{DataDir: a.dataDir, Server: apiURL, Token: token, CAHash: a.caHash,
+		UnsafeSkipCA: a.unsafeSkipCA, Name: cfg.Name, Addresses: []string{nodeIP}, Log: lg})
+	if err != nil {
+		return err
+	}
+	cfg.Credentials = &creds
+	c, err := client.New(client.Config{Server: apiURL, Servers: m.APIServers(), CAData: creds.CA, CertData: creds.ClientCert, KeyData: creds.ClientKey})
 	if err != nil {
 		return err
 	}
@@ -178,6 +216,54 @@ func (a *agentCmd) Run(ctx context.Context) error {
 	case <-n.Done():
 	}
 	return n.Stop()
+}
+
+// nodeJoin is what nodeCredentials needs.
+type nodeJoin struct {
+	DataDir, Server, Token, CAHash string
+	UnsafeSkipCA                   bool
+	Name                           string
+	Addresses                      []string
+	Log                            *slog.Logger
+}
+
+// nodeCredentials returns the node's certificates: those kept in its data
+// dir (pki.NodeDir) when they still fit (its name, its addresses, not
+// near expiry, the pinned CA), else new ones from the server at
+// j.Server: the CA fetched and checked against the pin first
+// (controlplane.FetchCA), then the credential request with the join
+// token, verified against that CA. New ones are saved for the next start.
+func nodeCredentials(ctx context.Context, j nodeJoin) (pki.NodeCredentials, error) {
+	dir := pki.NodeDir(j.DataDir)
+	kept, err := pki.LoadNodeCredentials(dir)
+	if err == nil {
+		err = kept.Check(j.Name, j.Addresses, time.Now())
+	}
+	if err == nil && j.CAHash != "" {
+		var ca *pki.CA
+		if ca, err = pki.FromPEM(kept.CA); err == nil {
+			err = ca.CheckHash(j.CAHash)
+		}
+	}
+	if err == nil {
+		j.Log.Info("using the node credentials kept in the data dir", "dir", dir)
+		return kept, nil
+	}
+	if !pki.IsNotExist(err) {
+		j.Log.Info("asking for new node credentials", "reason", err)
+	}
+	ca, err := controlplane.FetchCA(ctx, j.Server, j.CAHash, j.UnsafeSkipCA)
+	if err != nil {
+		return pki.NodeCredentials{}, err
+	}
+	nc, err := controlplane.RequestNodeCredentials(ctx, j.Server, ca, j.Token, j.Name, j.Addresses)
+	if err != nil {
+		return pki.NodeCredentials{}, err
+	}
+	if err := nc.Save(dir); err != nil {
+		return pki.NodeCredentials{}, err
+	}
+	return nc, nil
 }
 
 // followAPIServers keeps the client's list of API servers equal to the
@@ -224,13 +310,15 @@ func (g *gossipFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&g.off, "no-gossip", false, "do not start gossip: no agent can join, nodes are watched through heartbeats only")
 }
 
-// advertiseURL turns http://0.0.0.0:7443 into http://ADDR:7443, with ADDR
-// the advertise address or the default route's.
+// advertiseURL turns https://0.0.0.0:7443 into https://ADDR:7443, with
+// ADDR the advertise address or the default route's (http:// too, for
+// etcd's peer URLs).
 func advertiseURL(apiURL, advertise string) string {
-	const scheme = "http://"
-	hostport := apiURL
-	if len(hostport) > len(scheme) && hostport[:len(scheme)] == scheme {
-		hostport = hostport[len(scheme):]
+	scheme, hostport, ok := strings.Cut(apiURL, "://")
+	if !ok {
+		scheme, hostport = "", apiURL
+	} else {
+		scheme += "://"
 	}
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -246,8 +334,9 @@ func advertiseURL(apiURL, advertise string) string {
 	return scheme + net.JoinHostPort(advertise, port)
 }
 
-// joinCommand is what `skiff server` prints for the other machines.
-func joinCommand(m *membership.Membership, advertise, token string) string {
+// joinCommand is what `skiff server` prints for the other machines: the
+// join token by its file (never itself: ps would show it), the CA's pin.
+func joinCommand(m *membership.Membership, advertise, tokenFile, caHash string) string {
 	addr := m.LocalAddr()
 	if host, port, err := net.SplitHostPort(addr); err == nil {
 		if advertise != "" {
@@ -261,5 +350,5 @@ func joinCommand(m *membership.Membership, advertise, token string) string {
 			addr = net.JoinHostPort(host, port)
 		}
 	}
-	return fmt.Sprintf("skiff agent --join %s --token %s", addr, token)
+	return fmt.Sprintf("skiff agent --join %s --token-file %s --discovery-token-ca-cert-hash %s", addr, tokenFile, caHash)
 }

@@ -8,9 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +42,8 @@ type clusterFlags struct {
 	pprof      pprofFlags // --pprof-listen (cli/pprof.go)
 	// --pod-security-default (cli/podsecurity.go)
 	podSec podSecurityFlag
+	// --no-kubeconfig-merge: do not merge the skiff context into ~/.kube/config
+	noMerge bool
 }
 
 // haFlags choose the store of `skiff server`: bbolt (none set), embedded
@@ -52,7 +52,9 @@ type clusterFlags struct {
 type haFlags struct {
 	clusterInit   bool
 	joinServer    string
-	token         string
+	tokenFile     string // --token-file, else $SKIFF_TOKEN
+	caHash        string // --discovery-token-ca-cert-hash
+	unsafeSkipCA  bool   // --discovery-token-unsafe-skip-ca-verification
 	etcdEndpoints string
 	peerListen    string
 	clientListen  string
@@ -66,8 +68,10 @@ func (h *haFlags) register(cmd *cobra.Command) {
 	h.flags = fl
 	def := controlplane.DefaultEtcdConfig()
 	fl.BoolVar(&h.clusterInit, "cluster-init", false, "store the cluster in an embedded etcd and start its first member (more servers join with --join-server); the default store is bbolt, one server")
-	fl.StringVar(&h.joinServer, "join-server", "", "URL of the API server of a server started with --cluster-init (or already joined): this server adds itself as an etcd member through it and serves the same cluster (needs --token)")
-	fl.StringVar(&h.token, "token", "", "the cluster token (with --join-server: the one the first server printed; default: the data dir's, created on first start)")
+	fl.StringVar(&h.joinServer, "join-server", "", "URL of the API server of a server started with --cluster-init (or already joined): this server adds itself as an etcd member through it and serves the same cluster (needs the admin token: --token-file or $"+adminTokenEnv+", and --discovery-token-ca-cert-hash)")
+	fl.StringVar(&h.tokenFile, "token-file", "", "file holding the admin token (with --join-server: a copy of the first server's DATA-DIR/token; default $"+adminTokenEnv+", else the data dir's, created on first start); never a token on the command line, where ps shows it")
+	fl.StringVar(&h.caHash, "discovery-token-ca-cert-hash", "", "with --join-server: the cluster CA's pin, sha256:HEX, as the first server printed it; the join is refused when the server's CA does not match")
+	fl.BoolVar(&h.unsafeSkipCA, "discovery-token-unsafe-skip-ca-verification", false, "with --join-server: trust whatever CA the server presents (no pin); only on a network you trust")
 	fl.StringVar(&h.etcdEndpoints, "etcd-endpoints", "", "comma list of the client URLs of an external etcd to store the cluster in (no embedded member)")
 	fl.StringVar(&h.peerListen, "etcd-peer-listen", def.PeerListen, "URL the embedded etcd member listens on for its peers (plain http: no cluster CA yet; keep it on a trusted network)")
 	fl.StringVar(&h.clientListen, "etcd-client-listen", def.ClientListen, "URL the embedded etcd member serves clients on (this server's own API server; loopback is enough)")
@@ -96,6 +100,7 @@ func (h *haFlags) etcdConfig(advertise string) *controlplane.EtcdConfig {
 	}
 	ec := controlplane.DefaultEtcdConfig()
 	ec.ClusterInit, ec.JoinServer = h.clusterInit, h.joinServer
+	ec.CACertHash, ec.UnsafeSkipCAVerification = h.caHash, h.unsafeSkipCA
 	if h.etcdEndpoints != "" {
 		ec.Endpoints = strings.Split(h.etcdEndpoints, ",")
 	}
@@ -131,6 +136,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	fl.StringVar(&f.gpus, "gpus", defGPUs, "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), auto-sim (real when the driver loads, else a simulated DGX A100), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml; with --nodes, a comma list with one value per node (one value applies to all)")
 	fl.IntVar(&f.nodes, "nodes", 1, "run N nodes in this process, named NAME-1..NAME-N (NAME: --node-name or the hostname), each with its own data dir and GPUs; they share containerd")
 	fl.StringVar(&f.ctrdNS, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images and containers")
+	fl.BoolVar(&f.noMerge, "no-kubeconfig-merge", false, "do not merge the skiff context into ~/.kube/config (the kubeconfig is still written to ~/.skiff/kubeconfig and DATA-DIR/kubeconfig)")
 }
 
 // validate reports every bad flag value at once, before anything starts.
@@ -180,8 +186,10 @@ func newUpCmd(r *Root) *cobra.Command {
 and one node agent. Pods run on containerd when it is reachable, otherwise on a
 simulated runtime (no processes) and the node says so.
 
-The CLI config (server address and token) is written to $HOME/.skiff/config and
-to the data directory, so other terminals can use skiff get/apply at once.`,
+The API is served over HTTPS with a cluster CA kept in DATA-DIR/pki. A
+kubeconfig (server, CA, admin token) is written to $HOME/.skiff/kubeconfig and
+DATA-DIR/kubeconfig, and merged as context "skiff" into ~/.kube/config (unless
+--no-kubeconfig-merge), so skiff and kubectl in other terminals work at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return u.Run(cmd.Context()) },
 	}
@@ -238,9 +246,11 @@ func (s *serverCmd) Run(ctx context.Context) error {
 	}
 	defer cp.Stop()
 	if g := cp.Gossip(); g != nil {
-		fmt.Fprintf(s.r.Stdout, "Join other machines with:\n  %s\n", joinCommand(g, s.gossip.advertise, cp.Token()))
+		fmt.Fprintf(s.r.Stdout, "Join other machines with (copy %s to each first, readable by root only; or set $%s):\n  %s\n",
+			cp.JoinTokenPath(), joinTokenEnv, joinCommand(g, s.gossip.advertise, cp.JoinTokenPath(), cp.CA().Hash()))
 		if cp.EmbeddedEtcd() {
-			fmt.Fprintf(s.r.Stdout, "Add servers (embedded etcd, leader election) with:\n  skiff server --join-server %s --token %s\n", cp.AdvertisedURL(), cp.Token())
+			fmt.Fprintf(s.r.Stdout, "Add servers (embedded etcd, leader election) with (copy %s, the admin token, first; or set $%s):\n  skiff server --join-server %s --token-file %s --discovery-token-ca-cert-hash %s\n",
+				filepath.Join(s.dataDir, "token"), adminTokenEnv, cp.AdvertisedURL(), filepath.Join(s.dataDir, "token"), cp.CA().Hash())
 		}
 		if host, _, err := net.SplitHostPort(s.listen); err == nil && (host == "localhost" || net.ParseIP(host).IsLoopback()) {
 			fmt.Fprintln(s.r.Stdout, "(the API server listens on loopback: agents on other machines need --listen 0.0.0.0:7443)")
@@ -278,11 +288,15 @@ func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member st
 	cfg.API.Version = Version
 	f.podSec.apply(&cfg.API)
 	cfg.Log = r.Logger()
-	cfg.API.Token = f.ha.token
+	tok, err := readTokenFlag(f.ha.tokenFile, adminTokenEnv)
+	if err != nil {
+		return nil, err
+	}
+	cfg.API.Token = tok
 	cfg.Etcd = f.ha.etcdConfig(f.gossip.advertise)
 	if !f.gossip.off {
 		cfg.Gossip = &controlplane.GossipConfig{Name: member, Port: f.gossip.port, AdvertiseAddr: f.gossip.advertise,
-			APIServer: advertiseURL("http://"+f.listen, f.gossip.advertise)}
+			APIServer: advertiseURL("https://"+f.listen, f.gossip.advertise)}
 	}
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
@@ -291,23 +305,12 @@ func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member st
 		}
 		return nil, err
 	}
-	// Write the CLI config where `skiff` looks by default, and into the
-	// data dir (for --config or SKIFF_CONFIG).
+	// Write the kubeconfig where skiff looks by default and into the data
+	// dir (`skiff kubeconfig` prints it), and merge it into kubectl's.
 	cc := cp.ClientConfig()
-	paths := []string{filepath.Join(f.dataDir, "config")}
-	if home, err := os.UserHomeDir(); err == nil {
-		paths = append(paths, filepath.Join(home, ".skiff", "config"))
-	}
-	for _, p := range paths {
-		if err := client.SaveConfig(p, cc); err != nil {
-			cp.Stop()
-			return nil, fmt.Errorf("write CLI config: %w", err)
-		}
-	}
-	// Started with sudo: the student's own `skiff get` runs as themselves,
-	// so give them the config too.
-	if err := saveForSudoUser(cc); err != nil {
-		r.Logger().Warn("write CLI config for the sudo user", "err", err)
+	if err := writeKubeconfigs(cc, f.dataDir, !f.noMerge, r.Logger()); err != nil {
+		cp.Stop()
+		return nil, err
 	}
 	fmt.Fprintf(r.Stdout, "skiff %s: API server at %s (data in %s)\n", Version, cc.Server, f.dataDir)
 	if g := cp.Gossip(); g != nil {
@@ -361,7 +364,7 @@ func newVersionCmd(r *Root) *cobra.Command {
 // Run prints the versions.
 func (v *versionCmd) Run(ctx context.Context) error {
 	fmt.Fprintf(v.r.Stdout, "Client Version: %s\n", Version)
-	cfg, err := client.LoadConfig(client.ResolveConfigPath(v.r.ConfigPath))
+	cfg, err := v.r.ClientConfig()
 	if err != nil {
 		return nil
 	}
@@ -386,25 +389,3 @@ func (v *versionCmd) Run(ctx context.Context) error {
 }
 
 func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
-
-// saveForSudoUser writes the CLI config into the home of the user who ran
-// sudo, owned by them.
-func saveForSudoUser(cc client.Config) error {
-	name := os.Getenv("SUDO_USER")
-	if name == "" || name == "root" {
-		return nil
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(u.HomeDir, ".skiff")
-	p := filepath.Join(dir, "config")
-	if err := client.SaveConfig(p, cc); err != nil {
-		return err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	_ = os.Chown(dir, uid, gid)
-	return os.Chown(p, uid, gid)
-}

@@ -259,7 +259,7 @@ func TestGetWatch(t *testing.T) {
 }
 
 func TestGlobalFlags(t *testing.T) {
-	for _, args := range [][]string{{"-v", "2", "get", "ns"}, {"--v=3", "get", "ns"}, {"get", "ns", "--config", "/nonexistent"}} {
+	for _, args := range [][]string{{"-v", "2", "get", "ns"}, {"--v=3", "get", "ns"}, {"get", "ns", "--kubeconfig", "/nonexistent"}} {
 		res := run(t, newFake(), "", args...)
 		if res.code != 0 {
 			t.Errorf("%v: %+v", args, res)

@@ -66,14 +66,15 @@ type Root struct {
 	Stderr io.Writer
 	Stdin  io.Reader
 
-	// ConfigPath is --config; see client.ResolveConfigPath for the order.
-	ConfigPath string
+	// KubeconfigPath is --kubeconfig; "" reads $KUBECONFIG, then
+	// $HOME/.skiff/kubeconfig (client.LoadKubeconfig).
+	KubeconfigPath string
 	// Namespace is -n/--namespace.
 	Namespace string
 	// Verbosity is -v/--v: 0 quiet, 1 info, 2+ debug.
 	Verbosity int
 
-	// NewClient builds the API client. The default reads the config file;
+	// NewClient builds the API client. The default reads the kubeconfig;
 	// tests set it to return client/fake.
 	NewClient func() (client.Interface, error)
 	// Now is the clock used for ages and timestamps (tests pin it).
@@ -99,7 +100,7 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&r.ConfigPath, "config", "", "CLI config file (default $SKIFF_CONFIG, then $HOME/.skiff/config)")
+	pf.StringVar(&r.KubeconfigPath, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then $HOME/.skiff/kubeconfig, which `skiff up` writes)")
 	pf.StringVarP(&r.Namespace, "namespace", "n", "default", "namespace of the request")
 	pf.IntVarP(&r.Verbosity, "v", "v", 0, "log verbosity (0-4)")
 	_ = cmd.RegisterFlagCompletionFunc("namespace", r.completeNames("namespaces"))
@@ -114,7 +115,7 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 }
 
 // AddCommand adds commands to the root (the binary's up, server, agent, version).
-// A command reads the global flags through r (r.ConfigPath, r.Verbosity, r.Logger()).
+// A command reads the global flags through r (r.KubeconfigPath, r.Verbosity, r.Logger()).
 func (r *Root) AddCommand(cmds ...*cobra.Command) { r.cmd.AddCommand(cmds...) }
 
 // Command returns the root cobra command.
@@ -155,8 +156,16 @@ func (r *Root) Client() (client.Interface, error) {
 	return c, nil
 }
 
+// ClientConfig is the server, CA and credentials of the kubeconfig's
+// current context (--kubeconfig, $KUBECONFIG, $HOME/.skiff/kubeconfig),
+// for commands that need more than an Interface (exec's and
+// port-forward's upgrades, snapshots).
+func (r *Root) ClientConfig() (client.Config, error) {
+	return client.LoadKubeconfig(r.KubeconfigPath)
+}
+
 func (r *Root) defaultClient() (client.Interface, error) {
-	cfg, err := client.LoadConfig(client.ResolveConfigPath(r.ConfigPath))
+	cfg, err := r.ClientConfig()
 	if err != nil {
 		return nil, err
 	}

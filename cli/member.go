@@ -45,7 +45,7 @@ place with an empty data directory and --join-server.
 etcd refuses a removal until the members left have been connected for a few
 seconds (so that they keep a majority); the command asks again meanwhile,
 up to --timeout. The server that answers cannot remove its own member: ask
-another one (--config with its address).
+another one (--kubeconfig with its address).
 
   skiff server remove-member node-3`,
 		Args: cobra.ExactArgs(1),
@@ -60,7 +60,7 @@ func (rc *removeMemberCmd) Run(ctx context.Context, name string) error {
 	if name == "" {
 		return errors.New("remove-member: NAME must not be empty")
 	}
-	cfg, err := client.LoadConfig(client.ResolveConfigPath(rc.r.ConfigPath))
+	cfg, err := rc.r.ClientConfig()
 	if err != nil {
 		return err
 	}

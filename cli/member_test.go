@@ -16,16 +16,17 @@ import (
 )
 
 // startEtcdServer starts a control plane on embedded etcd named name: the
-// first of a cluster (join "") or one joining the server at join. It
-// returns the server, a CLI config for it and an etcd client of its member.
-func startEtcdServer(t *testing.T, name, join, token string) (*controlplane.ControlPlane, string, *clientv3.Client) {
+// first of a cluster (join "") or one joining the server at join, its CA
+// pinned by caHash. It returns the server, a kubeconfig for it and an
+// etcd client of its member.
+func startEtcdServer(t *testing.T, name, join, token, caHash string) (*controlplane.ControlPlane, string, *clientv3.Client) {
 	t.Helper()
 	cfg := controlplane.DefaultConfig(t.TempDir())
 	cfg.API.Listen = "127.0.0.1:0"
 	cfg.API.Token = token
 	cfg.Scheduler = false
 	ec := controlplane.DefaultEtcdConfig()
-	ec.Name, ec.ClusterInit, ec.JoinServer = name, join == "", join
+	ec.Name, ec.ClusterInit, ec.JoinServer, ec.CACertHash = name, join == "", join, caHash
 	ec.PeerListen, ec.ClientListen = "http://"+etcdtest.FreeAddr(t), "http://"+etcdtest.FreeAddr(t)
 	cfg.Etcd = ec
 	cp, err := controlplane.Start(context.Background(), cfg) // its ctx is its life: Stop ends it
@@ -34,7 +35,7 @@ func startEtcdServer(t *testing.T, name, join, token string) (*controlplane.Cont
 	}
 	t.Cleanup(func() { cp.Stop() })
 	conf := filepath.Join(t.TempDir(), "config")
-	if err := client.SaveConfig(conf, cp.ClientConfig()); err != nil {
+	if err := client.WriteKubeconfig(conf, cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ec.ClientListen}, DialTimeout: 5 * time.Second})
@@ -70,10 +71,10 @@ func members(t *testing.T, cli *clientv3.Client) (voters, learners []string) {
 // remove-member` takes its member out through a live server; what cannot
 // be removed is refused and changes nothing.
 func TestServerRemoveMember(t *testing.T) {
-	a, confA, cliA := startEtcdServer(t, "a", "", "")
+	a, confA, cliA := startEtcdServer(t, "a", "", "", "")
 	token := a.Token()
-	startEtcdServer(t, "b", a.URL(), token)
-	c, _, _ := startEtcdServer(t, "c", a.URL(), token)
+	startEtcdServer(t, "b", a.URL(), token, a.CA().Hash())
+	c, _, _ := startEtcdServer(t, "c", a.URL(), token, a.CA().Hash())
 	if voters, learners := members(t, cliA); !slices.Equal(voters, []string{"a", "b", "c"}) || len(learners) != 0 {
 		t.Fatalf("after the joins: voters %v, learners %v; want a b c voting", voters, learners)
 	}
@@ -86,7 +87,7 @@ func TestServerRemoveMember(t *testing.T) {
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			res := runCLI(t, "server", "remove-member", tt.member, "--config", confA, "--timeout", "20s")
+			res := runCLI(t, "server", "remove-member", tt.member, "--kubeconfig", confA, "--timeout", "20s")
 			if res.code == 0 || !strings.Contains(res.err, tt.want) {
 				t.Fatalf("code %d, out %q, err %q; want a refusal saying %q", res.code, res.out, res.err, tt.want)
 			}
@@ -97,7 +98,7 @@ func TestServerRemoveMember(t *testing.T) {
 	}
 
 	c.Stop() // c's machine is lost
-	res := runCLI(t, "server", "remove-member", "c", "--config", confA, "--timeout", "25s")
+	res := runCLI(t, "server", "remove-member", "c", "--kubeconfig", confA, "--timeout", "25s")
 	if res.code != 0 || !strings.Contains(res.out, "etcd member c removed") {
 		t.Fatalf("remove c: code %d, out %q, err %q", res.code, res.out, res.err)
 	}

@@ -9,5 +9,5 @@ import "github.com/spf13/cobra"
 func (r *Root) serverCommands() []*cobra.Command {
 	return []*cobra.Command{newUpCmd(r), withMemberCmds(newServerCmd(r), r), newVersionCmd(r), newAgentCmd(r), newLogsCmd(r), newExecCmd(r), newPortForwardCmd(r),
 		newCordonCmd(r), newUncordonCmd(r), newDrainCmd(r), newTaintCmd(r), newLabelCmd(r), newDevicePluginCmd(r), newGPUCmd(r), newImageCmd(r),
-		newSnapshotCmd(r)}
+		newSnapshotCmd(r), newKubeconfigCmd(r)}
 }

@@ -126,7 +126,7 @@ func (sc *snapshotCmd) Save(ctx context.Context, file string) error {
 	if _, err := os.Lstat(file); err == nil {
 		return fmt.Errorf("snapshot save: %s exists; remove it or choose another name", file)
 	}
-	cfg, err := client.LoadConfig(client.ResolveConfigPath(sc.r.ConfigPath))
+	cfg, err := sc.r.ClientConfig()
 	if err != nil {
 		return err
 	}

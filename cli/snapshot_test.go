@@ -37,7 +37,7 @@ func startTestControlPlane(t *testing.T, dir string) (*controlplane.ControlPlane
 	}
 	t.Cleanup(func() { cp.Stop() })
 	conf := filepath.Join(t.TempDir(), "config")
-	if err := client.SaveConfig(conf, cp.ClientConfig()); err != nil {
+	if err := client.WriteKubeconfig(conf, cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
 	return cp, conf
@@ -145,11 +145,11 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "backup.db")
-	res := runCLI(t, "snapshot", "save", file, "--config", conf)
+	res := runCLI(t, "snapshot", "save", file, "--kubeconfig", conf)
 	if res.code != 0 || !strings.Contains(res.out, "Snapshot saved to "+file+": skiff bbolt store") {
 		t.Fatalf("save: code %d, out %q, err %q", res.code, res.out, res.err)
 	}
-	if res := runCLI(t, "snapshot", "save", file, "--config", conf); res.code == 0 || !strings.Contains(res.err, "exists") {
+	if res := runCLI(t, "snapshot", "save", file, "--kubeconfig", conf); res.code == 0 || !strings.Contains(res.err, "exists") {
 		t.Errorf("save over an existing file: code %d, err %q; want a refusal", res.code, res.err)
 	}
 	if res := runCLI(t, "snapshot", "status", file); res.code != 0 || !strings.Contains(res.out, "deployments.apps") {
@@ -309,7 +309,7 @@ func startEtcdControlPlane(t *testing.T, dir, name, peer, clientURL string) (*co
 	}
 	t.Cleanup(func() { cp.Stop() })
 	conf := filepath.Join(t.TempDir(), "config")
-	if err := client.SaveConfig(conf, cp.ClientConfig()); err != nil {
+	if err := client.WriteKubeconfig(conf, cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
 	return cp, conf
@@ -356,7 +356,7 @@ func TestSnapshotMigrateToEtcd(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "etcd.db")
-	if res := runCLI(t, "snapshot", "save", file, "--config", conf); res.code != 0 || !strings.Contains(res.out, "etcd snapshot") {
+	if res := runCLI(t, "snapshot", "save", file, "--kubeconfig", conf); res.code != 0 || !strings.Contains(res.out, "etcd snapshot") {
 		t.Fatalf("save from etcd: code %d, out %q, err %q", res.code, res.out, res.err)
 	}
 	cp.Stop()

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/node"
 )
 
@@ -86,7 +88,7 @@ func localNodeNames(base string, n int) []string {
 // NAME-1..N, each under DATA/nodes/NAME-i with a bridge of its own
 // (skiff0, skiff1, ...); only the first runs the machine's routes and
 // service proxy.
-func localNodeConfigs(f clusterFlags, token string) ([]node.Config, error) {
+func localNodeConfigs(f clusterFlags, issue func(name string, addrs []string) (pki.NodeCredentials, error)) ([]node.Config, error) {
 	specs, err := nodeGPUSpecs(f.gpus, f.nodes)
 	if err != nil {
 		return nil, err
@@ -110,8 +112,19 @@ func localNodeConfigs(f clusterFlags, token string) ([]node.Config, error) {
 		c.Bridge = fmt.Sprintf("skiff%d", i)
 		c.NoServiceProxy = i > 0
 		// Logs and exec for the API server's proxy, on loopback: the API
-		// server runs in this process, on this machine.
-		c.Listen, c.Token = "127.0.0.1:0", token
+		// server runs in this process, on this machine. The node's
+		// certificates come straight from the CA (no join): SANs its
+		// address (the API server dials it there, or 127.0.0.1).
+		c.Listen = "127.0.0.1:0"
+		nodeIP := c.NodeIP
+		if nodeIP == "" {
+			nodeIP = agent.DefaultConfig().NodeIP
+		}
+		creds, err := issue(name, []string{nodeIP})
+		if err != nil {
+			return nil, err
+		}
+		c.Credentials = &creds
 		cfgs[i] = c
 	}
 	return cfgs, nil
@@ -122,7 +135,7 @@ func localNodeConfigs(f clusterFlags, token string) ([]node.Config, error) {
 // in one line, which labs cannot work on them. On error none is left
 // running.
 func startLocalNodes(ctx context.Context, out io.Writer, f clusterFlags, cp *controlplane.ControlPlane, lg *slog.Logger, start time.Time) ([]*node.Node, error) {
-	cfgs, err := localNodeConfigs(f, cp.Token())
+	cfgs, err := localNodeConfigs(f, cp.IssueNodeCredentials)
 	if err != nil {
 		return nil, err
 	}

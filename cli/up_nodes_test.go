@@ -4,6 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/controlplane/pki/pkitest"
 )
 
 func TestNodeGPUSpecs(t *testing.T) {
@@ -58,7 +62,8 @@ func TestClusterFlagsValidate(t *testing.T) {
 // name and data dir.
 func TestLocalNodeConfigs(t *testing.T) {
 	f := clusterFlags{dataDir: "/d", nodeName: "lab", runtime: "auto", network: "auto", containerd: "/c.sock", ctrdNS: "ns", gpus: "sim:dgxa100,none", nodes: 2}
-	cfgs, err := localNodeConfigs(f, "tok")
+	ca := pkitest.CA(t)
+	cfgs, err := localNodeConfigs(f, ca.IssueNode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,15 +74,21 @@ func TestLocalNodeConfigs(t *testing.T) {
 	}
 	for i, w := range wants {
 		c := cfgs[i]
-		if (want{c.Name, c.DataDir, c.Bridge, c.GPUs}) != w || c.NoServiceProxy != (i > 0) || c.ContainerdAddress != "/c.sock" || c.ContainerdNamespace != "ns" || c.Token != "tok" {
+		if (want{c.Name, c.DataDir, c.Bridge, c.GPUs}) != w || c.NoServiceProxy != (i > 0) || c.ContainerdAddress != "/c.sock" || c.ContainerdNamespace != "ns" || c.Credentials == nil {
 			t.Errorf("node %d: %+v; want %+v, service proxy on the first only", i, c, w)
 		}
 		if err := c.Validate(); err != nil {
 			t.Errorf("node %d: %v", i, err)
 		}
+		// Issued for this node by the CA, with the node's address.
+		if c.Credentials != nil {
+			if err := c.Credentials.Check(c.Name, []string{agent.DefaultConfig().NodeIP}, time.Now()); err != nil {
+				t.Errorf("node %d credentials: %v", i, err)
+			}
+		}
 	}
 	f.nodes, f.gpus = 1, "none"
-	cfgs, err = localNodeConfigs(f, "tok")
+	cfgs, err = localNodeConfigs(f, ca.IssueNode)
 	if err != nil || len(cfgs) != 1 || cfgs[0].Name != "lab" || cfgs[0].DataDir != "/d" {
 		t.Fatalf("one node: %+v, %v; want lab in /d", cfgs, err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -35,10 +36,12 @@ func newHTTPCluster(t *testing.T) (config string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	// TLS: a kubeconfig's token is sent over https only, as kubectl does.
+	ts := httptest.NewTLSServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	config = filepath.Join(t.TempDir(), "config")
-	if err := client.SaveConfig(config, client.Config{Server: ts.URL, Token: "t"}); err != nil {
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	if err := client.WriteKubeconfig(config, client.Config{Server: ts.URL, Token: "t", CAData: caPEM}); err != nil {
 		t.Fatal(err)
 	}
 	return config
@@ -89,7 +92,7 @@ func TestCLIPodSecurity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	skiff := func(args ...string) result { return runCLI(t, append([]string{"--config", config}, args...)...) }
+	skiff := func(args ...string) result { return runCLI(t, append([]string{"--kubeconfig", config}, args...)...) }
 
 	res := skiff("apply", "-f", depFile)
 	if res.code != 0 || res.out != "deployment.apps/root created\n" {

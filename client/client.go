@@ -53,13 +53,15 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64 // controllers, the scheduler and the agent share one client
+	tr, err := cfg.transport()
+	if err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
+	}
 	// No overall timeout: watches and logs stream for as long as their ctx lives.
 	return &Client{bases: bases, token: cfg.Token, http: &http.Client{Transport: tr}}, nil
 }
 
-// parseServers parses API server URLs (a bare host:port means http),
+// parseServers parses API server URLs (a bare host:port means https),
 // dropping repeats.
 func parseServers(servers []string) ([]*url.URL, error) {
 	var out []*url.URL
@@ -83,7 +85,7 @@ func parseServers(servers []string) ([]*url.URL, error) {
 func parseServer(s string) (*url.URL, error) {
 	server := strings.TrimSpace(s)
 	if !strings.Contains(server, "://") {
-		server = "http://" + server
+		server = "https://" + server
 	}
 	u, err := url.Parse(server)
 	if err != nil {

@@ -180,7 +180,7 @@ func TestConnectionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Get(t.Context(), kind(t, &api.Pod{}), "default", "web")
-	want := fmt.Sprintf("cannot reach the skiff API server at http://%s: is `skiff up` running?", addr)
+	want := fmt.Sprintf("cannot reach the skiff API server at https://%s: is `skiff up` running?", addr) // a bare host:port is https
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}

@@ -1,123 +1,107 @@
 package client
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"net/http"
 	"strings"
-
-	"sigs.k8s.io/yaml"
+	"time"
 )
 
 // Config tells a client where the API server is and how to authenticate.
-// `skiff up` and `skiff server` write it to $HOME/.skiff/config (and into
-// their data directory); the CLI reads it. It is YAML:
-//
-//	server: http://127.0.0.1:6443
-//	token: 3f9c...
+// The CLI reads it from a kubeconfig (kubeconfig.go: LoadKubeconfig), the
+// file `skiff up` and `skiff server` write and kubectl reads too.
 //
 // A cluster of several servers (embedded etcd) lists the others too; the
 // client talks to Server first and moves to the next one when a server
-// cannot be reached:
-//
-//	server: http://10.0.0.1:7443
-//	servers: [http://10.0.0.2:7443, http://10.0.0.3:7443]
+// cannot be reached (in a kubeconfig: the cluster extension ServersExtension).
 type Config struct {
-	// Server is the API server's base URL, e.g. "http://127.0.0.1:6443".
-	// A bare "host:port" means http.
-	Server string `json:"server"`
+	// Server is the API server's base URL, e.g. "https://127.0.0.1:7443".
+	// A bare "host:port" means https.
+	Server string
 	// Servers are more API servers of the same cluster, tried in order
 	// after Server when it cannot be reached. Optional.
-	Servers []string `json:"servers,omitempty"`
-	// Token is the bearer token the API server requires.
-	Token string `json:"token,omitempty"`
-}
-
-// ConfigEnv is the environment variable that names a config file.
-const ConfigEnv = "SKIFF_CONFIG"
-
-// ResolveConfigPath picks the config file: the --config flag when set, then
-// $SKIFF_CONFIG, then $HOME/.skiff/config.
-func ResolveConfigPath(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if env := os.Getenv(ConfigEnv); env != "" {
-		return env
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		return filepath.Join(".skiff", "config")
-	}
-	return filepath.Join(home, ".skiff", "config")
-}
-
-// LoadConfig reads a config file. A missing file gets an error that tells a
-// new user what to do (and still satisfies errors.Is(err, fs.ErrNotExist)).
-func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Config{}, fmt.Errorf("no skiff config found at %s: start a cluster with `skiff up` or pass --config: %w", path, fs.ErrNotExist)
-	}
-	if err != nil {
-		return Config{}, fmt.Errorf("read skiff config: %w", err)
-	}
-	var cfg Config
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-		return Config{}, fmt.Errorf("parse skiff config %s: %w", path, err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, fmt.Errorf("skiff config %s: %w", path, err)
-	}
-	return cfg, nil
+	Servers []string
+	// Token is the bearer token to send (the admin token, a service
+	// account's); "" sends none (a node authenticates with its certificate).
+	Token string
+	// CAData is the PEM certificate of the cluster CA the servers'
+	// certificates must chain to (kubeconfig's
+	// certificate-authority-data); nil trusts the system's roots.
+	CAData []byte
+	// CertData and KeyData are a client certificate and its key, PEM
+	// (kubeconfig's client-certificate-data, client-key-data): a node's
+	// credential. Both or neither.
+	CertData, KeyData []byte
 }
 
 // Validate reports what is wrong with a config.
 func (c Config) Validate() error {
 	var errs []error
 	if strings.TrimSpace(c.Server) == "" {
-		errs = append(errs, errors.New("server: required (the API server address, e.g. http://127.0.0.1:6443)"))
+		errs = append(errs, errors.New("server: required (the API server address, e.g. https://127.0.0.1:7443)"))
 	}
 	for i, s := range c.Servers {
 		if strings.TrimSpace(s) == "" {
 			errs = append(errs, fmt.Errorf("servers[%d]: empty", i))
 		}
 	}
+	if (len(c.CertData) == 0) != (len(c.KeyData) == 0) {
+		errs = append(errs, errors.New("client certificate and key: give both or neither"))
+	}
+	if len(c.CAData) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CAData) {
+		errs = append(errs, errors.New("certificate authority data: no PEM certificate in it"))
+	}
 	return errors.Join(errs...)
 }
 
-// SaveConfig writes a config file readable only by its owner (0600),
-// creating its directory. The write is atomic: a reader never sees half a file.
-func SaveConfig(path string, cfg Config) error {
-	data, err := yaml.Marshal(cfg)
+// TLSConfig is the TLS configuration the config asks for: the servers
+// verified against CAData (the system's roots without it), the client
+// certificate presented when there is one.
+func (c Config) TLSConfig() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(c.CAData) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(c.CAData) {
+			return nil, errors.New("certificate authority data: no PEM certificate in it")
+		}
+		tc.RootCAs = pool
+	}
+	if len(c.CertData) > 0 || len(c.KeyData) > 0 {
+		cert, err := tls.X509KeyPair(c.CertData, c.KeyData)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// HTTPClient is an HTTP client with the config's TLS, speaking HTTP/1.1
+// (connection upgrades: exec, port-forward), without an overall timeout.
+// It sends no token: callers that need one set it per request.
+func (c Config) HTTPClient() (*http.Client, error) {
+	tr, err := c.transport()
 	if err != nil {
-		return fmt.Errorf("encode skiff config: %w", err)
+		return nil, err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("save skiff config: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".config-*")
+	return &http.Client{Transport: tr}, nil
+}
+
+// transport is the HTTP transport of the config: its TLS, HTTP/1.1 (a
+// custom TLS config and no ForceAttemptHTTP2), connections kept for
+// reuse.
+func (c Config) transport() (*http.Transport, error) {
+	tc, err := c.TLSConfig()
 	if err != nil {
-		return fmt.Errorf("save skiff config: %w", err)
+		return nil, err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("save skiff config: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("save skiff config: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("save skiff config: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("save skiff config: %w", err)
-	}
-	return nil
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSHandshakeTimeout = 10 * time.Second
+	tr.MaxIdleConnsPerHost = 64 // controllers, the scheduler and the agent share one client
+	return tr, nil
 }

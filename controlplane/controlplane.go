@@ -13,7 +13,8 @@
 // server and no election.
 //
 // Everything else talks to it through the API: the CLI and remote agents
-// over HTTP, the in-process controllers and scheduler through
+// over HTTPS (the cluster CA and the serving certificate in DATA-DIR/pki;
+// joining with a pinned CA: bootstrap.go), the in-process controllers and scheduler through
 // apiserver.Local, which runs the very same admission and validation code
 // without the network hop.
 package controlplane
@@ -23,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -33,15 +35,19 @@ import (
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/controllers"
 	"skiff.dev/skiff/controlplane/metrics"
+	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/controlplane/store"
 )
 
 // Config of the control plane.
 type Config struct {
-	// DataDir holds the store (state.db) and the cluster token.
+	// DataDir holds the store (state.db), the admin token (token), the
+	// join token (join-token) and the cluster CA with the API server's
+	// certificates (pki/).
 	DataDir string
 	// API configures the HTTP server; its Token is filled from DataDir
-	// when empty.
+	// when empty, its TLS, AgentTLS and Bootstrap by Start (from the CA
+	// in DataDir/pki).
 	API apiserver.Config
 	// Store options (bbolt).
 	Store store.Options
@@ -73,14 +79,17 @@ type GossipConfig struct {
 	// Name of the member, unique in the cluster. `skiff up` names it
 	// after its local node, which speaks through it.
 	Name string
-	// BindAddr and Port to listen on (0.0.0.0:7946; port 0 picks one).
+	// BindAddr and Port to listen on (port 0 picks one). BindAddr ""
+	// binds where the API server was told to listen: its host when it
+	// is one address (127.0.0.1 keeps gossip on loopback too), every
+	// address when it is 0.0.0.0.
 	BindAddr string
 	Port     int
 	// AdvertiseAddr is the address agents reach this machine at ("" =
 	// detected).
 	AdvertiseAddr string
 	// APIServer is the URL advertised to agents; "" advertises
-	// http://API.Listen.
+	// https://API.Listen.
 	APIServer string
 	// Fast shortens gossip intervals (tests on loopback).
 	Fast bool
@@ -119,6 +128,55 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// serverTLS fills cfg.API.TLS (the serving certificate of every address
+// the server is reached at, DATA-DIR/pki/apiserver.crt, reissued when
+// those change or it nears expiry; client certificates of the CA
+// verified if given) and cfg.API.AgentTLS (the API server's client
+// certificate towards the agents, apiserver-kubelet-client.crt).
+func serverTLS(cfg *Config, ca *pki.CA, advURL string) error {
+	dir := filepath.Join(cfg.DataDir, "pki")
+	var adv []string
+	if advURL != "" {
+		adv = append(adv, advURL)
+	}
+	if g := cfg.Gossip; g != nil && g.AdvertiseAddr != "" {
+		adv = append(adv, g.AdvertiseAddr)
+	}
+	now := time.Now()
+	serving, err := ca.LoadOrIssue(filepath.Join(dir, pki.APIServerCertFile), filepath.Join(dir, pki.APIServerKeyFile), servingLeaf(cfg.API.Listen, adv...), now)
+	if err != nil {
+		return fmt.Errorf("API server certificate: %w", err)
+	}
+	kubelet, err := ca.LoadOrIssue(filepath.Join(dir, pki.KubeletClientCertFile), filepath.Join(dir, pki.KubeletClientKeyFile),
+		pki.Leaf{CommonName: pki.APIServerKubeletClient, Organization: []string{pki.MastersGroup}, Client: true}, now)
+	if err != nil {
+		return fmt.Errorf("API server client certificate towards the agents: %w", err)
+	}
+	cfg.API.TLS = ca.ServerTLS(serving, false)
+	cfg.API.AgentTLS = ca.ClientTLS(&kubelet)
+	return nil
+}
+
+// gossipBindAddr is where gossip listens: bind when given, else the API
+// server's listen host when it is one IP address ("localhost" is
+// 127.0.0.1), else every address.
+func gossipBindAddr(bind, apiListen string) string {
+	if bind != "" {
+		return bind
+	}
+	host, _, err := net.SplitHostPort(apiListen)
+	if err != nil {
+		return "0.0.0.0"
+	}
+	if host == "localhost" {
+		return "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		return ip.String()
+	}
+	return "0.0.0.0"
+}
+
 // ErrGossip wraps an error of Start that comes from starting the gossip
 // member (a taken port, most often).
 var ErrGossip = errors.New("start gossip")
@@ -133,8 +191,11 @@ type ControlPlane struct {
 	server  *apiserver.Server
 	metrics *metrics.Metrics
 	token   string
-	gossip  *membership.Membership
-	advURL  string
+	// joinToken is what agents hold (gossip key, credential requests).
+	joinToken string
+	ca        *pki.CA
+	gossip    *membership.Membership
+	advURL    string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -172,7 +233,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		token = t
 	} else if cfg.Etcd != nil {
 		// A server of a multi-server cluster keeps the token it was given.
-		if err := saveToken(cfg.DataDir, token); err != nil {
+		if err := saveTokenFile(filepath.Join(cfg.DataDir, apiserver.TokenFile), token); err != nil {
 			return nil, err
 		}
 	}
@@ -181,8 +242,26 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if g := cfg.Gossip; g != nil {
 		advURL = g.APIServer
 		if advURL == "" {
-			advURL = "http://" + cfg.API.Listen
+			advURL = "https://" + cfg.API.Listen
 		}
+	}
+	// The cluster's secrets: a server joining an embedded etcd cluster
+	// fetches them first (CA pinned), the first server creates them.
+	if e := cfg.Etcd; e != nil && e.JoinServer != "" {
+		if err := fetchSecrets(ctx, cfg.DataDir, e.JoinServer, token, e.CACertHash, e.UnsafeSkipCAVerification); err != nil {
+			return nil, err
+		}
+	}
+	ca, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	joinToken, err := apiserver.LoadOrCreateTokenFile(filepath.Join(cfg.DataDir, JoinTokenFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := serverTLS(&cfg, ca, advURL); err != nil {
+		return nil, err
 	}
 	var cleanups []func()
 	fail := func(err error) (*ControlPlane, error) {
@@ -203,7 +282,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		if name == "" {
 			name = cfg.API.Listen
 		}
-		b, err := openEtcd(ctx, cfg, name, token, lg.With("component", "etcd"))
+		b, err := openEtcd(ctx, cfg, name, token, ca, lg.With("component", "etcd"))
 		if err != nil {
 			return fail(err)
 		}
@@ -228,10 +307,8 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 	var gossip *membership.Membership
 	if g := cfg.Gossip; g != nil {
-		mc := membership.DefaultConfig(g.Name, token)
-		if g.BindAddr != "" {
-			mc.BindAddr = g.BindAddr
-		}
+		mc := membership.DefaultConfig(g.Name, joinToken)
+		mc.BindAddr = gossipBindAddr(g.BindAddr, cfg.API.Listen)
 		mc.BindPort, mc.AdvertiseAddr, mc.Fast, mc.Log = g.Port, g.AdvertiseAddr, g.Fast, lg
 		mc.Meta = membership.Meta{Role: membership.RoleServer, APIServer: advURL}
 		m, err := membership.Start(mc)
@@ -256,7 +333,8 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := serviceAccountTokens(cfg.DataDir, reg, &cfg.API); err != nil { // serviceaccounts.go
 		return fail(err)
 	}
-	cp := &ControlPlane{cfg: cfg, log: lg, st: st, etcd: eb, metrics: m, token: token, gossip: gossip, advURL: advURL}
+	cp := &ControlPlane{cfg: cfg, log: lg, st: st, etcd: eb, metrics: m, token: token, joinToken: joinToken, ca: ca, gossip: gossip, advURL: advURL}
+	cfg.API.Bootstrap = cp.bootstrapHandler()
 	if eb != nil {
 		self := LeaderInfo{Name: eb.name, APIServer: advURL}
 		cp.elector = &elector{cli: eb.client, self: self, ttl: cfg.Etcd.LeaderLeaseTTL, log: lg.With("component", "leader-election")}
@@ -332,11 +410,29 @@ func (cp *ControlPlane) run(name string, f func() error) {
 	}()
 }
 
-// URL is the API server's base URL.
-func (cp *ControlPlane) URL() string { return "http://" + cp.server.Addr() }
+// URL is the API server's base URL (https).
+func (cp *ControlPlane) URL() string { return "https://" + cp.server.Addr() }
 
-// Token is the cluster token (API bearer token and gossip key source).
+// Token is the admin token (the teacher's API bearer token, user
+// skiff-admin in system:masters).
 func (cp *ControlPlane) Token() string { return cp.token }
+
+// JoinToken is the token agents join with: it keys gossip and
+// authenticates their credential request (bootstrap.go). It is no API
+// credential.
+func (cp *ControlPlane) JoinToken() string { return cp.joinToken }
+
+// JoinTokenPath is the join token's file.
+func (cp *ControlPlane) JoinTokenPath() string { return filepath.Join(cp.cfg.DataDir, JoinTokenFile) }
+
+// CA is the cluster CA (with its key).
+func (cp *ControlPlane) CA() *pki.CA { return cp.ca }
+
+// IssueNodeCredentials signs the certificates of node name reached at
+// addrs directly, without the join: the nodes inside `skiff up`.
+func (cp *ControlPlane) IssueNodeCredentials(name string, addrs []string) (pki.NodeCredentials, error) {
+	return cp.ca.IssueNode(name, addrs)
+}
 
 // Local is an in-process client with the API server's semantics.
 func (cp *ControlPlane) Local() client.Interface { return cp.server.Local() }
@@ -347,7 +443,7 @@ func (cp *ControlPlane) Metrics() *metrics.Metrics { return cp.metrics }
 // ClientConfig is what a CLI needs to reach this control plane: this
 // server, then the other servers gossip knows (with etcd).
 func (cp *ControlPlane) ClientConfig() client.Config {
-	cc := client.Config{Server: cp.URL(), Token: cp.token}
+	cc := client.Config{Server: cp.URL(), Token: cp.token, CAData: cp.ca.CertPEM()}
 	if cp.etcd != nil && cp.gossip != nil {
 		for _, u := range cp.gossip.APIServers() {
 			if u != cp.advURL && u != cc.Server {

@@ -19,6 +19,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/etcd"
+	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/controlplane/store/etcdstore"
 )
@@ -44,7 +45,7 @@ type etcdBackend struct {
 
 // openEtcd starts (or restarts, or joins) the embedded member, or
 // connects to the external etcd, and opens the store on it.
-func openEtcd(ctx context.Context, cfg Config, name, token string, lg *slog.Logger) (*etcdBackend, error) {
+func openEtcd(ctx context.Context, cfg Config, name, token string, ca *pki.CA, lg *slog.Logger) (*etcdBackend, error) {
 	ec := cfg.Etcd
 	b := &etcdBackend{name: name}
 	if ec.embedded() {
@@ -62,7 +63,7 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, lg *slog.Logg
 		case ec.ClusterInit:
 			mc.InitialCluster = name + "=" + peer
 		default:
-			jr, err := requestJoinRetry(ctx, ec.JoinServer, token, JoinRequest{Name: name, PeerURL: peer}, lg)
+			jr, err := requestJoinRetry(ctx, ec.JoinServer, token, ca, JoinRequest{Name: name, PeerURL: peer}, lg)
 			if err != nil {
 				return nil, err
 			}
@@ -76,7 +77,7 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, lg *slog.Logg
 		if m.IsLearner() {
 			// Added as a learner (a join, or a restart of one that stopped
 			// before it was promoted): promoted once it has caught up.
-			if err := promote(ctx, m, ec.JoinServer, name, token, lg); err != nil {
+			if err := promote(ctx, m, ec.JoinServer, name, token, ca, lg); err != nil {
 				m.Stop()
 				return nil, err
 			}
@@ -104,11 +105,11 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, lg *slog.Logg
 // member, asking again while that server answers busy (up to
 // joinTimeout), then waits until m knows it votes. A learner serves no
 // client requests: the store opens after this.
-func promote(ctx context.Context, m *etcd.Server, joinServer, name, token string, lg *slog.Logger) error {
+func promote(ctx context.Context, m *etcd.Server, joinServer, name, token string, ca *pki.CA, lg *slog.Logger) error {
 	if joinServer == "" {
-		return fmt.Errorf("etcd member %s is a learner (added, never promoted): start this server with --join-server URL --token T to have it promoted", name)
+		return fmt.Errorf("etcd member %s is a learner (added, never promoted): start this server with --join-server URL --token-file F to have it promoted", name)
 	}
-	c, err := client.New(client.Config{Server: joinServer, Token: token})
+	c, err := client.New(client.Config{Server: joinServer, Token: token, CAData: ca.CertPEM()})
 	if err != nil {
 		return fmt.Errorf("promote etcd member %s: %w", name, err)
 	}
@@ -196,6 +197,7 @@ func (cp *ControlPlane) skiffHandler() http.Handler {
 	mux.HandleFunc("POST "+JoinPath+"/{name}/promote", cp.servePromote)
 	mux.HandleFunc("DELETE "+JoinPath+"/{name}", cp.serveRemoveMember)
 	mux.HandleFunc("GET "+LeaderPath, cp.serveLeader)
+	mux.HandleFunc("GET "+SecretsPath, cp.serveSecrets) // bootstrap.go
 	return mux
 }
 

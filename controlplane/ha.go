@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,7 +16,9 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/backoff"
+	"skiff.dev/skiff/controlplane/pki"
 )
 
 // # Several servers: etcd
@@ -27,9 +28,12 @@ import (
 //
 //   - `skiff server --cluster-init` starts the first member of an
 //     embedded etcd (data in DATA-DIR/etcd);
-//   - `skiff server --join-server URL --token T` asks the API server at
-//     URL (POST /skiff/v1/etcd/members, token-authenticated like every API
-//     call) to add this server as an etcd member, a learner; the answer
+//   - `skiff server --join-server URL --token-file F
+//     --discovery-token-ca-cert-hash sha256:...` first pins the cluster
+//     CA and fetches the cluster's secrets (bootstrap.go: ca.crt, ca.key,
+//     sa.key, the join token), then asks the API server at URL (POST
+//     /skiff/v1/etcd/members, with the admin token like every API call)
+//     to add this server as an etcd member, a learner; the answer
 //     is the member list to start with, and this server then starts its
 //     own member (state "existing") and asks for its promotion to a
 //     voting member (POST MemberPath(name)+"/promote") once it has caught
@@ -45,9 +49,9 @@ import (
 // cluster again without being told where it is.
 //
 // Every server serves the API; the scheduler and the controllers run on
-// the elected leader only (election.go). Peer traffic is plain http on the
-// given addresses: there is no cluster CA yet, so keep --etcd-peer-listen
-// on a trusted lab network.
+// the elected leader only (election.go). etcd's peer traffic is still
+// plain http on the given addresses (the cluster CA does not cover port
+// 2380 yet), so keep --etcd-peer-listen on a trusted lab network.
 //
 // What stays per server, in memory, with several servers:
 //   - pod traces (`skiff trace pod`, GET/POST pods/NAME/trace): each API
@@ -76,7 +80,7 @@ type EtcdConfig struct {
 	// (or restarts this server's member when DATA-DIR/etcd holds one).
 	ClusterInit bool
 	// JoinServer is the API server URL of a server of the cluster to join;
-	// the request carries the cluster token (Config.API.Token, required).
+	// the request carries the admin token (Config.API.Token, required).
 	// When DATA-DIR/etcd already holds a member (a restart), it is not
 	// asked again: the member restarts from its data.
 	JoinServer string
@@ -93,6 +97,11 @@ type EtcdConfig struct {
 	ClientListen string
 	// LeaderLeaseTTL is how long a dead leader keeps the leadership.
 	LeaderLeaseTTL time.Duration
+	// CACertHash pins the cluster CA of JoinServer ("sha256:HEX", as
+	// `skiff server` prints it); required with JoinServer unless
+	// UnsafeSkipCAVerification.
+	CACertHash               string
+	UnsafeSkipCAVerification bool
 }
 
 // DefaultEtcdConfig returns the defaults of an embedded member.
@@ -133,7 +142,10 @@ func (c *EtcdConfig) validate(token string) []error {
 			errs = append(errs, fmt.Errorf("--join-server: %w", err))
 		}
 		if token == "" {
-			errs = append(errs, errors.New("--join-server needs --token (the cluster token the first server printed)"))
+			errs = append(errs, errors.New("--join-server needs the admin token: --token-file (the first server's DATA-DIR/token) or $SKIFF_TOKEN"))
+		}
+		if c.CACertHash == "" && !c.UnsafeSkipCAVerification {
+			errs = append(errs, errors.New("--join-server needs --discovery-token-ca-cert-hash sha256:... (the first server printed it) or --discovery-token-unsafe-skip-ca-verification"))
 		}
 	}
 	for i, ep := range c.Endpoints {
@@ -159,7 +171,8 @@ func (c *EtcdConfig) validate(token string) []error {
 	return errs
 }
 
-// parseHTTPURL accepts http://host:port (https with the cluster CA later).
+// parseHTTPURL accepts http://host:port and https://host:port (the API
+// servers are https, etcd's peer and client URLs http).
 func parseHTTPURL(s string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil {
@@ -222,7 +235,7 @@ const joinTimeout = time.Minute
 
 // requestJoinRetry is requestJoin, asked again every second while the
 // cluster answers busy, up to joinTimeout.
-func requestJoinRetry(ctx context.Context, base, token string, req JoinRequest, lg *slog.Logger) (JoinResponse, error) {
+func requestJoinRetry(ctx context.Context, base, token string, ca *pki.CA, req JoinRequest, lg *slog.Logger) (JoinResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
 	var jr JoinResponse
@@ -231,7 +244,7 @@ func requestJoinRetry(ctx context.Context, base, token string, req JoinRequest, 
 			lg.Info("the cluster cannot add this member yet; asking again", "through", base, "err", err)
 		},
 		func(ctx context.Context) (err error) {
-			jr, err = requestJoin(ctx, base, token, req)
+			jr, err = requestJoin(ctx, base, token, ca, req)
 			return err
 		})
 	return jr, err
@@ -248,8 +261,14 @@ func busyRetry() *backoff.Backoff {
 // cluster cannot do it yet, ask again.
 func IsBusy(err error) bool { return api.StatusOf(err).Code == http.StatusServiceUnavailable }
 
-// requestJoin posts a JoinRequest to the server at base.
-func requestJoin(ctx context.Context, base, token string, req JoinRequest) (JoinResponse, error) {
+// requestJoin posts a JoinRequest to the server at base (verified
+// against ca).
+func requestJoin(ctx context.Context, base, token string, ca *pki.CA, req JoinRequest) (JoinResponse, error) {
+	hc, err := client.Config{Server: base, CAData: ca.CertPEM()}.HTTPClient()
+	if err != nil {
+		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+	}
+	defer hc.CloseIdleConnections()
 	body, err := json.Marshal(req)
 	if err != nil {
 		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
@@ -260,7 +279,7 @@ func requestJoin(ctx context.Context, base, token string, req JoinRequest) (Join
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(hreq)
+	resp, err := hc.Do(hreq)
 	if err != nil {
 		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
 	}
@@ -268,7 +287,7 @@ func requestJoin(ctx context.Context, base, token string, req JoinRequest) (Join
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return JoinResponse{}, fmt.Errorf("join %s: the token was refused (use the token the first server printed)", base)
+		return JoinResponse{}, fmt.Errorf("join %s: the admin token was refused (use the first server's DATA-DIR/token)", base)
 	case resp.StatusCode == http.StatusServiceUnavailable:
 		return JoinResponse{}, fmt.Errorf("join %s: %w: %s", base, errJoinBusy, bytes.TrimSpace(data))
 	case resp.StatusCode != http.StatusOK:
@@ -282,25 +301,4 @@ func requestJoin(ctx context.Context, base, token string, req JoinRequest) (Join
 		return JoinResponse{}, fmt.Errorf("join %s: the answer has no member list", base)
 	}
 	return jr, nil
-}
-
-// saveToken writes the token a joining server was given into its data
-// dir, so that a restart without --token keeps it. An existing token file
-// that differs is an error: that data dir belongs to another cluster.
-func saveToken(dataDir, token string) error {
-	path := filepath.Join(dataDir, "token")
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if strings.TrimSpace(string(b)) != token {
-			return fmt.Errorf("data dir %s holds the token of another cluster (file token): use another --data-dir", dataDir)
-		}
-		return nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("read token: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return fmt.Errorf("save token: %w", err)
-	}
-	return nil
 }

@@ -36,6 +36,7 @@ import (
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/runtime"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
@@ -106,9 +107,13 @@ type Config struct {
 	// run several nodes as "hosts" in one process.
 	NetNS *NetNS
 	// Listen is the address of the agent's logs/exec server, which the
-	// API server calls ("" runs none); Token is the bearer token it
-	// requires (the cluster token).
-	Listen, Token string
+	// API server calls ("" runs none). Credentials are the node's
+	// certificates (pki.NodeCredentials: from `skiff agent`'s join, or
+	// issued directly by the CA for the nodes inside `skiff up`): the
+	// agent serves TLS with the serving certificate and lets in only the
+	// API server's client certificate. Required with Listen.
+	Listen      string
+	Credentials *pki.NodeCredentials
 	// Metrics for the agent's loop, or nil.
 	Metrics client.LoopMetrics
 	// Log, or discard.
@@ -175,8 +180,8 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("network %q: want %s, %s or %s", c.Network, NetworkAuto, NetworkCNI, NetworkNone))
 	}
-	if c.Listen != "" && c.Token == "" {
-		errs = append(errs, errors.New("a token is required to serve logs and exec"))
+	if c.Listen != "" && c.Credentials == nil {
+		errs = append(errs, errors.New("node credentials (certificates of the cluster CA) are required to serve logs and exec"))
 	}
 	if c.NetNS != nil && (len(c.NetNS.Wrap) == 0 || c.NetNS.Do == nil) {
 		errs = append(errs, errors.New("netns: both Wrap and Do are required"))
@@ -288,7 +293,12 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 		acfg.NodeIP = cfg.NodeIP
 	}
 	acfg.Log, acfg.Metrics = lg, cfg.Metrics
-	acfg.Listen, acfg.Token = cfg.Listen, cfg.Token
+	acfg.Listen = cfg.Listen
+	if cfg.Credentials != nil {
+		if acfg.TLS, err = cfg.Credentials.AgentServerTLS(); err != nil {
+			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+		}
+	}
 	acfg.Network = pn
 	n.gpus.Configure(&acfg)
 	if cfg.TuneAgent != nil {

@@ -34,7 +34,12 @@ func TestStartSimulatedNode(t *testing.T) {
 	cp := startControlPlane(t)
 	cfg := node.DefaultConfig(t.TempDir())
 	cfg.Name, cfg.Runtime, cfg.GPUs, cfg.Network = "n1", node.RuntimeFake, "sim:dgxa100", node.NetworkAuto
-	cfg.Listen, cfg.Token = "127.0.0.1:0", cp.Token()
+	cfg.Listen = "127.0.0.1:0"
+	creds, err := cp.IssueNodeCredentials("n1", []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Credentials = &creds
 	cfg.TuneAgent = func(c *agent.Config) { c.HeartbeatInterval = 200 * time.Millisecond }
 	n, err := node.Start(context.Background(), cfg, cp.Local())
 	if err != nil {
@@ -74,7 +79,7 @@ func TestStartSimulatedNode(t *testing.T) {
 func TestConfigValidateReportsAll(t *testing.T) {
 	cfg := node.Config{Runtime: "docker", Network: "flannel", Listen: "127.0.0.1:0", NetNS: &node.NetNS{Wrap: []string{"ip", "netns", "exec", "h1"}}}
 	err := cfg.Validate()
-	for _, want := range []string{"node name is required", "data dir is required", `runtime "docker"`, `network "flannel"`, "token is required", "netns: both Wrap and Do are required"} {
+	for _, want := range []string{"node name is required", "data dir is required", `runtime "docker"`, `network "flannel"`, "node credentials", "netns: both Wrap and Do are required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v; want it to mention %q", err, want)
 		}
