@@ -189,7 +189,9 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 	}
 	watch := r.URL.Query().Get("watch")
 	switch {
-	case r.Method == http.MethodGet && info.name == "" && (watch == "1" || watch == "true"):
+	case r.Method == http.MethodGet && info.name == "" && watch != "" && watch != "0" && !strings.EqualFold(watch, "false"):
+		// Kubernetes' reading of a query bool: anything but "0" and
+		// "false" in any case is true (the Python client sends watch=True).
 		info.verb = "watch"
 	case r.Method == http.MethodGet && info.name == "":
 		info.verb = "list"
