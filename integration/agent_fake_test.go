@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	kremotecommand "k8s.io/client-go/tools/remotecommand"
 
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/remotecommand"
@@ -167,29 +170,43 @@ func TestExecThroughTheAPIServer(t *testing.T) {
 	cl := startCluster(t)
 	cl.runPod(t, "shell", "sleep 3600")
 	path := "/api/v1/namespaces/default/pods/shell/exec"
-	exec := func(o remotecommand.Options, stdin io.Reader) (string, string, int, error) {
+	// client-go's executor, kubectl's: WebSocket v5, SPDY as the fallback.
+	exec := func(token string, o remotecommand.Options, stdin io.Reader) (string, string, int, error) {
 		t.Helper()
-		conn, err := remotecommand.Dial(t.Context(), nil, cl.cp.URL(), cl.cp.Token(), path, o)
+		cfg := cl.cp.ClientConfig()
+		cfg.Token = token
+		rc := remotecommand.RESTConfig(cfg)
+		o.Stdout, o.Stderr, o.Stdin = true, true, stdin != nil
+		u, err := remotecommand.URL(rc, path, o.Query())
+		if err != nil {
+			return "", "", 0, err
+		}
+		ex, err := remotecommand.NewExecutor(rc, u)
 		if err != nil {
 			return "", "", 0, err
 		}
 		var out, errOut bytes.Buffer
-		code, err := remotecommand.Stream(t.Context(), conn, stdin, &out, &errOut)
-		return out.String(), errOut.String(), code, err
+		err = ex.StreamWithContext(t.Context(), kremotecommand.StreamOptions{Stdin: stdin, Stdout: &out, Stderr: &errOut})
+		var exit interface{ ExitStatus() int }
+		if errors.As(err, &exit) {
+			return out.String(), errOut.String(), exit.ExitStatus(), nil
+		}
+		return out.String(), errOut.String(), 0, err
 	}
+	token := cl.cp.ClientConfig().Token
 
-	out, _, code, err := exec(remotecommand.Options{Command: []string{"sh", "-c", "echo hi there; exit 3"}}, nil)
+	out, _, code, err := exec(token, remotecommand.Options{Command: []string{"sh", "-c", "echo hi there; exit 3"}}, nil)
 	if err != nil || out != "hi there\n" || code != 3 {
 		t.Errorf("exec sh -c: %q, code %d, %v; want hi there and exit code 3", out, code, err)
 	}
-	out, _, code, err = exec(remotecommand.Options{Command: []string{"cat"}, Stdin: true, Container: "main"}, strings.NewReader("ping\npong\n"))
+	out, _, code, err = exec(token, remotecommand.Options{Command: []string{"cat"}, Container: "main"}, strings.NewReader("ping\npong\n"))
 	if err != nil || out != "ping\npong\n" || code != 0 {
 		t.Errorf("exec cat with stdin: %q, code %d, %v", out, code, err)
 	}
-	if _, _, _, err := exec(remotecommand.Options{Command: []string{"true"}, Container: "nope"}, nil); err == nil || !strings.Contains(err.Error(), "container nope is not valid") {
+	if _, _, _, err := exec(token, remotecommand.Options{Command: []string{"true"}, Container: "nope"}, nil); err == nil || !strings.Contains(err.Error(), "container nope is not valid") {
 		t.Errorf("exec in an unknown container: %v", err)
 	}
-	if _, err := remotecommand.Dial(t.Context(), nil, cl.cp.URL(), "wrong", path, remotecommand.Options{Command: []string{"true"}}); api.ReasonOf(err) != api.ReasonUnauthorized {
+	if _, _, _, err := exec("wrong", remotecommand.Options{Command: []string{"true"}}, nil); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Errorf("exec with a wrong token: %v, want Unauthorized", err)
 	}
 }
