@@ -46,7 +46,7 @@ func startCluster(t *testing.T) *cluster {
 		a.BaseBackoff, a.MaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	})
 	cfg.RuntimeSimulated = true
-	cfg.Listen, cfg.Token = "127.0.0.1:0", cp.Token()
+	cfg.Listen, cfg.Credentials = "127.0.0.1:0", nodeCredentials(t, cp, cfg.Name, "127.0.0.1")
 	startNode(t, cp, cfg)
 	return &cluster{cp: cp, c: c, rt: rt, dir: dir}
 }
@@ -118,7 +118,7 @@ func TestLogsThroughTheAPIServer(t *testing.T) {
 			t.Errorf("logs %s%s: error %v, want %q", tc.name, tc.query, err, tc.want)
 		}
 	}
-	bad, _ := client.New(client.Config{Server: cl.cp.URL(), Token: "wrong"})
+	bad, _ := client.New(client.Config{Server: cl.cp.URL(), Token: "wrong", CAData: cl.cp.CA().CertPEM()})
 	if _, err := bad.Stream(t.Context(), "/api/v1/namespaces/default/pods/talker/log"); api.ReasonOf(err) != api.ReasonUnauthorized {
 		t.Errorf("logs with a wrong token: %v, want Unauthorized", err)
 	}
@@ -216,7 +216,7 @@ func TestExecThroughTheAPIServer(t *testing.T) {
 func TestLogsAndExecCLI(t *testing.T) {
 	cl := startCluster(t)
 	cfgPath := filepath.Join(cl.dir, "config")
-	if err := client.SaveConfig(cfgPath, cl.cp.ClientConfig()); err != nil {
+	if err := client.WriteKubeconfig(cfgPath, cl.cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
 	d := &api.Deployment{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default"}}
@@ -234,7 +234,7 @@ func TestLogsAndExecCLI(t *testing.T) {
 	})
 	run := func(args ...string) (string, string, error) {
 		var out, errOut bytes.Buffer
-		err := cli.Main(t.Context(), append([]string{"--config", cfgPath}, args...), &out, &errOut)
+		err := cli.Main(t.Context(), append([]string{"--kubeconfig", cfgPath}, args...), &out, &errOut)
 		return out.String(), errOut.String(), err
 	}
 

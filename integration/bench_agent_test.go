@@ -104,7 +104,7 @@ func TestBenchAgent(t *testing.T) {
 		"--gossip-port", strconv.Itoa(gossipPort), "--advertise-address", "127.0.0.1")
 	var c *client.Client
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
-		cfg, err := client.LoadConfig(filepath.Join(dataDir, "config"))
+		cfg, err := client.LoadKubeconfig(filepath.Join(dataDir, "kubeconfig"))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -114,14 +114,10 @@ func TestBenchAgent(t *testing.T) {
 		_, _, err = client.List[*api.Node](ctx, c, "", api.ListOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
-	token, err := os.ReadFile(filepath.Join(dataDir, "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentProc := startProc(t, bin, home, "agent", "--join", fmt.Sprintf("127.0.0.1:%d", gossipPort), "--token", strings.TrimSpace(string(token)),
+	agentProc := startProc(t, bin, home, append([]string{"agent", "--join", fmt.Sprintf("127.0.0.1:%d", gossipPort)}, append(joinArgs(t, dataDir, "join-token"),
 		"--node-name", node, "--runtime", "containerd", "--containerd-address", addr, "--data-dir", filepath.Join(t.TempDir(), "agent"),
 		"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", "127.0.0.1:0",
-		"--network", "none") // never the machine's own network namespace
+		"--network", "none")...)...) // never the machine's own network namespace
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		n, err := client.Get[*api.Node](ctx, c, "", node)
 		if err != nil {

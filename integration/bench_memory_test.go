@@ -100,7 +100,7 @@ func TestBenchMemory(t *testing.T) {
 	// The server is up once it wrote the CLI config and answers.
 	var c *client.Client
 	testwait.For(t, 2*time.Minute, "the server to answer", func() bool {
-		cfg, err := client.LoadConfig(filepath.Join(dir, "data", "config"))
+		cfg, err := client.LoadKubeconfig(filepath.Join(dir, "data", "kubeconfig"))
 		if err != nil {
 			return false
 		}
@@ -110,7 +110,7 @@ func TestBenchMemory(t *testing.T) {
 		n, _, err := c.List(ctx, api.MustKindOf(&api.Node{}), "", api.ListOptions{})
 		return err == nil && len(n) == nodes
 	})
-	cfg, err := client.LoadConfig(filepath.Join(dir, "data", "config"))
+	cfg, err := client.LoadKubeconfig(filepath.Join(dir, "data", "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func (g *gpuCluster) gpuStartAgent(t *testing.T) {
 	cfg := testNodeConfig(nil, gpuNode, g.dataDir, func(c *agent.Config) { c.HeartbeatInterval = 10 * time.Second })
 	cfg.GPUs = "sim:dgxa100"
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = node.RuntimeContainerd, g.ctrd.addr, g.ctrd.ns
-	cfg.Listen, cfg.Token = "127.0.0.1:0", g.cp.Token()
+	cfg.Listen, cfg.Credentials = "127.0.0.1:0", nodeCredentials(t, g.cp, cfg.Name, "127.0.0.1")
 	if os.Getenv("GPU_DEBUG") != "" {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -257,7 +257,7 @@ func (g *gpuCluster) gpuUUIDs(t *testing.T) []string {
 func (g *gpuCluster) cli(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	if err := cli.Main(context.Background(), append([]string{"--config", g.cfgPath}, args...), &out, &errOut); err != nil {
+	if err := cli.Main(context.Background(), append([]string{"--kubeconfig", g.cfgPath}, args...), &out, &errOut); err != nil {
 		t.Fatalf("skiff %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
 	}
 	return out.String()
@@ -282,7 +282,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 	cp, c := startControlPlane(t, nil)
 	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
 	g.cfgPath = filepath.Join(g.dataDir, "cli-config")
-	if err := client.SaveConfig(g.cfgPath, cp.ClientConfig()); err != nil {
+	if err := client.WriteKubeconfig(g.cfgPath, cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
 	g.gpuStartAgent(t)

@@ -39,6 +39,7 @@ type haServer struct {
 type haCluster struct {
 	bin, home string
 	token     string
+	ca        []byte // the cluster CA, PEM
 	servers   []*haServer
 	c         *client.Client // lists every server: fails over
 }
@@ -63,7 +64,7 @@ func startHAClusterOn(t testing.TB, servers, agents int, external string) *haClu
 	for i := range servers {
 		s := &haServer{name: fmt.Sprintf("s%d", i), dataDir: filepath.Join(root, fmt.Sprintf("server-%d", i))}
 		listen := freeLoopbackAddr(t)
-		s.apiURL = "http://" + listen
+		s.apiURL = "https://" + listen
 		s.args = []string{"server", "--no-agent", "--node-name", s.name, "--data-dir", s.dataDir, "--listen", listen,
 			"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1",
 			"--leader-lease-ttl", haLeaseTTL}
@@ -71,12 +72,14 @@ func startHAClusterOn(t testing.TB, servers, agents int, external string) *haClu
 		case external != "":
 			s.args = append(s.args, "--etcd-endpoints", external)
 			if i > 0 {
-				s.args = append(s.args, "--token", h.token)
+				// One cluster: the first server's CA, join token and
+				// admin token (an external etcd has no join to hand them).
+				copyClusterSecrets(t, h.servers[0].dataDir, s.dataDir)
 			}
 		case i == 0:
 			s.args = append(s.args, "--cluster-init")
 		default:
-			s.args = append(s.args, "--join-server", h.servers[0].apiURL, "--token", h.token)
+			s.args = append(append(s.args, "--join-server", h.servers[0].apiURL), joinArgs(t, h.servers[0].dataDir, "token")...)
 		}
 		if external == "" {
 			s.args = append(s.args, "--etcd-peer-listen", "http://"+freeLoopbackAddr(t), "--etcd-client-listen", "http://"+freeLoopbackAddr(t))
@@ -90,13 +93,16 @@ func startHAClusterOn(t testing.TB, servers, agents int, external string) *haClu
 				t.Fatal(err)
 			}
 			h.token = string(tok[:len(tok)-1])
+			if h.ca, err = serverCA(s.dataDir); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	var urls []string
 	for _, s := range h.servers {
 		urls = append(urls, s.apiURL)
 	}
-	c, err := client.New(client.Config{Server: urls[0], Servers: urls[1:], Token: h.token})
+	c, err := client.New(client.Config{Server: urls[0], Servers: urls[1:], Token: h.token, CAData: h.ca})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +110,10 @@ func startHAClusterOn(t testing.TB, servers, agents int, external string) *haClu
 	gossip := h.servers[0].args[slices.Index(h.servers[0].args, "--gossip-port")+1]
 	for i := range agents {
 		name := fmt.Sprintf("gpu-%d", i)
-		startProc(t, h.bin, h.home, "agent", "--join", "127.0.0.1:"+gossip, "--token", h.token, "--node-name", name,
+		args := append([]string{"agent", "--join", "127.0.0.1:" + gossip}, joinArgs(t, h.servers[0].dataDir, "join-token")...)
+		startProc(t, h.bin, h.home, append(args, "--node-name", name,
 			"--runtime", "fake", "--gpus", "sim:dgxa100", "--network", "none", "--data-dir", filepath.Join(root, name),
-			"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", freeLoopbackAddr(t))
+			"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", freeLoopbackAddr(t))...)
 	}
 	testwait.Until(t, 60*time.Second, func() (bool, string) {
 		nodes, _, err := client.List[*api.Node](context.Background(), h.c, "", api.ListOptions{})
@@ -143,7 +150,11 @@ func (h *haCluster) waitAPI(t testing.TB, s *haServer) {
 			}
 			tok = string(b[:len(b)-1])
 		}
-		c, err := client.New(client.Config{Server: s.apiURL, Token: tok})
+		ca, err := serverCA(s.dataDir)
+		if err != nil {
+			return false, err.Error()
+		}
+		c, err := client.New(client.Config{Server: s.apiURL, Token: tok, CAData: ca})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -154,7 +165,7 @@ func (h *haCluster) waitAPI(t testing.TB, s *haServer) {
 
 // leader asks server s who leads.
 func (h *haCluster) leader(ctx context.Context, s *haServer) (controlplane.LeaderStatus, error) {
-	c, err := client.New(client.Config{Server: s.apiURL, Token: h.token})
+	c, err := client.New(client.Config{Server: s.apiURL, Token: h.token, CAData: h.ca})
 	if err != nil {
 		return controlplane.LeaderStatus{}, err
 	}
@@ -438,7 +449,7 @@ func TestHAKillLeader(t *testing.T) {
 	// The killed server is back: a member again, answering, agreeing on
 	// the leader, and serving the objects written while it was down.
 	h.waitLeader(t, h.servers, 20*time.Second)
-	c1, err := client.New(client.Config{Server: killed.apiURL, Token: h.token})
+	c1, err := client.New(client.Config{Server: killed.apiURL, Token: h.token, CAData: h.ca})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +488,7 @@ func TestHAExternalEtcd(t *testing.T) {
 		t.Errorf("the external etcd has %d members, want its own 1", len(members.Members))
 	}
 	through := func(s *haServer) *client.Client {
-		c, err := client.New(client.Config{Server: s.apiURL, Token: h.token})
+		c, err := client.New(client.Config{Server: s.apiURL, Token: h.token, CAData: h.ca})
 		if err != nil {
 			t.Fatal(err)
 		}

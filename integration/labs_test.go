@@ -63,7 +63,7 @@ func (l *labsCluster) try(args ...string) (string, error) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := cli.Main(ctx, append([]string{"--config", l.cfgPath}, args...), &out, &errOut)
+	err := cli.Main(ctx, append([]string{"--kubeconfig", l.cfgPath}, args...), &out, &errOut)
 	if err != nil {
 		return out.String() + errOut.String(), err
 	}
@@ -167,8 +167,8 @@ func startLabsCluster(t *testing.T) *labsCluster {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("skiff up: no Ready nodes within 60s:\n%s", out.String())
 	}
-	l := &labsCluster{cfgPath: filepath.Join(dataDir, "config"), netns: ns, out: out}
-	cfg, err := client.LoadConfig(l.cfgPath)
+	l := &labsCluster{cfgPath: filepath.Join(dataDir, "kubeconfig"), netns: ns, out: out}
+	cfg, err := client.LoadKubeconfig(l.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

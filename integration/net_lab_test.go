@@ -131,7 +131,7 @@ func startNetLabAgent(t *testing.T, cp *controlplane.ControlPlane, h *netLabHost
 	cfg := testNodeConfig(h.rt, h.name, t.TempDir(), nil)
 	cfg.NodeIP, cfg.Network = h.ip, node.NetworkCNI
 	cfg.NetNS = &node.NetNS{Wrap: h.ns.Wrap(), Do: h.ns.Do, PodPrefix: netnsPrefix}
-	cfg.Listen, cfg.Token = net.JoinHostPort(h.ip, "0"), cp.Token()
+	cfg.Listen, cfg.Credentials = net.JoinHostPort(h.ip, "0"), nodeCredentials(t, cp, cfg.Name, h.ip)
 	if testing.Verbose() {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", h.name)
 	}
@@ -321,7 +321,7 @@ func TestNetLab(t *testing.T) {
 
 	// 2. port-forward to a pod, from this namespace through the API server.
 	cfgPath := filepath.Join(t.TempDir(), "config")
-	if err := client.SaveConfig(cfgPath, cp.ClientConfig()); err != nil {
+	if err := client.WriteKubeconfig(cfgPath, cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
 	pfPod := pods[0]
@@ -330,7 +330,7 @@ func TestNetLab(t *testing.T) {
 	pfDone := make(chan struct{})
 	go func() {
 		defer close(pfDone)
-		_ = cli.Main(pfCtx, []string{"--config", cfgPath, "port-forward", "pod/" + pfPod.Name, ":80"}, &pfOut, &pfErr)
+		_ = cli.Main(pfCtx, []string{"--kubeconfig", cfgPath, "port-forward", "pod/" + pfPod.Name, ":80"}, &pfOut, &pfErr)
 	}()
 	stopPF := func() {
 		pfCancel()

@@ -66,7 +66,7 @@ func echoServer(t *testing.T) int {
 func TestPortForwardFake(t *testing.T) {
 	cl := startCluster(t)
 	cfgPath := filepath.Join(cl.dir, "config")
-	if err := client.SaveConfig(cfgPath, cl.cp.ClientConfig()); err != nil {
+	if err := client.WriteKubeconfig(cfgPath, cl.cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
 	podPort := echoServer(t)
@@ -89,7 +89,7 @@ func TestPortForwardFake(t *testing.T) {
 	var runErr error
 	go func() {
 		defer close(done)
-		runErr = cli.Main(ctx, []string{"--config", cfgPath, "port-forward", "deployment/web", ":echo", "0:" + strconv.Itoa(closed)}, &out, &errOut)
+		runErr = cli.Main(ctx, []string{"--kubeconfig", cfgPath, "port-forward", "deployment/web", ":echo", "0:" + strconv.Itoa(closed)}, &out, &errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()

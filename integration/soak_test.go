@@ -232,7 +232,7 @@ func startSoakCluster(t testing.TB, e *ctrdEnv, n int) *soakCluster {
 	s := &soakCluster{t: t, bin: skiffBinary(t), home: t.TempDir(), ctrdNS: e.ns}
 	root := t.TempDir()
 	listen := freeLoopbackAddr(t)
-	s.apiURL = "http://" + listen
+	s.apiURL = "https://" + listen
 	gossip := strconv.Itoa(freePort(t))
 	s.server = &soakProc{name: "server", dataDir: filepath.Join(root, "server")}
 	s.server.args = []string{"server", "--no-agent", "--data-dir", s.server.dataDir, "--listen", listen,
@@ -244,10 +244,11 @@ func startSoakCluster(t testing.TB, e *ctrdEnv, n int) *soakCluster {
 	for i := range n {
 		name := fmt.Sprintf("soak-%d", i+1)
 		a := &soakProc{name: name, dataDir: filepath.Join(root, name)}
-		a.args = []string{"agent", "--join", "127.0.0.1:" + gossip, "--token", s.token, "--node-name", name,
+		a.args = append([]string{"agent", "--join", "127.0.0.1:" + gossip}, joinArgs(t, s.server.dataDir, "join-token")...)
+		a.args = append(a.args, "--node-name", name,
 			"--runtime", "containerd", "--containerd-address", e.addr, "--containerd-namespace", e.ns,
 			"--gpus", "sim:dgxa100", "--network", "none", "--data-dir", a.dataDir,
-			"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", freeLoopbackAddr(t)}
+			"--gossip-port", strconv.Itoa(freePort(t)), "--advertise-address", "127.0.0.1", "--listen-agent", freeLoopbackAddr(t))
 		s.start(a)
 		s.agents = append(s.agents, a)
 	}
@@ -291,7 +292,11 @@ func (s *soakCluster) waitAPI(ctx context.Context, p *soakProc) error {
 				return false, err.Error()
 			}
 			s.token = strings.TrimSpace(string(b))
-			c, err := client.New(client.Config{Server: s.apiURL, Token: s.token})
+			ca, err := serverCA(p.dataDir)
+			if err != nil {
+				return false, err.Error()
+			}
+			c, err := client.New(client.Config{Server: s.apiURL, Token: s.token, CAData: ca})
 			if err != nil {
 				return false, err.Error()
 			}

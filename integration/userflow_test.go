@@ -231,7 +231,7 @@ func TestServerKill9KeepsObjectsAndWatchersResume(t *testing.T) {
 	home, dataDir, listen := t.TempDir(), filepath.Join(t.TempDir(), "data"), freeLoopbackAddr(t)
 	p, _ := startSkiffUp(t, bin, home, dataDir, listen)
 
-	cfg, err := client.LoadConfig(filepath.Join(home, ".skiff", "config"))
+	cfg, err := client.LoadKubeconfig(filepath.Join(home, ".skiff", "kubeconfig"))
 	if err != nil {
 		t.Fatalf("the CLI config skiff up wrote to $HOME: %v", err)
 	}
