@@ -281,7 +281,7 @@ func (cp *ControlPlane) serveRemoveMember(w http.ResponseWriter, r *http.Request
 		return
 	case name == cp.etcd.name:
 		writeStatus(w, api.NewStatusError(http.StatusConflict, api.ReasonConflict,
-			fmt.Sprintf("etcd member %s is the member of the server that answered: ask another server (--config with its address)", name)))
+			fmt.Sprintf("etcd member %s is the member of the server that answered: ask another server (--kubeconfig with its address)", name)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), memberTimeout)
