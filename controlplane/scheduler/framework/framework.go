@@ -11,9 +11,17 @@
 //	Score      once per node that passed: how good is this node? (int64)
 //	NormalizeScore once per plugin: map the plugin's scores to 0..MaxNodeScore
 //	Reserve    on the chosen node: claim what the pod will use
+//	Permit     on the chosen node: bind now, wait (assumed, with a timeout) or reject
 //	Bind       write the decision to the API (pods/NAME/binding)
 //
-// Unreserve undoes Reserve when anything after it fails.
+// Unreserve undoes Reserve when anything after it fails (a Permit
+// rejection or timeout included).
+//
+// A pod that Permit holds waits off the scheduling loop: it stays assumed
+// on its node (its resources counted, so no other pod takes them) while
+// the loop goes on with other pods; it is bound once every waiting plugin
+// has allowed it, and unreserved and requeued when one rejects it or its
+// time runs out (WaitingPods, as Kubernetes' waitingPodsMap).
 //
 // Plugins are values made once per scheduler; they must be safe for
 // concurrent use, because Filter and Score run on several goroutines at
@@ -102,13 +110,18 @@ type Framework struct {
 	Filter    []FilterPlugin
 	Score     []WeightedScorePlugin
 	Reserve   []ReservePlugin
+	Permit    []PermitPlugin
 	Bind      []BindPlugin
+	// Waiting holds the pods Permit made wait (permit.go). New makes an
+	// empty one; a scheduler replaces it with the one its plugins were
+	// given, before the first cycle.
+	Waiting *WaitingPods
 }
 
 // New sorts plugins into the extension points they implement. weights
 // gives each score plugin's weight by name (missing or 0: 1).
 func New(plugins []Plugin, weights map[string]int64) (*Framework, error) {
-	f := &Framework{}
+	f := &Framework{Waiting: NewWaitingPods()}
 	seen := map[string]bool{}
 	for _, p := range plugins {
 		if seen[p.Name()] {
@@ -130,6 +143,9 @@ func New(plugins []Plugin, weights map[string]int64) (*Framework, error) {
 		}
 		if rp, ok := p.(ReservePlugin); ok {
 			f.Reserve = append(f.Reserve, rp)
+		}
+		if pp, ok := p.(PermitPlugin); ok {
+			f.Permit = append(f.Permit, pp)
 		}
 		if bp, ok := p.(BindPlugin); ok {
 			f.Bind = append(f.Bind, bp)

@@ -23,6 +23,9 @@ const (
 	UnschedulableAndUnresolvable
 	// Skip: a Bind plugin leaves the pod to the next bind plugin.
 	Skip
+	// Wait: a Permit plugin holds the pod, assumed, until it is allowed,
+	// rejected or times out (see PermitPlugin).
+	Wait
 )
 
 // String returns the code's name.
@@ -38,6 +41,8 @@ func (c Code) String() string {
 		return "UnschedulableAndUnresolvable"
 	case Skip:
 		return "Skip"
+	case Wait:
+		return "Wait"
 	}
 	return "Unknown"
 }
@@ -53,6 +58,27 @@ type Status struct {
 	code    Code
 	reasons []string
 	err     error
+	plugin  string
+}
+
+// WithPlugin returns a copy of s naming the plugin that answered (nil
+// stays nil: success needs no name).
+func (s *Status) WithPlugin(plugin string) *Status {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.plugin = plugin
+	return &c
+}
+
+// Plugin is the plugin that answered, when the framework recorded it
+// (Permit statuses); "" otherwise.
+func (s *Status) Plugin() string {
+	if s == nil {
+		return ""
+	}
+	return s.plugin
 }
 
 // NewStatus returns a status with a code and reasons.
