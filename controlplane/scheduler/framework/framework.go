@@ -4,6 +4,11 @@
 // Kubernetes' scheduling framework (k8s.io/kubernetes/pkg/scheduler/framework),
 // with the same names, so what students read here applies there.
 //
+// Before a pod enters the active queue, and each time it would go back to
+// it, PreEnqueue decides whether it may be tried at all (its claims exist):
+//
+//	PreEnqueue once per enqueue: may the pod be tried? (no: it waits, gated)
+//
 // One scheduling cycle runs the extension points in this order:
 //
 //	PreFilter  once per pod:   compute what Filter needs; may reject the pod outright
@@ -12,6 +17,7 @@
 //	NormalizeScore once per plugin: map the plugin's scores to 0..MaxNodeScore
 //	Reserve    on the chosen node: claim what the pod will use
 //	Permit     on the chosen node: bind now, wait (assumed, with a timeout) or reject
+//	PreBind    on the binding goroutine: write what binding needs (a claim's allocation)
 //	Bind       write the decision to the API (pods/NAME/binding)
 //
 // Unreserve undoes Reserve when anything after it fails (a Permit
@@ -42,6 +48,16 @@ const MaxNodeScore int64 = 100
 // explanations.
 type Plugin interface {
 	Name() string
+}
+
+// PreEnqueuePlugin gates a pod before it enters the active queue: a
+// non-success status keeps it waiting among the unschedulable pods (with
+// the status's message, "pod \"NS/P\": ResourceClaim not created yet")
+// until a cluster event moves it, when PreEnqueue runs again. It runs
+// under the queue's lock: it must be quick and must not call the queue.
+type PreEnqueuePlugin interface {
+	Plugin
+	PreEnqueue(ctx context.Context, pod *api.Pod) *Status
 }
 
 // PreFilterPlugin runs once per pod before any Filter. It usually computes
@@ -89,6 +105,27 @@ type ReservePlugin interface {
 	Unreserve(ctx context.Context, state *CycleState, pod *api.Pod, nodeName string)
 }
 
+// PreBindPlugin runs after Permit, before Bind, on the binding goroutine:
+// it may do I/O (the DynamicResources plugin writes the claims'
+// allocation and reservedFor). A failure unreserves the pod and retries it
+// after its backoff, as a failed Bind.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, state *CycleState, pod *api.Pod, nodeName string) *Status
+}
+
+// EventSourcePlugin is a plugin that watches cluster objects of its own
+// (the DynamicResources plugin: ResourceClaims, DeviceClasses,
+// ResourceSlices). The scheduler runs it beside its own informers and
+// waits for WaitForSync before the first cycle; the plugin calls moved
+// when a change may let waiting pods fit (Kubernetes' EnqueueExtensions,
+// coarsely: every waiting pod is retried).
+type EventSourcePlugin interface {
+	Plugin
+	Run(ctx context.Context, moved func())
+	WaitForSync(ctx context.Context) bool
+}
+
 // BindPlugin writes the decision. It may block (it does I/O) and runs on a
 // binding goroutine, not the scheduling loop. The first bind plugin that
 // does not return a Skip status decides.
@@ -106,12 +143,16 @@ type WeightedScorePlugin struct {
 // Framework holds the plugins of each extension point, in the configured
 // order, and runs them.
 type Framework struct {
-	PreFilter []PreFilterPlugin
+	PreEnqueue []PreEnqueuePlugin
+	PreFilter  []PreFilterPlugin
 	Filter    []FilterPlugin
 	Score     []WeightedScorePlugin
 	Reserve   []ReservePlugin
 	Permit    []PermitPlugin
+	PreBind   []PreBindPlugin
 	Bind      []BindPlugin
+	// EventSources: plugins with informers of their own.
+	EventSources []EventSourcePlugin
 	// Waiting holds the pods Permit made wait (permit.go). New makes an
 	// empty one; a scheduler replaces it with the one its plugins were
 	// given, before the first cycle.
@@ -128,6 +169,15 @@ func New(plugins []Plugin, weights map[string]int64) (*Framework, error) {
 			return nil, fmt.Errorf("plugin %q given twice", p.Name())
 		}
 		seen[p.Name()] = true
+		if pe, ok := p.(PreEnqueuePlugin); ok {
+			f.PreEnqueue = append(f.PreEnqueue, pe)
+		}
+		if es, ok := p.(EventSourcePlugin); ok {
+			f.EventSources = append(f.EventSources, es)
+		}
+		if pb, ok := p.(PreBindPlugin); ok {
+			f.PreBind = append(f.PreBind, pb)
+		}
 		if pf, ok := p.(PreFilterPlugin); ok {
 			f.PreFilter = append(f.PreFilter, pf)
 		}
@@ -155,6 +205,28 @@ func New(plugins []Plugin, weights map[string]int64) (*Framework, error) {
 		return nil, fmt.Errorf("no bind plugin enabled: pods could never be bound")
 	}
 	return f, nil
+}
+
+// RunPreEnqueue runs every PreEnqueue plugin; it stops at the first that
+// does not succeed and returns its status, naming the plugin.
+func (f *Framework) RunPreEnqueue(ctx context.Context, pod *api.Pod) *Status {
+	for _, p := range f.PreEnqueue {
+		if s := p.PreEnqueue(ctx, pod); !s.IsSuccess() {
+			return s.WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
+// RunPreBind runs every PreBind plugin in order and stops at the first
+// failure, returning its status naming the plugin.
+func (f *Framework) RunPreBind(ctx context.Context, state *CycleState, pod *api.Pod, nodeName string) *Status {
+	for _, p := range f.PreBind {
+		if s := p.PreBind(ctx, state, pod, nodeName); !s.IsSuccess() {
+			return s.WithPlugin(p.Name())
+		}
+	}
+	return nil
 }
 
 // RunPreFilter runs every PreFilter plugin; it stops at the first that does
