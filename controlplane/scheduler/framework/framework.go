@@ -145,12 +145,12 @@ type WeightedScorePlugin struct {
 type Framework struct {
 	PreEnqueue []PreEnqueuePlugin
 	PreFilter  []PreFilterPlugin
-	Filter    []FilterPlugin
-	Score     []WeightedScorePlugin
-	Reserve   []ReservePlugin
-	Permit    []PermitPlugin
-	PreBind   []PreBindPlugin
-	Bind      []BindPlugin
+	Filter     []FilterPlugin
+	Score      []WeightedScorePlugin
+	Reserve    []ReservePlugin
+	Permit     []PermitPlugin
+	PreBind    []PreBindPlugin
+	Bind       []BindPlugin
 	// EventSources: plugins with informers of their own.
 	EventSources []EventSourcePlugin
 	// Waiting holds the pods Permit made wait (permit.go). New makes an
