@@ -148,7 +148,7 @@ func DecodeJSONWith(k *Kind, data []byte, fv FieldValidation) (Object, FieldErro
 	if !ok {
 		return nil, nil, &DecodeError{Index: -1, Kind: k.Kind, Err: fmt.Errorf("expected a JSON object, got %s", jsonTypeName(v))}
 	}
-	if av, kd := stringField(m, "apiVersion"), stringField(m, "kind"); (av != "" && av != k.APIVersion()) || (kd != "" && kd != k.Kind) {
+	if av, kd := stringField(m, "apiVersion"), stringField(m, "kind"); (av != "" && av != k.APIVersion() && !k.servesAPIVersion(av)) || (kd != "" && kd != k.Kind) {
 		return nil, nil, &DecodeError{Index: -1, Kind: k.Kind, Name: metaName(m),
 			Err: fmt.Errorf("the object is %s %s, not %s %s", av, kd, k.APIVersion(), k.Kind)}
 	}
@@ -374,6 +374,9 @@ func decodeTyped(k *Kind, m map[string]any, data []byte, index int) (Object, err
 // decodeTypedWith is decodeTyped under field validation mode fv; dropped
 // lists what Warn and Ignore let through (see DecodeJSONWith).
 func decodeTypedWith(k *Kind, m map[string]any, data []byte, index int, fv FieldValidation) (o Object, dropped FieldErrors, err error) {
+	if data, err = toStoredTree(k, m, data); err != nil { // a further served version (versions.go)
+		return nil, nil, &DecodeError{Index: index, Kind: k.Kind, Name: metaName(m), Err: err}
+	}
 	fe := checkStrict(m, k.Type)
 	o = k.New()
 	dups, err := unmarshalTyped(data, o)

@@ -43,6 +43,9 @@ type Kind struct {
 	CreateOnly bool
 	// Type is the Go struct type (not a pointer).
 	Type reflect.Type
+	// Served lists the versions the kind is served at besides Version
+	// (the stored one), each with its conversions (versions.go).
+	Served []ServedVersion
 }
 
 // APIVersion is "v1" or "apps/v1".
@@ -122,7 +125,13 @@ func LookupKind(apiVersion, kind string) (*Kind, error) {
 			if k.APIVersion() == apiVersion {
 				return k, nil
 			}
+			if _, ok := k.servedByAPIVersion(apiVersion); ok {
+				return k, nil // a further served version (versions.go)
+			}
 			versions = append(versions, k.APIVersion())
+			for i := range k.Served {
+				versions = append(versions, k.APIVersionOf(&k.Served[i]))
+			}
 		}
 	}
 	if len(versions) > 0 {

@@ -74,7 +74,15 @@ func groups() []apiGroup {
 			continue
 		}
 		gv := groupVersion{GroupVersion: k.APIVersion(), Version: k.Version}
-		out = append(out, apiGroup{Name: k.Group, Versions: []groupVersion{gv}, PreferredVersion: gv})
+		g := apiGroup{Name: k.Group, Versions: []groupVersion{gv}, PreferredVersion: gv}
+		for _, other := range servedKinds { // further served versions (versions.go), after the stored one
+			for i := range other.Served {
+				if v := other.Served[i].Version; other.Group == k.Group && !slices.ContainsFunc(g.Versions, func(x groupVersion) bool { return x.Version == v }) {
+					g.Versions = append(g.Versions, groupVersion{GroupVersion: other.APIVersionOf(&other.Served[i]), Version: v})
+				}
+			}
+		}
+		out = append(out, g)
 	}
 	return append(out, metricsAPIGroup()) // metrics_api.go
 }
@@ -83,7 +91,7 @@ func resourceList(group, version string) map[string]any {
 	rw := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 	res := []apiResource{}
 	for _, k := range servedKinds {
-		if k.Group != group || k.Version != version {
+		if _, served := k.ServedAt(version); k.Group != group || !served {
 			continue
 		}
 		r := apiResource{Name: k.Resource, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: rw, ShortNames: k.ShortNames, Categories: k.Categories}

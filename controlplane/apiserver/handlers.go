@@ -22,7 +22,8 @@ type requestInfo struct {
 	kind      *api.Kind
 	namespace string
 	name      string
-	sub       string // status, binding, scale, trace, finalize
+	sub       string             // status, binding, scale, trace, finalize
+	served    *api.ServedVersion // a further served version of kind (versions.go); nil: stored
 }
 
 // resource is the metrics label: "pods" or "pods/status". Only known
@@ -180,7 +181,7 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 	if k.Namespaced && info.namespace == "" && len(parts) > 1 {
 		return notFoundPath() // a namespaced object needs its namespace in the path
 	}
-	info.kind = k
+	info.kind, info.served = k, servedVersionOf(k, version)
 	if len(parts) > 1 {
 		info.name = parts[1]
 	}
@@ -211,7 +212,7 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 
 func kindByResource(group, version, resource string) *api.Kind {
 	for _, k := range servedKinds {
-		if k.Group == group && k.Version == version && k.Resource == resource {
+		if _, served := k.ServedAt(version); k.Group == group && served && k.Resource == resource {
 			return k
 		}
 	}
@@ -233,6 +234,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		}
 		if err != nil {
 			writeError(w, err)
+			return
+		}
+		body = b
+	}
+	if info.served != nil { // a further served version (versions.go)
+		addWarning(ctx, info.served.Warning)
+		w = &versionWriter{ResponseWriter: w, kind: k, served: info.served}
+		b, err := toStoredBody(info, r.Header.Get("Content-Type"), body)
+		if err != nil {
+			writeError(w, api.NewBadRequest(err.Error()))
 			return
 		}
 		body = b
