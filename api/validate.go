@@ -69,6 +69,8 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateLease(o)...)
 	case *EndpointSlice:
 		errs = append(errs, validateEndpointSlice(o)...)
+	case *PodGroup:
+		errs = append(errs, validatePodGroup(o)...) // podgroup.go
 	case *Event:
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
 		if t := o.Type; t != "" && t != EventNormal && t != EventWarning {

@@ -36,6 +36,7 @@ var printers = map[string]func() Printer{
 	"PriorityClass.scheduling.k8s.io": priorityClassPrinter,
 	"Lease.coordination.k8s.io":       leasePrinter,
 	"EndpointSlice.discovery.k8s.io":  endpointSlicePrinter,
+	"PodGroup.scheduling.x-k8s.io":    podGroupPrinter,
 }
 
 // For returns the printer of kind k: its own columns, or NAME AGE.
