@@ -66,6 +66,8 @@ func SetDefaults(obj Object) {
 		}
 	case *PriorityClass:
 		defaultPriorityClass(o)
+	case *ResourceClaim, *ResourceClaimTemplate:
+		defaultResourceObject(o) // validate_resource.go
 	case *EndpointSlice:
 		defaultEndpointSlice(o)
 	case *TokenRequest:

@@ -69,6 +69,9 @@ type PodSpec struct {
 	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
 	// DNSPolicy: ClusterFirst (default), Default or None-less subset.
 	DNSPolicy string `json:"dnsPolicy,omitempty"`
+	// ResourceClaims the pod's containers may use (DRA, resource.go): an
+	// existing ResourceClaim or a ResourceClaimTemplate per entry.
+	ResourceClaims []PodResourceClaim `json:"resourceClaims,omitempty"`
 }
 
 // Container is one process tree in a pod.
@@ -192,6 +195,9 @@ type ResourceRequirements struct {
 	Limits ResourceList `json:"limits,omitempty"`
 	// Requests are what the scheduler reserves; they default to Limits.
 	Requests ResourceList `json:"requests,omitempty"`
+	// Claims: entries of the pod's spec.resourceClaims whose devices this
+	// container gets (DRA).
+	Claims []ContainerResourceClaim `json:"claims,omitempty"`
 }
 
 // VolumeMount mounts a pod volume in a container.
@@ -392,6 +398,8 @@ type PodStatus struct {
 	QOSClass string `json:"qosClass,omitempty"`
 	// NominatedNodeName is set when preemption made room on a node for this pod.
 	NominatedNodeName string `json:"nominatedNodeName,omitempty"`
+	// ResourceClaimStatuses: the claims made from templates for this pod.
+	ResourceClaimStatuses []PodResourceClaimStatus `json:"resourceClaimStatuses,omitempty"`
 }
 
 // PodIP is one IP of a pod.

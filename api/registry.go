@@ -91,6 +91,10 @@ var Kinds = []*Kind{
 	{Kind: "EndpointSlice", Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Singular: "endpointslice", Namespaced: true, Type: reflect.TypeFor[EndpointSlice]()},
 	{Kind: "PriorityClass", Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"}, Type: reflect.TypeFor[PriorityClass]()},
 	{Kind: "PodGroup", Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups", Singular: "podgroup", ShortNames: []string{"pg", "pgs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[PodGroup]()},
+	{Kind: "DeviceClass", Group: ResourceGroup, Version: "v1", Resource: "deviceclasses", Singular: "deviceclass", Served: resourceServed("DeviceClass"), Type: reflect.TypeFor[DeviceClass]()},
+	{Kind: "ResourceClaim", Group: ResourceGroup, Version: "v1", Resource: "resourceclaims", Singular: "resourceclaim", Namespaced: true, HasStatus: true, Served: resourceServed("ResourceClaim"), Type: reflect.TypeFor[ResourceClaim]()},
+	{Kind: "ResourceClaimTemplate", Group: ResourceGroup, Version: "v1", Resource: "resourceclaimtemplates", Singular: "resourceclaimtemplate", Namespaced: true, Served: resourceServed("ResourceClaimTemplate"), Type: reflect.TypeFor[ResourceClaimTemplate]()},
+	{Kind: "ResourceSlice", Group: ResourceGroup, Version: "v1", Resource: "resourceslices", Singular: "resourceslice", Served: resourceServed("ResourceSlice"), Type: reflect.TypeFor[ResourceSlice]()},
 	{Kind: "PodTrace", Group: "skiff.dev", Version: "v1", Resource: "podtraces", Singular: "podtrace", Namespaced: true, Internal: true, Type: reflect.TypeFor[PodTrace]()},
 	{Kind: "ServiceAllocation", Group: "skiff.dev", Version: "v1", Resource: "serviceallocations", Singular: "serviceallocation", Internal: true, Type: reflect.TypeFor[ServiceAllocation]()},
 }

@@ -24,14 +24,13 @@ var notSupported = map[string][]string{
 	"PodSpec": {"securityContext", "imagePullSecrets",
 		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "subdomain", "hostAliases", "runtimeClassName",
 		"topologySpreadConstraints", "overhead", "readinessGates", "dnsConfig", "os", "ephemeralContainers",
-		"resourceClaims", "schedulingGates", "setHostnameAsFQDN", "resources", "hostnameOverride"},
+		"schedulingGates", "setHostnameAsFQDN", "resources", "hostnameOverride"},
 	"Container": {"securityContext", "lifecycle", "resizePolicy", "restartPolicy", "restartPolicyRules",
 		"stdinOnce", "volumeDevices"},
-	"ContainerPort":        {"hostIP"},
-	"VolumeMount":          {"mountPropagation", "subPathExpr", "recursiveReadOnly"},
-	"ResourceRequirements": {"claims"},
-	"Probe":                {"grpc"},
-	"Affinity":             {"podAffinity", "podAntiAffinity"},
+	"ContainerPort": {"hostIP"},
+	"VolumeMount":   {"mountPropagation", "subPathExpr", "recursiveReadOnly"},
+	"Probe":         {"grpc"},
+	"Affinity":      {"podAffinity", "podAntiAffinity"},
 	"Volume": {"nfs", "persistentVolumeClaim", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "azureFile",
 		"csi", "downwardAPI", "ephemeral", "iscsi", "rbd", "cephfs", "cinder", "fc", "flexVolume",
 		"flocker", "gitRepo", "glusterfs", "photonPersistentDisk", "portworxVolume", "quobyte", "scaleIO",
@@ -53,6 +52,20 @@ var notSupported = map[string][]string{
 	"ServiceAccount":        {"secrets", "imagePullSecrets"},
 	"VolumeProjection":      {"secret", "clusterTrustBundle", "podCertificate"},
 	"DownwardAPIVolumeFile": {"resourceFieldRef"},
+	// DRA (resource.go): partitionable devices (counters), per-device
+	// node selection, binding conditions, consumable capacity, admin
+	// access, extended resources backed by a class, list attributes and
+	// the drivers' device status are beyond skiff.
+	"ResourceSliceSpec": {"perDeviceNodeSelection", "sharedCounters"},
+	"Device": {"consumesCounters", "nodeName", "nodeSelector", "allNodes", "bindsToNode", "bindingConditions",
+		"bindingFailureConditions", "allowMultipleAllocations", "nodeAllocatableResourceMappings"},
+	"DeviceAttribute":               {"ints", "bools", "strings", "versions"},
+	"DeviceCapacity":                {"requestPolicy"},
+	"DeviceClassSpec":               {"extendedResourceName"},
+	"ExactDeviceRequest":            {"adminAccess", "capacity"},
+	"DeviceSubRequest":              {"capacity"},
+	"ResourceClaimStatus":           {"devices"},
+	"DeviceRequestAllocationResult": {"adminAccess", "bindingConditions", "bindingFailureConditions", "shareID", "consumedCapacity"},
 }
 
 // isNotSupported reports whether field is a Kubernetes field of the type

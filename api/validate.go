@@ -69,6 +69,8 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateLease(o)...)
 	case *EndpointSlice:
 		errs = append(errs, validateEndpointSlice(o)...)
+	case *DeviceClass, *ResourceClaim, *ResourceClaimTemplate, *ResourceSlice:
+		errs = append(errs, validateResourceObject(o)...) // validate_resource.go
 	case *PodGroup:
 		errs = append(errs, validatePodGroup(o)...) // podgroup.go
 	case *Event:
@@ -124,6 +126,8 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		errs = append(errs, validatePodSpecUpdate(&n.Spec, &oldObj.(*Pod).Spec)...)
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClassUpdate(n, oldObj.(*PriorityClass))...)
+	case *ResourceClaim, *ResourceClaimTemplate:
+		errs = append(errs, validateResourceUpdate(n, oldObj)...) // validate_resource.go
 	case *EndpointSlice:
 		if o := oldObj.(*EndpointSlice); n.AddressType != o.AddressType {
 			errs = append(errs, Invalid("addressType", n.AddressType, "field is immutable"))

@@ -23,7 +23,7 @@ var supportedResourceFieldRefs = []string{
 }
 
 func validatePodSpec(s *PodSpec, p string) FieldErrors {
-	var errs FieldErrors
+	errs := validatePodResourceClaims(s, p) // validate_resource.go
 	volumes := map[string]bool{}
 	for i, v := range s.Volumes {
 		vp := fmt.Sprintf("%s.volumes[%d]", p, i)

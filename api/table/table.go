@@ -37,6 +37,8 @@ var printers = map[string]func() Printer{
 	"Lease.coordination.k8s.io":       leasePrinter,
 	"EndpointSlice.discovery.k8s.io":  endpointSlicePrinter,
 	"PodGroup.scheduling.x-k8s.io":    podGroupPrinter,
+	"ResourceClaim.resource.k8s.io":   resourceClaimPrinter,
+	"ResourceSlice.resource.k8s.io":   resourceSlicePrinter,
 }
 
 // For returns the printer of kind k: its own columns, or NAME AGE.
