@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	kremotecommand "k8s.io/client-go/tools/remotecommand"
 
 	"skiff.dev/skiff/agent/remotecommand"
 	"skiff.dev/skiff/api"
@@ -16,7 +19,8 @@ import (
 )
 
 // execCmd is `skiff exec`: run a command in a running container, through
-// the API server and the agent of the pod's node (agent/remotecommand).
+// the API server and the agent of the pod's node, over the protocols
+// kubectl uses (client-go's tools/remotecommand; agent/remotecommand).
 type execCmd struct {
 	r         *Root
 	container string
@@ -74,37 +78,7 @@ func (e *execCmd) Run(ctx context.Context, target string, command []string) erro
 	if name == "" {
 		name = defaultContainer(pod, e.r.Stderr)
 	}
-	// The upgrade needs the server and token themselves, not only an Interface.
-	cfg, err := client.LoadConfig(client.ResolveConfigPath(e.r.ConfigPath))
-	if err != nil {
-		return err
-	}
-
-	tty := e.tty
-	var stdin io.Reader
-	if e.stdin {
-		stdin = e.r.Stdin
-	}
-	if tty {
-		f, ok := e.r.Stdin.(*os.File)
-		if !ok || !term.IsTerminal(int(f.Fd())) {
-			fmt.Fprintln(e.r.Stderr, "Unable to use a TTY - input is not a terminal or the right kind of file")
-			tty = false
-		} else if e.stdin {
-			old, err := term.MakeRaw(int(f.Fd()))
-			if err != nil {
-				return fmt.Errorf("put the terminal in raw mode: %w", err)
-			}
-			defer term.Restore(int(f.Fd()), old)
-		}
-	}
-	path := client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, "exec")
-	conn, err := remotecommand.Dial(ctx, nil, cfg.Server, cfg.Token, path,
-		remotecommand.Options{Command: command, Container: name, Stdin: stdin != nil, TTY: tty})
-	if err != nil {
-		return err
-	}
-	code, err := remotecommand.Stream(ctx, conn, stdin, e.r.Stdout, e.r.Stderr)
+	code, err := e.r.stream(ctx, pod, "exec", remotecommand.Options{Command: command, Container: name}, e.stdin, e.tty)
 	if err != nil {
 		return err
 	}
@@ -113,4 +87,95 @@ func (e *execCmd) Run(ctx context.Context, target string, command []string) erro
 		return &ExitError{Code: code}
 	}
 	return nil
+}
+
+// stream runs an exec or attach (sub) of pod with client-go's executor, the
+// one kubectl uses: WebSocket v5, SPDY when the upgrade is refused
+// (agent/remotecommand). It returns the command's exit code.
+func (r *Root) stream(ctx context.Context, pod *api.Pod, sub string, o remotecommand.Options, stdin, tty bool) (int, error) {
+	cfg, err := r.ClientConfig()
+	if err != nil {
+		return 0, err
+	}
+	o.Stdin, o.Stdout, o.Stderr = stdin, true, true
+	so := kremotecommand.StreamOptions{Stdout: r.Stdout, Stderr: r.Stderr}
+	if stdin {
+		so.Stdin = r.Stdin
+	}
+	if tty {
+		f, ok := r.Stdin.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintln(r.Stderr, "Unable to use a TTY - input is not a terminal or the right kind of file")
+		} else {
+			o.TTY, o.Stderr, so.Tty, so.Stderr = true, false, true, nil
+			if stdin {
+				old, err := term.MakeRaw(int(f.Fd()))
+				if err != nil {
+					return 0, fmt.Errorf("put the terminal in raw mode: %w", err)
+				}
+				defer term.Restore(int(f.Fd()), old)
+			}
+			q := newSizeQueue(ctx, int(f.Fd()))
+			defer q.stop()
+			so.TerminalSizeQueue = q
+		}
+	}
+	rc := remotecommand.RESTConfig(cfg)
+	u, err := remotecommand.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, sub), o.Query())
+	if err != nil {
+		return 0, err
+	}
+	ex, err := remotecommand.NewExecutor(rc, u)
+	if err != nil {
+		return 0, err
+	}
+	err = ex.StreamWithContext(ctx, so)
+	var exit interface{ ExitStatus() int }
+	if errors.As(err, &exit) {
+		return exit.ExitStatus(), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", sub, err)
+	}
+	return 0, nil
+}
+
+// sizeQueue sends the terminal's size, then each change (SIGWINCH).
+type sizeQueue struct {
+	fd      int
+	winch   chan os.Signal
+	done    chan struct{}
+	stopped sync.Once
+	first   bool
+}
+
+func newSizeQueue(ctx context.Context, fd int) *sizeQueue {
+	q := &sizeQueue{fd: fd, winch: make(chan os.Signal, 1), done: make(chan struct{}), first: true}
+	signal.Notify(q.winch, syscall.SIGWINCH)
+	context.AfterFunc(ctx, q.stop)
+	return q
+}
+
+// Next implements kremotecommand.TerminalSizeQueue; nil ends it.
+func (q *sizeQueue) Next() *kremotecommand.TerminalSize {
+	if !q.first {
+		select {
+		case <-q.winch:
+		case <-q.done:
+			return nil
+		}
+	}
+	q.first = false
+	w, h, err := term.GetSize(q.fd)
+	if err != nil {
+		return nil
+	}
+	return &kremotecommand.TerminalSize{Width: uint16(w), Height: uint16(h)}
+}
+
+func (q *sizeQueue) stop() {
+	q.stopped.Do(func() {
+		signal.Stop(q.winch)
+		close(q.done)
+	})
 }

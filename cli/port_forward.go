@@ -2,24 +2,22 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
+	kportforward "k8s.io/client-go/tools/portforward"
 
 	"skiff.dev/skiff/agent/portforward"
+	"skiff.dev/skiff/agent/remotecommand"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 )
 
 // portForwardCmd is `skiff port-forward`: listen on local ports and carry
 // every connection to a port of a pod, through the API server and the
-// agent of the pod's node (agent/portforward).
+// agent of the pod's node (client-go's tools/portforward; agent/portforward).
 type portForwardCmd struct {
 	r         *Root
 	addresses []string
@@ -109,20 +107,10 @@ func remotePort(pod *api.Pod, remote string) (int, error) {
 	return 0, fmt.Errorf("pod %s does not have a named port %q", pod.Name, remote)
 }
 
-// listenAddresses expands --address (localhost: both loopbacks).
-func listenAddresses(addrs []string) []string {
-	var out []string
-	for _, a := range addrs {
-		if a == "localhost" {
-			out = append(out, "127.0.0.1", "::1")
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// Run forwards until ctx ends; it fails only when no port can be set up.
+// Run forwards until ctx ends or the connection to the pod is lost. It
+// uses client-go's port forwarder, as kubectl does: one upgraded connection
+// (SPDY over WebSocket, plain SPDY when that is refused) for every port and
+// local connection (agent/portforward).
 func (p *portForwardCmd) Run(ctx context.Context, target string, specs []string) error {
 	pairs, err := parsePortPairs(specs)
 	if err != nil {
@@ -139,78 +127,35 @@ func (p *portForwardCmd) Run(ctx context.Context, target string, specs []string)
 	if pod.Status.Phase != api.PodRunning {
 		return fmt.Errorf("unable to forward port because pod is not running. Current status=%s", pod.Status.Phase)
 	}
-	// The upgrade needs the server and token themselves, as exec's does.
-	cfg, err := client.LoadConfig(client.ResolveConfigPath(p.r.ConfigPath))
-	if err != nil {
-		return err
-	}
-	path := client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, "portforward")
-	out := &lockedWriter{w: p.r.Stdout}
-	errOut := &lockedWriter{w: p.r.Stderr}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
+	var ports []string
 	for _, pp := range pairs {
 		remote, err := remotePort(pod, pp.remote)
 		if err != nil {
 			return err
 		}
-		local := pp.local
-		for _, addr := range listenAddresses(p.addresses) {
-			ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(local)))
-			if err != nil {
-				if addr == "::1" {
-					continue // no IPv6 loopback here: 127.0.0.1 serves
-				}
-				return fmt.Errorf("unable to listen on port %d: %w", local, err)
-			}
-			lns = append(lns, ln)
-			// A free port picked for the first address is kept for the others.
-			local = ln.Addr().(*net.TCPAddr).Port
-			fmt.Fprintf(out, "Forwarding from %s -> %d\n", net.JoinHostPort(addr, strconv.Itoa(local)), remote)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p.accept(ctx, ln, local, remote, cfg, path, out, errOut, &wg)
-			}()
-		}
+		ports = append(ports, fmt.Sprintf("%d:%d", pp.local, remote))
 	}
-	<-ctx.Done()
-	for _, ln := range lns {
-		ln.Close()
+	cfg, err := p.r.ClientConfig()
+	if err != nil {
+		return err
+	}
+	rc := remotecommand.RESTConfig(cfg)
+	u, err := remotecommand.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, "portforward"), nil)
+	if err != nil {
+		return err
+	}
+	dialer, err := portforward.NewDialer(rc, u)
+	if err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	defer context.AfterFunc(ctx, func() { close(stop) })()
+	pf, err := kportforward.NewOnAddressesForStreaming(dialer, p.addresses, ports, stop, nil, p.r.Stdout, p.r.Stderr)
+	if err != nil {
+		return err
+	}
+	if err := pf.ForwardPorts(); err != nil && ctx.Err() == nil {
+		return err
 	}
 	return nil
-}
-
-// accept serves one listener until it is closed.
-func (p *portForwardCmd) accept(ctx context.Context, ln net.Listener, local, remote int, cfg client.Config, path string, out, errOut io.Writer, wg *sync.WaitGroup) {
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				fmt.Fprintf(errOut, "error: accept on port %d: %v\n", local, err)
-			}
-			return
-		}
-		fmt.Fprintf(out, "Handling connection for %d\n", local)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			up, err := portforward.Dial(ctx, nil, cfg.Server, cfg.Token, path, remote)
-			if err != nil {
-				conn.Close()
-				fmt.Fprintf(errOut, "error: an error occurred forwarding %d -> %d: %s\n", local, remote, strings.TrimPrefix(errorText(err), "error: "))
-				return
-			}
-			portforward.Splice(ctx, conn, up)
-		}()
-	}
 }
