@@ -22,8 +22,10 @@ set -euo pipefail
 lab_packages=(containerd runc containernetworking-plugins iptables iproute2)
 # The tests only: busybox-static (test images are built from it), util-linux
 # (nsenter, unshare), procps (ps, pkill in shell helpers) and
-# python3-kubernetes (the Python client's test, integration/python_test.go).
-test_packages=(busybox-static util-linux procps python3-kubernetes)
+# python3-kubernetes (the Python client's test, integration/python_test.go)
+# and chromium (headless, driven by chromedp in the dashboard's browser test,
+# integration/dashboard_test.go).
+test_packages=(busybox-static util-linux procps python3-kubernetes chromium)
 
 lab=0 missing=0
 for arg in "$@"; do
