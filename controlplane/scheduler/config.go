@@ -109,6 +109,9 @@ func DefaultConfig() Config {
 			// Weight 2 as Kubernetes: preferred affinity is the user's wish.
 			{Name: plugins.NodeAffinityName, Weight: 2},
 			{Name: plugins.NodePortsName},
+			// PodGroups all or nothing (PreFilter, Permit); pods without the
+			// scheduling.x-k8s.io/pod-group label pass it untouched.
+			{Name: plugins.CoschedulingName},
 			{Name: plugins.NodeResourcesFitName, Weight: 1},
 			// Weight 2: for a multi-GPU pod, NVLink-connected GPUs matter
 			// more than balance. With no topology provider it scores every

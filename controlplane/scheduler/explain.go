@@ -21,6 +21,8 @@ import (
 //	step "score":  Details "plugins" (name and weight), "nodes" (one ScoreRow
 //	               per feasible node, best first), "selected"
 //	step "preemption": Details "node", "victims", "message"
+//	step "permit": Node, Details "outcome" (waiting, allowed, rejected),
+//	               "plugins", "message" (permitwait.go)
 //	step "bind":   Node, Message (bound, or the error)
 //
 // A span holds at most maxTraceNodes nodes; "omitted" counts the rest.
@@ -192,7 +194,7 @@ func Explain(r *CycleResult) string {
 			pd.Victims = append(pd.Victims, v.Key)
 		}
 	}
-	return render(r.Pod, r.filterDetails(), r.scoreDetails(), pd, r.Message)
+	return render(r.Pod, r.filterDetails(), r.scoreDetails(), pd, nil, r.Message)
 }
 
 // ExplainTrace renders the last scheduling attempt found in a pod's trace
@@ -210,6 +212,7 @@ func ExplainTrace(pod string, spans []api.TraceSpan) string {
 	var fd filterDetails
 	var sd scoreDetails
 	var pd *preemptionDetails
+	var pm *permitDetails
 	decode(spans[last].Details, &fd)
 	for _, s := range spans[last+1:] {
 		if s.Component != "scheduler" {
@@ -221,9 +224,12 @@ func ExplainTrace(pod string, spans []api.TraceSpan) string {
 		case "preemption":
 			pd = &preemptionDetails{}
 			decode(s.Details, pd)
+		case "permit":
+			pm = &permitDetails{}
+			decode(s.Details, pm)
 		}
 	}
-	return render(pod, fd, sd, pd, fd.Message)
+	return render(pod, fd, sd, pd, pm, fd.Message)
 }
 
 // decode converts span details (a map after JSON) into one of the detail structs.
@@ -234,7 +240,7 @@ func decode(details map[string]any, into any) {
 	}
 }
 
-func render(pod string, fd filterDetails, sd scoreDetails, pd *preemptionDetails, message string) string {
+func render(pod string, fd filterDetails, sd scoreDetails, pd *preemptionDetails, pm *permitDetails, message string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Pod %s: %d nodes, %d looked at\n", pod, fd.Total, fd.Evaluated)
 	if len(fd.Nodes) > 0 {
@@ -278,6 +284,17 @@ func render(pod string, fd filterDetails, sd scoreDetails, pd *preemptionDetails
 	}
 	if pd != nil && pd.Node != "" {
 		fmt.Fprintf(&b, "\nPreemption: evicting %s on node %s\n", strings.Join(pd.Victims, ", "), pd.Node)
+	}
+	if pm != nil {
+		switch pm.Outcome {
+		case permitWaiting:
+			fmt.Fprintf(&b, "\nPermit: waiting on node %s (assumed: its resources are held) for %s: %s\n", sd.Selected, strings.Join(pm.Plugins, ", "), pm.Message)
+		case permitAllowed:
+			fmt.Fprintf(&b, "\nPermit: allowed by %s after waiting\n", strings.Join(pm.Plugins, ", "))
+		case permitRejected:
+			fmt.Fprintf(&b, "\nPermit: rejected by %s: %s\n", strings.Join(pm.Plugins, ", "), pm.Message)
+			sd.Selected, message = "", "0/1 nodes are available: 1 "+pm.Message+"."
+		}
 	}
 	switch {
 	case sd.Selected != "":

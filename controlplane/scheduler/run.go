@@ -38,16 +38,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	pods := client.NewInformer(s.client, api.MustKindOf(&api.Pod{}), "", api.ListOptions{}, s.log)
 	nodes.AddHandler(client.Handler{OnAdd: s.onNodeAdd, OnUpdate: s.onNodeUpdate, OnDelete: s.onNodeDelete})
 	pods.AddHandler(client.Handler{OnAdd: s.onPodAdd, OnUpdate: s.onPodUpdate, OnDelete: s.onPodDelete})
+	groups := client.NewInformer(s.client, api.MustKindOf(&api.PodGroup{}), "", api.ListOptions{}, s.log)
+	groups.AddHandler(client.Handler{OnAdd: s.onPodGroupAdd, OnUpdate: func(_, o api.Object) { s.onPodGroupAdd(o) }, OnDelete: s.onPodGroupDelete})
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait
 	wg.Go(func() { nodes.Run(ctx) })
 	wg.Go(func() { pods.Run(ctx) })
+	wg.Go(func() { groups.Run(ctx) })
 	if s.ownRec != nil {
 		wg.Go(func() { _ = s.ownRec.Run(ctx) })
 	}
-	if !nodes.WaitForSync(ctx) || !pods.WaitForSync(ctx) {
+	if !nodes.WaitForSync(ctx) || !pods.WaitForSync(ctx) || !groups.WaitForSync(ctx) {
 		return nil // ctx ended first
 	}
 	s.log.Info("scheduler started", "nodes", len(nodes.List()), "pods", len(pods.List()))
@@ -83,6 +86,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			break
 		}
 		if t := s.scheduleOne(ctx, qp); t != nil {
+			if t.waits {
+				// Held at Permit: its own goroutine, so waiting pods never
+				// take all the workers (permitwait.go).
+				workers.Go(func() { s.runTask(ctx, t) })
+				continue
+			}
 			tasks <- t
 		}
 	}
@@ -149,6 +158,7 @@ func readyStatus(n *api.Node) string {
 
 func (s *Scheduler) onPodAdd(obj api.Object) {
 	pod := obj.(*api.Pod)
+	s.queue.Activate(s.groups.setPod(pod)) // a new sibling may complete a gang
 	switch {
 	case pod.Spec.NodeName != "":
 		s.cache.AddPod(pod)
@@ -159,6 +169,7 @@ func (s *Scheduler) onPodAdd(obj api.Object) {
 
 func (s *Scheduler) onPodUpdate(oldObj, newObj api.Object) {
 	old, pod := oldObj.(*api.Pod), newObj.(*api.Pod)
+	s.queue.Activate(s.groups.setPod(pod))
 	if pod.Spec.NodeName != "" {
 		if old.Spec.NodeName == "" {
 			s.queue.Delete(pod) // bound: it leaves the queue
@@ -176,9 +187,21 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj api.Object) {
 	}
 }
 
+// onPodGroupAdd records a PodGroup (added or changed) and has its pending
+// members tried again: a lower minMember may complete the gang now.
+func (s *Scheduler) onPodGroupAdd(obj api.Object) {
+	s.queue.Activate(s.groups.setGroup(obj.(*api.PodGroup)))
+}
+
+func (s *Scheduler) onPodGroupDelete(obj api.Object) {
+	s.groups.deleteGroup(obj.(*api.PodGroup))
+}
+
 func (s *Scheduler) onPodDelete(obj api.Object) {
 	pod := obj.(*api.Pod)
 	s.queue.Delete(pod)
+	s.groups.deletePod(pod)
+	s.fwk.Waiting.Reject(string(pod.UID), "", "pod deleted while waiting on permit")
 	key := api.Key(pod.Namespace, pod.Name)
 	if pod.Spec.NodeName != "" || s.cache.IsAssumed(key) {
 		s.cache.RemovePod(pod)

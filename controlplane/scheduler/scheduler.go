@@ -64,6 +64,7 @@ type Scheduler struct {
 	fwk       *framework.Framework
 	cache     *Cache
 	queue     *Queue
+	groups    *podGroups // PodGroups and their members, for Coscheduling (podgroups.go)
 	snap      Snapshot
 	nextStart int // round-robin start of the next cycle's node scan
 	started   atomic.Bool
@@ -91,7 +92,12 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 		s.recorder = s.ownRec
 	}
 	registry := plugins.Registry()
-	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, GPUTopology: opts.GPUTopology}
+	s.cache = NewCache(cfg.AssumedPodTTL.Duration)
+	s.queue = NewQueue(cfg, s.now)
+	s.groups = newPodGroups(s.cache)
+	waiting := framework.NewWaitingPods()
+	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, GPUTopology: opts.GPUTopology,
+		PodGroups: s.groups, WaitingPods: waiting, Activate: s.queue.Activate}
 	var ps []framework.Plugin
 	weights := map[string]int64{}
 	for _, pc := range cfg.Plugins {
@@ -106,9 +112,8 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	fwk.Waiting = waiting
 	s.fwk = fwk
-	s.cache = NewCache(cfg.AssumedPodTTL.Duration)
-	s.queue = NewQueue(cfg, s.now)
 	return s, nil
 }
 
@@ -165,6 +170,10 @@ type task struct {
 	node    string
 	result  *CycleResult
 	err     error // an internal error instead of a result
+	// waits: Permit holds the assumed pod; bind waits for its release
+	// first, so the task runs on a goroutine of its own (permitwait.go).
+	waits  bool
+	permit *permitResult // what Permit did, when it did more than allow at once
 }
 
 // scheduleOne is one scheduling cycle for a popped pod. It decides on a
@@ -220,7 +229,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
 		return &task{qp: qp, err: fmt.Errorf("reserve on node %q: %w", res.SelectedNode, st.AsError())}
 	}
 	s.log.Debug("assumed", "pod", qp.Info.Key, "node", res.SelectedNode)
-	return &task{qp: qp, state: state, assumed: assumed, node: res.SelectedNode, result: res}
+	t := &task{qp: qp, state: state, assumed: assumed, node: res.SelectedNode, result: res}
+	if !s.permit(ctx, t) {
+		return &task{qp: qp, result: res, err: t.err, permit: t.permit}
+	}
+	return t
 }
 
 // runTask does a task's I/O: binding, or reporting a failure.
@@ -239,6 +252,9 @@ func (s *Scheduler) runTask(ctx context.Context, t *task) {
 // room freed), Unreserve runs, and the pod is retried after its backoff.
 func (s *Scheduler) bind(ctx context.Context, t *task) {
 	pod, key := t.assumed.Pod, t.assumed.Key
+	if t.waits && !s.waitOnPermit(ctx, t) {
+		return
+	}
 	start := s.now()
 	st := s.fwk.RunBind(ctx, t.state, pod, t.node)
 	end := s.now()
@@ -254,14 +270,14 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 		}
 		s.queue.AddBackoff(t.qp)
 		s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventWarning, "FailedScheduling", "Binding rejected: %v", err)
-		s.addTrace(ctx, pod, traceSpans(t.result, start, end, err)...)
+		s.addTrace(ctx, pod, t.spans(start, end, err)...)
 		return
 	}
 	s.cache.FinishBinding(key, s.now())
 	s.queue.Done(key)
 	s.log.Debug("bound", "pod", key, "node", t.node)
 	s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, t.node)
-	s.addTrace(ctx, pod, traceSpans(t.result, start, end, nil)...)
+	s.addTrace(ctx, pod, t.spans(start, end, nil)...)
 }
 
 // reportUnschedulable tells the user why the pod waits: the PodScheduled
@@ -292,7 +308,7 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, t *task) {
 		s.log.Error("update pod status", "pod", t.qp.Info.Key, "err", err)
 	}
 	s.recorder.Eventf(ctx, pod, api.EventWarning, "FailedScheduling", "%s", res.Message)
-	s.addTrace(ctx, pod, traceSpans(res, time.Time{}, time.Time{}, nil)...)
+	s.addTrace(ctx, pod, t.spans(time.Time{}, time.Time{}, nil)...)
 }
 
 // updateStatus sets the PodScheduled condition (and nominatedNodeName)

@@ -9,6 +9,7 @@
 //	NodePorts          filter: host ports must be free
 //	NodeResourcesFit   filter + score: requests must fit allocatable; LeastAllocated or MostAllocated
 //	GPUTopology        score: well-connected GPU sets first (a hook the GPU code fills in)
+//	Coscheduling       prefilter + permit + reserve: a PodGroup's pods run all together or not at all
 //	DefaultBinder      bind: POST pods/NAME/binding
 //
 // A plugin is a small struct made by its factory from Args; Registry maps
@@ -33,6 +34,7 @@ const (
 	NodePortsName         = "NodePorts"
 	NodeResourcesFitName  = "NodeResourcesFit"
 	GPUTopologyName       = "GPUTopology"
+	CoschedulingName      = "Coscheduling"
 	DefaultBinderName     = "DefaultBinder"
 )
 
@@ -46,6 +48,12 @@ type Args struct {
 	ScoringStrategy ScoringStrategy
 	// GPUTopology ranks GPU sets; nil scores every node the same.
 	GPUTopology TopologyProvider
+	// PodGroups, WaitingPods and Activate are the scheduler's handle for
+	// Coscheduling (required for it): pod groups and their members, the
+	// pods waiting at Permit, and a way to have queued pods tried now.
+	PodGroups   PodGroupLister
+	WaitingPods *framework.WaitingPods
+	Activate    func(keys []string)
 }
 
 // Factory makes a plugin.
@@ -63,6 +71,9 @@ func Registry() map[string]Factory {
 		NodePortsName:         func(Args) (framework.Plugin, error) { return &NodePorts{}, nil },
 		NodeResourcesFitName:  func(a Args) (framework.Plugin, error) { return NewNodeResourcesFit(a.ScoringStrategy) },
 		GPUTopologyName:       func(a Args) (framework.Plugin, error) { return NewGPUTopology(a.GPUTopology), nil },
+		CoschedulingName: func(a Args) (framework.Plugin, error) {
+			return NewCoscheduling(a.PodGroups, a.WaitingPods, a.Activate)
+		},
 		DefaultBinderName: func(a Args) (framework.Plugin, error) {
 			if a.Client == nil {
 				return nil, fmt.Errorf("%s needs a client", DefaultBinderName)
