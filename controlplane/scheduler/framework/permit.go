@@ -115,8 +115,9 @@ func (w *WaitingPods) remove(uid string) {
 }
 
 type waitingPod struct {
-	pod   *api.Pod
-	since time.Time
+	pod      *api.Pod
+	since    time.Time
+	timeouts map[string]time.Duration // per plugin, as capped
 
 	mu      sync.Mutex
 	pending map[string]*time.Timer // plugin -> its timeout
@@ -125,7 +126,7 @@ type waitingPod struct {
 }
 
 func newWaitingPod(pod *api.Pod, waits map[string]time.Duration) *waitingPod {
-	wp := &waitingPod{pod: pod, since: time.Now(), pending: map[string]*time.Timer{}, done: make(chan *Status, 1)}
+	wp := &waitingPod{pod: pod, since: time.Now(), timeouts: waits, pending: map[string]*time.Timer{}, done: make(chan *Status, 1)}
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
 	for plugin, d := range waits {
