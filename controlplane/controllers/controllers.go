@@ -150,6 +150,14 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	// Endpoints controller (endpoints.go): a Service changed, a pod its
 	// selector matches did, or its Endpoints did.
 	services := m.informer(c, serviceKind(), log)
+	// PodGroup controller (podgroup.go): a PodGroup changed, or one of
+	// its pods did; the scheduler's Coscheduling plugin places the pods.
+	pgroups := m.informer(c, podGroupKind(), log)
+	pgc := NewPodGroupController(c, pgroups, pods, log)
+	pgLoop := newLoop(podGroupControllerName, pgc, pgroups.Keys)
+	pgroups.AddHandler(pgLoop.Handler())
+	pods.AddHandler(pgc.PodHandler(pgLoop.Enqueue))
+
 	endpoints := m.informer(c, endpointsKind(), log)
 	epc := NewEndpointsController(c, services, pods, endpoints, log)
 	epLoop := newLoop(endpointsControllerName, epc, serviceKeys(services, endpoints))
