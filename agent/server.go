@@ -30,6 +30,7 @@ import (
 //	GET|POST /pods/{ns}/{name}/portforward   (portforward.go)
 //	POST /gpus/{index}/fault?xid=79 | ?clear=true   (simulated GPUs, gpufault.go)
 //	GET  /stats/summary   (resource usage, the kubelet's Summary API: stats.go)
+//	GET  /devices/calls   (the device manager's gRPC calls, for the dashboard: devicecalls.go)
 //	GET  /healthz
 //
 // The server speaks TLS only (Config.TLS: the node's serving certificate,
@@ -55,6 +56,7 @@ func (a *Agent) Handler() http.Handler {
 	}
 	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault) // gpufault.go
 	mux.HandleFunc("GET /stats/summary", a.serveStatsSummary)   // stats.go
+	mux.HandleFunc("GET "+DeviceCallsPath, a.serveDeviceCalls)  // devicecalls.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			io.WriteString(w, "ok")

@@ -59,6 +59,13 @@ type Config struct {
 	// the caller listed just before it was created and allocated is not
 	// freed by a resync that raced with it (30 s: far longer than that race).
 	RetainGrace time.Duration
+	// Unavailable returns, for a resource, the devices (by ID) held
+	// elsewhere, to who holds each: the GPUs that DRA claims prepared
+	// (agent/dra/gpudriver Driver.Held), so one GPU inventory serves both
+	// APIs. They are never picked, and not allocatable. It is called
+	// under the manager's lock: it must not call back into the manager.
+	// nil: none.
+	Unavailable func(resource string) map[string]string
 }
 
 // DefaultConfig listens in DefaultDir.
@@ -95,6 +102,7 @@ type Manager struct {
 	responses map[respKey]podworker.Allocation // plugin answers, not checkpointed
 	changed   chan struct{}                    // closed and replaced on every change
 	stopped   bool
+	callLog   *callLog // the gRPC calls, for the dashboard (calllog.go)
 
 	srv    *grpc.Server
 	ctx    context.Context // the manager's own, cancelled by Stop
@@ -142,6 +150,7 @@ func New(cfg Config) (*Manager, error) {
 		ck:        ck,
 		responses: map[respKey]podworker.Allocation{},
 		changed:   make(chan struct{}),
+		callLog:   newCallLog(),
 	}, nil
 }
 
@@ -205,7 +214,12 @@ func (m *Manager) Stop() {
 }
 
 // Register is the Registration service: a plugin says it is there.
-func (m *Manager) Register(ctx context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+func (m *Manager) Register(ctx context.Context, req *pluginapi.RegisterRequest) (_ *pluginapi.Empty, err error) {
+	regStart := time.Now()
+	defer func() {
+		m.record(req.GetResourceName(), "Register", FromPlugin, "", regStart,
+			map[string]any{"version": req.GetVersion(), "endpoint": req.GetEndpoint(), "resourceName": req.GetResourceName()}, nil, err)
+	}()
 	if err := validateRegister(req, m.cfg.Dir); err != nil {
 		m.log.Warn("device plugin registration rejected", "resource", req.GetResourceName(), "err", err)
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -217,8 +231,11 @@ func (m *Manager) Register(ctx context.Context, req *pluginapi.RegisterRequest) 
 	}
 	client := pluginapi.NewDevicePluginClient(conn)
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	optStart := time.Now()
 	opts, err := client.GetDevicePluginOptions(cctx, &pluginapi.Empty{}, grpc.WaitForReady(true))
 	cancel()
+	m.record(req.ResourceName, "GetDevicePluginOptions", FromManager, "", optStart, nil,
+		map[string]any{"getPreferredAllocationAvailable": opts.GetGetPreferredAllocationAvailable(), "preStartRequired": opts.GetPreStartRequired()}, err)
 	if err != nil {
 		conn.Close()
 		return nil, status.Errorf(codes.Unavailable, "register %s: plugin at %s does not answer GetDevicePluginOptions: %v", req.ResourceName, endpoint, err)
@@ -313,6 +330,7 @@ func (m *Manager) listAndWatch(resourceName string, gen int, client pluginapi.De
 			if err != nil {
 				break
 			}
+			m.record(resourceName, "ListAndWatch", FromPlugin, "", time.Now(), nil, deviceList(resp), nil)
 			devs := make(map[string]*pluginapi.Device, len(resp.Devices))
 			for _, d := range resp.Devices {
 				devs[d.ID] = d
@@ -433,7 +451,13 @@ func (m *Manager) Resources() (capacity, allocatable api.ResourceList) {
 	capacity, allocatable = api.ResourceList{}, api.ResourceList{}
 	for name, p := range m.resources {
 		capacity[name] = *resource.NewQuantity(int64(len(p.devices)), resource.DecimalSI)
-		allocatable[name] = *resource.NewQuantity(int64(countHealthy(p.devices)), resource.DecimalSI)
+		n := countHealthy(p.devices)
+		for id := range m.unavailableLocked(name) {
+			if d, ok := p.devices[id]; ok && d.Health == pluginapi.Healthy {
+				n--
+			}
+		}
+		allocatable[name] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 	}
 	return capacity, allocatable
 }
@@ -494,7 +518,7 @@ func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) 
 			return podworker.Allocation{}, fmt.Errorf("allocate %d %s for pod %s container %s: %w", reqs[name], name, api.KeyOf(pod), c.Name, err)
 		}
 		start := time.Now()
-		resp, opts, err := m.callAllocate(ctx, name, ids)
+		resp, opts, err := m.callAllocate(ctx, name, ids, api.KeyOf(pod))
 		if err != nil {
 			if fresh {
 				m.unreserve(pod.UID, c.Name, name)
@@ -502,7 +526,7 @@ func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) 
 			return podworker.Allocation{}, fmt.Errorf("allocate %s for pod %s container %s: %w", name, api.KeyOf(pod), c.Name, err)
 		}
 		if opts.GetPreStartRequired() {
-			if err := m.preStart(ctx, name, ids); err != nil {
+			if err := m.preStart(ctx, name, ids, api.KeyOf(pod)); err != nil {
 				return podworker.Allocation{}, fmt.Errorf("pre-start %s for pod %s container %s: %w", name, api.KeyOf(pod), c.Name, err)
 			}
 		}
@@ -544,7 +568,7 @@ func (m *Manager) reserve(ctx context.Context, pod *api.Pod, container, name str
 	if p.opts.GetGetPreferredAllocationAvailable() && n < len(free) {
 		client := p.client
 		m.mu.Unlock()
-		preferred = m.preferred(ctx, name, client, free, n)
+		preferred = m.preferred(ctx, name, client, free, n, api.KeyOf(pod))
 		m.mu.Lock()
 		if e := m.ck.find(pod.UID, container, name); e != nil { // a concurrent call for the same container won
 			ids = slices.Clone(e.DeviceIDs)
@@ -603,12 +627,13 @@ func (m *Manager) freeLocked(name string) (free []string, healthy int, p *plugin
 		return nil, 0, nil, fmt.Errorf("%w for %s", ErrNoPlugin, name)
 	}
 	held := m.ck.held(name)
+	elsewhere := m.unavailableLocked(name)
 	for id, d := range p.devices {
 		if d.Health != pluginapi.Healthy {
 			continue
 		}
 		healthy++
-		if !held[id] {
+		if _, taken := elsewhere[id]; !held[id] && !taken {
 			free = append(free, id)
 		}
 	}
@@ -616,13 +641,36 @@ func (m *Manager) freeLocked(name string) (free []string, healthy int, p *plugin
 	return free, healthy, p, nil
 }
 
+// unavailableLocked is Config.Unavailable for a resource (nil without one).
+func (m *Manager) unavailableLocked(name string) map[string]string {
+	if m.cfg.Unavailable == nil {
+		return nil
+	}
+	return m.cfg.Unavailable(name)
+}
+
+// Notify wakes every Wait and Changed, as a change of the manager's own
+// does: Config.Unavailable's answer changed (a claim was prepared).
+func (m *Manager) Notify() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.notifyLocked()
+}
+
 // preferred asks the plugin; nil when it has no answer.
-func (m *Manager) preferred(ctx context.Context, name string, client pluginapi.DevicePluginClient, free []string, n int) []string {
+func (m *Manager) preferred(ctx context.Context, name string, client pluginapi.DevicePluginClient, free []string, n int, pod string) []string {
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := client.GetPreferredAllocation(cctx, &pluginapi.PreferredAllocationRequest{
 		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{AvailableDeviceIDs: free, AllocationSize: int32(n)}},
 	})
+	var got any
+	if len(resp.GetContainerResponses()) == 1 {
+		got = map[string]any{"deviceIDs": resp.ContainerResponses[0].DeviceIDs}
+	}
+	m.record(name, "GetPreferredAllocation", FromManager, pod, start,
+		map[string]any{"availableDeviceIDs": free, "allocationSize": n}, got, err)
 	if err != nil || len(resp.GetContainerResponses()) != 1 {
 		m.log.Warn("GetPreferredAllocation failed; picking devices in order", "resource", name, "err", err)
 		return nil
@@ -651,16 +699,22 @@ func (m *Manager) client(name string) (pluginapi.DevicePluginClient, *pluginapi.
 	return p.client, p.opts, nil
 }
 
-func (m *Manager) callAllocate(ctx context.Context, name string, ids []string) (*pluginapi.ContainerAllocateResponse, *pluginapi.DevicePluginOptions, error) {
+func (m *Manager) callAllocate(ctx context.Context, name string, ids []string, pod string) (*pluginapi.ContainerAllocateResponse, *pluginapi.DevicePluginOptions, error) {
 	client, opts, err := m.client(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := client.Allocate(cctx, &pluginapi.AllocateRequest{
 		ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}},
 	})
+	var got any
+	if len(resp.GetContainerResponses()) == 1 {
+		got = summary(resp.ContainerResponses[0])
+	}
+	m.record(name, "Allocate", FromManager, pod, start, map[string]any{"devicesIDs": ids}, got, err)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin Allocate: %w", err)
 	}
@@ -670,14 +724,16 @@ func (m *Manager) callAllocate(ctx context.Context, name string, ids []string) (
 	return resp.ContainerResponses[0], opts, nil
 }
 
-func (m *Manager) preStart(ctx context.Context, name string, ids []string) error {
+func (m *Manager) preStart(ctx context.Context, name string, ids []string, pod string) error {
 	client, _, err := m.client(name)
 	if err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, pluginapi.KubeletPreStartContainerRPCTimeoutInSecs*time.Second)
 	defer cancel()
+	start := time.Now()
 	_, err = client.PreStartContainer(cctx, &pluginapi.PreStartContainerRequest{DevicesIds: ids})
+	m.record(name, "PreStartContainer", FromManager, pod, start, map[string]any{"devicesIDs": ids}, nil, err)
 	return err
 }
 
