@@ -113,6 +113,9 @@ func DefaultConfig() Config {
 			// scheduling.x-k8s.io/pod-group label pass it untouched.
 			{Name: plugins.CoschedulingName},
 			{Name: plugins.NodeResourcesFitName, Weight: 1},
+			// ResourceClaims (DRA): after the cheap filters, since the
+			// allocator is the costliest filter; pods without claims skip it.
+			{Name: plugins.DynamicResourcesName},
 			// Weight 2: for a multi-GPU pod, NVLink-connected GPUs matter
 			// more than balance. With no topology provider it scores every
 			// node the same and changes nothing.

@@ -36,6 +36,9 @@ type FilterRow struct {
 	Fit     bool     `json:"fit"`
 	Plugin  string   `json:"plugin,omitempty"`
 	Reasons []string `json:"reasons,omitempty"`
+	// Details: the rejecting plugin's explanation beyond its reasons
+	// (DynamicResources: which request, selector or constraint failed).
+	Details []string `json:"details,omitempty"`
 }
 
 // ScoreRow is one node's scores in a trace, indexed like the plugins.
@@ -75,7 +78,7 @@ func (r *CycleResult) filterDetails() filterDetails {
 			d.Omitted = len(r.Nodes) - i
 			break
 		}
-		row := FilterRow{Node: n.Node, Fit: n.Feasible(), Reasons: n.Status.Reasons()}
+		row := FilterRow{Node: n.Node, Fit: n.Feasible(), Reasons: n.Status.Reasons(), Details: n.Status.Details()}
 		if !row.Fit {
 			row.Plugin = r.FilterPlugins[n.Plugin]
 		}
@@ -257,6 +260,14 @@ func render(pod string, fd filterDetails, sd scoreDetails, pd *preemptionDetails
 		tw.Flush()
 		if fd.Omitted > 0 {
 			fmt.Fprintf(&b, "(%d more nodes not shown)\n", fd.Omitted)
+		}
+		for _, n := range fd.Nodes {
+			if len(n.Details) > 0 {
+				fmt.Fprintf(&b, "\nWhy %s rejected node %s:\n", n.Plugin, n.Node)
+				for _, d := range n.Details {
+					fmt.Fprintf(&b, "  %s\n", d)
+				}
+			}
 		}
 	}
 	if len(sd.Nodes) > 0 {

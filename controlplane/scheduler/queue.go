@@ -68,6 +68,7 @@ type Queue struct {
 	nodeCycle     int64                 // cycle of the last NodeChanged
 	freedCycle    int64                 // cycle of the last ResourcesFreed
 	nominated     map[string]map[string]*framework.PodInfo
+	preEnqueue    func(*api.Pod) *framework.Status
 	wake          chan struct{}
 	closed        bool
 }
@@ -90,6 +91,9 @@ type QueuedPod struct {
 	// reasons only a node change can fix, so ResourcesFreed leaves it in
 	// unschedulableQ.
 	Unresolvable bool
+	// Gated: the PreEnqueue message keeping it out of activeQ ("" when
+	// not gated).
+	Gated string
 
 	where int // one of the inX constants
 	index int // position in its heap
@@ -112,6 +116,9 @@ const (
 	NodeChanged ClusterEvent = iota + 1
 	// ResourcesFreed: a pod left a node, freeing its requests and ports.
 	ResourcesFreed
+	// ClaimsChanged: a ResourceClaim, DeviceClass or ResourceSlice
+	// changed (DynamicResources): every unschedulable or gated pod moves.
+	ClaimsChanged
 )
 
 func (e ClusterEvent) String() string {
@@ -120,13 +127,15 @@ func (e ClusterEvent) String() string {
 		return "NodeChanged"
 	case ResourcesFreed:
 		return "ResourcesFreed"
+	case ClaimsChanged:
+		return "ClaimsChanged"
 	}
 	return "unknown"
 }
 
 // helps reports whether event e may let a pod rejected as qp was fit.
 func (e ClusterEvent) helps(unresolvable bool) bool {
-	return e == NodeChanged || !unresolvable
+	return e == NodeChanged || e == ClaimsChanged || !unresolvable
 }
 
 // ErrQueueClosed is returned by Pop after Close.
@@ -323,17 +332,42 @@ func (q *Queue) Move(e ClusterEvent) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch e {
-	case NodeChanged:
+	case NodeChanged, ClaimsChanged:
 		q.nodeCycle = q.cycle
 	case ResourcesFreed:
 		q.freedCycle = q.cycle
 	}
+	var moving []*QueuedPod // collected first: a gated pod goes straight back
 	for key, qp := range q.unschedulable {
 		if e.helps(qp.Unresolvable) {
 			delete(q.unschedulable, key)
-			q.moveLocked(qp)
+			moving = append(moving, qp)
 		}
 	}
+	for _, qp := range moving {
+		q.moveLocked(qp)
+	}
+}
+
+// SetPreEnqueue sets the PreEnqueue gate (the framework's PreEnqueue
+// plugins): a pod about to enter activeQ that the gate refuses waits in
+// unschedulableQ, gated, with the gate's message (Gated), until an event
+// moves it and the gate runs again. Call before the first Add.
+func (q *Queue) SetPreEnqueue(gate func(*api.Pod) *framework.Status) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.preEnqueue = gate
+}
+
+// Gated returns the message of the PreEnqueue gate holding the pod, ""
+// when it is not gated.
+func (q *Queue) Gated(key string) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if qp, ok := q.pods[key]; ok && qp.where == inUnschedulable {
+		return qp.Gated
+	}
+	return ""
 }
 
 // moveLocked puts a pod that left unschedulableQ where it belongs.
@@ -412,6 +446,16 @@ func (q *Queue) backoffExpiry(qp *QueuedPod) time.Time {
 }
 
 func (q *Queue) toActiveLocked(qp *QueuedPod) {
+	if q.preEnqueue != nil {
+		if st := q.preEnqueue(qp.Info.Pod); !st.IsSuccess() {
+			qp.Gated = st.Message()
+			qp.where = inUnschedulable
+			qp.UnschedulableSince = q.now()
+			q.unschedulable[qp.Info.Key] = qp
+			return
+		}
+		qp.Gated = ""
+	}
 	qp.where = inActive
 	qp.Enqueued = q.now()
 	heap.Push(&q.active, qp)

@@ -47,11 +47,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	wg.Go(func() { nodes.Run(ctx) })
 	wg.Go(func() { pods.Run(ctx) })
 	wg.Go(func() { groups.Run(ctx) })
+	for _, es := range s.fwk.EventSources { // DynamicResources: claims, classes, slices
+		wg.Go(func() { es.Run(ctx, func() { s.queue.Move(ClaimsChanged) }) })
+	}
 	if s.ownRec != nil {
 		wg.Go(func() { _ = s.ownRec.Run(ctx) })
 	}
 	if !nodes.WaitForSync(ctx) || !pods.WaitForSync(ctx) || !groups.WaitForSync(ctx) {
 		return nil // ctx ended first
+	}
+	for _, es := range s.fwk.EventSources {
+		if !es.WaitForSync(ctx) {
+			return nil
+		}
 	}
 	s.log.Info("scheduler started", "nodes", len(nodes.List()), "pods", len(pods.List()))
 

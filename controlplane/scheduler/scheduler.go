@@ -96,7 +96,7 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 	s.queue = NewQueue(cfg, s.now)
 	s.groups = newPodGroups(s.cache)
 	waiting := framework.NewWaitingPods()
-	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, GPUTopology: opts.GPUTopology,
+	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, GPUTopology: opts.GPUTopology, Logger: s.log,
 		PodGroups: s.groups, WaitingPods: waiting, Activate: s.queue.Activate}
 	var ps []framework.Plugin
 	weights := map[string]int64{}
@@ -114,6 +114,9 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 	}
 	fwk.Waiting = waiting
 	s.fwk = fwk
+	if len(fwk.PreEnqueue) > 0 {
+		s.queue.SetPreEnqueue(func(p *api.Pod) *framework.Status { return fwk.RunPreEnqueue(context.Background(), p) })
+	}
 	return s, nil
 }
 
@@ -256,7 +259,10 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 		return
 	}
 	start := s.now()
-	st := s.fwk.RunBind(ctx, t.state, pod, t.node)
+	st := s.fwk.RunPreBind(ctx, t.state, pod, t.node) // the claims' allocation first
+	if st.IsSuccess() {
+		st = s.fwk.RunBind(ctx, t.state, pod, t.node)
+	}
 	end := s.now()
 	if !st.IsSuccess() {
 		err := st.AsError()

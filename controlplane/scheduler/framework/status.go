@@ -59,6 +59,28 @@ type Status struct {
 	reasons []string
 	err     error
 	plugin  string
+	details []string
+}
+
+// WithDetails returns a copy of s with explanation lines beyond the
+// reasons (which stay Kubernetes' words, counted in FailedScheduling):
+// the DynamicResources plugin says which request and selector failed.
+// Explain shows them under the node.
+func (s *Status) WithDetails(lines ...string) *Status {
+	if s == nil || len(lines) == 0 {
+		return s
+	}
+	c := *s
+	c.details = lines
+	return &c
+}
+
+// Details are the explanation lines of WithDetails; nil when none.
+func (s *Status) Details() []string {
+	if s == nil {
+		return nil
+	}
+	return s.details
 }
 
 // WithPlugin returns a copy of s naming the plugin that answered (nil

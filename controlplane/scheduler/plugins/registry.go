@@ -9,6 +9,7 @@
 //	NodePorts          filter: host ports must be free
 //	NodeResourcesFit   filter + score: requests must fit allocatable; LeastAllocated or MostAllocated
 //	GPUTopology        score: well-connected GPU sets first (a hook the GPU code fills in)
+//	DynamicResources   preenqueue + prefilter + filter + reserve + prebind: ResourceClaims (DRA)
 //	Coscheduling       prefilter + permit + reserve: a PodGroup's pods run all together or not at all
 //	DefaultBinder      bind: POST pods/NAME/binding
 //
@@ -18,6 +19,7 @@ package plugins
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"skiff.dev/skiff/client"
@@ -34,6 +36,7 @@ const (
 	NodePortsName         = "NodePorts"
 	NodeResourcesFitName  = "NodeResourcesFit"
 	GPUTopologyName       = "GPUTopology"
+	DynamicResourcesName  = "DynamicResources"
 	CoschedulingName      = "Coscheduling"
 	DefaultBinderName     = "DefaultBinder"
 )
@@ -48,6 +51,8 @@ type Args struct {
 	ScoringStrategy ScoringStrategy
 	// GPUTopology ranks GPU sets; nil scores every node the same.
 	GPUTopology TopologyProvider
+	// Logger for plugins that log (DynamicResources); nil discards.
+	Logger *slog.Logger
 	// PodGroups, WaitingPods and Activate are the scheduler's handle for
 	// Coscheduling (required for it): pod groups and their members, the
 	// pods waiting at Permit, and a way to have queued pods tried now.
@@ -71,6 +76,12 @@ func Registry() map[string]Factory {
 		NodePortsName:         func(Args) (framework.Plugin, error) { return &NodePorts{}, nil },
 		NodeResourcesFitName:  func(a Args) (framework.Plugin, error) { return NewNodeResourcesFit(a.ScoringStrategy) },
 		GPUTopologyName:       func(a Args) (framework.Plugin, error) { return NewGPUTopology(a.GPUTopology), nil },
+		DynamicResourcesName: func(a Args) (framework.Plugin, error) {
+			if a.Client == nil {
+				return nil, fmt.Errorf("%s needs a client", DynamicResourcesName)
+			}
+			return NewDynamicResources(a.Client, a.Logger), nil
+		},
 		CoschedulingName: func(a Args) (framework.Plugin, error) {
 			return NewCoscheduling(a.PodGroups, a.WaitingPods, a.Activate)
 		},

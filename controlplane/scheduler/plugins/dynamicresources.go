@@ -1,0 +1,528 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// DynamicResources allocates the devices of a pod's ResourceClaims while
+// the scheduler picks its node (structured parameters, Kubernetes'
+// dynamicresources plugin):
+//
+//	PreEnqueue  the pod waits until every claim it names exists
+//	            (`pod "NS/P": ResourceClaim not created yet` while the
+//	            resourceclaim controller has not made its template claims)
+//	PreFilter   gather the claims; a request naming a missing DeviceClass
+//	            fails the pod on every node
+//	Filter      per node: an allocated claim must be usable there
+//	            (its allocation's nodeSelector); the others are allocated
+//	            by Kubernetes' structured allocator
+//	            (k8s.io/dynamic-resource-allocation/structured) over the
+//	            ResourceSlices the node can use, excluding the devices
+//	            other claims hold ("cannot allocate all claims")
+//	Reserve     remember the chosen node's allocation, so the next cycles
+//	            do not hand out the same devices before it is written
+//	Unreserve   forget it
+//	PreBind     write it: the delete-protection finalizer, then
+//	            status.allocation and the pod in status.reservedFor
+//
+// Devices that the device plugin handed out through nvidia.com/gpu are not
+// in the node's slice (the gpu.nvidia.com driver leaves them out), so the
+// allocator never sees them.
+//
+// Beyond Kubernetes, which says only "cannot allocate all claims", a
+// rejected node's status carries details (Status.Details, shown by
+// `describe pod` and `trace pod`): which request failed, which selector or
+// constraint ruled out which devices, and the closest candidates.
+type DynamicResources struct {
+	client   client.Interface
+	log      *slog.Logger
+	celCache *cel.Cache
+	features structured.Features
+
+	claims, classes, slices *client.Informer
+
+	mu sync.Mutex
+	// converted: the k8s.io/api form of classes and slices, by name.
+	classesK8s map[string]*resourcev1.DeviceClass
+	slicesK8s  map[string]*resourcev1.ResourceSlice
+	// allocated: the devices each allocated claim holds, by claim UID.
+	allocated map[string][]structured.DeviceID
+	// assumed: allocations made in Reserve, not yet seen in the informer.
+	assumed map[string]*resourcev1.AllocationResult
+}
+
+var (
+	_ framework.PreEnqueuePlugin  = (*DynamicResources)(nil)
+	_ framework.PreFilterPlugin   = (*DynamicResources)(nil)
+	_ framework.FilterPlugin      = (*DynamicResources)(nil)
+	_ framework.ReservePlugin     = (*DynamicResources)(nil)
+	_ framework.PreBindPlugin     = (*DynamicResources)(nil)
+	_ framework.EventSourcePlugin = (*DynamicResources)(nil)
+)
+
+// Kubernetes' words.
+const (
+	ReasonCannotAllocate      = "cannot allocate all claims"
+	ReasonClaimNotOnNode      = "resourceclaim not available on the node"
+	ReasonClaimInUse          = "resourceclaim in use"
+	ReasonClaimNotCreated     = "ResourceClaim not created yet"
+	dynamicResourcesStateKey  = framework.StateKey("PreFilter" + DynamicResourcesName)
+	maxExplainedDevices       = 8
+	maxClosestCandidates      = 3
+	dynamicResourcesCacheSize = 1024
+)
+
+// NewDynamicResources makes the plugin with informers on c; Run starts them.
+func NewDynamicResources(c client.Interface, log *slog.Logger) *DynamicResources {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pl := &DynamicResources{
+		client:     c,
+		log:        log.With("plugin", DynamicResourcesName),
+		celCache:   cel.NewCache(dynamicResourcesCacheSize, cel.Features{}),
+		features:   structured.Features{PrioritizedList: true, DeviceTaints: true},
+		classesK8s: map[string]*resourcev1.DeviceClass{},
+		slicesK8s:  map[string]*resourcev1.ResourceSlice{},
+		allocated:  map[string][]structured.DeviceID{},
+		assumed:    map[string]*resourcev1.AllocationResult{},
+	}
+	pl.claims = client.NewInformer(c, api.MustKindOf(&api.ResourceClaim{}), "", api.ListOptions{}, log)
+	pl.classes = client.NewInformer(c, api.MustKindOf(&api.DeviceClass{}), "", api.ListOptions{}, log)
+	pl.slices = client.NewInformer(c, api.MustKindOf(&api.ResourceSlice{}), "", api.ListOptions{}, log)
+	pl.slices.AddIndex("node", func(o api.Object) []string {
+		if n := o.(*api.ResourceSlice).Spec.NodeName; n != nil {
+			return []string{*n}
+		}
+		return []string{""} // nodeSelector or allNodes: every node looks at it
+	})
+	return pl
+}
+
+// Name implements framework.Plugin.
+func (*DynamicResources) Name() string { return DynamicResourcesName }
+
+// Run implements framework.EventSourcePlugin: the three informers; any
+// change may let a waiting pod fit (a claim created or deallocated, a
+// slice published, a class added).
+func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
+	pl.claims.AddHandler(client.Handler{
+		OnAdd:    func(o api.Object) { pl.claimChanged(o.(*api.ResourceClaim), false); moved() },
+		OnUpdate: func(_, o api.Object) { pl.claimChanged(o.(*api.ResourceClaim), false); moved() },
+		OnDelete: func(o api.Object) { pl.claimChanged(o.(*api.ResourceClaim), true); moved() },
+	})
+	pl.classes.AddHandler(client.Handler{
+		OnAdd:    func(o api.Object) { pl.classChanged(o.(*api.DeviceClass), false); moved() },
+		OnUpdate: func(_, o api.Object) { pl.classChanged(o.(*api.DeviceClass), false); moved() },
+		OnDelete: func(o api.Object) { pl.classChanged(o.(*api.DeviceClass), true) },
+	})
+	pl.slices.AddHandler(client.Handler{
+		OnAdd:    func(o api.Object) { pl.sliceChanged(o.(*api.ResourceSlice), false); moved() },
+		OnUpdate: func(_, o api.Object) { pl.sliceChanged(o.(*api.ResourceSlice), false); moved() },
+		OnDelete: func(o api.Object) { pl.sliceChanged(o.(*api.ResourceSlice), true); moved() },
+	})
+	var wg sync.WaitGroup
+	for _, inf := range []*client.Informer{pl.claims, pl.classes, pl.slices} {
+		wg.Go(func() { inf.Run(ctx) })
+	}
+	wg.Wait()
+}
+
+// WaitForSync implements framework.EventSourcePlugin.
+func (pl *DynamicResources) WaitForSync(ctx context.Context) bool {
+	return pl.claims.WaitForSync(ctx) && pl.classes.WaitForSync(ctx) && pl.slices.WaitForSync(ctx)
+}
+
+func (pl *DynamicResources) claimChanged(c *api.ResourceClaim, deleted bool) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if deleted || c.Status.Allocation == nil {
+		delete(pl.allocated, c.UID)
+		if deleted {
+			delete(pl.assumed, c.UID)
+		}
+		return
+	}
+	ids := make([]structured.DeviceID, 0, len(c.Status.Allocation.Devices.Results))
+	for _, r := range c.Status.Allocation.Devices.Results {
+		ids = append(ids, structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+	}
+	pl.allocated[c.UID] = ids
+	delete(pl.assumed, c.UID) // the informer has caught up with PreBind
+}
+
+func (pl *DynamicResources) classChanged(c *api.DeviceClass, deleted bool) {
+	var k *resourcev1.DeviceClass
+	if !deleted {
+		var err error
+		if k, err = api.ToKubernetesResource[resourcev1.DeviceClass](c); err != nil {
+			pl.log.Error("convert DeviceClass", "class", c.Name, "err", err)
+			return
+		}
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if deleted {
+		delete(pl.classesK8s, c.Name)
+	} else {
+		pl.classesK8s[c.Name] = k
+	}
+}
+
+func (pl *DynamicResources) sliceChanged(s *api.ResourceSlice, deleted bool) {
+	var k *resourcev1.ResourceSlice
+	if !deleted {
+		var err error
+		if k, err = api.ToKubernetesResource[resourcev1.ResourceSlice](s); err != nil {
+			pl.log.Error("convert ResourceSlice", "slice", s.Name, "err", err)
+			return
+		}
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if deleted {
+		delete(pl.slicesK8s, s.Name)
+	} else {
+		pl.slicesK8s[s.Name] = k
+	}
+}
+
+// PreEnqueue implements framework.PreEnqueuePlugin: every claim the pod
+// names must exist (and, for template claims, have been made for it).
+func (pl *DynamicResources) PreEnqueue(_ context.Context, pod *api.Pod) *framework.Status {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	if _, err := pl.podClaims(pod); err != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	return nil
+}
+
+// podClaims returns the pod's claims, in spec order, from the informer,
+// or the error Kubernetes' foreachPodResourceClaim returns.
+func (pl *DynamicResources) podClaims(pod *api.Pod) ([]*api.ResourceClaim, error) {
+	out := make([]*api.ResourceClaim, 0, len(pod.Spec.ResourceClaims))
+	for i := range pod.Spec.ResourceClaims {
+		pc := &pod.Spec.ResourceClaims[i]
+		name, ok := api.ClaimName(pod, pc)
+		if !ok {
+			return nil, fmt.Errorf("pod %q: %s", api.Key(pod.Namespace, pod.Name), ReasonClaimNotCreated)
+		}
+		o, found := pl.claims.Get(pod.Namespace, name)
+		if !found {
+			return nil, api.NewNotFound(pl.claims.Kind(), name)
+		}
+		c := o.(*api.ResourceClaim)
+		if c.DeletionTimestamp != nil {
+			return nil, fmt.Errorf("resourceclaim %q is being deleted", c.Name)
+		}
+		if pc.ResourceClaimTemplateName != nil && !api.IsControlledBy(c, pod.UID) {
+			return nil, fmt.Errorf("ResourceClaim %s was not created for pod %s (pod is not owner)", api.Key(c.Namespace, c.Name), api.Key(pod.Namespace, pod.Name))
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// draState is what PreFilter found, for Filter, Reserve and PreBind.
+type draState struct {
+	claims []*api.ResourceClaim
+	// toAllocate: the claims (k8s.io/api form) still without an
+	// allocation, and their index in claims.
+	toAllocate      []*resourcev1.ResourceClaim
+	toAllocateIndex []int
+	allocated       structured.AllocatedState
+	// perNode: the allocation found on each node by Filter.
+	mu      sync.Mutex
+	perNode map[string][]resourcev1.AllocationResult
+	// chosen: what Reserve took.
+	chosen []resourcev1.AllocationResult
+}
+
+// Clone implements framework.StateData: preemption's what-if runs may
+// share it (the allocation does not depend on the pods evicted).
+func (s *draState) Clone() framework.StateData { return s }
+
+// PreFilter implements framework.PreFilterPlugin.
+func (pl *DynamicResources) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	claims, err := pl.podClaims(pod)
+	if err != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	s := &draState{claims: claims, perNode: map[string][]resourcev1.AllocationResult{}}
+	for i, c := range claims {
+		if c.Status.Allocation != nil {
+			if !c.IsReservedFor(pod.UID) && len(c.Status.ReservedFor) >= api.ResourceClaimReservedForMaxSize {
+				return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("resourceclaim %s: %s", c.Name, ReasonClaimInUse))
+			}
+			continue
+		}
+		for _, r := range c.Spec.Devices.Requests {
+			for _, class := range requestClasses(r) {
+				if _, ok := pl.classes.Get("", class); !ok {
+					return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("request %s: device class %s does not exist", r.Name, class))
+				}
+			}
+		}
+		k, err := api.ToKubernetesResource[resourcev1.ResourceClaim](c)
+		if err != nil {
+			return framework.AsStatus(err)
+		}
+		s.toAllocate = append(s.toAllocate, k)
+		s.toAllocateIndex = append(s.toAllocateIndex, i)
+	}
+	if len(s.toAllocate) > 0 {
+		s.allocated = pl.allocatedState()
+	}
+	state.Write(dynamicResourcesStateKey, s)
+	return nil
+}
+
+func requestClasses(r api.DeviceRequest) []string {
+	if r.Exactly != nil {
+		return []string{r.Exactly.DeviceClassName}
+	}
+	out := make([]string, 0, len(r.FirstAvailable))
+	for _, s := range r.FirstAvailable {
+		out = append(out, s.DeviceClassName)
+	}
+	return out
+}
+
+// allocatedState: the devices of every allocated claim and of every
+// allocation Reserve made that the informer has not shown yet.
+func (pl *DynamicResources) allocatedState() structured.AllocatedState {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	ids := sets.New[structured.DeviceID]()
+	for _, devs := range pl.allocated {
+		ids.Insert(devs...)
+	}
+	for _, a := range pl.assumed {
+		for _, r := range a.Devices.Results {
+			ids.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		}
+	}
+	return structured.AllocatedState{AllocatedDevices: ids, AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
+}
+
+// slicesFor returns the slices node can use: its own and those without a
+// nodeName (nodeSelector, allNodes), which the allocator matches.
+func (pl *DynamicResources) slicesFor(node string) []*resourcev1.ResourceSlice {
+	objs := append(pl.slices.ByIndex("node", node), pl.slices.ByIndex("node", "")...)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	out := make([]*resourcev1.ResourceSlice, 0, len(objs))
+	for _, o := range objs {
+		if k, ok := pl.slicesK8s[o.GetObjectMeta().Name]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// List and Get make the plugin the allocator's DeviceClassLister.
+func (pl *DynamicResources) List() ([]*resourcev1.DeviceClass, error) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	out := make([]*resourcev1.DeviceClass, 0, len(pl.classesK8s))
+	for _, c := range pl.classesK8s {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Get implements structured.DeviceClassLister.
+func (pl *DynamicResources) Get(name string) (*resourcev1.DeviceClass, error) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if c, ok := pl.classesK8s[name]; ok {
+		return c, nil
+	}
+	return nil, api.NewNotFound(pl.classes.Kind(), name)
+}
+
+func k8sNode(n *api.Node) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}
+}
+
+// Filter implements framework.FilterPlugin.
+func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleState, pod *api.Pod, ni *framework.NodeInfo) *framework.Status {
+	d, ok := state.Read(dynamicResourcesStateKey)
+	if !ok {
+		return nil
+	}
+	s := d.(*draState)
+	node := k8sNode(ni.Node)
+	for _, c := range s.claims {
+		if a := c.Status.Allocation; a != nil && a.NodeSelector != nil && !NodeSelectorMatches(a.NodeSelector, ni.Node) {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonClaimNotOnNode).
+				WithDetails(fmt.Sprintf("claim %s is allocated to devices usable on other nodes only", api.Key(c.Namespace, c.Name)))
+		}
+	}
+	if len(s.toAllocate) == 0 {
+		return nil
+	}
+	nodeSlices := pl.slicesFor(ni.Node.Name)
+	alloc, err := structured.NewAllocator(ctx, pl.features, s.allocated, pl, nodeSlices, pl.celCache)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	results, err := alloc.Allocate(ctx, node, s.toAllocate)
+	if err != nil && !errors.Is(err, structured.ErrFailedAllocationOnNode) {
+		return framework.AsStatus(err)
+	}
+	if err == nil && len(results) == len(s.toAllocate) {
+		s.mu.Lock()
+		s.perNode[ni.Node.Name] = results
+		s.mu.Unlock()
+		return nil
+	}
+	st := framework.NewStatus(framework.Unschedulable, ReasonCannotAllocate)
+	return st.WithDetails(pl.explain(ctx, s, nodeSlices, node)...)
+}
+
+// Reserve implements framework.ReservePlugin.
+func (pl *DynamicResources) Reserve(_ context.Context, state *framework.CycleState, _ *api.Pod, nodeName string) *framework.Status {
+	d, ok := state.Read(dynamicResourcesStateKey)
+	if !ok {
+		return nil
+	}
+	s := d.(*draState)
+	if len(s.toAllocate) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	results, ok := s.perNode[nodeName]
+	s.mu.Unlock()
+	if !ok {
+		return framework.NewStatus(framework.Error, fmt.Sprintf("no allocation was computed for node %s", nodeName))
+	}
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for i, c := range s.toAllocate {
+		r := results[i]
+		r.AllocationTimestamp = &now
+		results[i] = r
+		pl.assumed[string(c.UID)] = &results[i]
+	}
+	s.chosen = results
+	return nil
+}
+
+// Unreserve implements framework.ReservePlugin.
+func (pl *DynamicResources) Unreserve(_ context.Context, state *framework.CycleState, _ *api.Pod, _ string) {
+	d, ok := state.Read(dynamicResourcesStateKey)
+	if !ok {
+		return
+	}
+	s := d.(*draState)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for _, c := range s.toAllocate {
+		delete(pl.assumed, string(c.UID))
+	}
+	s.chosen = nil
+}
+
+// PreBind implements framework.PreBindPlugin: for every claim, the
+// finalizer, the allocation (when Reserve made one) and the pod in
+// reservedFor, written before the pod is bound so the kubelet finds them.
+func (pl *DynamicResources) PreBind(ctx context.Context, state *framework.CycleState, pod *api.Pod, _ string) *framework.Status {
+	d, ok := state.Read(dynamicResourcesStateKey)
+	if !ok {
+		return nil
+	}
+	s := d.(*draState)
+	chosen := map[int]*resourcev1.AllocationResult{}
+	for i, idx := range s.toAllocateIndex {
+		if i < len(s.chosen) {
+			chosen[idx] = &s.chosen[i]
+		}
+	}
+	for i, c := range s.claims {
+		if err := pl.bindClaim(ctx, c, chosen[i], pod); err != nil {
+			return framework.AsStatus(fmt.Errorf("claim %s: %w", api.Key(c.Namespace, c.Name), err))
+		}
+	}
+	return nil
+}
+
+// bindClaim writes one claim: finalizer first (an allocated claim must
+// not vanish under its pod), then status. A conflict rereads the claim
+// once; an allocation someone else wrote meanwhile fails the binding
+// (the pod is retried).
+func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim, alloc *resourcev1.AllocationResult, pod *api.Pod) error {
+	var allocation *api.AllocationResult
+	if alloc != nil {
+		a, err := fromKubernetes[api.AllocationResult](alloc)
+		if err != nil {
+			return err
+		}
+		allocation = a
+	}
+	for attempt := 0; ; attempt++ {
+		cur := api.Clone(c)
+		if allocation != nil && cur.Status.Allocation != nil {
+			return fmt.Errorf("allocated by someone else meanwhile")
+		}
+		if !slices.Contains(cur.Finalizers, api.ResourceClaimFinalizer) {
+			cur.Finalizers = append(cur.Finalizers, api.ResourceClaimFinalizer)
+			updated, err := pl.client.Update(ctx, cur)
+			if err != nil {
+				if api.IsConflict(err) && attempt == 0 {
+					if c, err = client.Get[*api.ResourceClaim](ctx, pl.client, c.Namespace, c.Name); err != nil {
+						return err
+					}
+					continue
+				}
+				return err
+			}
+			cur = updated.(*api.ResourceClaim)
+		}
+		if allocation != nil {
+			cur.Status.Allocation = allocation
+		}
+		if !cur.IsReservedFor(pod.UID) {
+			cur.Status.ReservedFor = append(cur.Status.ReservedFor, api.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID})
+		}
+		_, err := pl.client.UpdateStatus(ctx, cur)
+		if err == nil {
+			return nil
+		}
+		if !api.IsConflict(err) || attempt > 0 {
+			return err
+		}
+		if c, err = client.Get[*api.ResourceClaim](ctx, pl.client, c.Namespace, c.Name); err != nil {
+			return err
+		}
+	}
+}
+
+// NodeSelectorMatches reports whether node matches one of sel's terms.
+func NodeSelectorMatches(sel *api.NodeSelector, node *api.Node) bool {
+	p := &api.Pod{Spec: api.PodSpec{Affinity: &api.Affinity{NodeAffinity: &api.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}}}
+	return RequiredNodeAffinityMatches(p, node)
+}
