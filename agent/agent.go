@@ -67,6 +67,9 @@ type Config struct {
 	// same containerPort there.
 	Network podworker.Network
 	Devices podworker.DeviceAllocator
+	// Claims prepares the pods' ResourceClaims (DRA: agent/dra.Manager),
+	// or nil: pods with resource claims cannot start.
+	Claims ClaimManager
 	// ExtraResources are merged into capacity/allocatable at each
 	// heartbeat (device plugins' resources: nvidia.com/gpu).
 	ExtraResources func() (capacity, allocatable api.ResourceList)
@@ -98,6 +101,15 @@ type Config struct {
 	// allocations), written at registration and after every
 	// DevicesChanged; keys it returns are set, others left alone. nil: none.
 	Annotations func(ctx context.Context) (map[string]string, error)
+}
+
+// ClaimManager is the kubelet side of DRA (agent/dra.Manager): the
+// podworker's ClaimPreparer, and Retain for the resync, which ends the use
+// of claims by pods not in active and unprepares claims no pod uses (it
+// may block on the drivers).
+type ClaimManager interface {
+	podworker.ClaimPreparer
+	Retain(ctx context.Context, active map[string]bool) error
 }
 
 // DefaultConfig fills what can be detected from this machine.
@@ -166,9 +178,13 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 	lg = lg.With("node", cfg.NodeName)
 	a := &Agent{cfg: cfg, c: c, rt: rt, log: lg, ended: map[string]bool{}}
 	a.rec = client.NewRecorder(c, "kubelet", cfg.NodeName, lg)
+	var claims podworker.ClaimPreparer
+	if cfg.Claims != nil {
+		claims = cfg.Claims
+	}
 	a.worker = podworker.New(podworker.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Client: c, Runtime: rt, Recorder: a.rec,
-		Network: cfg.Network, Devices: cfg.Devices,
+		Network: cfg.Network, Devices: cfg.Devices, Claims: claims,
 		VolumeDir:   volumeDir(cfg.DataDir),
 		BaseBackoff: cfg.BaseBackoff, MaxBackoff: cfg.MaxBackoff, Log: lg,
 		Enqueue: func(ns, name string) { a.loop.Enqueue(api.Key(ns, name)) },
@@ -288,6 +304,11 @@ func (a *Agent) releaseEnded(ctx context.Context, pod *api.Pod) error {
 			return err
 		}
 	}
+	if a.cfg.Claims != nil {
+		if err := a.cfg.Claims.UnprepareResources(ctx, pod.UID); err != nil {
+			return fmt.Errorf("unprepare resource claims of ended pod %s: %w", api.KeyOf(pod), err)
+		}
+	}
 	if a.cfg.Network != nil && !pod.Spec.HostNetwork {
 		if err := a.cfg.Network.TearDown(ctx, pod.Namespace, pod.Name, pod.UID); err != nil {
 			return fmt.Errorf("tear down network of ended pod %s: %w", api.KeyOf(pod), err)
@@ -318,6 +339,9 @@ func (a *Agent) cleanup(ctx context.Context) error {
 	err := a.worker.Cleanup(ctx, live)
 	if a.cfg.Devices != nil {
 		err = errors.Join(err, a.cfg.Devices.Retain(active))
+	}
+	if a.cfg.Claims != nil {
+		err = errors.Join(err, a.cfg.Claims.Retain(ctx, active))
 	}
 	if a.cfg.Network != nil {
 		// Pod networks whose containers are gone already (or never came):

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,8 +16,11 @@ import (
 
 	"skiff.dev/skiff/agent/devices"
 	"skiff.dev/skiff/agent/devices/gpuplugin"
+	"skiff.dev/skiff/agent/dra"
+	"skiff.dev/skiff/agent/dra/gpudriver"
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/client"
 )
 
 // GPUConfig says how a node finds its GPUs (SetUpGPUs).
@@ -32,6 +36,12 @@ type GPUConfig struct {
 	DataDir string
 	// PluginDir overrides DataDir/device-plugins.
 	PluginDir string
+	// Client is the node's API client, for DRA: the GPU driver publishes
+	// the node's ResourceSlice and reads claims with it, and the DRA
+	// manager reads the pods' claims. nil: no DRA on this node.
+	Client client.Interface
+	// Labels are the node's labels (the GPU driver reads the NVLink clique).
+	Labels map[string]string
 	// Log, or discard.
 	Log *slog.Logger
 }
@@ -47,15 +57,23 @@ type GPUs struct {
 	// Manager is the device manager; nil when it could not start on a node
 	// without GPUs (a warning, not an error).
 	Manager *devices.Manager
-	// CDISpecDir is where the simulated GPUs' CDI spec is; "" for real
-	// GPUs (nvidia-ctk's /etc/cdi, /var/run/cdi) and none.
+	// CDISpecDir is where the simulated GPUs' CDI spec and the DRA
+	// claims' specs are (DataDir/cdi); real GPUs' own spec is nvidia-ctk's
+	// (/etc/cdi, /var/run/cdi). "" without GPUs.
 	CDISpecDir string
+	// DRA is the DRA manager (the kubelet side, agent/dra); nil without a
+	// Client, or when it could not start (a warning).
+	DRA *dra.Manager
+	// Driver is the built-in gpu.nvidia.com DRA driver; nil without GPUs
+	// or without DRA.
+	Driver *gpudriver.Driver
 
-	labels map[string]string
-	topo   *gpu.Topology // of the GPUs at setup, for the annotations
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	labels    map[string]string
+	topo      *gpu.Topology // of the GPUs at setup, for the annotations
+	cancel    context.CancelFunc
+	draCancel context.CancelFunc
+	wg        sync.WaitGroup
+	once      sync.Once
 }
 
 // SetUpGPUs opens the GPUs of --gpus, writes the CDI spec of simulated
@@ -113,6 +131,14 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		dcfg.Dir = filepath.Join(cfg.DataDir, "device-plugins")
 	}
 	dcfg.Log = lg
+	// One GPU inventory: the GPUs DRA claims hold are not the device
+	// plugin's to hand out (the driver is made below, before any pod).
+	dcfg.Unavailable = func(resource string) map[string]string {
+		if resource != gpuplugin.ResourceName || g.Driver == nil {
+			return nil
+		}
+		return g.Driver.Held()
+	}
 	m, err := devices.New(dcfg)
 	if err == nil {
 		err = m.Start(ctx)
@@ -126,6 +152,12 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		return nil, fmt.Errorf("device manager: %w", err)
 	}
 	g.Manager = m
+	if cfg.Client != nil {
+		if err := g.setUpDRA(ctx, cfg, len(devs) > 0, lg); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
 	if len(devs) == 0 {
 		return g, nil
 	}
@@ -157,11 +189,77 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 	return g, nil
 }
 
+// setUpDRA starts the DRA manager and, with GPUs, the gpu.nvidia.com
+// driver, which registers with the manager over its registration socket
+// like any kubelet plugin. Paths as the kubelet's, under DataDir:
+// plugins_registry/ (registration sockets), plugins/gpu.nvidia.com/
+// (dra.sock, the driver's checkpoint), dra/ (the manager's checkpoint).
+func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *slog.Logger) error {
+	mcfg := dra.DefaultConfig()
+	mcfg.RegistryDir = filepath.Join(cfg.DataDir, "plugins_registry")
+	mcfg.StateDir = filepath.Join(cfg.DataDir, "dra")
+	mcfg.Client, mcfg.Log = cfg.Client, lg
+	dm, err := dra.New(mcfg)
+	if err != nil {
+		return err // a damaged checkpoint: refuse, as the device manager does
+	}
+	if err := dm.Start(ctx); err != nil {
+		lg.Warn("DRA manager not started: pods with resource claims cannot start on this node", "err", err)
+		return nil
+	}
+	g.DRA = dm
+	if !withGPUs {
+		return nil
+	}
+	specDir := filepath.Join(cfg.DataDir, "cdi")
+	drv, err := gpudriver.New(gpudriver.Config{
+		Source: g.Source, NodeName: cfg.NodeName, Client: cfg.Client,
+		Dir:         filepath.Join(cfg.DataDir, "plugins", gpudriver.DriverName),
+		RegistryDir: mcfg.RegistryDir,
+		CDISpecDir:  specDir,
+		HeldByDevicePlugin: func() map[string]string {
+			return g.Manager.Snapshot()[gpuplugin.ResourceName].Allocated
+		},
+		DevicePluginChanged: g.Manager.Changed,
+		OnChange:            g.Manager.Notify,
+		Labels:              cfg.Labels,
+		Log:                 lg,
+	})
+	if err != nil {
+		return err
+	}
+	if err := drv.Start(); err != nil {
+		return err
+	}
+	g.Driver = drv
+	g.CDISpecDir = specDir
+	dctx, cancel := context.WithCancel(context.Background())
+	g.draCancel = cancel
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := drv.Run(dctx); err != nil {
+			lg.Error("GPU DRA driver", "err", err)
+		}
+	}()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := dm.Wait(wctx, func(drivers []string, _ map[string][]string) bool {
+		return slices.Contains(drivers, gpudriver.DriverName)
+	}); err != nil {
+		lg.Warn("the GPU DRA driver has not registered yet", "err", err)
+	}
+	return nil
+}
+
 // Configure gives an agent config the node's devices: the allocator, the
 // device plugins' resources, and the GPU labels.
 func (g *GPUs) Configure(c *Config) {
 	if g == nil {
 		return
+	}
+	if g.DRA != nil {
+		c.Claims = g.DRA
 	}
 	if g.Manager != nil {
 		c.Devices = g.Manager
@@ -200,6 +298,10 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("GPU annotations: %d GPUs, topology of %d", len(devs), g.topo.N())
 	}
 	rs := g.Manager.Snapshot()[gpuplugin.ResourceName]
+	var claimed map[string]string
+	if g.Driver != nil {
+		claimed = g.Driver.Held() // "claim NS/NAME"
+	}
 	ng := gpu.NodeGPUs{Topology: g.topo, Healthy: []int{}, Free: []int{}}
 	allocs := map[string]string{}
 	for _, d := range devs {
@@ -210,6 +312,8 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 		pod, held := rs.Allocated[d.UUID]
 		if held {
 			allocs[d.UUID] = pod
+		} else if claim, ok := claimed[d.UUID]; ok {
+			allocs[d.UUID], held = claim, true
 		}
 		if healthy {
 			ng.Healthy = append(ng.Healthy, d.Index)
@@ -253,7 +357,16 @@ func (g *GPUs) Close() {
 		if g.cancel != nil {
 			g.cancel()
 		}
+		if g.draCancel != nil {
+			g.draCancel()
+		}
 		g.wg.Wait()
+		if g.Driver != nil {
+			g.Driver.Stop()
+		}
+		if g.DRA != nil {
+			g.DRA.Stop()
+		}
 		if g.Manager != nil {
 			g.Manager.Stop()
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,6 +101,14 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 		sort.Strings(keys)
 		for _, k := range keys {
 			env = append(env, k+"="+alloc.Env[k])
+		}
+	}
+	if st.claims != nil {
+		// The claims' CDI devices (DRA), beside the device plugins' ones.
+		for _, id := range st.claims.CDIDevices[c.Name] {
+			if !slices.Contains(spec.CDIDevices, id) {
+				spec.CDIDevices = append(spec.CDIDevices, id)
+			}
 		}
 	}
 	spec.Env = env

@@ -62,6 +62,25 @@ type Allocation struct {
 	Trace map[string]any
 }
 
+// ClaimPreparer prepares a pod's ResourceClaims on this node (agent/dra:
+// the kubelet side of DRA). PrepareResources is idempotent per pod and
+// returns, per container name, the CDI devices of the claims the
+// container lists in resources.claims; UnprepareResources ends the pod's
+// use of its claims (a claim no other pod here uses is unprepared by its
+// driver) and is idempotent. Both may block on the drivers.
+type ClaimPreparer interface {
+	PrepareResources(ctx context.Context, pod *api.Pod) (PreparedClaims, error)
+	UnprepareResources(ctx context.Context, podUID string) error
+}
+
+// PreparedClaims is what PrepareResources found for one pod.
+type PreparedClaims struct {
+	// CDIDevices by container name.
+	CDIDevices map[string][]string
+	// Trace is what was asked and answered, for the "prepare" span.
+	Trace map[string]any
+}
+
 // Config of a Worker.
 type Config struct {
 	// NodeName is this node's name; NodeIP its address.
@@ -75,6 +94,8 @@ type Config struct {
 	Network Network
 	// Devices, or nil: pods asking for extended resources cannot start.
 	Devices DeviceAllocator
+	// Claims, or nil: pods with spec.resourceClaims cannot start.
+	Claims ClaimPreparer
 	// VolumeDir holds pod volumes: VolumeDir/<pod uid>/volumes/<name>.
 	VolumeDir string
 	// BaseBackoff and MaxBackoff bound the restart and image pull backoff
@@ -127,6 +148,8 @@ type podState struct {
 	// allocTrace is the device manager's Allocate per container name
 	// (Allocation.Trace), for the create span.
 	allocTrace map[string]map[string]any
+	// claims are the pod's prepared ResourceClaims (nil: not yet).
+	claims *PreparedClaims
 	// tokens written into projected volumes, by "volume/source index",
 	// with when to replace them (serviceaccount.go); under Worker.mu.
 	tokens map[string]issuedToken
@@ -294,6 +317,25 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		if d > 0 && (requeueAfter == 0 || d < requeueAfter) {
 			requeueAfter = d
 		}
+	}
+
+	// Dynamic resources next, before anything is set up for the
+	// containers: the kubelet's NodePrepareResources (agent/dra).
+	if len(pod.Spec.ResourceClaims) > 0 && st.claims == nil {
+		if w.cfg.Claims == nil {
+			err := fmt.Errorf("pod %s has resource claims but this node has no DRA manager", api.KeyOf(pod))
+			w.event(ctx, pod, api.EventWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
+			return 0, err
+		}
+		t0 := w.cfg.Now()
+		pc, err := w.cfg.Claims.PrepareResources(ctx, pod)
+		if err != nil {
+			w.event(ctx, pod, api.EventWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
+			w.trace(ctx, pod, "prepare", t0, "NodePrepareResources failed: "+err.Error(), nil)
+			return 0, fmt.Errorf("prepare resource claims of pod %s: %w", api.KeyOf(pod), err)
+		}
+		st.claims = &pc
+		w.trace(ctx, pod, "prepare", t0, fmt.Sprintf("NodePrepareResources: %d claim(s)", len(pod.Spec.ResourceClaims)), pc.Trace)
 	}
 
 	// Network first: containers join the pod's network namespace.
@@ -479,6 +521,9 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 	if t := st.allocTrace[c.Name]; len(t) > 0 {
 		details["allocate"] = t
 	}
+	if st.claims != nil && len(st.claims.CDIDevices[c.Name]) > 0 {
+		details["claimCDIDevices"] = st.claims.CDIDevices[c.Name]
+	}
 	if len(spec.CDIDevices) > 0 {
 		if cs, err := w.cfg.Runtime.ContainerStatus(ctx, id); err == nil && cs.CDIEdits != nil {
 			details["cdi"] = cs.CDIEdits
@@ -597,6 +642,11 @@ func (w *Worker) release(ctx context.Context, namespace, name, uid string) error
 	if w.cfg.Devices != nil {
 		if err := w.cfg.Devices.Release(ctx, uid); err != nil {
 			return fmt.Errorf("release devices of pod %s/%s: %w", namespace, name, err)
+		}
+	}
+	if w.cfg.Claims != nil {
+		if err := w.cfg.Claims.UnprepareResources(ctx, uid); err != nil {
+			return fmt.Errorf("unprepare resource claims of pod %s/%s: %w", namespace, name, err)
 		}
 	}
 	if err := w.removeVolumes(uid); err != nil {

@@ -21,7 +21,8 @@ import (
 //     certificate) may do everything;
 //   - a node (system:node:NAME in system:nodes) what Kubernetes' Node
 //     authorizer and NodeRestriction admission let a kubelet do: its own
-//     Node and its status, its Lease in kube-node-lease, the pods bound to
+//     Node and its status, its Lease in kube-node-lease, the ResourceSlices
+//     of its own devices and the ResourceClaims of its pods, the pods bound to
 //     it (read, status, delete, evict), events, reading nodes, services,
 //     endpoints and endpointslices, and getting the secrets, configmaps and
 //     serviceaccounts its own pods use (and their tokens), nothing else;
@@ -220,7 +221,9 @@ func (s *Server) authorizeNode(ctx context.Context, node string, a attributes) (
 			return false, "can only access node lease with the same name as the requesting node", nil
 		}
 		return true, "", nil
-	case "/secrets", "/configmaps", "/serviceaccounts":
+	case "resource.k8s.io/resourceslices":
+		return s.authorizeNodeSlice(ctx, node, a)
+	case "/secrets", "/configmaps", "/serviceaccounts", "resource.k8s.io/resourceclaims":
 		if a.resource == "serviceaccounts" && a.sub == "token" {
 			if verb != "create" || a.name == "" {
 				return false, "can only create tokens for individual service accounts", nil
@@ -270,14 +273,55 @@ func (s *Server) authorizeNodePod(ctx context.Context, node string, a attributes
 	return true, "", nil
 }
 
+// authorizeNodeSlice is the Node authorizer's rule for ResourceSlices (DRA):
+// a node's drivers publish the slices of its own devices. A create is
+// allowed here and checked by nodeRestriction (the name is in the body);
+// get, update, patch and delete need an existing slice with
+// spec.nodeName=NODE; list and watch need that field selector.
+func (s *Server) authorizeNodeSlice(ctx context.Context, node string, a attributes) (bool, string, error) {
+	if a.sub != "" {
+		return false, "cannot authorize ResourceSlice subresources", nil
+	}
+	switch a.verb {
+	case "create":
+		return true, "", nil
+	case "list", "watch", "deletecollection":
+		if selectsField(a.fieldSelector, "spec.nodeName", node) {
+			return true, "", nil
+		}
+		return false, "can only list/watch/deleteCollection resourceslices with nodeName field selector", nil
+	case "get", "update", "patch", "delete":
+		if a.name == "" {
+			return false, noRelationship(node), nil
+		}
+		o, err := s.reg.Get(ctx, resourceSliceKind, "", a.name)
+		if api.IsNotFound(err) {
+			return false, noRelationship(node), nil
+		}
+		if err != nil {
+			return false, "", fmt.Errorf("authorize node %s: %w", node, err)
+		}
+		if n := o.(*api.ResourceSlice).Spec.NodeName; n == nil || *n != node {
+			return false, noRelationship(node), nil
+		}
+		return true, "", nil
+	}
+	return false, fmt.Sprintf("Node %q is not allowed to %q ResourceSlices", node, a.verb), nil
+}
+
+var resourceSliceKind = api.MustKindOf(&api.ResourceSlice{})
+
 // selectsNode reports whether a field selector requires spec.nodeName=node.
-func selectsNode(selector, node string) bool {
+func selectsNode(selector, node string) bool { return selectsField(selector, "spec.nodeName", node) }
+
+// selectsField reports whether a field selector requires field=value.
+func selectsField(selector, field, value string) bool {
 	sel, err := fields.ParseSelector(selector)
 	if err != nil {
 		return false
 	}
-	v, ok := sel.RequiresExactMatch("spec.nodeName")
-	return ok && v == node
+	v, ok := sel.RequiresExactMatch(field)
+	return ok && v == value
 }
 
 // nodeUses answers a node's get of a secret, configmap or serviceaccount
@@ -303,6 +347,14 @@ func (s *Server) nodeUses(ctx context.Context, node string, a attributes) (bool,
 func podUses(pod *api.Pod, resource, name string) bool {
 	if resource == "serviceaccounts" {
 		return api.ServiceAccountNameOf(&pod.Spec) == name
+	}
+	if resource == "resourceclaims" {
+		for i := range pod.Spec.ResourceClaims {
+			if n, ok := api.ClaimName(pod, &pod.Spec.ResourceClaims[i]); ok && n == name {
+				return true
+			}
+		}
+		return false
 	}
 	for _, v := range pod.Spec.Volumes {
 		if resource == "secrets" && v.Secret != nil && v.Secret.SecretName == name ||
@@ -357,6 +409,10 @@ func nodeRestriction(ctx context.Context, k *api.Kind, obj api.Object) error {
 		return forbidden(k, name, fmt.Sprintf("node %q is not allowed to modify node %q", node, name))
 	case k.Group == "coordination.k8s.io" && k.Resource == "leases" && name != node:
 		return forbidden(k, name, "can only access node lease with the same name as the requesting node")
+	case k == resourceSliceKind:
+		if n := obj.(*api.ResourceSlice).Spec.NodeName; n == nil || *n != node {
+			return forbidden(k, name, "can only create ResourceSlice with the same NodeName as the requesting node")
+		}
 	}
 	return nil
 }

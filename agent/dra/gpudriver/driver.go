@@ -1,0 +1,811 @@
+// Package gpudriver is skiff's built-in DRA driver for NVIDIA GPUs,
+// gpu.nvidia.com, in the shape of NVIDIA's k8s-dra-driver-gpu, over the
+// GPUs of an agent/gpu Source (real NVML or simulated): the same one GPU
+// inventory the device plugin (agent/devices/gpuplugin) serves.
+//
+// What it does, in the order a GPU goes through:
+//
+//  1. Publish: one ResourceSlice per node (pool named after the node,
+//     nodeName set), devices gpu-MINOR with NVIDIA's attributes (type,
+//     uuid, index, minor, productName, brand, architecture,
+//     cudaComputeCapability, driverVersion, cudaDriverVersion,
+//     resource.kubernetes.io/pciBusID, resource.kubernetes.io/pcieRoot,
+//     addressingMode) and capacity memory, plus skiff's
+//     skiff.dev/nvlinkDomain (the GPUs joined by NVLink or NVSwitch share
+//     one; NVIDIA's driver has none, k8s-dra-driver-gpu#214) and
+//     skiff.dev/gpuClique (the node's nvidia.com/gpu.clique label, when it
+//     has one). A GPU that is unhealthy (skiff gpu fault) or that the
+//     device plugin handed out through nvidia.com/gpu is left out of the
+//     slice; it comes back when it recovers or is released. Each change
+//     bumps the pool's generation.
+//  2. Prepare (NodePrepareResources, server.go): for each claim the
+//     kubelet names, read its allocation from the API, check that its
+//     gpu.nvidia.com devices are on this node, healthy and not held by
+//     the device plugin, record them in the checkpoint (replaced
+//     atomically before answering), write the claim's CDI spec
+//     (agent/gpu/cdi) and answer with the CDI device IDs: the GPU's own
+//     nvidia.com/gpu=INDEX and the claim's k8s.gpu.nvidia.com/claim=UID-gpu-N.
+//  3. Unprepare (NodeUnprepareResources): forget the claim, remove its spec.
+//
+// # Invariants
+//
+//   - One GPU inventory: a GPU is held by at most one of a prepared claim
+//     and a device plugin allocation. Prepare marks its GPUs pending, then
+//     asks the device manager (HeldByDevicePlugin) and gives up when one is
+//     held; the device manager asks Held, under its own lock, before it
+//     picks GPUs. Either order, only one of the two wins a GPU.
+//   - Prepare and Unprepare are idempotent per claim UID: a prepared claim
+//     is answered from the checkpoint; unpreparing an unknown claim is done.
+//   - The checkpoint survives agent restarts; a damaged one is refused
+//     (dra.CheckpointError says how to recover).
+package gpudriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"skiff.dev/skiff/agent/dra"
+	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/backoff"
+)
+
+// Names, as NVIDIA's driver spells them (the skiff.dev ones are skiff's).
+const (
+	// DriverName is the driver, and the domain of its attributes.
+	DriverName = "gpu.nvidia.com"
+	// DeviceClassName is the class NVIDIA's chart installs for whole GPUs.
+	DeviceClassName = "gpu.nvidia.com"
+	// DeviceClassSelector is that class's CEL selector.
+	DeviceClassSelector = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+	// AttrNVLinkDomain: GPUs with the same value are joined by NVLink
+	// (directly or through NVSwitches). Not NVIDIA's: skiff's, so a claim
+	// can ask for well-connected GPUs with matchAttribute.
+	AttrNVLinkDomain = "skiff.dev/nvlinkDomain"
+	// AttrClique is the node's cross-node NVLink clique (CliqueLabel).
+	AttrClique = "skiff.dev/gpuClique"
+	// CliqueLabel is the node label of a multi-node NVLink clique, as
+	// GPU feature discovery writes it.
+	CliqueLabel = "nvidia.com/gpu.clique"
+	// AttrPCIBusID and AttrPCIeRoot are Kubernetes' standard attributes.
+	AttrPCIBusID = "resource.kubernetes.io/pciBusID"
+	AttrPCIeRoot = "resource.kubernetes.io/pcieRoot"
+
+	// SocketName is the DRA service's socket in Config.Dir.
+	SocketName = "dra.sock"
+	// RegistrationSocketName is the registration socket in Config.RegistryDir.
+	RegistrationSocketName = DriverName + "-reg.sock"
+	// CheckpointName is the file of prepared claims in Config.Dir.
+	CheckpointName = "checkpoint.json"
+)
+
+// Config of a Driver.
+type Config struct {
+	// Source of the GPUs; required.
+	Source gpu.Source
+	// NodeName names the pool and the slice; required.
+	NodeName string
+	// Client reads ResourceClaims and writes the node's ResourceSlice;
+	// nil: no slice is published and Prepare cannot read claims (tests
+	// set ClaimGetter).
+	Client client.Interface
+	// Dir holds dra.sock and the checkpoint (kubelet:
+	// /var/lib/kubelet/plugins/gpu.nvidia.com); required.
+	Dir string
+	// RegistryDir is where the registration socket goes, which the
+	// kubelet side watches (kubelet: /var/lib/kubelet/plugins_registry).
+	RegistryDir string
+	// CDISpecDir is where the claims' CDI specs go (a directory the
+	// runtime reads); required.
+	CDISpecDir string
+	// HeldByDevicePlugin returns the GPUs (by UUID) that the device
+	// plugin handed out, to the pod holding each; nil: none. It may take
+	// the device manager's lock: the driver never holds its own lock
+	// while calling it.
+	HeldByDevicePlugin func() map[string]string
+	// DevicePluginChanged returns a channel that closes at the next change
+	// of the device plugin's allocations (devices.Manager.Changed); nil: none.
+	DevicePluginChanged func() <-chan struct{}
+	// OnChange is called (without the driver's lock) after claims were
+	// prepared or unprepared, so the node's allocatable nvidia.com/gpu is
+	// written at once; nil: nothing.
+	OnChange func()
+	// Labels are the node's labels (for CliqueLabel).
+	Labels map[string]string
+	// Log, or discard.
+	Log *slog.Logger
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Source == nil {
+		errs = append(errs, errors.New("a GPU source is required"))
+	}
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node name is required"))
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("plugin directory is required"))
+	} else if n := len(filepath.Join(c.Dir, SocketName)); n > 107 {
+		errs = append(errs, fmt.Errorf("plugin directory %q is too long for a unix socket path (%d > 107 bytes)", c.Dir, n))
+	}
+	if c.RegistryDir != "" {
+		if n := len(filepath.Join(c.RegistryDir, RegistrationSocketName)); n > 107 {
+			errs = append(errs, fmt.Errorf("registry directory %q is too long for a unix socket path (%d > 107 bytes)", c.RegistryDir, n))
+		}
+	}
+	if c.CDISpecDir == "" {
+		errs = append(errs, errors.New("CDI spec directory is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// ClaimGetter reads a claim (the API, or a test's map).
+type ClaimGetter func(ctx context.Context, namespace, name string) (*api.ResourceClaim, error)
+
+// Driver is the GPU DRA driver. Safe for concurrent use.
+type Driver struct {
+	cfg      Config
+	log      *slog.Logger
+	getClaim ClaimGetter
+
+	mu      sync.Mutex
+	ck      checkpoint
+	pending map[string]string // GPU UUID → claim, while a Prepare checks the device plugin
+	changed chan struct{}     // closed and replaced when prepared claims change
+
+	srv *servers // server.go
+}
+
+const checkpointVersion = 1
+
+// checkpoint is the file of prepared claims.
+type checkpoint struct {
+	Version int                      `json:"version"`
+	Claims  map[string]preparedClaim `json:"claims"` // by claim UID
+}
+
+type preparedClaim struct {
+	Namespace string           `json:"namespace"`
+	Name      string           `json:"name"`
+	Devices   []preparedDevice `json:"devices"`
+	Prepared  time.Time        `json:"prepared"`
+}
+
+type preparedDevice struct {
+	Requests     []string `json:"requests"`
+	Pool         string   `json:"pool"`
+	Device       string   `json:"device"`
+	UUID         string   `json:"uuid"`
+	CDIDeviceIDs []string `json:"cdiDeviceIDs"`
+}
+
+// New builds a Driver and reads its checkpoint; Start serves it.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("gpu DRA driver config: %w", err)
+	}
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("gpu DRA driver: %w", err)
+	}
+	ck := checkpoint{Version: checkpointVersion, Claims: map[string]preparedClaim{}}
+	if err := dra.ReadCheckpoint(filepath.Join(cfg.Dir, CheckpointName), checkpointVersion, &ck); err != nil {
+		return nil, err
+	}
+	if ck.Claims == nil {
+		ck.Claims = map[string]preparedClaim{}
+	}
+	d := &Driver{cfg: cfg, log: lg.With("component", "gpu-dra-driver", "driver", DriverName), ck: ck,
+		pending: map[string]string{}, changed: make(chan struct{})}
+	if cfg.Client != nil {
+		claimKind := api.MustKindOf(&api.ResourceClaim{})
+		d.getClaim = func(ctx context.Context, ns, name string) (*api.ResourceClaim, error) {
+			o, err := cfg.Client.Get(ctx, claimKind, ns, name)
+			if err != nil {
+				return nil, err
+			}
+			return o.(*api.ResourceClaim), nil
+		}
+	}
+	return d, nil
+}
+
+// SetClaimGetter replaces where claims are read from (tests).
+func (d *Driver) SetClaimGetter(g ClaimGetter) { d.getClaim = g }
+
+// DeviceName is the DRA name of a GPU: gpu-MINOR.
+func DeviceName(g gpu.Device) string { return "gpu-" + strconv.Itoa(g.MinorNumber) }
+
+// SliceName is the name of the node's ResourceSlice. (Kubernetes'
+// publisher uses generateName NODE-DRIVER-; a fixed name lets a restarted
+// agent find its slice without a list.)
+func SliceName(node string) string { return node + "-" + DriverName }
+
+// DeviceClass is the gpu.nvidia.com class, as NVIDIA's chart installs it.
+func DeviceClass() *api.DeviceClass {
+	return &api.DeviceClass{
+		TypeMeta:   api.TypeMeta{APIVersion: api.ResourceGroup + "/v1", Kind: "DeviceClass"},
+		ObjectMeta: api.ObjectMeta{Name: DeviceClassName},
+		Spec: api.DeviceClassSpec{Selectors: []api.DeviceSelector{{
+			CEL: &api.CELDeviceSelector{Expression: DeviceClassSelector},
+		}}},
+	}
+}
+
+// EnsureDeviceClass creates the gpu.nvidia.com DeviceClass unless it
+// exists (a class an admin changed is left alone).
+func EnsureDeviceClass(ctx context.Context, c client.Interface) error {
+	_, err := c.Create(ctx, DeviceClass())
+	if err != nil && !api.IsAlreadyExists(err) {
+		return fmt.Errorf("create DeviceClass %s: %w", DeviceClassName, err)
+	}
+	return nil
+}
+
+// Held returns the GPUs (by UUID) that prepared claims hold, or that a
+// Prepare in progress is about to take, to "claim NAMESPACE/NAME". The
+// device manager excludes them (devices.Config.Unavailable).
+func (d *Driver) Held() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]string{}
+	for _, c := range d.ck.Claims {
+		for _, dev := range c.Devices {
+			out[dev.UUID] = "claim " + c.Namespace + "/" + c.Name
+		}
+	}
+	for uuid, claim := range d.pending {
+		out[uuid] = "claim " + claim
+	}
+	return out
+}
+
+// Prepared lists the prepared claims' UIDs, sorted.
+func (d *Driver) Prepared() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.ck.Claims))
+	for uid := range d.ck.Claims {
+		out = append(out, uid)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Changed returns a channel that closes when prepared claims change.
+func (d *Driver) Changed() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.changed
+}
+
+func (d *Driver) notifyLocked() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// ClaimRef names a claim the kubelet asks about.
+type ClaimRef struct{ Namespace, Name, UID string }
+
+// PreparedDevice is one device of a prepared claim, as the kubelet gets it.
+type PreparedDevice struct {
+	Requests     []string
+	Pool, Device string
+	CDIDeviceIDs []string
+}
+
+// Prepare prepares one claim (NodePrepareResources for it): the same
+// answer again when it is prepared already.
+func (d *Driver) Prepare(ctx context.Context, ref ClaimRef) ([]PreparedDevice, error) {
+	d.mu.Lock()
+	if pc, ok := d.ck.Claims[ref.UID]; ok {
+		d.mu.Unlock()
+		return pc.answer(), nil
+	}
+	d.mu.Unlock()
+	if d.getClaim == nil {
+		return nil, errors.New("no API client to read the claim")
+	}
+	claim, err := d.getClaim(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("get ResourceClaim %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	if claim.UID != ref.UID {
+		return nil, fmt.Errorf("ResourceClaim %s/%s has uid %s, not %s (deleted and created again?)", ref.Namespace, ref.Name, claim.UID, ref.UID)
+	}
+	if claim.Status.Allocation == nil {
+		return nil, fmt.Errorf("ResourceClaim %s/%s is not allocated", ref.Namespace, ref.Name)
+	}
+	gpus, err := d.cfg.Source.Devices(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list GPUs: %w", err)
+	}
+	byName := map[string]gpu.Device{}
+	for _, g := range gpus {
+		byName[DeviceName(g)] = g
+	}
+	// One entry per device, with every request it serves.
+	var devs []preparedDevice
+	at := map[string]int{}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != DriverName {
+			continue
+		}
+		if r.Pool != d.cfg.NodeName {
+			return nil, fmt.Errorf("request %s: device %s is in pool %s, not this node's (%s)", r.Request, r.Device, r.Pool, d.cfg.NodeName)
+		}
+		g, ok := byName[r.Device]
+		if !ok {
+			return nil, fmt.Errorf("request %s: no GPU %s on node %s", r.Request, r.Device, d.cfg.NodeName)
+		}
+		if !g.Healthy {
+			return nil, fmt.Errorf("request %s: GPU %s (%s) is unhealthy (Xid %d: %s)", r.Request, r.Device, g.UUID, g.LastXid, gpu.XidReason(g.LastXid))
+		}
+		if i, ok := at[r.Device]; ok {
+			devs[i].Requests = append(devs[i].Requests, r.Request)
+			continue
+		}
+		at[r.Device] = len(devs)
+		devs = append(devs, preparedDevice{
+			Requests: []string{r.Request}, Pool: r.Pool, Device: r.Device, UUID: g.UUID,
+			CDIDeviceIDs: []string{cdi.DeviceName(strconv.Itoa(g.Index)), cdi.ClaimDeviceName(ref.UID, r.Device)},
+		})
+	}
+	key := ref.Namespace + "/" + ref.Name
+
+	// One inventory: mark the GPUs, then ask the device plugin's side.
+	d.mu.Lock()
+	if pc, ok := d.ck.Claims[ref.UID]; ok { // a concurrent Prepare of the same claim won
+		d.mu.Unlock()
+		return pc.answer(), nil
+	}
+	held := d.heldLocked()
+	for _, dev := range devs {
+		if by, ok := held[dev.UUID]; ok {
+			d.mu.Unlock()
+			return nil, fmt.Errorf("GPU %s (%s) is held by %s", dev.Device, dev.UUID, by)
+		}
+	}
+	for _, dev := range devs {
+		d.pending[dev.UUID] = key
+	}
+	d.mu.Unlock()
+	unmark := func() {
+		d.mu.Lock()
+		for _, dev := range devs {
+			delete(d.pending, dev.UUID)
+		}
+		d.mu.Unlock()
+	}
+	if d.cfg.HeldByDevicePlugin != nil {
+		byPlugin := d.cfg.HeldByDevicePlugin()
+		for _, dev := range devs {
+			if pod, ok := byPlugin[dev.UUID]; ok {
+				unmark()
+				return nil, fmt.Errorf("GPU %s (%s) is held by pod %s through nvidia.com/gpu (the device plugin); it is free again when that pod ends", dev.Device, dev.UUID, pod)
+			}
+		}
+	}
+	cdiDevs := make([]cdi.ClaimDevice, 0, len(devs))
+	for _, dev := range devs {
+		cdiDevs = append(cdiDevs, cdi.ClaimDevice{Name: dev.Device, UUID: dev.UUID})
+	}
+	if _, err := cdi.WriteClaimSpec(d.cfg.CDISpecDir, ref.Namespace, ref.Name, ref.UID, cdiDevs); err != nil {
+		unmark()
+		return nil, err
+	}
+	d.mu.Lock()
+	pc := preparedClaim{Namespace: ref.Namespace, Name: ref.Name, Devices: devs, Prepared: time.Now()}
+	d.ck.Claims[ref.UID] = pc
+	err = d.saveLocked()
+	for _, dev := range devs {
+		delete(d.pending, dev.UUID)
+	}
+	if err != nil {
+		delete(d.ck.Claims, ref.UID)
+		d.mu.Unlock()
+		_ = cdi.RemoveClaimSpec(d.cfg.CDISpecDir, ref.UID)
+		return nil, err
+	}
+	d.notifyLocked()
+	d.mu.Unlock()
+	d.log.Info("prepared claim", "claim", key, "uid", ref.UID, "devices", deviceNames(devs))
+	if d.cfg.OnChange != nil {
+		d.cfg.OnChange()
+	}
+	return pc.answer(), nil
+}
+
+// Unprepare forgets a claim and removes its CDI spec. An unknown claim
+// is done already.
+func (d *Driver) Unprepare(_ context.Context, ref ClaimRef) error {
+	d.mu.Lock()
+	pc, ok := d.ck.Claims[ref.UID]
+	if !ok {
+		d.mu.Unlock()
+		return cdi.RemoveClaimSpec(d.cfg.CDISpecDir, ref.UID)
+	}
+	delete(d.ck.Claims, ref.UID)
+	if err := d.saveLocked(); err != nil {
+		d.ck.Claims[ref.UID] = pc
+		d.mu.Unlock()
+		return err
+	}
+	d.notifyLocked()
+	d.mu.Unlock()
+	d.log.Info("unprepared claim", "claim", pc.Namespace+"/"+pc.Name, "uid", ref.UID, "devices", deviceNames(pc.Devices))
+	if d.cfg.OnChange != nil {
+		d.cfg.OnChange()
+	}
+	return cdi.RemoveClaimSpec(d.cfg.CDISpecDir, ref.UID)
+}
+
+func (d *Driver) heldLocked() map[string]string {
+	out := map[string]string{}
+	for _, c := range d.ck.Claims {
+		for _, dev := range c.Devices {
+			out[dev.UUID] = "claim " + c.Namespace + "/" + c.Name
+		}
+	}
+	for uuid, claim := range d.pending {
+		out[uuid] = "claim " + claim
+	}
+	return out
+}
+
+func (d *Driver) saveLocked() error {
+	d.ck.Version = checkpointVersion
+	return dra.WriteCheckpoint(filepath.Join(d.cfg.Dir, CheckpointName), d.ck)
+}
+
+func (pc preparedClaim) answer() []PreparedDevice {
+	out := make([]PreparedDevice, 0, len(pc.Devices))
+	for _, dev := range pc.Devices {
+		out = append(out, PreparedDevice{Requests: slices.Clone(dev.Requests), Pool: dev.Pool, Device: dev.Device, CDIDeviceIDs: slices.Clone(dev.CDIDeviceIDs)})
+	}
+	return out
+}
+
+func deviceNames(devs []preparedDevice) []string {
+	out := make([]string, 0, len(devs))
+	for _, d := range devs {
+		out = append(out, d.Device)
+	}
+	return out
+}
+
+// SliceDevices are the devices the node's slice lists now: every healthy
+// GPU that the device plugin does not hold, with its attributes.
+func (d *Driver) SliceDevices(ctx context.Context) ([]api.Device, error) {
+	gpus, err := d.cfg.Source.Devices(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list GPUs: %w", err)
+	}
+	topo, err := d.cfg.Source.Topology(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("GPU topology: %w", err)
+	}
+	var byPlugin map[string]string
+	if d.cfg.HeldByDevicePlugin != nil {
+		byPlugin = d.cfg.HeldByDevicePlugin()
+	}
+	all := Devices(gpus, topo, d.cfg.Source.Simulated(), d.cfg.Labels[CliqueLabel])
+	out := make([]api.Device, 0, len(all))
+	for i, g := range gpus {
+		if !g.Healthy {
+			continue
+		}
+		if _, held := byPlugin[g.UUID]; held {
+			continue
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// Devices describes GPUs as DRA devices, in their order. topo (the host's
+// matrix, in the same order) gives the NVLink domains and, for simulated
+// GPUs, the PCIe roots; clique, when not empty, is the node's NVLink clique.
+func Devices(gpus []gpu.Device, topo *gpu.Topology, simulated bool, clique string) []api.Device {
+	domains := nvlinkDomains(topo)
+	roots := pcieRoots(gpus, topo, simulated)
+	out := make([]api.Device, 0, len(gpus))
+	for i, g := range gpus {
+		attrs := map[string]api.DeviceAttribute{
+			"type":                  str("gpu"),
+			"uuid":                  str(g.UUID),
+			"index":                 integer(int64(g.Index)),
+			"minor":                 integer(int64(g.MinorNumber)),
+			"productName":           str(g.Name),
+			"brand":                 str("Nvidia"),
+			"architecture":          str(architecture(g.Family)),
+			"cudaComputeCapability": version(fmt.Sprintf("%d.%d", g.ComputeMajor, g.ComputeMinor)),
+		}
+		if v := version(g.DriverVersion); v.VersionValue != nil {
+			attrs["driverVersion"] = v
+		}
+		if v := version(g.CUDAVersion); v.VersionValue != nil {
+			attrs["cudaDriverVersion"] = v
+		}
+		if bus := pciBusID(g.PCIBusID); bus != "" {
+			attrs[AttrPCIBusID] = str(bus)
+		}
+		if i < len(roots) && roots[i] != "" {
+			attrs[AttrPCIeRoot] = str(roots[i])
+		}
+		if simulated {
+			// NVML's addressing mode (None, HMM, ATS); skiff's simulated
+			// GPUs have none. Real GPUs: skiff does not read it yet.
+			attrs["addressingMode"] = str("None")
+		}
+		if i < len(domains) && domains[i] >= 0 {
+			attrs[AttrNVLinkDomain] = integer(int64(domains[i]))
+		}
+		if clique != "" {
+			attrs[AttrClique] = str(clique)
+		}
+		out = append(out, api.Device{
+			Name:       DeviceName(g),
+			Attributes: attrs,
+			Capacity:   map[string]api.DeviceCapacity{"memory": {Value: *resource.NewQuantity(int64(g.MemoryMiB)<<20, resource.BinarySI)}},
+		})
+	}
+	return out
+}
+
+func str(s string) api.DeviceAttribute     { return api.DeviceAttribute{StringValue: &s} }
+func integer(n int64) api.DeviceAttribute  { return api.DeviceAttribute{IntValue: &n} }
+func version(s string) api.DeviceAttribute { v, ok := semver(s); return versionAttr(v, ok) }
+
+func versionAttr(v string, ok bool) api.DeviceAttribute {
+	if !ok {
+		return api.DeviceAttribute{}
+	}
+	return api.DeviceAttribute{VersionValue: &v}
+}
+
+// semver turns "12.4" into 12.4.0 and "535.104.05" into 535.104.5 (a
+// semantic version has three numbers without leading zeros).
+func semver(s string) (string, bool) {
+	parts := strings.Split(strings.TrimSpace(s), ".")
+	if s == "" || len(parts) > 3 {
+		return "", false
+	}
+	nums := make([]string, 3)
+	for i := range nums {
+		nums[i] = "0"
+		if i < len(parts) {
+			n, err := strconv.ParseUint(parts[i], 10, 32)
+			if err != nil {
+				return "", false
+			}
+			nums[i] = strconv.FormatUint(n, 10)
+		}
+	}
+	return strings.Join(nums, "."), true
+}
+
+// architecture is NVIDIA's word (Ampere) for GFD's family (ampere).
+func architecture(family string) string {
+	if family == "" {
+		return "Unknown"
+	}
+	return strings.ToUpper(family[:1]) + family[1:]
+}
+
+// pciBusID turns NVML's 00000000:07:00.0 into Kubernetes' 0000:07:00.0.
+func pciBusID(nvml string) string {
+	id := strings.ToLower(strings.TrimSpace(nvml))
+	dom, rest, ok := strings.Cut(id, ":")
+	if !ok {
+		return ""
+	}
+	if len(dom) > 4 {
+		dom = dom[len(dom)-4:]
+	}
+	return dom + ":" + rest
+}
+
+// nvlinkDomains numbers the groups of GPUs joined by NVLinks (the
+// connected parts of the NVLink graph) 0, 1, ... in GPU order; a GPU
+// without NVLinks gets -1.
+func nvlinkDomains(t *gpu.Topology) []int {
+	n := t.N()
+	out := make([]int, n)
+	for i := range out {
+		out[i] = -1
+	}
+	next := 0
+	for i := 0; i < n; i++ {
+		if out[i] >= 0 {
+			continue
+		}
+		linked := false
+		for j := 0; j < n; j++ {
+			if t.Link(i, j).NVLinks > 0 {
+				linked = true
+			}
+		}
+		if !linked {
+			continue
+		}
+		stack := []int{i}
+		out[i] = next
+		for len(stack) > 0 {
+			a := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for b := 0; b < n; b++ {
+				if out[b] < 0 && t.Link(a, b).NVLinks > 0 {
+					out[b] = next
+					stack = append(stack, b)
+				}
+			}
+		}
+		next++
+	}
+	return out
+}
+
+// pcieRoots names each GPU's PCIe root complex (pci0000:00), as
+// Kubernetes' deviceattribute package reads it from sysfs. Real GPUs:
+// from /sys/bus/pci/devices; simulated ones: the GPUs the matrix puts
+// under one PCIe switch tree (PIX or PXB) share a root, named after the
+// lowest bus of the group.
+func pcieRoots(gpus []gpu.Device, t *gpu.Topology, simulated bool) []string {
+	out := make([]string, len(gpus))
+	if !simulated {
+		for i, g := range gpus {
+			out[i] = sysfsPCIeRoot(pciBusID(g.PCIBusID))
+		}
+		return out
+	}
+	group := make([]int, len(gpus))
+	for i := range group {
+		group[i] = -1
+	}
+	for i := range gpus {
+		if group[i] >= 0 {
+			continue
+		}
+		group[i] = i
+		for j := i + 1; j < len(gpus); j++ {
+			if p := t.Link(i, j).PCIe; group[j] < 0 && (p == gpu.PIX || p == gpu.PXB) {
+				group[j] = i
+			}
+		}
+	}
+	for i := range gpus {
+		lead := pciBusID(gpus[group[i]].PCIBusID)
+		dom, rest, ok := strings.Cut(lead, ":")
+		bus, _, _ := strings.Cut(rest, ":")
+		if !ok || len(bus) != 2 {
+			out[i] = fmt.Sprintf("pci0000:%02x", group[i])
+			continue
+		}
+		out[i] = "pci" + dom + ":" + bus[:1] + "0"
+	}
+	return out
+}
+
+func sysfsPCIeRoot(bus string) string {
+	if bus == "" {
+		return ""
+	}
+	p, err := filepath.EvalSymlinks(filepath.Join("/sys/bus/pci/devices", bus))
+	if err != nil {
+		return ""
+	}
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, "pci") && strings.Contains(part, ":") {
+			return part
+		}
+	}
+	return ""
+}
+
+// Run publishes the node's ResourceSlice, then again after every GPU
+// health event, device plugin allocation change or fault, until ctx ends.
+// Failed writes are retried with a backoff.
+func (d *Driver) Run(ctx context.Context) error {
+	if d.cfg.Client == nil {
+		return errors.New("gpu DRA driver: no API client to publish the ResourceSlice")
+	}
+	events := d.cfg.Source.Watch(ctx)
+	b := backoff.Backoff{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Max: 10 * time.Second}}
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	<-retry.C
+	for {
+		var plugin <-chan struct{}
+		if d.cfg.DevicePluginChanged != nil {
+			plugin = d.cfg.DevicePluginChanged()
+		}
+		if err := d.Publish(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			delay := b.Next()
+			d.log.Warn("publish ResourceSlice (will retry)", "err", err, "retry", delay)
+			retry.Reset(delay)
+		} else {
+			b.Reset()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-events:
+			if !ok {
+				return nil
+			}
+		case <-plugin:
+		case <-retry.C:
+		}
+	}
+}
+
+// Publish writes the node's ResourceSlice when its devices changed (a new
+// pool generation), or creates it.
+func (d *Driver) Publish(ctx context.Context) error {
+	devs, err := d.SliceDevices(ctx)
+	if err != nil {
+		return err
+	}
+	kind := api.MustKindOf(&api.ResourceSlice{})
+	name := SliceName(d.cfg.NodeName)
+	node := d.cfg.NodeName
+	o, err := d.cfg.Client.Get(ctx, kind, "", name)
+	if api.IsNotFound(err) {
+		s := &api.ResourceSlice{
+			TypeMeta:   api.TypeMeta{APIVersion: api.ResourceGroup + "/v1", Kind: "ResourceSlice"},
+			ObjectMeta: api.ObjectMeta{Name: name},
+			Spec: api.ResourceSliceSpec{Driver: DriverName, NodeName: &node,
+				Pool: api.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}, Devices: devs},
+		}
+		if _, err := d.cfg.Client.Create(ctx, s); err != nil {
+			return fmt.Errorf("create ResourceSlice %s: %w", name, err)
+		}
+		d.log.Info("published ResourceSlice", "slice", name, "devices", len(devs), "generation", 1)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get ResourceSlice %s: %w", name, err)
+	}
+	old := o.(*api.ResourceSlice)
+	if sameDevices(old.Spec.Devices, devs) && old.Spec.Driver == DriverName && old.Spec.NodeName != nil && *old.Spec.NodeName == node && old.Spec.Pool.Name == node {
+		return nil
+	}
+	s := api.Clone(old)
+	s.Spec.Driver, s.Spec.NodeName, s.Spec.Devices = DriverName, &node, devs
+	s.Spec.Pool = api.ResourcePool{Name: node, Generation: old.Spec.Pool.Generation + 1, ResourceSliceCount: 1}
+	if _, err := d.cfg.Client.Update(ctx, s); err != nil {
+		return fmt.Errorf("update ResourceSlice %s: %w", name, err)
+	}
+	d.log.Info("published ResourceSlice", "slice", name, "devices", len(devs), "generation", s.Spec.Pool.Generation)
+	return nil
+}
+
+func sameDevices(a, b []api.Device) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
