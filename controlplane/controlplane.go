@@ -330,6 +330,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := reg.EnsureDefaults(ctx); err != nil {
 		return fail(fmt.Errorf("create default namespaces: %w", err))
 	}
+	if err := ensureDeviceClasses(ctx, reg); err != nil { // deviceclass.go
+		return fail(err)
+	}
 	if err := serviceAccountTokens(cfg.DataDir, reg, &cfg.API); err != nil { // serviceaccounts.go
 		return fail(err)
 	}
