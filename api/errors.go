@@ -251,7 +251,9 @@ const (
 	FieldForbidden    FieldErrorType = "FieldValueForbidden"
 	FieldDuplicate    FieldErrorType = "FieldValueDuplicate"
 	FieldTooLong      FieldErrorType = "FieldValueTooLong"
-	FieldUnknown      FieldErrorType = "FieldUnknown"
+	// FieldTooMany: a list over its length limit (Kubernetes' field.TooMany).
+	FieldTooMany FieldErrorType = "FieldValueTooMany"
+	FieldUnknown FieldErrorType = "FieldUnknown"
 	// FieldNotFound: a reference to something that does not exist
 	// (a volumeMount naming no volume).
 	FieldNotFound FieldErrorType = "FieldValueNotFound"
@@ -287,6 +289,8 @@ func (e *FieldError) Error() string {
 		return fmt.Sprintf("%s: Duplicate value: %s", e.Field, quoteValue(e.Value))
 	case FieldTooLong:
 		return fmt.Sprintf("%s: Too long%s", e.Field, suffix(e.Detail))
+	case FieldTooMany:
+		return fmt.Sprintf("%s: Too many: %s%s", e.Field, quoteValue(e.Value), suffix(e.Detail))
 	case FieldDuplicateField:
 		return fmt.Sprintf("%s: duplicate field%s", e.Field, suffix(e.Detail))
 	case FieldUnknown:

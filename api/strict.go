@@ -52,6 +52,8 @@ var notSupported = map[string][]string{
 	"ServiceAccount":        {"secrets", "imagePullSecrets"},
 	"VolumeProjection":      {"secret", "clusterTrustBundle", "podCertificate"},
 	"DownwardAPIVolumeFile": {"resourceFieldRef"},
+	// Job: success policies and external controllers (MultiKueue's managedBy).
+	"JobSpec": {"successPolicy", "managedBy"},
 	// DRA (resource.go): partitionable devices (counters), per-device
 	// node selection, binding conditions, consumable capacity, admin
 	// access, extended resources backed by a class, list attributes and

@@ -43,6 +43,8 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateReplicas(o.Spec.Replicas, "spec.replicas")...)
 		errs = append(errs, nonNegative(int64(o.Spec.MinReadySeconds), "spec.minReadySeconds")...)
 		errs = append(errs, validateSelectorAndTemplate(o.Spec.Selector, &o.Spec.Template, "spec")...)
+	case *Job:
+		errs = append(errs, validateJob(o)...) // batch.go
 	case *Service:
 		// Service names become DNS names of the cluster: RFC 1035 labels.
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1035Label)...)
@@ -124,6 +126,8 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		}
 	case *Pod:
 		errs = append(errs, validatePodSpecUpdate(&n.Spec, &oldObj.(*Pod).Spec)...)
+	case *Job:
+		errs = append(errs, validateJobUpdate(n, oldObj.(*Job))...) // batch.go
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClassUpdate(n, oldObj.(*PriorityClass))...)
 	case *ResourceClaim, *ResourceClaimTemplate:

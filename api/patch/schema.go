@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -33,6 +34,7 @@ var schemas = map[string]any{
 	"v1, Kind=ServiceAccount":                  &corev1.ServiceAccount{},
 	"apps/v1, Kind=Deployment":                 &appsv1.Deployment{},
 	"apps/v1, Kind=ReplicaSet":                 &appsv1.ReplicaSet{},
+	"batch/v1, Kind=Job":                       &batchv1.Job{},
 	"scheduling.k8s.io/v1, Kind=PriorityClass": &schedulingv1.PriorityClass{},
 	"autoscaling/v1, Kind=Scale":               &autoscalingv1.Scale{},
 }

@@ -375,6 +375,11 @@ func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error)
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
 	}
+	job, isJob := o.(*api.Job)
+	if isJob {
+		m.UID = f.newUID() // the generated selector carries the job's uid
+		api.GenerateJobSelector(job)
+	}
 	api.SetDefaults(o)
 	if errs := api.Validate(o); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
@@ -384,7 +389,9 @@ func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error)
 		return nil, api.NewAlreadyExists(k, m.Name)
 	}
 	f.rev++
-	m.UID = f.newUID()
+	if !isJob {
+		m.UID = f.newUID()
+	}
 	m.CreationTimestamp = api.NewTime(f.now().Truncate(time.Second))
 	m.ResourceVersion = strconv.FormatInt(f.rev, 10)
 	f.store(k)[key] = o

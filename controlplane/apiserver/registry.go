@@ -165,6 +165,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
 	}
+	if j, ok := obj.(*api.Job); ok {
+		api.GenerateJobSelector(j) // api/batch.go: the job strategy's controller-uid selector and labels
+	}
 	if err := nodeRestriction(ctx, k, obj); err != nil { // authz.go: a node creates only its own Node and Lease
 		return nil, err
 	}

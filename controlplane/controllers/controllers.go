@@ -126,8 +126,20 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	rsets.AddHandler(dc.ReplicaSetHandler(dLoop.Enqueue))
 	pods.AddHandler(dc.PodHandler(dLoop.Enqueue))
 
+	// Job controller (job.go): a Job changed, or one of its pods did; the
+	// TTL-after-finished controller (ttlafterfinished.go) deletes finished
+	// Jobs whose ttlSecondsAfterFinished has passed.
+	jobs := m.informer(c, jobKind(), log)
+	jc := NewJobController(c, jobs, pods, events(jobControllerName), log)
+	jLoop := newLoop(jobControllerName, jc, jobs.Keys)
+	jobs.AddHandler(jLoop.Handler())
+	pods.AddHandler(jc.PodHandler(jLoop.Enqueue))
+	ttl := NewTTLAfterFinishedController(c, jobs, log)
+	ttlLoop := newLoop(ttlAfterFinishedControllerName, ttl, jobs.Keys)
+	jobs.AddHandler(ttlLoop.Handler())
+
 	// Garbage collector: dependents (pods, replica sets) and their owners.
-	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys}
+	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys, "Job": jobs}
 	gc := NewGarbageCollector(c, listersOf(graph), events(garbageCollectorName), log)
 	gcLoop := newLoop(garbageCollectorName, gc, func() []string { return gcKeys(graph) })
 	gc.Watch(graph, gcLoop.Enqueue)
