@@ -33,6 +33,7 @@ var printers = map[string]func() Printer{
 	"Event":                           eventPrinter,
 	"Deployment.apps":                 deploymentPrinter,
 	"ReplicaSet.apps":                 replicaSetPrinter,
+	"Job.batch":                       jobPrinter,
 	"PriorityClass.scheduling.k8s.io": priorityClassPrinter,
 	"Lease.coordination.k8s.io":       leasePrinter,
 	"EndpointSlice.discovery.k8s.io":  endpointSlicePrinter,
