@@ -150,6 +150,16 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	nsLoop := newLoop(namespaceControllerName, nc, namespaces.Keys)
 	namespaces.AddHandler(nsLoop.Handler())
 
+	// ResourceClaim controller (resourceclaim.go): a pod with claims
+	// changed, or a claim did; templates are read from their cache.
+	rclaims := m.informer(c, resourceClaimKind(), log)
+	rtemplates := m.informer(c, resourceClaimTemplateKind(), log)
+	rcc := NewResourceClaimController(c, pods, rclaims, rtemplates, events(resourceClaimControllerName), log)
+	rcLoop := newLoop(resourceClaimControllerName, rcc, rcc.Keys)
+	rcPods, rcClaims := rcc.Handlers(rcLoop.Enqueue)
+	pods.AddHandler(rcPods)
+	rclaims.AddHandler(rcClaims)
+
 	// Node lifecycle controller (nodelifecycle.go): a node stopped
 	// reporting, or gossip lost it; its pods go elsewhere.
 	nodes := m.informer(c, api.MustKindOf(&api.Node{}), log)
