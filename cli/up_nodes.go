@@ -14,6 +14,7 @@ import (
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/node"
+	"skiff.dev/skiff/node/fabric"
 )
 
 // Several nodes on one machine (`skiff up --nodes 3`).
@@ -89,6 +90,19 @@ func localNodeNames(base string, n int) []string {
 // (skiff0, skiff1, ...); only the first runs the machine's routes and
 // service proxy.
 func localNodeConfigs(f clusterFlags, issue func(name string, addrs []string) (pki.NodeCredentials, error)) ([]node.Config, error) {
+	var fab *fabric.Cluster
+	if f.fabric != "" {
+		var err error
+		if fab, err = fabric.Load(f.fabric); err != nil {
+			return nil, err
+		}
+		if fab.Nodes != f.nodes {
+			return nil, fmt.Errorf("cluster file %s: nodes: %d, but --nodes is %d", f.fabric, fab.Nodes, f.nodes)
+		}
+		if fab.GPUs != "" {
+			f.gpus = fab.GPUs
+		}
+	}
 	specs, err := nodeGPUSpecs(f.gpus, f.nodes)
 	if err != nil {
 		return nil, err
@@ -105,6 +119,9 @@ func localNodeConfigs(f clusterFlags, issue func(name string, addrs []string) (p
 	for i, name := range names {
 		c := node.DefaultConfig(dirs[i])
 		c.Name, c.Runtime, c.GPUs = name, f.runtime, specs[i]
+		if fab != nil {
+			c.Labels = fab.NodeLabels(i + 1)
+		}
 		c.ContainerdAddress, c.ContainerdNamespace = f.containerd, f.ctrdNS
 		if f.network != "" {
 			c.Network = f.network

@@ -8,6 +8,7 @@ import (
 
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/controlplane/pki/pkitest"
+	"skiff.dev/skiff/node/fabric"
 )
 
 func TestNodeGPUSpecs(t *testing.T) {
@@ -91,5 +92,27 @@ func TestLocalNodeConfigs(t *testing.T) {
 	cfgs, err = localNodeConfigs(f, ca.IssueNode)
 	if err != nil || len(cfgs) != 1 || cfgs[0].Name != "lab" || cfgs[0].DataDir != "/d" {
 		t.Fatalf("one node: %+v, %v; want lab in /d", cfgs, err)
+	}
+}
+
+// --cluster FILE: the nodes get the file's GPUs and their NVLink domain as
+// labels; a node count that differs from --nodes is refused, naming the file.
+func TestLocalNodeConfigsClusterFile(t *testing.T) {
+	path := "../examples/homework/task3/cluster-4x-a100.yaml"
+	f := clusterFlags{dataDir: "/d", nodeName: "hw", runtime: "auto", network: "auto", gpus: "auto-sim", nodes: 4, fabric: path}
+	ca := pkitest.CA(t)
+	cfgs, err := localNodeConfigs(f, ca.IssueNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDomain := []string{"nvl-a", "nvl-a", "nvl-b", "nvl-b"}
+	for i, c := range cfgs {
+		if c.GPUs != "sim:dgxa100" || c.Labels[fabric.LabelDomain] != wantDomain[i] || !strings.HasSuffix(c.Labels[fabric.LabelClique], []string{".1", ".1", ".2", ".2"}[i]) {
+			t.Errorf("node %s: gpus %q labels %v; want sim:dgxa100 in %s", c.Name, c.GPUs, c.Labels, wantDomain[i])
+		}
+	}
+	f.nodes = 3
+	if _, err := localNodeConfigs(f, ca.IssueNode); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "--nodes is 3") {
+		t.Errorf("3 nodes with a 4-node file: %v", err)
 	}
 }

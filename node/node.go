@@ -118,6 +118,9 @@ type Config struct {
 	Metrics client.LoopMetrics
 	// Log, or discard.
 	Log *slog.Logger
+	// Labels are extra labels of the Node (the cluster file's NVLink
+	// domain: node/fabric).
+	Labels map[string]string
 	// TuneAgent, when set, adjusts the agent's config last (tests:
 	// shorter heartbeats and backoffs).
 	TuneAgent func(*agent.Config)
@@ -300,6 +303,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 		}
 	}
 	acfg.Network = pn
+	acfg.Labels = cfg.Labels
 	n.gpus.Configure(&acfg)
 	if cfg.TuneAgent != nil {
 		cfg.TuneAgent(&acfg)
