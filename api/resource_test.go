@@ -165,7 +165,9 @@ func TestValidateResourceClaimStatusUpdate(t *testing.T) {
 		change func(n, o *ResourceClaim)
 		want   string
 	}{
-		{"allocate and reserve", func(n, _ *ResourceClaim) { n.Status.Allocation, n.Status.ReservedFor = alloc, []ResourceClaimConsumerReference{pod} }, ""},
+		{"allocate and reserve", func(n, _ *ResourceClaim) {
+			n.Status.Allocation, n.Status.ReservedFor = alloc, []ResourceClaimConsumerReference{pod}
+		}, ""},
 		{"reserve without allocation", func(n, _ *ResourceClaim) { n.Status.ReservedFor = []ResourceClaimConsumerReference{pod} },
 			"status.reservedFor: Forbidden: may not be specified when `allocated` is not set"},
 		{"result for an unknown request", func(n, _ *ResourceClaim) {
