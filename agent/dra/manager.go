@@ -444,6 +444,7 @@ func (m *Manager) PrepareResources(ctx context.Context, pod *api.Pod) (podworker
 		}
 		t["podClaim"] = pc.Name
 		trace = append(trace, t)
+		out.Summary = append(out.Summary, summary(name, e, t))
 		byEntry[pc.Name] = e
 	}
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
@@ -466,6 +467,20 @@ func (m *Manager) PrepareResources(ctx context.Context, pod *api.Pod) (podworker
 	}
 	out.Trace = map[string]any{"claims": trace}
 	return out, nil
+}
+
+// summary is "claim C: gpu.nvidia.com/n1/gpu-3 → nvidia.com/gpu=3,k8s.gpu.nvidia.com/claim=UID-gpu-3".
+func summary(claim string, e claimEntry, t map[string]any) string {
+	var devs, ids []string
+	for _, d := range e.Devices {
+		devs = append(devs, d.Driver+"/"+d.Pool+"/"+d.Device)
+		ids = append(ids, d.CDIDeviceIDs...)
+	}
+	s := fmt.Sprintf("claim %s: %s -> CDI %s", claim, strings.Join(devs, ","), strings.Join(ids, ","))
+	if _, cached := t["nodePrepareResources"].(string); cached {
+		s += " (prepared already)"
+	}
+	return s
 }
 
 func hasStatus(pod *api.Pod, name string) bool {

@@ -79,6 +79,9 @@ type PreparedClaims struct {
 	CDIDevices map[string][]string
 	// Trace is what was asked and answered, for the "prepare" span.
 	Trace map[string]any
+	// Summary is one line per claim for the span's message: driver,
+	// claim, devices and CDI devices.
+	Summary []string
 }
 
 // Config of a Worker.
@@ -335,7 +338,7 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 			return 0, fmt.Errorf("prepare resource claims of pod %s: %w", api.KeyOf(pod), err)
 		}
 		st.claims = &pc
-		w.trace(ctx, pod, "prepare", t0, fmt.Sprintf("NodePrepareResources: %d claim(s)", len(pod.Spec.ResourceClaims)), pc.Trace)
+		w.trace(ctx, pod, "prepare", t0, "NodePrepareResources "+strings.Join(pc.Summary, "; "), pc.Trace)
 	}
 
 	// Network first: containers join the pod's network namespace.
@@ -530,7 +533,11 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 		}
 	}
 	w.event(ctx, pod, api.EventNormal, "Created", "Created container %s", c.Name)
-	w.trace(ctx, pod, "create", t1, "container "+c.Name, details)
+	msg := "container " + c.Name
+	if len(spec.CDIDevices) > 0 {
+		msg += ", CDI devices " + strings.Join(spec.CDIDevices, ",")
+	}
+	w.trace(ctx, pod, "create", t1, msg, details)
 	t2 := w.cfg.Now()
 	if err := w.cfg.Runtime.StartContainer(ctx, id); err != nil {
 		w.event(ctx, pod, api.EventWarning, "Failed", "Error: %v", err)
