@@ -95,10 +95,13 @@ func NewDynamicResources(c client.Interface, log *slog.Logger) *DynamicResources
 		log = slog.New(slog.DiscardHandler)
 	}
 	pl := &DynamicResources{
-		client:     c,
-		log:        log.With("plugin", DynamicResourcesName),
-		celCache:   cel.NewCache(dynamicResourcesCacheSize, cel.Features{}),
-		features:   structured.Features{PrioritizedList: true, DeviceTaints: true},
+		client:   c,
+		log:      log.With("plugin", DynamicResourcesName),
+		celCache: cel.NewCache(dynamicResourcesCacheSize, cel.Features{}),
+		// ConsumableCapacity brings distinctAttribute (KEP-5075); it picks
+		// the library's "incubating" allocator, as kube-scheduler does
+		// when that gate is on.
+		features:   structured.Features{PrioritizedList: true, DeviceTaints: true, ConsumableCapacity: true},
 		classesK8s: map[string]*resourcev1.DeviceClass{},
 		slicesK8s:  map[string]*resourcev1.ResourceSlice{},
 		allocated:  map[string][]structured.DeviceID{},
