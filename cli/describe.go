@@ -135,6 +135,8 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 		describeDeployment(ctx, w, cl, o)
 	case *api.ReplicaSet:
 		describeReplicaSet(ctx, w, cl, o)
+	case *api.Job:
+		describeJob(w, o) // describe_job.go
 	case *api.Service:
 		describeService(ctx, w, cl, o)
 	case *api.Node:

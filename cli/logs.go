@@ -222,8 +222,10 @@ func resolvePod(ctx context.Context, c client.Interface, ns, arg string) (*api.P
 		ls = t.Spec.Selector
 	case *api.ReplicaSet:
 		ls = t.Spec.Selector
+	case *api.Job:
+		ls = t.Spec.Selector
 	default:
-		return nil, fmt.Errorf("cannot find the pods of a %s: only pods, deployments and replicasets", k.Kind)
+		return nil, fmt.Errorf("cannot find the pods of a %s: only pods, deployments, replicasets and jobs", k.Kind)
 	}
 	sel, err := ls.AsSelector()
 	if err != nil {

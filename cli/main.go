@@ -110,6 +110,7 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 		newScaleCmd(r), newRolloutCmd(r), newExplainCmd(r), newTraceCmd(r), newAPIResourcesCmd(r),
 		newCompletionCmd(r),
 		newExposeCmd(r),
+		newWaitCmd(r),
 	)
 	return r
 }
