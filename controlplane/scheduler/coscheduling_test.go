@@ -8,6 +8,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // gang returns a PodGroup of minMember with a timeout in seconds.
@@ -34,6 +35,17 @@ func (f *fixture) addGroup(pg *api.PodGroup) {
 		f.t.Fatal(err)
 	}
 	f.s.onPodGroupAdd(got)
+}
+
+// explain is what describe pod shows of a task's pod: its trace rendered.
+func (f *fixture) explain(tk *task) string {
+	f.t.Helper()
+	p := tk.qp.Info.Pod
+	tr, err := f.c.GetTrace(f.ctx, p.Namespace, p.Name)
+	if err != nil {
+		return ""
+	}
+	return ExplainTrace(tk.qp.Info.Key, tr.Spans)
 }
 
 // addNode creates a node and tells the scheduler.
@@ -193,10 +205,23 @@ func TestGangTimeoutRejectsAllAndFreesRoom(t *testing.T) {
 	if len(waiting) != 3 || f.gpusHeld("a", "b") != 3 {
 		t.Fatalf("%d waiting, %d GPUs held: want 3 and 3", len(waiting), f.gpusHeld("a", "b"))
 	}
+	// While it waits, describe pod (the explanation from the trace) says so.
+	first := waiting[0]
+	done := make(chan struct{})
+	go func() { defer close(done); f.s.runTask(f.ctx, first) }()
+	testwait.For(t, 5*time.Second, "the waiting member's trace shows the Permit wait", func() bool {
+		return strings.Contains(f.explain(first), "Permit: waiting on node")
+	})
+	<-done
+	f.sync(first.qp.Info.Pod)
 	// Each wait ends within its 1 s timeout: the first to time out takes
 	// the others with it (Unreserve).
-	for _, tk := range waiting {
+	for _, tk := range waiting[1:] {
 		f.finish(tk)
+	}
+	if got := f.explain(first); !strings.Contains(got, "Permit: rejected by Coscheduling: rejected due to timeout after waiting 1s at plugin Coscheduling") ||
+		!strings.Contains(got, "Unschedulable: 0/1 nodes are available: 1 rejected due to timeout") {
+		t.Errorf("explanation after the timeout:\n%s", got)
 	}
 	if got := f.bound(names...); len(got) != 0 {
 		t.Fatalf("bound after the timeout: %v", got)
