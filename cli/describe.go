@@ -139,6 +139,14 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 		describeJob(w, o) // describe_job.go
 	case *api.Service:
 		describeService(ctx, w, cl, o)
+	case *api.ResourceClaim: // describe_dra.go
+		describeResourceClaim(w, o)
+	case *api.ResourceClaimTemplate:
+		describeResourceClaimTemplate(w, o)
+	case *api.DeviceClass:
+		describeDeviceClass(w, o)
+	case *api.ResourceSlice:
+		describeResourceSlice(ctx, w, cl, o)
 	case *api.Node:
 		describeNode(ctx, w, cl, o, now)
 	case *api.Namespace:
