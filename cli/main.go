@@ -111,6 +111,7 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 		newCompletionCmd(r),
 		newExposeCmd(r),
 		newWaitCmd(r),
+		newDashboardCmd(r),
 	)
 	return r
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"skiff.dev/skiff/dashboard"
 )
 
 // traceCmd is `skiff trace pod NAME`: the timed chain of steps that
@@ -32,7 +34,7 @@ start and duration. This is real data from the real run.`,
 			return c.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&c.output, "output", "o", "", "output format: json|yaml (default: a table)")
+	cmd.Flags().StringVarP(&c.output, "output", "o", "", "output format: json|yaml|html (default: a table; html is the dashboard's chain view as one self-contained file)")
 	return cmd
 }
 
@@ -50,6 +52,13 @@ func (c *traceCmd) Run(ctx context.Context) error {
 		return err
 	}
 	name := refs[0].Names[0]
+	if c.output == "html" { // the chain view, one file (dashboard/chainhtml.go)
+		ch, err := dashboard.GetChain(ctx, cl, c.root.Namespace, name)
+		if err != nil {
+			return err
+		}
+		return dashboard.WriteChainHTML(c.root.Stdout, ch)
+	}
 	tr, err := cl.GetTrace(ctx, c.root.Namespace, name)
 	if err != nil {
 		return err
@@ -63,7 +72,7 @@ func (c *traceCmd) Run(ctx context.Context) error {
 		return printJSONAs(c.root.Stdout, data, outputFormat{Format: c.output})
 	case "":
 	default:
-		return fmt.Errorf("unsupported output format %q for trace: json or yaml", c.output)
+		return fmt.Errorf("unsupported output format %q for trace: json, yaml or html", c.output)
 	}
 	if len(tr.Spans) == 0 {
 		fmt.Fprintf(c.root.Stdout, "No trace recorded for pod %q yet.\n", name)

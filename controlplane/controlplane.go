@@ -37,6 +37,7 @@ import (
 	"skiff.dev/skiff/controlplane/metrics"
 	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/controlplane/store"
+	"skiff.dev/skiff/dashboard"
 )
 
 // Config of the control plane.
@@ -195,7 +196,9 @@ type ControlPlane struct {
 	joinToken string
 	ca        *pki.CA
 	gossip    *membership.Membership
-	advURL    string
+	// reconciles: the controllers' reconcile lines, for the dashboard.
+	reconciles *dashboard.Reconciles
+	advURL     string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -338,6 +341,13 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 	cp := &ControlPlane{cfg: cfg, log: lg, st: st, etcd: eb, metrics: m, token: token, joinToken: joinToken, ca: ca, gossip: gossip, advURL: advURL}
 	cfg.API.Bootstrap = cp.bootstrapHandler()
+	cp.reconciles = dashboard.NewReconciles(0)
+	dash, err := dashboard.New(dashboard.Config{Client: apiserver.NewLocal(reg), Reconciles: cp.reconciles,
+		NodeProxy: apiserver.ProxyHandler(reg, cfg.API.AgentTLS), Log: lg.With("component", "dashboard")})
+	if err != nil {
+		return fail(err)
+	}
+	cfg.API.Dashboard = dash // the web dashboard under /dashboard/ (dashboard/)
 	if eb != nil {
 		self := LeaderInfo{Name: eb.name, APIServer: advURL}
 		cp.elector = &elector{cli: eb.client, self: self, ttl: cfg.Etcd.LeaderLeaseTTL, log: lg.With("component", "leader-election")}
@@ -386,7 +396,9 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 		})
 	}
 	runOne("controllers", func() error {
-		return controllers.Run(ctx, local, local, controllers.Options{Log: lg.With("component", "controller-manager"), Metrics: m,
+		// The reconcile lines also go to the dashboard's control-loop view.
+		clog := slog.New(dashboard.TeeReconciles(lg.With("component", "controller-manager").Handler(), cp.reconciles))
+		return controllers.Run(ctx, local, local, controllers.Options{Log: clog, Metrics: m,
 			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout},
 			RootCA: cp.rootCA(), KubernetesService: cp.kubernetesService()}) // serviceaccounts.go
 	})

@@ -76,6 +76,11 @@ func bearerToken(r *http.Request) (string, bool) {
 // compared in constant time, then each Config.TokenAuthenticators in
 // turn), else a TLS client certificate that verified against the cluster
 // CA (CN the user, O the groups, as Kubernetes' x509 authenticator). A
+// The web dashboard's session cookie is not read here: Config.Dashboard
+// serves its paths before authentication, checks the cookie itself and
+// puts the session's user (the system:masters user who asked for the
+// one-time code, with a bearer token or certificate checked here) on the
+// context of its reads (WithUser). A
 // bearer token that nobody recognizes is refused even when a certificate
 // is also presented, as kube-apiserver's union authenticator does for a
 // token that fails: the client meant the token.

@@ -92,6 +92,14 @@ type Config struct {
 	// the join token, which the handler checks itself). nil answers them
 	// like any other path.
 	Bootstrap http.Handler
+	// Dashboard serves the web dashboard (package dashboard): the paths
+	// under DashboardPrefix BEFORE the API's authentication (the
+	// dashboard checks its own session cookie and answers 401 without
+	// one), and those under DashboardLoginCodePrefix after authentication
+	// and authorization like any API path (only system:masters may get a
+	// one-time login code; the session then carries that user, see
+	// UserFrom). nil answers them like any other path.
+	Dashboard http.Handler
 	// PodSecurity configures Pod Security admission
 	// (admission_podsecurity.go): the levels of the namespaces without
 	// pod-security.kubernetes.io labels and the exempt namespaces. nil is
@@ -99,6 +107,13 @@ type Config struct {
 	// invalid one.
 	PodSecurity *PodSecurityConfig
 }
+
+// The dashboard's paths (Config.Dashboard; dashboard.Prefix and
+// dashboard.LoginCodePath).
+const (
+	DashboardPrefix          = "/dashboard/"
+	DashboardLoginCodePrefix = "/skiff/v1/dashboard/"
+)
 
 // DefaultConfig returns the defaults, each with its reason.
 func DefaultConfig() Config {

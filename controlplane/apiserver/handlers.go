@@ -73,6 +73,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		writeJSON(w, http.StatusOK, s.versionInfo()) // version.go
 		return
 	}
+	if s.cfg.Dashboard != nil && strings.HasPrefix(r.URL.Path, DashboardPrefix) {
+		// The web dashboard authenticates its own session cookie
+		// (dashboard/); its event stream ends when the server shuts down.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(s.watchCtx, cancel)()
+		s.cfg.Dashboard.ServeHTTP(w, r.WithContext(ctx))
+		return
+	}
 	u, ok := s.authenticate(r) // authn.go
 	if !ok {
 		writeError(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized"))
@@ -109,6 +118,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		return
 	}
 	if s.serveSnapshot(w, r) || s.serveDiscovery(w, r) || s.serveOpenAPI(w, r) { // snapshot.go, discovery.go, openapi.go
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, DashboardLoginCodePrefix) && s.cfg.Dashboard != nil {
+		s.cfg.Dashboard.ServeHTTP(w, r) // a one-time login code for this user (dashboard/)
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/skiff/") && s.cfg.Skiff != nil {

@@ -43,6 +43,13 @@ func nodeProxyPath(p string) (name, rest string, ok bool) {
 	return name, rest, true
 }
 
+// ServeNode forwards r to the agent of node name, at path, as the
+// nodes/NAME/proxy subresource does (the dashboard's sequence view reads
+// the agents' device call logs with it).
+func (p *Proxy) ServeNode(w http.ResponseWriter, r *http.Request, name, path string) {
+	p.serveNode(w, r, name, path)
+}
+
 // serveNode forwards r to the agent of node name, at path.
 func (p *Proxy) serveNode(w http.ResponseWriter, r *http.Request, name, path string) {
 	no, err := p.reg.Get(r.Context(), nodeKind, "", name)

@@ -588,6 +588,7 @@ func (r *Registry) recordCreate(ctx context.Context, pod *api.Pod, start time.Ti
 		Start: api.MicroTime{Time: start}, End: api.MicroTime{Time: time.Now()},
 		Node:    pod.Spec.NodeName,
 		Message: "admitted, defaulted, validated and stored at resourceVersion " + pod.ResourceVersion,
+		Details: map[string]any{"resourceVersion": pod.ResourceVersion, "uid": pod.UID},
 	}
 	if _, err := r.appendTrace(ctx, pod, true, []api.TraceSpan{span}); err != nil {
 		r.log.Warn("record pod trace", "pod", api.KeyOf(pod), "err", err)

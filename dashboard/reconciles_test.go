@@ -1,0 +1,56 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"skiff.dev/skiff/dashboard"
+)
+
+// The tee keeps every reconcile line (no-op ones at Debug included) with
+// the controller named by the logger's attributes, and passes to the next
+// handler only what its level lets through.
+func TestTeeReconciles(t *testing.T) {
+	var out bytes.Buffer
+	rs := dashboard.NewReconciles(2)
+	log := slog.New(dashboard.TeeReconciles(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}), rs)).
+		With("component", "controller-manager").With("controller", "replicaset")
+	log.Debug("reconcile", "key", "default/web-1", "observed", "3 pods", "desired", "3 pods", "action", "none")
+	log.Info("reconcile", "key", "default/web-1", "observed", "2 pods", "desired", "3 pods", "action", "created 1 pod")
+	log.Info("something else", "key", "x")
+	log.Info("reconcile", "key", "default/web-2", "observed", "1 pod", "desired", "0 pods", "action", "deleted 1 pod")
+
+	recs, _ := rs.Since(0)
+	if len(recs) != 2 {
+		t.Fatalf("%d records kept, want the last 2: %+v", len(recs), recs)
+	}
+	if r := recs[0]; r.Controller != "replicaset" || r.Key != "default/web-1" || r.Observed != "2 pods" || r.Desired != "3 pods" || r.Action != "created 1 pod" || !r.Acted || r.Seq != 2 {
+		t.Errorf("first kept record %+v", r)
+	}
+	if later, _ := rs.Since(recs[0].Seq); len(later) != 1 || later[0].Key != "default/web-2" {
+		t.Errorf("Since(%d) = %+v, want the web-2 line", recs[0].Seq, later)
+	}
+	text := out.String()
+	if strings.Contains(text, "action=none") || !strings.Contains(text, `action="created 1 pod"`) || !strings.Contains(text, "something else") {
+		t.Errorf("next handler got:\n%s", text)
+	}
+}
+
+// Since's channel closes at the next Add.
+func TestReconcilesNotify(t *testing.T) {
+	rs := dashboard.NewReconciles(0)
+	_, changed := rs.Since(0)
+	select {
+	case <-changed:
+		t.Fatal("closed before any Add")
+	default:
+	}
+	rs.Add(dashboard.Reconcile{Key: "a"})
+	select {
+	case <-changed:
+	default:
+		t.Fatal("not closed after Add")
+	}
+}
