@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -96,6 +97,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target, err := p.agentURL(r.Context(), info)
+	if errors.Is(err, errNoLogsYet) && r.Method == http.MethodGet {
+		// kube-apiserver answers the log of a pod not yet on a node with
+		// an empty stream (LogLocation's empty location), so `kubectl logs
+		// -l app=X` of a Deployment with a Pending replica shows the rest.
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -129,7 +138,10 @@ func (p *Proxy) agentURL(ctx context.Context, info *requestInfo) (*url.URL, erro
 	}
 	pod := o.(*api.Pod)
 	if pod.Spec.NodeName == "" {
-		return nil, api.NewBadRequest(fmt.Sprintf("pod %s is not scheduled to a node yet: there are no %s to show", pod.Name, subNoun(info.sub)))
+		if info.sub == "log" {
+			return nil, errNoLogsYet
+		}
+		return nil, api.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
 	}
 	no, err := p.reg.Get(ctx, nodeKind, "", pod.Spec.NodeName)
 	if err != nil {
@@ -173,17 +185,8 @@ func (p *Proxy) prepare(w http.ResponseWriter, out *http.Request) bool {
 	return true
 }
 
-func subNoun(sub string) string {
-	switch sub {
-	case "exec":
-		return "containers to exec in"
-	case "attach":
-		return "containers to attach to"
-	case "portforward":
-		return "ports to forward"
-	}
-	return "logs"
-}
+// errNoLogsYet: the pod of a log request is not on a node yet.
+var errNoLogsYet = errors.New("pod is not on a node yet")
 
 // isLocalAddress reports whether ip is an address of this machine.
 func isLocalAddress(ip string) bool {
