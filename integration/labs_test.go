@@ -46,6 +46,9 @@ type labsCluster struct {
 	netns   *netnstest.NS
 	out     *lockedBuffer // skiff up's output
 	cni     bool          // the pod network is cni (pods have IPs, the proxy runs)
+	home    string        // skiff up's $HOME (.skiff/kubeconfig, .kube/config)
+	dataDir string        // skiff up's --data-dir
+	bin     string        // the skiff binary that runs the cluster
 }
 
 // sk runs the skiff CLI in process and returns its stdout; a failing
@@ -89,6 +92,19 @@ func (l *labsCluster) until(t *testing.T, timeout time.Duration, check func(stri
 // waits until `skiff up` says its nodes are Ready.
 func startLabsCluster(t *testing.T) *labsCluster {
 	t.Helper()
+	return startLabsClusterWith(t, labsOptions{gpus: "sim:dgxa100,sim:dgxa100,none", hostIP: labsHostIP, nodeIP: labsNodeIP, nsPrefix: "skl"})
+}
+
+// labsOptions are what differs between clusters of startLabsClusterWith:
+// the nodes' GPUs (skiff up --gpus) and the pretend machine's addresses
+// (a /30: host side, node side), so two tests' clusters cannot collide.
+type labsOptions struct {
+	gpus, hostIP, nodeIP, nsPrefix string
+}
+
+// startLabsClusterWith is startLabsCluster with other GPUs and addresses.
+func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
+	t.Helper()
 	e := newCtrdEnv(t)
 	netnstest.Require(t)
 	rt := e.runtime(t)
@@ -107,14 +123,14 @@ func startLabsCluster(t *testing.T) *labsCluster {
 		}
 	}
 
-	ns := netnstest.New(t, "skl")
+	ns := netnstest.New(t, o.nsPrefix)
 	hostIf := "v" + ns.Name[len(ns.Name)-6:] + "h"
 	netnstest.MustRun(t, "ip", "link", "add", hostIf, "type", "veth", "peer", "name", "eth0", "netns", ns.Name)
-	netnstest.MustRun(t, "ip", "addr", "add", labsHostIP+"/30", "dev", hostIf)
+	netnstest.MustRun(t, "ip", "addr", "add", o.hostIP+"/30", "dev", hostIf)
 	netnstest.MustRun(t, "ip", "link", "set", hostIf, "up")
-	ns.MustRun(t, "ip", "addr", "add", labsNodeIP+"/30", "dev", "eth0")
+	ns.MustRun(t, "ip", "addr", "add", o.nodeIP+"/30", "dev", "eth0")
 	ns.MustRun(t, "ip", "link", "set", "eth0", "up")
-	ns.MustRun(t, "ip", "route", "add", "default", "via", labsHostIP)
+	ns.MustRun(t, "ip", "route", "add", "default", "via", o.hostIP)
 
 	bin := skiffBinary(t)
 	home := t.TempDir()
@@ -122,9 +138,9 @@ func startLabsCluster(t *testing.T) *labsCluster {
 	// nsenter, not `ip netns exec`: only the network namespace changes, so
 	// the pods' network namespaces skiff mounts stay visible to containerd.
 	cmd := exec.Command("nsenter", "--net="+ns.Path(), "--", bin, "up",
-		"--nodes", "3", "--gpus", "sim:dgxa100,sim:dgxa100,none", "--node-name", "lab",
+		"--nodes", "3", "--gpus", o.gpus, "--node-name", "lab",
 		"--runtime", "containerd", "--containerd-address", e.addr, "--containerd-namespace", e.ns,
-		"--no-gossip", "--data-dir", dataDir, "--listen", labsNodeIP+":7443")
+		"--no-gossip", "--data-dir", dataDir, "--listen", o.nodeIP+":7443")
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	pr, pw := io.Pipe()
 	out := &lockedBuffer{}
@@ -167,7 +183,7 @@ func startLabsCluster(t *testing.T) *labsCluster {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("skiff up: no Ready nodes within 60s:\n%s", out.String())
 	}
-	l := &labsCluster{cfgPath: filepath.Join(dataDir, "kubeconfig"), netns: ns, out: out}
+	l := &labsCluster{cfgPath: filepath.Join(dataDir, "kubeconfig"), netns: ns, out: out, home: home, dataDir: dataDir, bin: bin}
 	cfg, err := client.LoadKubeconfig(l.cfgPath)
 	if err != nil {
 		t.Fatal(err)
