@@ -302,6 +302,14 @@ func defaultJob(j *Job) {
 // validateJob: Kubernetes' ValidateJob (pkg/apis/batch/validation), its
 // rules and words.
 func validateJob(j *Job) FieldErrors {
+	if j.UID == "" && (j.Spec.ManualSelector == nil || !*j.Spec.ManualSelector) {
+		// Before create (the CLI validates first): check what the server
+		// will store, with the selector it generates.
+		g := Clone(j)
+		g.UID = "uid-assigned-at-create"
+		GenerateJobSelector(g)
+		j = g
+	}
 	errs := validateMeta(&j.ObjectMeta, true, validation.IsDNS1123Subdomain)
 	// The job's name becomes a label value of its pods (job-name).
 	if len(j.Name) > validation.LabelValueMaxLength && j.Spec.ManualSelector != nil && !*j.Spec.ManualSelector {

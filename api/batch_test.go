@@ -84,6 +84,15 @@ func TestValidateJob(t *testing.T) {
 }
 
 func TestValidateJobSelector(t *testing.T) {
+	// Before create (as the CLI validates it) the selector is not there
+	// yet: the server will generate it.
+	o, _, err := DecodeAny([]byte(baseJob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := Validate(o); len(errs) > 0 {
+		t.Errorf("a job before create: %v", errs)
+	}
 	j := createdJob(t, baseJob)
 	j.Spec.Selector.MatchLabels[ControllerUIDLabel] = "other"
 	if got := Validate(j).Error(); !strings.Contains(got, "spec.selector: Invalid value:") || !strings.Contains(got, "`selector` not auto-generated") {
