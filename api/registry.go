@@ -43,6 +43,10 @@ type Kind struct {
 	CreateOnly bool
 	// Type is the Go struct type (not a pointer).
 	Type reflect.Type
+	// CustomResource kinds are served as Kubernetes serves a
+	// CustomResourceDefinition's (Kueue's): no k8s.io/api struct, so no
+	// strategic merge patch (kubectl sends merge patches).
+	CustomResource bool
 	// Served lists the versions the kind is served at besides Version
 	// (the stored one), each with its conversions (versions.go).
 	Served []ServedVersion
@@ -96,6 +100,11 @@ var Kinds = []*Kind{
 	{Kind: "ResourceClaim", Group: ResourceGroup, Version: "v1", Resource: "resourceclaims", Singular: "resourceclaim", Namespaced: true, HasStatus: true, Served: resourceServed("ResourceClaim"), Type: reflect.TypeFor[ResourceClaim]()},
 	{Kind: "ResourceClaimTemplate", Group: ResourceGroup, Version: "v1", Resource: "resourceclaimtemplates", Singular: "resourceclaimtemplate", Namespaced: true, Served: resourceServed("ResourceClaimTemplate"), Type: reflect.TypeFor[ResourceClaimTemplate]()},
 	{Kind: "ResourceSlice", Group: ResourceGroup, Version: "v1", Resource: "resourceslices", Singular: "resourceslice", Served: resourceServed("ResourceSlice"), Type: reflect.TypeFor[ResourceSlice]()},
+	{Kind: "ResourceFlavor", Group: KueueGroup, Version: "v1beta2", Resource: "resourceflavors", Singular: "resourceflavor", ShortNames: []string{"flavor", "flavors", "rf"}, Type: reflect.TypeFor[ResourceFlavor](), CustomResource: true, Served: kueueV1beta1(nil, nil)},
+	{Kind: "ClusterQueue", Group: KueueGroup, Version: "v1beta2", Resource: "clusterqueues", Singular: "clusterqueue", ShortNames: []string{"cq"}, HasStatus: true, Type: reflect.TypeFor[ClusterQueue](), CustomResource: true, Served: kueueV1beta1(clusterQueueToV1beta2, clusterQueueToV1beta1)},
+	{Kind: "LocalQueue", Group: KueueGroup, Version: "v1beta2", Resource: "localqueues", Singular: "localqueue", ShortNames: []string{"queue", "queues", "lq"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[LocalQueue](), CustomResource: true, Served: kueueV1beta1(localQueueToV1beta2, localQueueToV1beta1)},
+	{Kind: "Workload", Group: KueueGroup, Version: "v1beta2", Resource: "workloads", Singular: "workload", ShortNames: []string{"kwl", "kueueworkload", "kueueworkloads"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Workload](), CustomResource: true, Served: kueueV1beta1(workloadToV1beta2, workloadToV1beta1)},
+	{Kind: "Topology", Group: KueueGroup, Version: "v1beta2", Resource: "topologies", Singular: "topology", ShortNames: []string{"topo"}, Type: reflect.TypeFor[Topology](), CustomResource: true, Served: kueueV1beta1(nil, nil)},
 	{Kind: "PodTrace", Group: "skiff.dev", Version: "v1", Resource: "podtraces", Singular: "podtrace", Namespaced: true, Internal: true, Type: reflect.TypeFor[PodTrace]()},
 	{Kind: "ServiceAllocation", Group: "skiff.dev", Version: "v1", Resource: "serviceallocations", Singular: "serviceallocation", Internal: true, Type: reflect.TypeFor[ServiceAllocation]()},
 }

@@ -54,6 +54,17 @@ var notSupported = map[string][]string{
 	"DownwardAPIVolumeFile": {"resourceFieldRef"},
 	// Job: success policies and external controllers (MultiKueue's managedBy).
 	"JobSpec": {"successPolicy", "managedBy"},
+	// Kueue (kueue.go): fair sharing, admission checks, MultiKueue, flavor
+	// fungibility, partial admission's bookkeeping and TAS beyond one
+	// domain per pod set.
+	"ClusterQueueSpec":      {"flavorFungibility", "admissionChecks", "admissionChecksStrategy", "fairSharing", "admissionScope", "concurrentAdmissionPolicy"},
+	"ClusterQueueStatus":    {"fairSharing"},
+	"LocalQueueSpec":        {"fairSharing"},
+	"LocalQueueStatus":      {"fairSharing", "flavors"},
+	"WorkloadSpec":          {"maximumExecutionTimeSeconds", "preemptionGates"},
+	"WorkloadStatus":        {"reclaimablePods", "admissionChecks", "resourceRequests", "accumulatedPastExecutionTimeSeconds", "schedulingStats", "nominatedClusterNames", "clusterName", "unhealthyNodes", "preemptionGates"},
+	"PodSetTopologyRequest": {"unconstrained", "podIndexLabel", "subGroupIndexLabel", "subGroupCount", "podSetGroupName", "podSetSliceRequiredTopology", "podSetSliceSize", "podsetSliceRequiredTopologyConstraints"},
+	"PodSetAssignment":      {"delayedTopologyRequest"},
 	// DRA (resource.go): partitionable devices (counters), per-device
 	// node selection, binding conditions, consumable capacity, admin
 	// access, extended resources backed by a class, list attributes and

@@ -75,6 +75,8 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateResourceObject(o)...) // validate_resource.go
 	case *PodGroup:
 		errs = append(errs, validatePodGroup(o)...) // podgroup.go
+	case *ResourceFlavor, *ClusterQueue, *LocalQueue, *Workload, *Topology:
+		errs = append(errs, validateKueue(o)...) // validate_kueue.go
 	case *Event:
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
 		if t := o.Type; t != "" && t != EventNormal && t != EventWarning {
@@ -130,6 +132,8 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		errs = append(errs, validateJobUpdate(n, oldObj.(*Job))...) // batch.go
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClassUpdate(n, oldObj.(*PriorityClass))...)
+	case *ResourceFlavor, *LocalQueue, *Workload, *Topology:
+		errs = append(errs, validateKueueUpdate(n, oldObj)...) // validate_kueue.go
 	case *ResourceClaim, *ResourceClaimTemplate:
 		errs = append(errs, validateResourceUpdate(n, oldObj)...) // validate_resource.go
 	case *EndpointSlice:

@@ -34,6 +34,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/controllers"
+	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/controlplane/metrics"
 	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/controlplane/store"
@@ -60,6 +61,9 @@ type Config struct {
 	Scheduler bool
 	// SchedulerConfig is a scheduler configuration file, or "".
 	SchedulerConfig string
+	// Kueue configures the queue manager (controlplane/kueue), which runs
+	// on the leader with the controllers; nil: kueue.DefaultConfig().
+	Kueue *kueue.Config
 	// NodeMonitorGracePeriod: a node silent this long turns NotReady.
 	NodeMonitorGracePeriod time.Duration
 	// PodEvictionTimeout: pods of a NotReady node are deleted after this.
@@ -401,6 +405,13 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 		return controllers.Run(ctx, local, local, controllers.Options{Log: clog, Metrics: m,
 			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout},
 			RootCA: cp.rootCA(), KubernetesService: cp.kubernetesService()}) // serviceaccounts.go
+	})
+	runOne("kueue", func() error { // the queue manager (controlplane/kueue)
+		kcfg := kueue.DefaultConfig()
+		if cfg.Kueue != nil {
+			kcfg = *cfg.Kueue
+		}
+		return kueue.New(local, kcfg, lg.With("component", "kueue"), m).Run(ctx)
 	})
 	if cfg.Scheduler {
 		runOne("scheduler", func() error { return runScheduler(ctx, local, cfg, lg.With("component", "scheduler"), m) })

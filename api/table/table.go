@@ -40,6 +40,9 @@ var printers = map[string]func() Printer{
 	"PodGroup.scheduling.x-k8s.io":    podGroupPrinter,
 	"ResourceClaim.resource.k8s.io":   resourceClaimPrinter,
 	"ResourceSlice.resource.k8s.io":   resourceSlicePrinter,
+	"ClusterQueue.kueue.x-k8s.io":     clusterQueuePrinter, // kueue.go
+	"LocalQueue.kueue.x-k8s.io":       localQueuePrinter,
+	"Workload.kueue.x-k8s.io":         workloadPrinter,
 }
 
 // For returns the printer of kind k: its own columns, or NAME AGE.

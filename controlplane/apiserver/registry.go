@@ -179,6 +179,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err := r.admitServiceAccount(ctx, k, obj); err != nil { // serviceaccount_token.go
 		return nil, err
 	}
+	admitKueueJob(obj) // admission_kueue.go: a queued Job starts suspended
 	if errs := api.Validate(obj); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}

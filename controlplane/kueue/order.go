@@ -1,0 +1,95 @@
+package kueue
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
+	"skiff.dev/skiff/api"
+)
+
+// The order of pending workloads, as Kueue's ClusterQueue heap
+// (pkg/cache/queue, queueOrdering): higher priority first, then the time
+// the workload was queued (its creation, or its last requeue after a
+// PodsReadyTimeout eviction), then its name for a stable order. Both
+// queueing strategies use it; they differ in what a workload that does not
+// fit does to the ones behind it (schedule.go).
+
+// Position is where a pending workload stands, counted from 0 as Kueue's
+// visibility API counts (positionInClusterQueue, positionInLocalQueue).
+type Position struct {
+	ClusterQueue   string
+	InClusterQueue int32
+	LocalQueue     string
+	InLocalQueue   int32
+}
+
+// isPending: waiting for quota (no reservation, not finished, active).
+func isPending(wl *api.Workload) bool {
+	return !apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadQuotaReserved) &&
+		!apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadFinished) &&
+		(wl.Spec.Active == nil || *wl.Spec.Active) && wl.DeletionTimestamp == nil
+}
+
+// holdsQuota: a reservation not yet released (an evicted workload holds it
+// until its pods are gone).
+func holdsQuota(wl *api.Workload) bool {
+	return wl.Status.Admission != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadQuotaReserved) &&
+		!apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadFinished)
+}
+
+func priorityOf(wl *api.Workload) int32 {
+	if wl.Spec.Priority != nil {
+		return *wl.Spec.Priority
+	}
+	return 0
+}
+
+// queuedAt: creation, or the last PodsReadyTimeout eviction (Kueue's
+// requeuingTimestamp: Eviction).
+func queuedAt(wl *api.Workload) time.Time {
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, api.WorkloadEvicted); c != nil && c.Reason == api.WorkloadEvictedByPodsReadyTimeout {
+		return c.LastTransitionTime.Time
+	}
+	return wl.CreationTimestamp.Time
+}
+
+func compareQueued(a, b *api.Workload) int {
+	if c := cmp.Compare(priorityOf(b), priorityOf(a)); c != 0 {
+		return c
+	}
+	if c := queuedAt(a).Compare(queuedAt(b)); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+// Positions returns the position of every pending workload of wls whose
+// LocalQueue (in lqs) exists, by "namespace/name".
+func Positions(wls []*api.Workload, lqs []*api.LocalQueue) map[string]Position {
+	lqCQ := map[string]string{}
+	for _, lq := range lqs {
+		lqCQ[key(lq.Namespace, lq.Name)] = lq.Spec.ClusterQueue
+	}
+	var pending []*api.Workload
+	for _, wl := range wls {
+		if _, ok := lqCQ[key(wl.Namespace, wl.Spec.QueueName)]; ok && isPending(wl) {
+			pending = append(pending, wl)
+		}
+	}
+	slices.SortFunc(pending, compareQueued)
+	out := make(map[string]Position, len(pending))
+	inCQ, inLQ := map[string]int32{}, map[string]int32{}
+	for _, wl := range pending {
+		lqk := key(wl.Namespace, wl.Spec.QueueName)
+		cq := lqCQ[lqk]
+		out[key(wl.Namespace, wl.Name)] = Position{ClusterQueue: cq, InClusterQueue: inCQ[cq], LocalQueue: wl.Spec.QueueName, InLocalQueue: inLQ[lqk]}
+		inCQ[cq]++
+		inLQ[lqk]++
+	}
+	return out
+}
