@@ -326,9 +326,6 @@ func validateGeneratedSelector(j *Job) FieldErrors {
 	if j.Spec.ManualSelector != nil && *j.Spec.ManualSelector {
 		return nil
 	}
-	if j.UID == "" {
-		return nil // before create (the CLI): the server generates it
-	}
 	var errs FieldErrors
 	for _, kv := range [][2]string{{LegacyControllerUIDLabel, j.UID}, {LegacyJobNameLabel, j.Name}, {ControllerUIDLabel, j.UID}, {JobNameLabel, j.Name}} {
 		p := "spec.template.metadata.labels[" + kv[0] + "]"
