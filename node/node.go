@@ -258,7 +258,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	}()
 
 	if cfg.GPUs != "" {
-		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Log: lg})
+		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Labels: cfg.Labels, Log: lg})
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 		}
