@@ -197,6 +197,21 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("start container %s: log dir: %w", id, err)
 	}
 	task, err := c.NewTask(ctx, cio.LogFile(logPath))
+	if errdefs.IsAlreadyExists(err) {
+		// containerd killed between starting a task's shim and creating the
+		// task in it finds the shim again when it restarts and lists the
+		// task, which the shim does not have: Task says not found (above),
+		// NewTask already exists, for ever. Deleting the task stops that
+		// shim and removes its bundle (the shim's own "not found" for the
+		// missing task comes back and is expected); then create it anew.
+		r.log.Warn("deleting a task left half-made by a containerd restart", "id", id, "err", err)
+		if _, derr := r.client.TaskService().Delete(ctx, &tasksapi.DeleteTaskRequest{ContainerID: id}); derr != nil {
+			if derr = errgrpc.ToNative(derr); !errdefs.IsNotFound(derr) {
+				return fmt.Errorf("start container %s: delete the half-made task: %w", id, mapErr(derr))
+			}
+		}
+		task, err = c.NewTask(ctx, cio.LogFile(logPath))
+	}
 	if err != nil {
 		return fmt.Errorf("start container %s: create task: %w", id, mapErr(err))
 	}

@@ -1,0 +1,116 @@
+package containerd_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	taskapi "github.com/containerd/containerd/api/runtime/task/v2"
+	"github.com/containerd/ttrpc"
+
+	"skiff.dev/skiff/internal/testwait"
+	"skiff.dev/skiff/runtime"
+	"skiff.dev/skiff/runtime/runtimetest"
+)
+
+// TestStartAfterHalfMadeTask: containerd killed between starting a task's
+// shim and creating the task in it (what the soak's kill -9 of containerd
+// mid-start does) comes back with the shim in its task list but no task in
+// the shim: NewTask says "already exists" while Task says "not found", and
+// a start never succeeds. The test makes that state on purpose — a running
+// container's shim loses its task while containerd is dead — and starts
+// the container again. Like TestSurvivesContainerdRestart it kills the
+// test containerd, so it runs only with SKIFF_TEST_CONTAINERD_RESTART=1.
+func TestStartAfterHalfMadeTask(t *testing.T) {
+	if os.Getenv("SKIFF_TEST_CONTAINERD_RESTART") != "1" {
+		t.Skip("set SKIFF_TEST_CONTAINERD_RESTART=1 to kill and restart the test containerd")
+	}
+	runDir := os.Getenv("SKIFF_CI_RUN")
+	if runDir == "" {
+		runDir = "/run/skiff-ci"
+	}
+	rt := newRuntime(t, runtimetest.Setup{})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := rt.EnsureImage(ctx, runtimetest.BusyboxImage, runtime.PullNever, nil); err != nil {
+		t.Skipf("busybox not imported yet (run TestSuite first): %v", err)
+	}
+	id := "halfmade-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := rt.CreateContainer(ctx, runtime.ContainerSpec{ID: id, Image: runtimetest.BusyboxImage,
+		Command: []string{"sleep", "600"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveContainer(context.Background(), id) })
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	// The shim's address, from the task's bundle in containerd's state dir.
+	addr, err := os.ReadFile(filepath.Join(runDir, "containerd", "io.containerd.runtime.v2.task", testNamespace, id, "address"))
+	if err != nil {
+		t.Fatalf("the task's shim address: %v", err)
+	}
+
+	// kill -9 containerd; the shim lives on.
+	pid, err := os.ReadFile(filepath.Join(runDir, "containerd.pid"))
+	if err != nil {
+		t.Fatalf("pid file of hack/containerd-start.sh: %v", err)
+	}
+	p, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if err := syscall.Kill(p, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "containerd to exit", func() bool { return syscall.Kill(p, 0) != nil })
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_, _ = exec.Command("../../hack/containerd-start.sh").CombinedOutput()
+		}
+	})
+
+	// While containerd is dead, the shim loses its task: it keeps running
+	// with none, as one whose containerd died before the create reached it.
+	conn, err := net.Dial("unix", strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"))
+	if err != nil {
+		t.Fatalf("dial the shim: %v", err)
+	}
+	shim := taskapi.NewTaskClient(ttrpc.NewClient(conn))
+	if _, err := shim.Kill(ctx, &taskapi.KillRequest{ID: id, Signal: uint32(syscall.SIGKILL), All: true}); err != nil {
+		t.Fatalf("shim kill: %v", err)
+	}
+	if _, err := shim.Wait(ctx, &taskapi.WaitRequest{ID: id}); err != nil {
+		t.Fatalf("shim wait: %v", err)
+	}
+	if _, err := shim.Delete(ctx, &taskapi.DeleteRequest{ID: id}); err != nil {
+		t.Fatalf("shim delete: %v", err)
+	}
+
+	restarted = true
+	if out, err := exec.Command("../../hack/containerd-start.sh").CombinedOutput(); err != nil {
+		t.Fatalf("restart containerd: %v\n%s", err, out)
+	}
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
+		_, err := rt.Version(ctx)
+		return err == nil, "containerd answers: " + errString(err)
+	})
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatalf("start again after the half-made task: %v", err)
+	}
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		st, err := rt.ContainerStatus(ctx, id)
+		return err == nil && st.State == runtime.StateRunning, "running again: " + errString(err)
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
