@@ -64,7 +64,8 @@ type Scheduler struct {
 	fwk       *framework.Framework
 	cache     *Cache
 	queue     *Queue
-	groups    *podGroups // PodGroups and their members, for Coscheduling (podgroups.go)
+	groups    *podGroups           // PodGroups and their members, for Coscheduling (podgroups.go)
+	gpus      *plugins.ClaimedGPUs // GPUs claims hold per node (DynamicResources → NodeResourcesFit)
 	snap      Snapshot
 	nextStart int // round-robin start of the next cycle's node scan
 	started   atomic.Bool
@@ -95,9 +96,10 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 	s.cache = NewCache(cfg.AssumedPodTTL.Duration)
 	s.queue = NewQueue(cfg, s.now)
 	s.groups = newPodGroups(s.cache)
+	s.gpus = plugins.NewClaimedGPUs()
 	waiting := framework.NewWaitingPods()
 	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, GPUTopology: opts.GPUTopology, Logger: s.log,
-		PodGroups: s.groups, WaitingPods: waiting, Activate: s.queue.Activate}
+		PodGroups: s.groups, WaitingPods: waiting, Activate: s.queue.Activate, ClaimedGPUs: s.gpus}
 	var ps []framework.Plugin
 	weights := map[string]int64{}
 	for _, pc := range cfg.Plugins {

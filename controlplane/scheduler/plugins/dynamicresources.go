@@ -44,7 +44,12 @@ import (
 //
 // Devices that the device plugin handed out through nvidia.com/gpu are not
 // in the node's slice (the gpu.nvidia.com driver leaves them out), so the
-// allocator never sees them.
+// allocator never sees them. The other way round, the GPUs of driver
+// gpu.nvidia.com that claims hold (allocated, or reserved in a cycle and
+// not written yet) are counted per node in ClaimedGPUs, which
+// NodeResourcesFit subtracts from nvidia.com/gpu: a device-plugin pod is
+// not placed on a node whose GPUs claims took before the node has prepared
+// them (and lowered its allocatable).
 //
 // Beyond Kubernetes, which says only "cannot allocate all claims", a
 // rejected node's status carries details (Status.Details, shown by
@@ -66,6 +71,8 @@ type DynamicResources struct {
 	allocated map[string][]structured.DeviceID
 	// assumed: allocations made in Reserve, not yet seen in the informer.
 	assumed map[string]*resourcev1.AllocationResult
+	// gpus: the GPUs claims hold per node, for NodeResourcesFit; nil: not kept.
+	gpus *ClaimedGPUs
 }
 
 var (
@@ -160,6 +167,12 @@ func (pl *DynamicResources) claimChanged(c *api.ResourceClaim, deleted bool) {
 		delete(pl.allocated, c.UID)
 		if deleted {
 			delete(pl.assumed, c.UID)
+			pl.gpus.forget(c.UID)
+		} else {
+			pl.gpus.setAllocated(c.UID, nil)
+			if a, ok := pl.assumed[c.UID]; ok { // reserved, PreBind not seen yet
+				pl.setAssumedGPUs(c.UID, a)
+			}
 		}
 		return
 	}
@@ -169,6 +182,20 @@ func (pl *DynamicResources) claimChanged(c *api.ResourceClaim, deleted bool) {
 	}
 	pl.allocated[c.UID] = ids
 	delete(pl.assumed, c.UID) // the informer has caught up with PreBind
+	pl.gpus.setAllocated(c.UID, c.Status.Allocation)
+}
+
+// setAssumedGPUs counts an allocation Reserve made in ClaimedGPUs.
+func (pl *DynamicResources) setAssumedGPUs(uid string, a *resourcev1.AllocationResult) {
+	if pl.gpus == nil {
+		return
+	}
+	conv, err := fromKubernetes[api.AllocationResult](a)
+	if err != nil {
+		pl.log.Error("convert AllocationResult", "claim", uid, "err", err)
+		return
+	}
+	pl.gpus.setAssumed(uid, conv)
 }
 
 func (pl *DynamicResources) classChanged(c *api.DeviceClass, deleted bool) {
@@ -430,6 +457,7 @@ func (pl *DynamicResources) Reserve(_ context.Context, state *framework.CycleSta
 		r.AllocationTimestamp = &now
 		results[i] = r
 		pl.assumed[string(c.UID)] = &results[i]
+		pl.setAssumedGPUs(string(c.UID), &results[i])
 	}
 	s.chosen = results
 	return nil
@@ -446,6 +474,7 @@ func (pl *DynamicResources) Unreserve(_ context.Context, state *framework.CycleS
 	defer pl.mu.Unlock()
 	for _, c := range s.toAllocate {
 		delete(pl.assumed, string(c.UID))
+		pl.gpus.setAssumed(string(c.UID), nil)
 	}
 	s.chosen = nil
 }

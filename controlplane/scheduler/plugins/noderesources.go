@@ -22,6 +22,11 @@ import (
 // one reason ("Insufficient nvidia.com/gpu"), so one node can count under
 // several.
 //
+// nvidia.com/gpu is one GPU inventory with DRA: the GPUs of driver
+// gpu.nvidia.com that ResourceClaims hold on the node (ClaimedGPUs) are
+// not the device plugin's to give, so its allocatable is read as
+// min(allocatable, capacity − claimed).
+//
 // Score, by the configured strategy, over the configured resources (each
 // resource's score 0..100 weighted by its weight, then averaged):
 //
@@ -33,6 +38,7 @@ import (
 // CPU-only pods are not steered by GPU counts.
 type NodeResourcesFit struct {
 	strategy ScoringStrategy
+	gpus     *ClaimedGPUs // nil: claims are not counted
 }
 
 var (
@@ -172,7 +178,7 @@ func InsufficientReason(resource string) string { return "Insufficient " + resou
 const ReasonTooManyPods = "Too many pods"
 
 // Filter implements framework.FilterPlugin.
-func (*NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
+func (f *NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
 	st := fitStateOf(state, pod)
 	var buf [4]string
 	reasons := buf[:0]
@@ -187,7 +193,11 @@ func (*NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, 
 		reasons = append(reasons, InsufficientReason(api.ResourceMemory))
 	}
 	for _, name := range st.scalarNames {
-		if !fits(req.Scalar[name], node.Requested.Scalar[name], node.Allocatable.Scalar[name]) {
+		alloc := node.Allocatable.Scalar[name]
+		if name == api.ResourceNvidiaGPU && f.gpus != nil {
+			alloc = f.gpus.Allocatable(node)
+		}
+		if !fits(req.Scalar[name], node.Requested.Scalar[name], alloc) {
 			reasons = append(reasons, InsufficientReason(name))
 		}
 	}
@@ -213,6 +223,9 @@ func (f *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState,
 	var score, weights int64
 	for _, rw := range f.strategy.Resources {
 		alloc := node.Allocatable.Get(rw.Name)
+		if rw.Name == api.ResourceNvidiaGPU && f.gpus != nil {
+			alloc = f.gpus.Allocatable(node)
+		}
 		if alloc <= 0 {
 			continue
 		}

@@ -59,6 +59,10 @@ type Args struct {
 	PodGroups   PodGroupLister
 	WaitingPods *framework.WaitingPods
 	Activate    func(keys []string)
+	// ClaimedGPUs: the GPUs ResourceClaims hold per node, kept by
+	// DynamicResources and subtracted from nvidia.com/gpu by
+	// NodeResourcesFit (one GPU inventory); nil: not counted.
+	ClaimedGPUs *ClaimedGPUs
 }
 
 // Factory makes a plugin.
@@ -74,13 +78,22 @@ func Registry() map[string]Factory {
 		NodeReadyName:         func(Args) (framework.Plugin, error) { return &NodeReady{}, nil },
 		NodeAffinityName:      func(Args) (framework.Plugin, error) { return &NodeAffinity{}, nil },
 		NodePortsName:         func(Args) (framework.Plugin, error) { return &NodePorts{}, nil },
-		NodeResourcesFitName:  func(a Args) (framework.Plugin, error) { return NewNodeResourcesFit(a.ScoringStrategy) },
-		GPUTopologyName:       func(a Args) (framework.Plugin, error) { return NewGPUTopology(a.GPUTopology), nil },
+		NodeResourcesFitName: func(a Args) (framework.Plugin, error) {
+			p, err := NewNodeResourcesFit(a.ScoringStrategy)
+			if err != nil {
+				return nil, err
+			}
+			p.gpus = a.ClaimedGPUs
+			return p, nil
+		},
+		GPUTopologyName: func(a Args) (framework.Plugin, error) { return NewGPUTopology(a.GPUTopology), nil },
 		DynamicResourcesName: func(a Args) (framework.Plugin, error) {
 			if a.Client == nil {
 				return nil, fmt.Errorf("%s needs a client", DynamicResourcesName)
 			}
-			return NewDynamicResources(a.Client, a.Logger), nil
+			pl := NewDynamicResources(a.Client, a.Logger)
+			pl.gpus = a.ClaimedGPUs
+			return pl, nil
 		},
 		CoschedulingName: func(a Args) (framework.Plugin, error) {
 			return NewCoscheduling(a.PodGroups, a.WaitingPods, a.Activate)

@@ -1,0 +1,171 @@
+package plugins
+
+import (
+	"sync"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// GPUDriverName is the DRA driver whose devices are the GPUs the device
+// plugin hands out as nvidia.com/gpu (NVIDIA's name; agent/dra/gpudriver).
+const GPUDriverName = "gpu.nvidia.com"
+
+// ClaimedGPUs is one GPU inventory per node, scheduler side: how many GPUs
+// of driver gpu.nvidia.com ResourceClaims hold on each node, so that
+// NodeResourcesFit does not place an nvidia.com/gpu pod on a GPU a claim
+// has taken. DynamicResources keeps it (the claims' status.allocation, and
+// the allocations it reserved but has not written yet); NodeResourcesFit
+// reads it.
+//
+// The node's own count is not enough on its own: the agent lowers its
+// nvidia.com/gpu allocatable by the GPUs it has prepared for claims
+// (allocatable = healthy − prepared), but a claim allocated by the
+// scheduler is prepared only once its pod reaches the node. Counting the
+// claims against allocatable would count the prepared ones twice, so the
+// nvidia.com/gpu the pods of a node may still be given is
+//
+//	min(allocatable, capacity − claimed)
+//
+// which is healthy − claimed whenever no GPU of the node is unhealthy, once
+// prepared or not; with unhealthy GPUs it can overcount by at most their
+// number until the claims are prepared (the node refuses a GPU held
+// twice: the pod fails admission and is recreated by its owner).
+//
+// A claim's GPUs are counted on the node of its allocation's nodeSelector
+// (the allocator writes matchFields metadata.name In [NODE] for a node's
+// own slice), or else on the node its pool is named after (NVIDIA's pool
+// name); a claim shared by several pods counts once.
+type ClaimedGPUs struct {
+	mu        sync.Mutex
+	allocated map[string]nodeGPUs // by claim UID: from the informer
+	assumed   map[string]nodeGPUs // by claim UID: reserved, not written yet
+	byNode    map[string]int64
+}
+
+type nodeGPUs struct {
+	node string
+	n    int64
+}
+
+// NewClaimedGPUs returns an empty count.
+func NewClaimedGPUs() *ClaimedGPUs {
+	return &ClaimedGPUs{allocated: map[string]nodeGPUs{}, assumed: map[string]nodeGPUs{}, byNode: map[string]int64{}}
+}
+
+// OnNode returns the GPUs claims hold on node.
+func (c *ClaimedGPUs) OnNode(node string) int64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byNode[node]
+}
+
+// Allocatable is the nvidia.com/gpu the pods of ni may still be given:
+// min(allocatable, capacity − claimed); see the type's doc.
+func (c *ClaimedGPUs) Allocatable(ni *framework.NodeInfo) int64 {
+	alloc := ni.Allocatable.Get(api.ResourceNvidiaGPU)
+	if c == nil || ni.Node == nil {
+		return alloc
+	}
+	claimed := c.OnNode(ni.Node.Name)
+	if claimed == 0 {
+		return alloc
+	}
+	capacity := alloc
+	if q, ok := ni.Node.Status.Capacity[api.ResourceNvidiaGPU]; ok {
+		capacity, _ = api.ResourceAmount(api.ResourceNvidiaGPU, q)
+	}
+	return max(0, min(alloc, api.SubAmounts(capacity, claimed)))
+}
+
+// effective is what claim uid counts: its written allocation, else the
+// one reserved for it. c.mu is held.
+func (c *ClaimedGPUs) effective(uid string) nodeGPUs {
+	if g, ok := c.allocated[uid]; ok {
+		return g
+	}
+	return c.assumed[uid]
+}
+
+// change applies edit to the claim's entries and keeps byNode in step.
+func (c *ClaimedGPUs) change(uid string, edit func()) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.effective(uid)
+	edit()
+	cur := c.effective(uid)
+	if old == cur {
+		return
+	}
+	if old.n != 0 {
+		if c.byNode[old.node] -= old.n; c.byNode[old.node] <= 0 {
+			delete(c.byNode, old.node)
+		}
+	}
+	if cur.n != 0 {
+		c.byNode[cur.node] += cur.n
+	}
+}
+
+// setAllocated records a claim's written allocation (nil: none); it
+// replaces what was reserved for it.
+func (c *ClaimedGPUs) setAllocated(uid string, a *api.AllocationResult) {
+	c.change(uid, func() {
+		delete(c.assumed, uid)
+		if g := apiAllocationGPUs(a); g.n > 0 {
+			c.allocated[uid] = g
+		} else {
+			delete(c.allocated, uid)
+		}
+	})
+}
+
+// setAssumed records the allocation Reserve made for a claim (nil: forget it).
+func (c *ClaimedGPUs) setAssumed(uid string, a *api.AllocationResult) {
+	c.change(uid, func() {
+		if g := apiAllocationGPUs(a); g.n > 0 {
+			c.assumed[uid] = g
+		} else {
+			delete(c.assumed, uid)
+		}
+	})
+}
+
+// forget drops a deleted claim.
+func (c *ClaimedGPUs) forget(uid string) {
+	c.change(uid, func() {
+		delete(c.allocated, uid)
+		delete(c.assumed, uid)
+	})
+}
+
+func apiAllocationGPUs(a *api.AllocationResult) nodeGPUs {
+	if a == nil {
+		return nodeGPUs{}
+	}
+	var g nodeGPUs
+	for _, r := range a.Devices.Results {
+		if r.Driver == GPUDriverName {
+			g.n++
+			if g.node == "" {
+				g.node = r.Pool
+			}
+		}
+	}
+	if a.NodeSelector != nil {
+		for _, t := range a.NodeSelector.NodeSelectorTerms {
+			for _, f := range t.MatchFields {
+				if f.Key == "metadata.name" && f.Operator == "In" && len(f.Values) == 1 {
+					g.node = f.Values[0]
+				}
+			}
+		}
+	}
+	return g
+}
