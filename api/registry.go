@@ -95,7 +95,7 @@ var Kinds = []*Kind{
 	{Kind: "Lease", Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Singular: "lease", Namespaced: true, Type: reflect.TypeFor[Lease]()},
 	{Kind: "EndpointSlice", Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Singular: "endpointslice", Namespaced: true, Type: reflect.TypeFor[EndpointSlice]()},
 	{Kind: "PriorityClass", Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"}, Type: reflect.TypeFor[PriorityClass]()},
-	{Kind: "PodGroup", Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups", Singular: "podgroup", ShortNames: []string{"pg", "pgs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[PodGroup]()},
+	{Kind: "PodGroup", Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups", Singular: "podgroup", ShortNames: []string{"pg", "pgs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[PodGroup](), CustomResource: true},
 	{Kind: "DeviceClass", Group: ResourceGroup, Version: "v1", Resource: "deviceclasses", Singular: "deviceclass", Served: resourceServed("DeviceClass"), Type: reflect.TypeFor[DeviceClass]()},
 	{Kind: "ResourceClaim", Group: ResourceGroup, Version: "v1", Resource: "resourceclaims", Singular: "resourceclaim", Namespaced: true, HasStatus: true, Served: resourceServed("ResourceClaim"), Type: reflect.TypeFor[ResourceClaim]()},
 	{Kind: "ResourceClaimTemplate", Group: ResourceGroup, Version: "v1", Resource: "resourceclaimtemplates", Singular: "resourceclaimtemplate", Namespaced: true, Served: resourceServed("ResourceClaimTemplate"), Type: reflect.TypeFor[ResourceClaimTemplate]()},
