@@ -9,7 +9,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
@@ -20,7 +23,10 @@ var ErrNoSchema = errors.New("no strategic merge patch metadata for this kind")
 
 // schemas maps "apiVersion, Kind" to the Kubernetes struct whose
 // patchStrategy and patchMergeKey tags say how its lists merge. Every kind
-// skiff serves has one, except its own (PodTrace). Constant table.
+// skiff serves has one, except its own (PodTrace, Internal) and the custom
+// resources (Kueue's, the PodGroup: Kind.CustomResource), which
+// Kubernetes serves from CustomResourceDefinitions and patches only with
+// JSON and merge patches. Constant table.
 var schemas = map[string]any{
 	"v1, Kind=Namespace": &corev1.Namespace{},
 	"v1, Kind=ConfigMap": &corev1.ConfigMap{},
@@ -28,15 +34,21 @@ var schemas = map[string]any{
 	"v1, Kind=Pod":       &corev1.Pod{},
 	"v1, Kind=Service":   &corev1.Service{},
 	//lint:ignore SA1019 skiff serves core/v1 Endpoints, not EndpointSlices
-	"v1, Kind=Endpoints":                       &corev1.Endpoints{},
-	"v1, Kind=Node":                            &corev1.Node{},
-	"v1, Kind=Event":                           &corev1.Event{},
-	"v1, Kind=ServiceAccount":                  &corev1.ServiceAccount{},
-	"apps/v1, Kind=Deployment":                 &appsv1.Deployment{},
-	"apps/v1, Kind=ReplicaSet":                 &appsv1.ReplicaSet{},
-	"batch/v1, Kind=Job":                       &batchv1.Job{},
-	"scheduling.k8s.io/v1, Kind=PriorityClass": &schedulingv1.PriorityClass{},
-	"autoscaling/v1, Kind=Scale":               &autoscalingv1.Scale{},
+	"v1, Kind=Endpoints":                             &corev1.Endpoints{},
+	"v1, Kind=Node":                                  &corev1.Node{},
+	"v1, Kind=Event":                                 &corev1.Event{},
+	"v1, Kind=ServiceAccount":                        &corev1.ServiceAccount{},
+	"apps/v1, Kind=Deployment":                       &appsv1.Deployment{},
+	"apps/v1, Kind=ReplicaSet":                       &appsv1.ReplicaSet{},
+	"batch/v1, Kind=Job":                             &batchv1.Job{},
+	"scheduling.k8s.io/v1, Kind=PriorityClass":       &schedulingv1.PriorityClass{},
+	"autoscaling/v1, Kind=Scale":                     &autoscalingv1.Scale{},
+	"coordination.k8s.io/v1, Kind=Lease":             &coordinationv1.Lease{},
+	"discovery.k8s.io/v1, Kind=EndpointSlice":        &discoveryv1.EndpointSlice{},
+	"resource.k8s.io/v1, Kind=DeviceClass":           &resourcev1.DeviceClass{},
+	"resource.k8s.io/v1, Kind=ResourceClaim":         &resourcev1.ResourceClaim{},
+	"resource.k8s.io/v1, Kind=ResourceClaimTemplate": &resourcev1.ResourceClaimTemplate{},
+	"resource.k8s.io/v1, Kind=ResourceSlice":         &resourcev1.ResourceSlice{},
 }
 
 func schemaKey(apiVersion, kind string) string { return apiVersion + ", Kind=" + kind }
