@@ -295,7 +295,15 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("remove container %s: delete task: %w", id, mapErr(err))
 		}
-	case !errdefs.IsNotFound(err):
+	case errdefs.IsNotFound(err):
+		// A half-made task (see StartContainer) is listed without being
+		// found: delete it too, or its shim outlives the container.
+		if _, derr := r.client.TaskService().Delete(ctx, &tasksapi.DeleteTaskRequest{ContainerID: id}); derr != nil {
+			if derr = errgrpc.ToNative(derr); !errdefs.IsNotFound(derr) {
+				return fmt.Errorf("remove container %s: delete the half-made task: %w", id, mapErr(derr))
+			}
+		}
+	default:
 		return fmt.Errorf("remove container %s: %w", id, mapErr(err))
 	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {

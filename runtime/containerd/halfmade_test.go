@@ -32,17 +32,52 @@ func TestStartAfterHalfMadeTask(t *testing.T) {
 	if os.Getenv("SKIFF_TEST_CONTAINERD_RESTART") != "1" {
 		t.Skip("set SKIFF_TEST_CONTAINERD_RESTART=1 to kill and restart the test containerd")
 	}
+	for _, tc := range []struct {
+		name string
+		then func(ctx context.Context, t *testing.T, rt runtime.Runtime, id, bundle string)
+	}{
+		{"start again", func(ctx context.Context, t *testing.T, rt runtime.Runtime, id, _ string) {
+			if err := rt.StartContainer(ctx, id); err != nil {
+				t.Fatalf("start again after the half-made task: %v", err)
+			}
+			testwait.Until(t, 20*time.Second, func() (bool, string) {
+				st, err := rt.ContainerStatus(ctx, id)
+				return err == nil && st.State == runtime.StateRunning, "running again: " + errString(err)
+			})
+		}},
+		{"remove", func(ctx context.Context, t *testing.T, rt runtime.Runtime, id, bundle string) {
+			// The pod is deleted before a start succeeds: the shim and its
+			// bundle go with the container.
+			if err := rt.RemoveContainer(ctx, id); err != nil {
+				t.Fatalf("remove after the half-made task: %v", err)
+			}
+			if _, err := os.Stat(bundle); !os.IsNotExist(err) {
+				t.Errorf("the half-made task's bundle %s outlives its container: %v", bundle, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newRuntime(t, runtimetest.Setup{})
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			id, bundle := halfMadeTask(ctx, t, rt)
+			tc.then(ctx, t, rt, id, bundle)
+		})
+	}
+}
+
+// halfMadeTask makes a container whose task containerd lists but whose
+// shim has none, and returns its id and bundle directory.
+func halfMadeTask(ctx context.Context, t *testing.T, rt runtime.Runtime) (id, bundle string) {
+	t.Helper()
 	runDir := os.Getenv("SKIFF_CI_RUN")
 	if runDir == "" {
 		runDir = "/run/skiff-ci"
 	}
-	rt := newRuntime(t, runtimetest.Setup{})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	if _, err := rt.EnsureImage(ctx, runtimetest.BusyboxImage, runtime.PullNever, nil); err != nil {
 		t.Skipf("busybox not imported yet (run TestSuite first): %v", err)
 	}
-	id := "halfmade-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	id = "halfmade-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if _, err := rt.CreateContainer(ctx, runtime.ContainerSpec{ID: id, Image: runtimetest.BusyboxImage,
 		Command: []string{"sleep", "600"}}); err != nil {
 		t.Fatal(err)
@@ -52,7 +87,8 @@ func TestStartAfterHalfMadeTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The shim's address, from the task's bundle in containerd's state dir.
-	addr, err := os.ReadFile(filepath.Join(runDir, "containerd", "io.containerd.runtime.v2.task", testNamespace, id, "address"))
+	bundle = filepath.Join(runDir, "containerd", "io.containerd.runtime.v2.task", testNamespace, id)
+	addr, err := os.ReadFile(filepath.Join(bundle, "address"))
 	if err != nil {
 		t.Fatalf("the task's shim address: %v", err)
 	}
@@ -99,13 +135,7 @@ func TestStartAfterHalfMadeTask(t *testing.T) {
 		_, err := rt.Version(ctx)
 		return err == nil, "containerd answers: " + errString(err)
 	})
-	if err := rt.StartContainer(ctx, id); err != nil {
-		t.Fatalf("start again after the half-made task: %v", err)
-	}
-	testwait.Until(t, 20*time.Second, func() (bool, string) {
-		st, err := rt.ContainerStatus(ctx, id)
-		return err == nil && st.State == runtime.StateRunning, "running again: " + errString(err)
-	})
+	return id, bundle
 }
 
 func errString(err error) string {
