@@ -24,6 +24,8 @@ import (
 //	step "permit": Node, Details "outcome" (waiting, allowed, rejected),
 //	               "plugins", "message" (permitwait.go)
 //	step "bind":   Node, Message (bound, or the error)
+//	step "queue":  Details "plugin", "message": held by the PreEnqueue
+//	               gate (gated.go); no attempt to explain since
 //
 // A span holds at most maxTraceNodes nodes; "omitted" counts the rest.
 // ExplainTrace turns the spans back into the table Explain prints.
@@ -207,6 +209,9 @@ func ExplainTrace(pod string, spans []api.TraceSpan) string {
 	for i, s := range spans {
 		if s.Component == "scheduler" && s.Step == "filter" {
 			last = i
+		}
+		if s.Component == "scheduler" && s.Step == "queue" {
+			last = -1 // held before any attempt since (gated.go): no table
 		}
 	}
 	if last < 0 {

@@ -92,8 +92,12 @@ type QueuedPod struct {
 	// unschedulableQ.
 	Unresolvable bool
 	// Gated: the PreEnqueue message keeping it out of activeQ ("" when
-	// not gated).
-	Gated string
+	// not gated), GatedBy the plugin, GatedSince when that message began.
+	Gated      string
+	GatedBy    string
+	GatedSince time.Time
+	// gateReported: the Gated message last handed out by GatedToReport.
+	gateReported string
 
 	where int // one of the inX constants
 	index int // position in its heap
@@ -370,6 +374,35 @@ func (q *Queue) Gated(key string) string {
 	return ""
 }
 
+// GatedPod is a pod held by the PreEnqueue gate, for the report that
+// tells its user why it waits (gated.go).
+type GatedPod struct {
+	Pod     *api.Pod
+	Plugin  string
+	Message string
+}
+
+// GatedToReport returns the pods the PreEnqueue gate has held with the
+// same message for at least after that have not been returned with that
+// message before, and marks them returned.
+func (q *Queue) GatedToReport(after time.Duration) []GatedPod {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	var out []GatedPod
+	for _, qp := range q.unschedulable {
+		if qp.Gated == "" || qp.Gated == qp.gateReported || now.Sub(qp.GatedSince) < after {
+			continue
+		}
+		qp.gateReported = qp.Gated
+		out = append(out, GatedPod{Pod: qp.Info.Pod, Plugin: qp.GatedBy, Message: qp.Gated})
+	}
+	slices.SortFunc(out, func(a, b GatedPod) int {
+		return strings.Compare(api.Key(a.Pod.Namespace, a.Pod.Name), api.Key(b.Pod.Namespace, b.Pod.Name))
+	})
+	return out
+}
+
 // moveLocked puts a pod that left unschedulableQ where it belongs.
 func (q *Queue) moveLocked(qp *QueuedPod) {
 	if q.now().Before(q.backoffExpiry(qp)) {
@@ -448,13 +481,16 @@ func (q *Queue) backoffExpiry(qp *QueuedPod) time.Time {
 func (q *Queue) toActiveLocked(qp *QueuedPod) {
 	if q.preEnqueue != nil {
 		if st := q.preEnqueue(qp.Info.Pod); !st.IsSuccess() {
-			qp.Gated = st.Message()
+			if st.Message() != qp.Gated {
+				qp.GatedSince = q.now()
+			}
+			qp.Gated, qp.GatedBy = st.Message(), st.Plugin()
 			qp.where = inUnschedulable
 			qp.UnschedulableSince = q.now()
 			q.unschedulable[qp.Info.Key] = qp
 			return
 		}
-		qp.Gated = ""
+		qp.Gated, qp.GatedBy, qp.gateReported = "", "", ""
 	}
 	qp.where = inActive
 	qp.Enqueued = q.now()

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"skiff.dev/skiff/api"
@@ -23,7 +24,8 @@ import (
 //   - BindWorkers workers that bind and report, so a slow API call never
 //     holds up the next decision;
 //   - a one-second ticker that flushes the queue's backoff and
-//     unschedulable parts and expires assumed pods never confirmed;
+//     unschedulable parts, expires assumed pods never confirmed, and
+//     reports the pods the PreEnqueue gate holds (gated.go);
 //   - the event recorder, when Options.Recorder was nil.
 //
 // Run may be called once.
@@ -72,6 +74,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 		})
 	}
+	var reporting atomic.Bool
 	wg.Go(func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -81,6 +84,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				return
 			case <-tick.C:
 				s.queue.Flush()
+				if reporting.CompareAndSwap(false, true) { // gated.go; one report at a time
+					wg.Go(func() { defer reporting.Store(false); s.reportGated(ctx) })
+				}
 				for _, key := range s.cache.Cleanup(s.now()) {
 					s.log.Warn("assumed pod expired: its binding was never confirmed", "pod", key)
 					s.queue.Move(ResourcesFreed)
