@@ -2,12 +2,15 @@ package kueue
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 )
 
 // The order of pending workloads, as Kueue's ClusterQueue heap
@@ -68,9 +71,16 @@ func compareQueued(a, b *api.Workload) int {
 
 func key(ns, name string) string { return ns + "/" + name }
 
-// Positions returns the position of every pending workload of wls whose
-// LocalQueue (in lqs) exists, by "namespace/name".
-func Positions(wls []*api.Workload, lqs []*api.LocalQueue) map[string]Position {
+// Pending is one pending workload with its position.
+type Pending struct {
+	Workload *api.Workload
+	Position Position
+}
+
+// PendingInOrder returns the pending workloads of wls whose LocalQueue (in
+// lqs) exists, in the order the scheduling cycle takes them, with their
+// positions.
+func PendingInOrder(wls []*api.Workload, lqs []*api.LocalQueue) []Pending {
 	lqCQ := map[string]string{}
 	for _, lq := range lqs {
 		lqCQ[key(lq.Namespace, lq.Name)] = lq.Spec.ClusterQueue
@@ -82,14 +92,41 @@ func Positions(wls []*api.Workload, lqs []*api.LocalQueue) map[string]Position {
 		}
 	}
 	slices.SortFunc(pending, compareQueued)
-	out := make(map[string]Position, len(pending))
+	out := make([]Pending, 0, len(pending))
 	inCQ, inLQ := map[string]int32{}, map[string]int32{}
 	for _, wl := range pending {
 		lqk := key(wl.Namespace, wl.Spec.QueueName)
 		cq := lqCQ[lqk]
-		out[key(wl.Namespace, wl.Name)] = Position{ClusterQueue: cq, InClusterQueue: inCQ[cq], LocalQueue: wl.Spec.QueueName, InLocalQueue: inLQ[lqk]}
+		out = append(out, Pending{Workload: wl, Position: Position{ClusterQueue: cq, InClusterQueue: inCQ[cq], LocalQueue: wl.Spec.QueueName, InLocalQueue: inLQ[lqk]}})
 		inCQ[cq]++
 		inLQ[lqk]++
 	}
 	return out
+}
+
+// Positions returns the position of every pending workload of wls whose
+// LocalQueue (in lqs) exists, by "namespace/name".
+func Positions(wls []*api.Workload, lqs []*api.LocalQueue) map[string]Position {
+	p := PendingInOrder(wls, lqs)
+	out := make(map[string]Position, len(p))
+	for _, e := range p {
+		out[key(e.Workload.Namespace, e.Workload.Name)] = e.Position
+	}
+	return out
+}
+
+// ListPending reads the Workloads and LocalQueues of namespace ns ("" for
+// all) through c and returns PendingInOrder of them. Positions in a
+// ClusterQueue are only right when ns is "": a ClusterQueue spans
+// namespaces.
+func ListPending(ctx context.Context, c client.Interface, ns string) ([]Pending, error) {
+	wls, _, err := client.List[*api.Workload](ctx, c, ns, api.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list workloads: %w", err)
+	}
+	lqs, _, err := client.List[*api.LocalQueue](ctx, c, ns, api.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list localqueues: %w", err)
+	}
+	return PendingInOrder(wls, lqs), nil
 }

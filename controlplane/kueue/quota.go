@@ -161,6 +161,9 @@ type assignment struct {
 	// short lists the flavor-resources that ran short, with how much more
 	// was needed (for preemption and explanations).
 	short map[fr]int64
+	// over lists the flavor-resources whose request exceeds the most the
+	// ClusterQueue can ever have, with that maximum (explanations).
+	over map[fr]int64
 	// never: the workload cannot fit even in an empty queue.
 	never bool
 }
@@ -172,7 +175,7 @@ func (a *assignment) fits() bool { return a.message == "" }
 // pods tolerate, whose node labels agree with the pods' nodeSelector and
 // whose quota has room for every requested resource of the group.
 func (s *snapshot) assign(c *cqState, wl *api.Workload) *assignment {
-	a := &assignment{usage: amounts{}, short: map[fr]int64{}}
+	a := &assignment{usage: amounts{}, short: map[fr]int64{}, over: map[fr]int64{}}
 	var msgs []string
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
@@ -266,6 +269,7 @@ func (s *snapshot) assignGroup(c *cqState, ps *api.PodSet, rg *api.QueueResource
 				reasons = append(reasons, fmt.Sprintf("insufficient quota for %s in flavor %s, previously considered podsets requests (%s) + current podset request (%s) > maximum capacity (%s)",
 					res, fq.Name, amountString(res, prev), amountString(res, v), amountString(res, pot)))
 				a.never = true
+				a.over[f] = pot
 				ok = false
 				continue
 			}
