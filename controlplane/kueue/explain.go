@@ -207,4 +207,3 @@ func (s *snapshot) shortage(cs *cqState, f fr, requested int64, a *assignment) S
 	}
 	return sh
 }
-
