@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	sjson "sigs.k8s.io/json"
 
 	"skiff.dev/skiff/api"
 )
@@ -408,10 +409,24 @@ func (c *Client) callObject(ctx context.Context, kind *api.Kind, method, path st
 	return decodeObject(kind, raw)
 }
 
+// decodeObject decodes an object the API server answered. The server
+// validated it when it was written, so this is client-go's lenient decode
+// (case-sensitive, unknown fields ignored: a newer server's additions must
+// not fail a read), not api.DecodeJSON's strict one for what users write,
+// whose unknown-field walk was most of a large list's time
+// (docs/performance.md, kubectl get). An answer in another version than
+// the one asked for goes through api's conversion.
 func decodeObject(kind *api.Kind, raw []byte) (api.Object, error) {
-	obj, err := api.DecodeJSON(kind, raw)
-	if err != nil {
-		return nil, err
+	obj := kind.New()
+	if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+		return nil, &api.DecodeError{Index: -1, Kind: kind.Kind, Err: err}
+	}
+	if tm := obj.GetTypeMeta(); (tm.APIVersion != "" && tm.APIVersion != kind.APIVersion()) || (tm.Kind != "" && tm.Kind != kind.Kind) {
+		o, _, err := api.DecodeJSONWith(kind, raw, api.FieldValidationIgnore)
+		if err != nil {
+			return nil, err
+		}
+		obj = o
 	}
 	// Lists and some responses omit apiVersion/kind per item.
 	*obj.GetTypeMeta() = api.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Kind}
