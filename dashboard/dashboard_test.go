@@ -343,7 +343,7 @@ func TestWatchPushesChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("the new pod", func(e, d string) bool { return e == "ADDED" && strings.Contains(d, `"name":"web"`) })
-	s.recs.Add(dashboard.Reconcile{Controller: "deployment", Key: "default/web", Observed: "1 replica", Desired: "3 replicas", Action: "scaled up", Acted: true})
+	s.recs.Add(dashboard.Reconcile{Controller: "deployment-controller", Key: "default/web", Observed: "1 replica", Desired: "3 replicas", Action: "scaled up", Acted: true})
 	wait("the reconcile line", func(e, d string) bool { return e == "reconcile" && strings.Contains(d, `"desired":"3 replicas"`) })
 
 	// The chain of the pod, with its trace (the API server's span).

@@ -138,6 +138,11 @@ async function getJSON(path) {
   return body;
 }
 
+// fill replaces root's children, skipping the null ones.
+function fill(root, ...children) {
+  root.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 // ---------- the step player (chain and sequence views) ----------
 
 // Player walks n steps: show(i) draws step i; Auto advances every 1.2 s.
@@ -207,7 +212,7 @@ function chainSteps(ch) {
 
 function spanRows(spans) {
   return spans.map((s) => h("div", { class: "spanrow", "data-span": s.index },
-    h("span", { class: "mono" }, "+" + clock(s.start)),
+    h("span", { class: "mono" }, clock(s.start)),
     h("span", { class: "mono" }, s.component + " " + s.step),
     h("span", { class: "dur mono", "data-duration": "" }, fmtMicros(spanMicros(s))),
     h("span", {}, s.node ? h("b", { "data-node": s.node }, s.node + " ") : null, s.message || "")));
@@ -306,7 +311,7 @@ function renderChain(root, ch, keepStep) {
   });
   if (keepStep !== undefined) player.i = Math.min(keepStep, steps.length - 1);
   const pod = ch.pod?.metadata || {};
-  root.replaceChildren(
+  fill(root,
     h("h1", {}, "Pod ", h("span", { id: "podname" }, pod.namespace + "/" + pod.name), " ", h("span", { class: "dim", id: "podphase" }, ch.pod?.status?.phase || "")),
     pendingReasons(ch),
     spans.length ? null : h("p", { class: "warn" }, t("noTrace")),
@@ -327,7 +332,19 @@ function seqMessages(calls, pods, node) {
   const S = t("seq");
   const msgs = [];
   let lastHealth = null;
+  // A pod's submission and binding come before the first call made for it.
+  const announced = new Set();
+  const announce = (c) => {
+    if (!c.pod || announced.has(c.pod)) return;
+    announced.add(c.pod);
+    const p = pods.get(c.pod);
+    if (!p) return;
+    msgs.push({ at: p.metadata.creationTimestamp, from: 0, to: 1, label: S.create + " " + c.pod, payload: { pod: c.pod } });
+    const sc = (p.status?.conditions || []).find((x) => x.type === "PodScheduled" && x.status === "True");
+    msgs.push({ at: sc?.lastTransitionTime || c.start, from: 1, to: 2, label: S.bound + " (" + node + ")", payload: { pod: c.pod, nodeName: p.spec?.nodeName } });
+  };
   for (const c of calls) {
+    announce(c);
     if (c.method === "ListAndWatch") {
       const devs = c.response?.devices || [];
       const health = new Map(devs.map((d) => [d.id, d.health]));
@@ -340,11 +357,6 @@ function seqMessages(calls, pods, node) {
     if (c.method === "Register") { msgs.push({ at: c.start, from: 3, to: 2, label: S.Register, payload: c.request, call: c }); continue; }
     if (c.method === "Allocate" && c.pod) {
       const p = pods.get(c.pod);
-      if (p) {
-        msgs.push({ at: p.metadata.creationTimestamp, from: 0, to: 1, label: S.create + " " + c.pod, payload: { pod: c.pod } });
-        const sc = (p.status?.conditions || []).find((x) => x.type === "PodScheduled" && x.status === "True");
-        msgs.push({ at: sc?.lastTransitionTime || c.start, from: 1, to: 2, label: S.bound + " (" + node + ")", payload: { pod: c.pod, nodeName: p.spec?.nodeName } });
-      }
       msgs.push({ at: c.start, from: 2, to: 3, label: S.Allocate, payload: c.request, call: c, dur: micros(c.end) - micros(c.start) });
       msgs.push({ at: c.end, from: 3, to: 2, label: S.AllocateResponse, payload: c.response || { error: c.error }, call: c });
       msgs.push({ at: c.end, from: 2, to: 4, label: S.inject, payload: c.response });
@@ -362,7 +374,9 @@ function renderSequence(root, node, data, pods) {
   const detail = h("aside", { class: "panel side", id: "seq-detail" });
   const rows = msgs.map((m, i) => {
     const lo = Math.min(m.from, m.to), hi = Math.max(m.from, m.to);
-    const arrow = h("div", { class: "arrow " + (m.to < m.from ? "left" : "right"), style: `grid-column: ${lo + 1} / ${hi + 2}` }, m.label, m.dur >= 0 ? " · " + fmtMicros(m.dur) : "");
+    // Column 1 is the time; lanes are columns 2..6 (classes, not inline
+    // styles: the page's Content-Security-Policy allows no inline style).
+    const arrow = h("div", { class: `arrow ${m.to < m.from ? "left" : "right"} cs${lo + 2} ce${hi + 3}` }, m.label, m.dur >= 0 ? " · " + fmtMicros(m.dur) : "");
     return h("div", { class: "msg" + (m.health ? " health" : ""), "data-msg": i, "data-method": m.call?.method || "", tabindex: "0", onclick: () => player.show((player.i = i)) },
       h("span", { class: "t mono" }, clock(m.at)), arrow);
   });
@@ -377,12 +391,12 @@ function renderSequence(root, node, data, pods) {
     const no = document.getElementById("stepno");
     if (no) no.textContent = `${i + 1} / ${msgs.length}`;
   });
-  root.replaceChildren(
+  fill(root,
     h("h1", {}, t("nav.sequence") + " · ", h("span", { id: "seqnode" }, node)),
     nodePicker(node),
     msgs.length ? controls(player, true) : h("p", { class: "dim" }, t("noCalls")),
     h("div", { class: "layout" },
-      h("div", { class: "seq" }, h("div", { class: "lanes" }, t("seqLanes").map((l) => h("div", {}, l))), rows),
+      h("div", { class: "seq" }, h("div", { class: "lanes" }, h("div", {}), t("seqLanes").map((l) => h("div", {}, l))), rows),
       detail));
   if (msgs.length) player.show(0);
   return player;
@@ -491,7 +505,7 @@ function renderCluster(root) {
   const by = new Map(phases.map((p) => [p, []]));
   for (const p of pods) (by.get(p.status?.phase || "Pending") || by.get("Unknown")).push(p);
   const usage = (cq) => (cq.status?.flavorsUsage || []).map((f) => f.name + ": " + (f.resources || []).map((r) => r.name + "=" + r.total).join(" ")).join("; ");
-  root.replaceChildren(
+  fill(root,
     h("h1", {}, t("nodes")), h("div", { class: "nodes" }, nodes.map(nodeCard)),
     h("h1", {}, t("pods")), h("div", { class: "phases" }, phases.map((ph) => h("div", { class: "panel phase", "data-phase-list": ph }, h("h2", {}, ph + " (" + by.get(ph).length + ")"), by.get(ph).map(podLine)))),
     h("div", { class: "phases" },
@@ -505,7 +519,7 @@ function renderCluster(root) {
 // ---------- the control-loop view ----------
 
 function recLine(r, fresh) {
-  return h("div", { class: "rec" + (r.acted ? "" : " noop") + (fresh ? " fresh" : ""), "data-rec": r.seq, "data-controller": r.controller },
+  return h("div", { class: "rec" + (r.acted ? "" : " noop") + (fresh ? " fresh" : ""), "data-rec": r.seq, "data-controller": r.controller, "data-desired": r.desired, "data-acted": String(r.acted) },
     h("span", { class: "mono" }, clock(r.time)), h("b", {}, r.controller), h("span", { class: "mono" }, r.key),
     h("span", {}, h("span", { class: "dim" }, t("observed") + ": "), r.observed), h("span", {}, h("span", { class: "dim" }, t("desired") + ": "), r.desired),
     h("span", {}, h("span", { class: "dim" }, t("action") + ": "), r.action));
@@ -513,10 +527,10 @@ function recLine(r, fresh) {
 
 function renderLoops(root) {
   const all = localStorage.getItem("skiff-loops-all") === "1";
-  const shown = (r) => all || r.controller === "deployment" || r.controller === "replicaset";
+  const shown = (r) => all || r.controller === "deployment-controller" || r.controller === "replicaset-controller";
   const list = h("div", { id: "recs" }, reconciles.filter(shown).slice(-200).reverse().map((r) => recLine(r, false)));
   const objs = (kind) => [...store.get(kind).values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
-  root.replaceChildren(
+  fill(root,
     h("h1", {}, t("nav.loops")),
     h("div", { class: "phases" },
       h("div", { class: "panel phase" }, h("h2", {}, t("deployments")), h("table", {}, h("tr", {}, h("th", {}, "name"), h("th", {}, "desired"), h("th", {}, "ready"), h("th", {}, "updated")),
@@ -542,28 +556,29 @@ function route() {
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.view === view));
   const on = (f) => { listeners.add(f); unsubscribe = () => listeners.delete(f); };
   let pending = 0;
-  const debounce = (f) => { clearTimeout(pending); pending = setTimeout(f, 150); };
+  // A burst of events (a scale to 50) is drawn once, 30 ms after its last.
+  const debounce = (f) => { clearTimeout(pending); pending = setTimeout(f, 30); };
   if (view === "chain") {
     const [ns, name] = [parts[1], parts[2]];
     if (!ns || !name) {
       const pods = [...store.get("pods").keys()].sort();
-      root.replaceChildren(h("h1", {}, t("pickPod")), pods.map((k) => h("div", { class: "pod" }, h("a", { href: "#/chain/" + k }, k))));
+      fill(root, h("h1", {}, t("pickPod")), pods.map((k) => h("div", { class: "pod" }, h("a", { href: "#/chain/" + k }, k))));
       on((kind) => { if (kind === "pods") debounce(route); });
       return;
     }
     const load = () => getJSON(`api/chain/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
       .then((ch) => { const keep = currentPlayer?.i; currentPlayer = renderChain(root, ch, keep); })
-      .catch((e) => root.replaceChildren(h("p", { class: "bad" }, e.message)));
+      .catch((e) => fill(root, h("p", { class: "bad" }, e.message)));
     load();
     on((kind, type, o) => { if (kind === "pods" && o && keyOf(o) === ns + "/" + name) debounce(load); });
     return;
   }
   if (view === "sequence") {
     const node = parts[1] || [...store.get("nodes").keys()].sort()[0];
-    if (!node) { root.replaceChildren(h("p", { class: "dim" }, t("pickNode"))); on((k) => { if (k === "nodes") debounce(route); }); return; }
+    if (!node) { fill(root, h("p", { class: "dim" }, t("pickNode"))); on((k) => { if (k === "nodes") debounce(route); }); return; }
     const load = () => getJSON(`api/devices/${encodeURIComponent(node)}`)
       .then((d) => { const keep = currentPlayer?.i; currentPlayer = renderSequence(root, node, d, store.get("pods")); if (keep !== undefined && currentPlayer.n) currentPlayer.show((currentPlayer.i = Math.min(keep, currentPlayer.n - 1))); })
-      .catch((e) => root.replaceChildren(h("h1", {}, node), nodePicker(node), h("p", { class: "bad" }, e.message)));
+      .catch((e) => fill(root, h("h1", {}, node), nodePicker(node), h("p", { class: "bad" }, e.message)));
     load();
     // The agent rewrites its node's GPU annotations on every health or
     // allocation change: that is when the call log has news.
