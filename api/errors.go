@@ -174,8 +174,13 @@ func NewInvalid(k *Kind, name string, errs FieldErrors) *StatusError {
 	msg := fmt.Sprintf("%s %q is invalid: %s", kind, name, errs.Error())
 	e := NewStatusError(422, ReasonInvalid, msg)
 	e.Status.Details = details(k, name)
+	if k != nil {
+		e.Status.Details.Kind = k.Kind // as apierrors.NewInvalid: the kind, not the resource
+	}
 	for _, fe := range errs {
-		e.Status.Details.Causes = append(e.Status.Details.Causes, StatusCause{Type: string(fe.Type), Message: fe.Error(), Field: fe.Field})
+		// The body without the field, which is Field: kubectl prints
+		// "FIELD: MESSAGE" for each cause.
+		e.Status.Details.Causes = append(e.Status.Details.Causes, StatusCause{Type: string(fe.Type), Message: strings.TrimPrefix(fe.Error(), fe.Field+": "), Field: fe.Field})
 	}
 	return e
 }
