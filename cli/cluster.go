@@ -44,6 +44,7 @@ type clusterFlags struct {
 	pprof      pprofFlags // --pprof-listen (cli/pprof.go)
 	// --pod-security-default (cli/podsecurity.go)
 	podSec podSecurityFlag
+	kueue  kueueFlags // --kueue-*: waitForPodsReady of the queue manager
 	// --no-kubeconfig-merge: do not merge the skiff context into ~/.kube/config
 	noMerge bool
 }
@@ -126,6 +127,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	f.gossip.register(cmd)
 	f.sim.register(cmd)
 	f.podSec.register(cmd)
+	f.kueue.register(cmd)
 	f.pprof.register(cmd)
 	fl.StringVar(&f.network, "network", networkAuto, networkFlagHelp)
 	// `up` is the one-machine teaching cluster: without a GPU it simulates
@@ -164,6 +166,9 @@ func (f *clusterFlags) validate() error {
 		errs = append(errs, err)
 	}
 	if err := f.podSec.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.kueue.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := f.pprof.validate(); err != nil {
@@ -290,6 +295,7 @@ func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member st
 	cfg := controlplane.DefaultConfig(f.dataDir)
 	cfg.API.Listen = f.listen
 	cfg.SchedulerConfig = f.schedCfg
+	cfg.Kueue = f.kueue.config()
 	cfg.API.Version = Version
 	f.podSec.apply(&cfg.API)
 	cfg.Log = r.Logger()
