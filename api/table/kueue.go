@@ -46,7 +46,9 @@ func localQueuePrinter() Printer {
 }
 
 // WorkloadPosition is a pending workload's place in its queues, counted
-// from 0 as Kueue's visibility API (controlplane/kueue.Positions).
+// from 0 as Kueue's visibility API (controlplane/kueue/queueorder); a
+// negative InClusterQueue is unknown (printed empty: a reader of one
+// namespace cannot see the rest of the ClusterQueue).
 type WorkloadPosition struct{ InClusterQueue, InLocalQueue int32 }
 
 // WorkloadPrinter is the workloads' printer with the positions of the
@@ -80,6 +82,9 @@ func WorkloadPrinter(positions map[string]WorkloadPosition) Printer {
 			var inCQ, inLQ any = "", ""
 			if p, ok := positions[wl.Namespace+"/"+wl.Name]; ok {
 				inCQ, inLQ = int64(p.InClusterQueue), int64(p.InLocalQueue)
+				if p.InClusterQueue < 0 {
+					inCQ = ""
+				}
 			}
 			return []any{wl.Name, wl.Spec.QueueName, reserved, status(api.WorkloadAdmitted), status(api.WorkloadFinished),
 				Age(now, wl.CreationTimestamp.Time), inCQ, inLQ}

@@ -57,6 +57,9 @@ type attributes struct {
 // the server knows is a non-resource request.
 func requestAttributes(r *http.Request, u User) attributes {
 	a := attributes{user: u, verb: strings.ToLower(r.Method), path: r.URL.Path}
+	if vp, ok := parseVisibilityPath(r.URL.Path); ok { // visibility.go
+		return vp.attributes(a, r.Method)
+	}
 	ri := requestInfo{verb: a.verb}
 	if name, _, ok := nodeProxyPath(r.URL.Path); ok {
 		ri.kind, ri.name, ri.sub = nodeKind, name, "proxy"

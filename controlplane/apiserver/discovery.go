@@ -84,7 +84,7 @@ func groups() []apiGroup {
 		}
 		out = append(out, g)
 	}
-	return append(out, metricsAPIGroup()) // metrics_api.go
+	return append(out, metricsAPIGroup(), visibilityAPIGroup()) // metrics_api.go, visibility.go
 }
 
 func resourceList(group, version string) map[string]any {

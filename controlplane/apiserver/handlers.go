@@ -110,7 +110,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 	if !s.checkAuthorized(w, r) { // authz.go
 		return
 	}
-	if s.serveMetricsAPI(w, r) { // metrics.k8s.io (metrics_api.go)
+	if s.serveMetricsAPI(w, r) || s.serveVisibilityAPI(w, r) { // metrics.k8s.io (metrics_api.go), visibility.kueue.x-k8s.io (visibility.go)
 		return
 	}
 	if r.URL.Path == "/metrics" {
@@ -282,7 +282,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			writeError(w, err)
 			return
 		}
-		out, err := negotiateOutput(r) // a Table for kubectl get (table.go)
+		out, err := s.negotiateOutput(r) // a Table for kubectl get (table.go)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -312,7 +312,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		}
 		respond(w, http.StatusCreated, obj, err)
 	case " GET", "status GET":
-		out, err := negotiateOutput(r) // a Table for kubectl get (table.go)
+		out, err := s.negotiateOutput(r) // a Table for kubectl get (table.go)
 		if err != nil {
 			writeError(w, err)
 			return

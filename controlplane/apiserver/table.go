@@ -44,6 +44,9 @@ type tableOutput struct {
 	include metav1.IncludeObjectPolicy
 	// noHeaders leaves out the column definitions (watch events after the first).
 	noHeaders bool
+	// printer returns the printer of a kind (nil: table.For); the
+	// server's has read-time cells (table_kueue.go).
+	printer func(*api.Kind) table.Printer
 }
 
 // negotiateOutput reads the Accept header (and ?includeObject=): nil for
@@ -110,6 +113,9 @@ type partialObjectMetadata struct {
 // resourceVersion rv.
 func (t *tableOutput) buildTable(k *api.Kind, objs []api.Object, rv string, now time.Time) (*metav1.Table, error) {
 	p := table.For(k)
+	if t.printer != nil {
+		p = t.printer(k)
+	}
 	tb := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{APIVersion: t.groupVersion, Kind: "Table"},
 		ListMeta: metav1.ListMeta{ResourceVersion: rv},

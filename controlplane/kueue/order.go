@@ -1,16 +1,10 @@
 package kueue
 
 import (
-	"cmp"
-	"context"
-	"fmt"
-	"slices"
 	"time"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/kueue/queueorder"
 )
 
 // The order of pending workloads, as Kueue's ClusterQueue heap
@@ -18,115 +12,30 @@ import (
 // the workload was queued (its creation, or its last requeue after a
 // PodsReadyTimeout eviction), then its name for a stable order. Both
 // queueing strategies use it; they differ in what a workload that does not
-// fit does to the ones behind it (schedule.go).
+// fit does to the ones behind it (schedule.go). It lives in
+// controlplane/kueue/queueorder, which the API server (the visibility API
+// and the positions in the Table of workloads) uses without depending on
+// the manager.
 
 // Position is where a pending workload stands, counted from 0 as Kueue's
 // visibility API counts (positionInClusterQueue, positionInLocalQueue).
-type Position struct {
-	ClusterQueue   string
-	InClusterQueue int32
-	LocalQueue     string
-	InLocalQueue   int32
-}
+type Position = queueorder.Position
 
-// isPending: waiting for quota (no reservation, not finished, active).
-func isPending(wl *api.Workload) bool {
-	return !apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadQuotaReserved) &&
-		!apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadFinished) &&
-		(wl.Spec.Active == nil || *wl.Spec.Active) && wl.DeletionTimestamp == nil
-}
+// Pending is one pending workload with its position.
+type Pending = queueorder.Pending
 
-// holdsQuota: a reservation not yet released (an evicted workload holds it
-// until its pods are gone).
-func holdsQuota(wl *api.Workload) bool {
-	return wl.Status.Admission != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadQuotaReserved) &&
-		!apimeta.IsStatusConditionTrue(wl.Status.Conditions, api.WorkloadFinished)
-}
-
-func priorityOf(wl *api.Workload) int32 {
-	if wl.Spec.Priority != nil {
-		return *wl.Spec.Priority
-	}
-	return 0
-}
-
-// queuedAt: creation, or the last PodsReadyTimeout eviction (Kueue's
-// requeuingTimestamp: Eviction).
-func queuedAt(wl *api.Workload) time.Time {
-	if c := apimeta.FindStatusCondition(wl.Status.Conditions, api.WorkloadEvicted); c != nil && c.Reason == api.WorkloadEvictedByPodsReadyTimeout {
-		return c.LastTransitionTime.Time
-	}
-	return wl.CreationTimestamp.Time
-}
-
+func isPending(wl *api.Workload) bool     { return queueorder.IsPending(wl) }
+func holdsQuota(wl *api.Workload) bool    { return queueorder.HoldsQuota(wl) }
+func priorityOf(wl *api.Workload) int32   { return queueorder.PriorityOf(wl) }
+func queuedAt(wl *api.Workload) time.Time { return queueorder.QueuedAt(wl) }
 func compareQueued(a, b *api.Workload) int {
-	if c := cmp.Compare(priorityOf(b), priorityOf(a)); c != 0 {
-		return c
-	}
-	if c := queuedAt(a).Compare(queuedAt(b)); c != 0 {
-		return c
-	}
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	return queueorder.Compare(a, b)
 }
 
 func key(ns, name string) string { return ns + "/" + name }
 
-// Pending is one pending workload with its position.
-type Pending struct {
-	Workload *api.Workload
-	Position Position
-}
-
-// PendingInOrder returns the pending workloads of wls whose LocalQueue (in
-// lqs) exists, in the order the scheduling cycle takes them, with their
-// positions.
-func PendingInOrder(wls []*api.Workload, lqs []*api.LocalQueue) []Pending {
-	lqCQ := map[string]string{}
-	for _, lq := range lqs {
-		lqCQ[key(lq.Namespace, lq.Name)] = lq.Spec.ClusterQueue
-	}
-	var pending []*api.Workload
-	for _, wl := range wls {
-		if _, ok := lqCQ[key(wl.Namespace, wl.Spec.QueueName)]; ok && isPending(wl) {
-			pending = append(pending, wl)
-		}
-	}
-	slices.SortFunc(pending, compareQueued)
-	out := make([]Pending, 0, len(pending))
-	inCQ, inLQ := map[string]int32{}, map[string]int32{}
-	for _, wl := range pending {
-		lqk := key(wl.Namespace, wl.Spec.QueueName)
-		cq := lqCQ[lqk]
-		out = append(out, Pending{Workload: wl, Position: Position{ClusterQueue: cq, InClusterQueue: inCQ[cq], LocalQueue: wl.Spec.QueueName, InLocalQueue: inLQ[lqk]}})
-		inCQ[cq]++
-		inLQ[lqk]++
-	}
-	return out
-}
-
 // Positions returns the position of every pending workload of wls whose
 // LocalQueue (in lqs) exists, by "namespace/name".
 func Positions(wls []*api.Workload, lqs []*api.LocalQueue) map[string]Position {
-	p := PendingInOrder(wls, lqs)
-	out := make(map[string]Position, len(p))
-	for _, e := range p {
-		out[key(e.Workload.Namespace, e.Workload.Name)] = e.Position
-	}
-	return out
-}
-
-// ListPending reads the Workloads and LocalQueues of namespace ns ("" for
-// all) through c and returns PendingInOrder of them. Positions in a
-// ClusterQueue are only right when ns is "": a ClusterQueue spans
-// namespaces.
-func ListPending(ctx context.Context, c client.Interface, ns string) ([]Pending, error) {
-	wls, _, err := client.List[*api.Workload](ctx, c, ns, api.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list workloads: %w", err)
-	}
-	lqs, _, err := client.List[*api.LocalQueue](ctx, c, ns, api.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list localqueues: %w", err)
-	}
-	return PendingInOrder(wls, lqs), nil
+	return queueorder.Positions(wls, lqs)
 }
