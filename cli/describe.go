@@ -136,7 +136,10 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 	case *api.ReplicaSet:
 		describeReplicaSet(ctx, w, cl, o)
 	case *api.Job:
-		describeJob(w, o) // describe_job.go
+		describeJob(w, o)                    // describe_job.go
+		describeJobQueue(ctx, w, cl, o, now) // describe_kueue.go
+	case *api.Workload:
+		describeWorkload(ctx, w, cl, o, now)
 	case *api.Service:
 		describeService(ctx, w, cl, o)
 	case *api.ResourceClaim: // describe_dra.go

@@ -115,7 +115,7 @@ func (c *getCmd) Run(ctx context.Context) error {
 				fmt.Fprintln(c.root.Stdout)
 			}
 			printed++
-			p := c.tablePrinter(r.kind, out)
+			p := c.tablePrinter(ctx, cl, r.kind, out)
 			if len(refs) > 1 {
 				p.prefix = kindPrefix(r.kind) + "/"
 			}
@@ -149,8 +149,11 @@ func (c *getCmd) noResources(refs []resourceRef) {
 	fmt.Fprintln(c.root.Stderr, "No resources found")
 }
 
-func (c *getCmd) tablePrinter(k *api.Kind, out outputFormat) *tablePrinter {
+func (c *getCmd) tablePrinter(ctx context.Context, cl client.Interface, k *api.Kind, out outputFormat) *tablePrinter {
 	p := newTablePrinter(c.root.Stdout, k, c.root.Now())
+	if k == workloadKind {
+		p.cells = c.workloadCells(ctx, cl) // get_kueue.go
+	}
 	p.wide = out.Format == "wide"
 	p.withNamespace = c.allNamespaces && k.Namespaced
 	p.showLabels = c.showLabels
@@ -206,7 +209,7 @@ func (c *getCmd) watchKind(ctx context.Context, cl client.Interface, ref resourc
 		}
 		opts.FieldSelector = sel
 	}
-	p := c.tablePrinter(ref.Kind, out)
+	p := c.tablePrinter(ctx, cl, ref.Kind, out)
 	print := func(o api.Object) error {
 		if out.structured() || out.Format == "name" {
 			return printStructured(c.root.Stdout, []api.Object{o}, true, out)
@@ -251,6 +254,9 @@ func (c *getCmd) watchKind(ctx context.Context, cl client.Interface, ref resourc
 				continue
 			}
 			rv = ev.Object.GetObjectMeta().ResourceVersion
+			if ref.Kind == workloadKind {
+				p.cells = c.workloadCells(ctx, cl) // positions as of this event
+			}
 			if err := print(ev.Object); err != nil {
 				w.Stop()
 				return err
