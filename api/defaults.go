@@ -68,6 +68,10 @@ func SetDefaults(obj Object) {
 		}
 	case *PriorityClass:
 		defaultPriorityClass(o)
+	case *ClusterQueue:
+		if o.Spec.QueueingStrategy == "" {
+			o.Spec.QueueingStrategy = BestEffortFIFO // Kueue's CRD default
+		}
 	case *ResourceClaim, *ResourceClaimTemplate:
 		defaultResourceObject(o) // validate_resource.go
 	case *EndpointSlice:
