@@ -234,4 +234,16 @@ func TestPatchTypeOfCustomKind(t *testing.T) {
 	if pt, err := patchTypeOf(jsonp, "example.com/v1", "Widget"); err != nil || pt != jsonp {
 		t.Errorf("json patch of a custom kind: %v %v", pt, err)
 	}
+	// The custom resources skiff serves (Kueue's, the PodGroup) likewise.
+	for _, k := range api.Kinds {
+		if !k.CustomResource {
+			continue
+		}
+		if _, err := patchTypeOf(smp, k.APIVersion(), k.Kind); api.StatusOf(err).Code != 415 {
+			t.Errorf("strategic merge patch of %s: %v, want 415", k.Kind, err)
+		}
+		if pt, err := patchTypeOf("application/merge-patch+json", k.APIVersion(), k.Kind); err != nil || pt != "application/merge-patch+json" {
+			t.Errorf("merge patch of %s: %v %v", k.Kind, pt, err)
+		}
+	}
 }
