@@ -283,6 +283,12 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx = r.ns(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
+		if errdefs.IsNotFound(err) {
+			// An interrupted create may have left its snapshot.
+			if serr := r.removeOrphanSnapshot(ctx, id); serr != nil {
+				r.log.Warn("remove container: orphan snapshot", "id", id, "err", serr)
+			}
+		}
 		return fmt.Errorf("remove container %s: %w", id, mapErr(err))
 	}
 	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)

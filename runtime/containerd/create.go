@@ -67,6 +67,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 	if len(spec.CDIDevices) > 0 {
 		opts = append(opts, r.withCDI(spec.CDIDevices, &edits))
 	}
+	if err := r.removeOrphanSnapshot(ctx, id); err != nil {
+		return "", fmt.Errorf("create container %s: %w", id, err)
+	}
 	_, err = r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
@@ -233,4 +236,26 @@ func added(before, after []string) []string {
 		}
 	}
 	return out
+}
+
+// removeOrphanSnapshot removes the snapshot named id when no container of
+// that id exists: what a create interrupted between the snapshot and the
+// container record leaves (containerd killed, or gone while the failed
+// create's cleanup ran). Left there, the next create of id would fail with
+// the snapshot's "already exists", which reads as the container's.
+func (r *Runtime) removeOrphanSnapshot(ctx context.Context, id string) error {
+	sn := r.client.SnapshotService(r.cfg.Snapshotter)
+	if _, err := sn.Stat(ctx, id); errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("snapshot %s: %w", id, mapErr(err))
+	}
+	if _, err := r.client.ContainerService().Get(ctx, id); err == nil || !errdefs.IsNotFound(err) {
+		return mapErr(err) // nil: the container owns it
+	}
+	r.log.Warn("removing the snapshot of an interrupted create", "id", id)
+	if err := sn.Remove(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove the snapshot of an interrupted create: %w", mapErr(err))
+	}
+	return nil
 }
