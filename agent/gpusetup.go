@@ -244,6 +244,9 @@ func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *s
 	}()
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
+	if !drv.WaitSynced(wctx) {
+		lg.Warn("the GPU DRA driver has not listed the ResourceClaims yet: the device plugin may hand out a GPU allocated to a claim meanwhile")
+	}
 	if err := dm.Wait(wctx, func(drivers []string, _ map[string][]string) bool {
 		return slices.Contains(drivers, gpudriver.DriverName)
 	}); err != nil {

@@ -22,7 +22,8 @@ import (
 //   - a node (system:node:NAME in system:nodes) what Kubernetes' Node
 //     authorizer and NodeRestriction admission let a kubelet do: its own
 //     Node and its status, its Lease in kube-node-lease, the ResourceSlices
-//     of its own devices and the ResourceClaims of its pods, the pods bound to
+//     of its own devices, the ResourceClaims of its pods (and, for its DRA
+//     driver, list and watch of all claims), the pods bound to
 //     it (read, status, delete, evict), events, reading nodes, services,
 //     endpoints and endpointslices, and getting the secrets, configmaps and
 //     serviceaccounts its own pods use (and their tokens), nothing else;
@@ -226,7 +227,23 @@ func (s *Server) authorizeNode(ctx context.Context, node string, a attributes) (
 		return true, "", nil
 	case "resource.k8s.io/resourceslices":
 		return s.authorizeNodeSlice(ctx, node, a)
-	case "/secrets", "/configmaps", "/serviceaccounts", "resource.k8s.io/resourceclaims":
+	case "resource.k8s.io/resourceclaims":
+		// Beyond the Node authorizer (which lets a kubelet get its pods'
+		// claims): skiff's in-process GPU driver runs with the node's
+		// credentials, and a DRA driver lists and watches claims (NVIDIA's
+		// chart grants its service account that), to hold the GPUs the
+		// scheduler allocated before their pods arrive. Read only.
+		if a.sub == "" && (verb == "list" || verb == "watch") {
+			return true, "", nil
+		}
+		if verb != "get" || a.name == "" {
+			return false, "can only get individual resources of this type", nil
+		}
+		if a.sub != "" {
+			return false, "cannot get subresource", nil
+		}
+		return s.nodeUses(ctx, node, a)
+	case "/secrets", "/configmaps", "/serviceaccounts":
 		if a.resource == "serviceaccounts" && a.sub == "token" {
 			if verb != "create" || a.name == "" {
 				return false, "can only create tokens for individual service accounts", nil

@@ -171,6 +171,12 @@ type Driver struct {
 	changed chan struct{}     // closed and replaced when prepared claims change
 
 	srv *servers // server.go
+
+	// claims is an informer of every ResourceClaim (nil without a
+	// Client): the devices the scheduler allocated in this node's pool are
+	// held from the moment of allocation, before their pod reaches the
+	// node, so the device plugin never picks them meanwhile.
+	claims *client.Informer
 }
 
 const checkpointVersion = 1
@@ -219,6 +225,12 @@ func New(cfg Config) (*Driver, error) {
 		pending: map[string]string{}, changed: make(chan struct{})}
 	if cfg.Client != nil {
 		claimKind := api.MustKindOf(&api.ResourceClaim{})
+		d.claims = client.NewInformer(cfg.Client, claimKind, "", api.ListOptions{}, lg)
+		if cfg.OnChange != nil {
+			// An allocation changes Held: a signal, no work in the handler.
+			signal := func(api.Object) { cfg.OnChange() }
+			d.claims.AddHandler(client.Handler{OnAdd: signal, OnUpdate: func(_, o api.Object) { signal(o) }, OnDelete: signal})
+		}
 		d.getClaim = func(ctx context.Context, ns, name string) (*api.ResourceClaim, error) {
 			o, err := cfg.Client.Get(ctx, claimKind, ns, name)
 			if err != nil {
@@ -262,22 +274,58 @@ func EnsureDeviceClass(ctx context.Context, c client.Interface) error {
 	return nil
 }
 
-// Held returns the GPUs (by UUID) that prepared claims hold, or that a
-// Prepare in progress is about to take, to "claim NAMESPACE/NAME". The
-// device manager excludes them (devices.Config.Unavailable).
+// Held returns the GPUs (by UUID) that claims hold, to "claim
+// NAMESPACE/NAME": prepared ones, those a Prepare in progress is about to
+// take, and those the scheduler allocated in this node's pool (from the
+// claims informer, once Run started it). The device manager excludes
+// them (devices.Config.Unavailable).
 func (d *Driver) Held() map[string]string {
+	var allocated map[string]string
+	if d.claims != nil && d.claims.HasSynced() {
+		allocated = d.allocated()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := map[string]string{}
-	for _, c := range d.ck.Claims {
-		for _, dev := range c.Devices {
-			out[dev.UUID] = "claim " + c.Namespace + "/" + c.Name
+	out := d.heldLocked()
+	for uuid, claim := range allocated {
+		if _, ok := out[uuid]; !ok {
+			out[uuid] = claim
 		}
 	}
-	for uuid, claim := range d.pending {
-		out[uuid] = "claim " + claim
+	return out
+}
+
+// allocated maps the GPUs of this pool that claims are allocated to.
+func (d *Driver) allocated() map[string]string {
+	gpus, err := d.cfg.Source.Devices(context.Background())
+	if err != nil {
+		return nil
+	}
+	uuid := map[string]string{}
+	for _, g := range gpus {
+		uuid[DeviceName(g)] = g.UUID
+	}
+	out := map[string]string{}
+	for _, o := range d.claims.List() {
+		c := o.(*api.ResourceClaim)
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver == DriverName && r.Pool == d.cfg.NodeName && uuid[r.Device] != "" {
+				out[uuid[r.Device]] = "claim " + c.Namespace + "/" + c.Name
+			}
+		}
 	}
 	return out
+}
+
+// WaitSynced waits until the claims informer has listed (true), or ctx ends.
+func (d *Driver) WaitSynced(ctx context.Context) bool {
+	if d.claims == nil {
+		return true
+	}
+	return d.claims.WaitForSync(ctx)
 }
 
 // Prepared lists the prepared claims' UIDs, sorted.
@@ -731,6 +779,12 @@ func (d *Driver) Run(ctx context.Context) error {
 		return errors.New("gpu DRA driver: no API client to publish the ResourceSlice")
 	}
 	events := d.cfg.Source.Watch(ctx)
+	if d.claims != nil {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); d.claims.Run(ctx) }()
+		defer wg.Wait()
+	}
 	b := backoff.Backoff{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Max: 10 * time.Second}}
 	retry := time.NewTimer(0)
 	defer retry.Stop()

@@ -1,0 +1,349 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"skiff.dev/skiff/agent/dra/gpudriver"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
+)
+
+// DRA end to end (issue 12's "Done when", the node side): the cluster of
+// TestGPUOnSimulatedDGXA100 (one agent on real containerd, a simulated DGX
+// A100), with the scheduler's DynamicResources plugin, the resourceclaim
+// controller and the agent's gpu.nvidia.com driver. nvidia-smi in the
+// CUDA stand-in image lists the GPU records the CDI devices mounted, so
+// exactly the GPUs the node prepared.
+
+func TestDRAOnSimulatedDGXA100(t *testing.T) {
+	e := newCtrdEnv(t)
+	cp, c := startControlPlane(t, nil)
+	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
+	g.cfgPath = filepath.Join(g.dataDir, "cli-config")
+	if err := client.WriteKubeconfig(g.cfgPath, cp.ClientConfig()); err != nil {
+		t.Fatal(err)
+	}
+	g.gpuStartAgent(t)
+	gpuImportImage(t, g.agent.node.Runtime())
+	ctx := context.Background()
+	uuidOf := map[string]string{} // device name → GPU UUID, from the slice
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		s, err := client.Get[*api.ResourceSlice](ctx, c, "", gpudriver.SliceName(gpuNode))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, d := range s.Spec.Devices {
+			uuidOf[d.Name] = *d.Attributes["uuid"].StringValue
+		}
+		return len(s.Spec.Devices) == 8, fmt.Sprintf("%d devices", len(s.Spec.Devices))
+	})
+
+	t.Run("QuickStartTemplate", func(t *testing.T) {
+		g.cli(t, "apply", "-f", "../examples/dra/gpu-test1.yaml")
+		ns := "gpu-test1"
+		for _, name := range []string{"pod1", "pod2"} {
+			draWaitPhase(t, c, ns, name, api.PodRunning, 30*time.Second)
+		}
+		claims := draClaims(t, c, ns)
+		if len(claims) != 2 {
+			t.Fatalf("%d claims in %s, want 2 (one per pod from the template)", len(claims), ns)
+		}
+		seen := map[string]bool{}
+		for _, cl := range claims {
+			if cl.Status.Allocation == nil || len(cl.Status.ReservedFor) != 1 {
+				t.Fatalf("claim %s: allocation %v reservedFor %v, want allocated,reserved", cl.Name, cl.Status.Allocation, cl.Status.ReservedFor)
+			}
+			pod := cl.Status.ReservedFor[0].Name
+			dev := cl.Status.Allocation.Devices.Results[0].Device
+			if seen[dev] {
+				t.Errorf("device %s allocated twice", dev)
+			}
+			seen[dev] = true
+			out := draLogs(t, c, ns, pod, "")
+			if n := strings.Count(out, "GPU-"); n != 1 || !strings.Contains(out, uuidOf[dev]) {
+				t.Errorf("pod %s: nvidia-smi -L lists %d GPUs, want exactly %s (%s):\n%s", pod, n, dev, uuidOf[dev], out)
+			}
+		}
+		if out := g.cli(t, "get", "resourceclaims", "-n", ns); strings.Count(out, "allocated,reserved") != 2 {
+			t.Errorf("get resourceclaims:\n%s", out)
+		}
+		if out := g.cli(t, "trace", "pod", "pod1", "-n", ns); !strings.Contains(out, "NodePrepareResources claim ") || !strings.Contains(out, "k8s.gpu.nvidia.com/claim=") {
+			t.Errorf("trace pod: no NodePrepareResources with CDI devices:\n%s", out)
+		}
+		g.cli(t, "delete", "namespace", ns)
+		testwait.Until(t, 60*time.Second, func() (bool, string) {
+			left := draClaims(t, c, ns)
+			return len(left) == 0 && len(draPrepared(t, g)) == 0, fmt.Sprintf("%d claims left, prepared %v", len(left), draPrepared(t, g))
+		})
+	})
+
+	t.Run("ClaimStatesAndV1beta1", func(t *testing.T) {
+		claim := "gpu-claim-v1beta1"
+		docs := splitDocs(t, "../examples/dra/v1beta1-claim.yaml")
+		// The claim as kubectl sends it: the v1beta1 body to the v1beta1
+		// path. (skiff apply -f converts on the client side first.)
+		body, err := yaml.YAMLToJSON([]byte(docs[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(ctx, "POST", "/apis/resource.k8s.io/v1beta1/namespaces/"+gpuNS+"/resourceclaims", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("POST v1beta1 claim: %d %s", resp.StatusCode, answer)
+		}
+		cl, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.Spec.Devices.Requests[0].Exactly == nil || cl.Spec.Devices.Requests[0].Exactly.DeviceClassName != gpudriver.DeviceClassName {
+			t.Errorf("the v1beta1 request is not stored as v1's exactly: %+v", cl.Spec.Devices.Requests[0])
+		}
+		if cl.Status.Allocation != nil {
+			t.Fatalf("a claim without a pod is allocated: %v", cl.Status.Allocation)
+		}
+		if out := g.cli(t, "get", "resourceclaim", claim); !strings.Contains(out, "pending") {
+			t.Errorf("get resourceclaim before the pod:\n%s", out)
+		}
+		applyDoc(t, g, docs[1])
+		p := draWaitEnded(t, c, gpuNS, "dra-pod-v1beta1", 30*time.Second)
+		if p.Status.Phase != api.PodSucceeded {
+			t.Errorf("pod: %s", podSummary([]*api.Pod{p}))
+		}
+		// The pod ended: the claim is no longer reserved (and the
+		// controller deallocates a claim nobody uses); the node unprepared it.
+		out := draLogs(t, c, gpuNS, p.Name, "")
+		known := false
+		for _, u := range uuidOf {
+			known = known || strings.Contains(out, u)
+		}
+		if strings.Count(out, "GPU-") != 1 || !known {
+			t.Errorf("nvidia-smi -L in the v1beta1 claim's pod lists %d GPUs, want one of the node's:\n%s", strings.Count(out, "GPU-"), out)
+		}
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			cl, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, claim)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(cl.Status.ReservedFor) == 0 && len(draPrepared(t, g)) == 0, fmt.Sprintf("reservedFor %v, prepared %v", cl.Status.ReservedFor, draPrepared(t, g))
+		})
+		g.cli(t, "delete", "pod", p.Name)
+		g.cli(t, "delete", "resourceclaim", claim)
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			_, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, claim)
+			return api.IsNotFound(err) && len(draPrepared(t, g)) == 0, fmt.Sprintf("claim: %v, prepared %v", err, draPrepared(t, g))
+		})
+	})
+
+	t.Run("ChurnNeverHoldsAGPUTwice", func(t *testing.T) {
+		tmpl := &api.ResourceClaimTemplate{ObjectMeta: api.ObjectMeta{Name: "single-gpu", Namespace: gpuNS}}
+		tmpl.Spec.Spec.Devices.Requests = []api.DeviceRequest{{Name: "gpu", Exactly: &api.ExactDeviceRequest{DeviceClassName: gpudriver.DeviceClassName}}}
+		if _, err := c.Create(ctx, tmpl); err != nil {
+			t.Fatal(err)
+		}
+		claimPod := func(name string) *api.Pod {
+			p := gpuPod(name, 0, gpuSleep)
+			p.Spec.Containers[0].Image = gpuImage
+			p.Spec.Containers[0].Resources.Claims = []api.ContainerResourceClaim{{Name: "gpu"}}
+			p.Spec.ResourceClaims = []api.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl.Name}}
+			return p
+		}
+		check := func(step string) {
+			t.Helper()
+			holder := map[string]string{}
+			for pod, ids := range g.gpuCheckpoint(t) {
+				for _, id := range ids {
+					holder[id] = "device plugin " + pod
+				}
+			}
+			for id, claim := range draPrepared(t, g) {
+				if other, ok := holder[id]; ok {
+					t.Fatalf("%s: GPU %s is held by %s and by claim %s", step, id, other, claim)
+				}
+				holder[id] = claim
+			}
+			g.gpuNoDoubleUse(t)
+		}
+		n := 0
+		create := func(claims, plugins int) {
+			for range claims {
+				n++
+				g.create(t, claimPod(fmt.Sprintf("claim-%d", n)))
+				check("create")
+			}
+			for range plugins {
+				n++
+				g.create(t, gpuPod(fmt.Sprintf("plugin-%d", n), 1, gpuSleep))
+				check("create")
+			}
+		}
+		waitSettled := func() {
+			testwait.Until(t, 60*time.Second, func() (bool, string) {
+				check("settle")
+				ps := listPods(t, c, gpuNS, "app=gpu-test")
+				running := 0
+				for _, p := range ps {
+					if p.Status.Phase == api.PodRunning {
+						running++
+					}
+				}
+				return running == min(len(ps), 8), podSummary(ps)
+			})
+		}
+		create(4, 4)
+		waitSettled()
+		for round := range 2 {
+			ps := listPods(t, c, gpuNS, "app=gpu-test")
+			for i, p := range ps {
+				if i%2 == round%2 {
+					if err := c.Delete(ctx, api.MustKindOf(p), gpuNS, p.Name, api.DeleteOptions{}); err != nil && !api.IsNotFound(err) {
+						t.Fatal(err)
+					}
+					check("delete")
+				}
+			}
+			if round == 0 {
+				g.agent.kill(t) // kill -9: the checkpoints are the truth
+				check("killed")
+				g.gpuStartAgent(t)
+				check("restarted")
+			}
+			create(2, 2)
+			waitSettled()
+		}
+		g.deleteAll(t)
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			check("end")
+			return len(draPrepared(t, g)) == 0, fmt.Sprintf("prepared %v", draPrepared(t, g))
+		})
+	})
+}
+
+// draPrepared reads the GPU driver's checkpoint: GPU UUID → claim.
+func draPrepared(t *testing.T, g *gpuCluster) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(g.dataDir, "plugins", gpudriver.DriverName, gpudriver.CheckpointName))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ck struct {
+		Claims map[string]struct {
+			Namespace, Name string
+			Devices         []struct{ UUID string }
+		}
+	}
+	if err := json.Unmarshal(b, &ck); err != nil {
+		t.Fatalf("driver checkpoint: %v", err)
+	}
+	out := map[string]string{}
+	for _, c := range ck.Claims {
+		for _, d := range c.Devices {
+			if other, ok := out[d.UUID]; ok {
+				t.Fatalf("GPU %s prepared for two claims: %s and %s/%s", d.UUID, other, c.Namespace, c.Name)
+			}
+			out[d.UUID] = c.Namespace + "/" + c.Name
+		}
+	}
+	return out
+}
+
+func draClaims(t *testing.T, c *client.Client, ns string) []*api.ResourceClaim {
+	t.Helper()
+	out, _, err := client.List[*api.ResourceClaim](context.Background(), c, ns, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func draWaitPhase(t *testing.T, c *client.Client, ns, name, phase string, timeout time.Duration) *api.Pod {
+	t.Helper()
+	var p *api.Pod
+	testwait.Until(t, timeout, func() (bool, string) {
+		var err error
+		p, err = client.Get[*api.Pod](context.Background(), c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == phase, podSummary([]*api.Pod{p})
+	})
+	return p
+}
+
+func draWaitEnded(t *testing.T, c *client.Client, ns, name string, timeout time.Duration) *api.Pod {
+	t.Helper()
+	var p *api.Pod
+	testwait.Until(t, timeout, func() (bool, string) {
+		var err error
+		p, err = client.Get[*api.Pod](context.Background(), c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed, podSummary([]*api.Pod{p})
+	})
+	return p
+}
+
+func draLogs(t *testing.T, c *client.Client, ns, pod, container string) string {
+	t.Helper()
+	path := "/api/v1/namespaces/" + ns + "/pods/" + pod + "/log"
+	if container != "" {
+		path += "?container=" + container
+	}
+	var out string
+	// The container may not have printed yet: nvidia-smi -L runs first.
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		body, err := c.Stream(context.Background(), path)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer body.Close()
+		b, err := io.ReadAll(body)
+		out = string(b)
+		return err == nil && strings.Contains(out, "GPU"), out
+	})
+	return out
+}
+
+// splitDocs reads a multi-document YAML file.
+func splitDocs(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range strings.Split(string(b), "\n---\n") {
+		if strings.TrimSpace(d) != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func applyDoc(t *testing.T, g *gpuCluster, doc string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "doc.yaml")
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cli(t, "apply", "-f", f)
+}
