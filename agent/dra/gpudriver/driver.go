@@ -33,7 +33,11 @@
 //     and a device plugin allocation. Prepare marks its GPUs pending, then
 //     asks the device manager (HeldByDevicePlugin) and gives up when one is
 //     held; the device manager asks Held, under its own lock, before it
-//     picks GPUs. Either order, only one of the two wins a GPU.
+//     picks GPUs. Either order, only one of the two wins a GPU. Held also
+//     lists the GPUs the scheduler allocated to claims in this pool (a
+//     claims informer), so the device plugin does not take a claim's GPU
+//     in the time between its allocation and its pod's prepare; what is
+//     left is the informer's delay (milliseconds) after an allocation.
 //   - Prepare and Unprepare are idempotent per claim UID: a prepared claim
 //     is answered from the checkpoint; unpreparing an unknown claim is done.
 //   - The checkpoint survives agent restarts; a damaged one is refused
