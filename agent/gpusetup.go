@@ -2,14 +2,18 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -193,10 +197,16 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 // driver, which registers with the manager over its registration socket
 // like any kubelet plugin. Paths as the kubelet's, under DataDir:
 // plugins_registry/ (registration sockets), plugins/gpu.nvidia.com/
-// (dra.sock, the driver's checkpoint), dra/ (the manager's checkpoint).
+// (dra.sock, the driver's checkpoint), dra/ (the manager's checkpoint);
+// the two socket directories move to a short one (socketDir) when DataDir
+// is too deep for unix socket paths.
 func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *slog.Logger) error {
 	mcfg := dra.DefaultConfig()
-	mcfg.RegistryDir = filepath.Join(cfg.DataDir, "plugins_registry")
+	regDir, err := socketDir(cfg.DataDir, "plugins_registry", gpudriver.RegistrationSocketName)
+	if err != nil {
+		return err
+	}
+	mcfg.RegistryDir = regDir
 	mcfg.StateDir = filepath.Join(cfg.DataDir, "dra")
 	mcfg.Client, mcfg.Log = cfg.Client, lg
 	dm, err := dra.New(mcfg)
@@ -212,9 +222,13 @@ func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *s
 		return nil
 	}
 	specDir := filepath.Join(cfg.DataDir, "cdi")
+	plugDir, err := socketDir(cfg.DataDir, filepath.Join("plugins", gpudriver.DriverName), gpudriver.SocketName)
+	if err != nil {
+		return err
+	}
 	drv, err := gpudriver.New(gpudriver.Config{
 		Source: g.Source, NodeName: cfg.NodeName, Client: cfg.Client,
-		Dir:         filepath.Join(cfg.DataDir, "plugins", gpudriver.DriverName),
+		Dir:         plugDir,
 		RegistryDir: mcfg.RegistryDir,
 		CDISpecDir:  specDir,
 		HeldByDevicePlugin: func() map[string]string {
@@ -375,4 +389,41 @@ func (g *GPUs) Close() {
 		}
 		g.Source.Close()
 	})
+}
+
+// maxSocketPath is the longest unix socket path Linux takes (sun_path is
+// 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
+// socketDir is DATA-DIR/sub, where the kubelet keeps its plugin sockets,
+// unless a socket named longest there would pass the unix socket path
+// limit (a data directory deep in a home or a test's temporary
+// directory): then it is sub under a short directory of its own,
+// /tmp/skiff-sock-HASH (HASH names the data directory, so every node of
+// one machine keeps its own and a restarted agent finds the same one).
+// That directory is made 0700 and must be a real directory owned by this
+// user: a directory someone else prepared in /tmp is refused, never used.
+func socketDir(dataDir, sub, longest string) (string, error) {
+	dir := filepath.Join(dataDir, sub)
+	if len(filepath.Join(dir, longest)) <= maxSocketPath {
+		return dir, nil
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	base := filepath.Join(os.TempDir(), "skiff-sock-"+hex.EncodeToString(sum[:6]))
+	if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("socket directory for %s: %w", dataDir, err)
+	}
+	st, err := os.Lstat(base)
+	if err != nil {
+		return "", fmt.Errorf("socket directory for %s: %w", dataDir, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || st.Mode().Perm() != 0o700 || !ok || int(sys.Uid) != os.Getuid() {
+		return "", fmt.Errorf("socket directory %s (the data directory %s is too deep for unix sockets): not a directory of mode 0700 owned by this user; remove it or use a shorter --data-dir", base, dataDir)
+	}
+	out := filepath.Join(base, sub)
+	if len(filepath.Join(out, longest)) > maxSocketPath {
+		return "", fmt.Errorf("socket directory %s: too long for a unix socket path; set TMPDIR shorter or use a shorter --data-dir", out)
+	}
+	return out, nil
 }
