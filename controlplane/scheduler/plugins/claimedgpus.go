@@ -19,18 +19,20 @@ const GPUDriverName = "gpu.nvidia.com"
 // reads it.
 //
 // The node's own count is not enough on its own: the agent lowers its
-// nvidia.com/gpu allocatable by the GPUs it has prepared for claims
-// (allocatable = healthy − prepared), but a claim allocated by the
-// scheduler is prepared only once its pod reaches the node. Counting the
-// claims against allocatable would count the prepared ones twice, so the
-// nvidia.com/gpu the pods of a node may still be given is
+// nvidia.com/gpu allocatable by the GPUs claims hold in its pool
+// (allocatable = healthy − allocated or prepared, from its claims informer,
+// within a second of an allocation), but between the scheduler's Reserve
+// and the node's next status the allocatable the scheduler reads still
+// counts them. Subtracting the claims from allocatable would count twice
+// the ones the node already left out, so the nvidia.com/gpu the pods of a
+// node may still be given is
 //
 //	min(allocatable, capacity − claimed)
 //
-// which is healthy − claimed whenever no GPU of the node is unhealthy, once
-// prepared or not; with unhealthy GPUs it can overcount by at most their
-// number until the claims are prepared (the node refuses a GPU held
-// twice: the pod fails admission and is recreated by its owner).
+// which is healthy − claimed whenever no GPU of the node is unhealthy,
+// whether the node has caught up or not; with unhealthy GPUs it can
+// overcount by at most their number until it has (the node still refuses
+// a GPU held twice: the pod fails admission).
 //
 // A claim's GPUs are counted on the node of its allocation's nodeSelector
 // (the allocator writes matchFields metadata.name In [NODE] for a node's
