@@ -12,7 +12,7 @@ import (
 
 // withGPUs sets a node's nvidia.com/gpu capacity and allocatable as the
 // agent reports them: capacity every GPU, allocatable the healthy ones
-// less those prepared for claims.
+// less those claims hold (allocated or prepared).
 func withGPUs(capacity, allocatable int64) func(*api.Node) {
 	return func(n *api.Node) {
 		n.Status.Capacity = api.ResourceList{api.ResourceNvidiaGPU: *resource.NewQuantity(capacity, resource.DecimalSI)}
@@ -48,7 +48,7 @@ func TestNodeResourcesFitCountsClaimedGPUs(t *testing.T) {
 			objs: []api.Object{claimOnNode("c", "dgx-1", "gpu-0", "gpu-1")}, gpus: 3},
 		{name: "claim not prepared yet, 2 left", node: gpuNode("dgx-1", 0, withGPUs(4, 4)),
 			objs: []api.Object{claimOnNode("c", "dgx-1", "gpu-0", "gpu-1")}, gpus: 2, want: "dgx-1"},
-		{name: "claim prepared: allocatable already lowered, not counted twice", node: gpuNode("dgx-1", 0, withGPUs(4, 2)),
+		{name: "node caught up: allocatable already lowered, not counted twice", node: gpuNode("dgx-1", 0, withGPUs(4, 2)),
 			objs: []api.Object{claimOnNode("c", "dgx-1", "gpu-0", "gpu-1")}, gpus: 2, want: "dgx-1"},
 		{name: "every GPU claimed", node: gpuNode("dgx-1", 0, withGPUs(2, 2)),
 			objs: []api.Object{claimOnNode("c", "dgx-1", "gpu-0", "gpu-1")}, gpus: 1},
