@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // # Kubeconfig
@@ -254,7 +254,7 @@ func writePrivate(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	if err := pki.WriteFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return nil

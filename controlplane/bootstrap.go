@@ -24,6 +24,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // # Joining with a pinned CA
@@ -243,7 +244,7 @@ func fetchSecrets(ctx context.Context, dataDir, server, adminToken, pin string, 
 		return err
 	}
 	if len(cs.SAKey) > 0 {
-		if err := pki.WriteFileAtomic(filepath.Join(pkiDir, pki.ServiceAccountKeyFile), cs.SAKey, 0o600); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(pkiDir, pki.ServiceAccountKeyFile), cs.SAKey, 0o600); err != nil {
 			return fmt.Errorf("install sa.key: %w", err)
 		}
 	}
@@ -300,7 +301,7 @@ func saveTokenFile(path, token string) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("read %s: %w", filepath.Base(path), err)
 	}
-	if err := pki.WriteFileAtomic(path, []byte(token+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		return fmt.Errorf("save %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
+
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // checkpointVersion is bumped when the file's meaning changes.
@@ -124,40 +125,16 @@ func readCheckpoint(path string) (checkpoint, error) {
 	return ck, nil
 }
 
-// writeCheckpoint replaces the file atomically: a temporary file, synced,
-// renamed over the old one.
+// writeCheckpoint replaces the file atomically (atomicfile.WriteFile, mode
+// 0600): a power loss leaves the old checkpoint or the new one, whole.
 func writeCheckpoint(path string, ck checkpoint) error {
 	ck.Version = checkpointVersion
 	b, err := json.MarshalIndent(ck, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write device checkpoint: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("write device checkpoint: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write device checkpoint: %w", err)
-	}
-	// The rename is durable once the directory is synced: a power loss
-	// leaves the old checkpoint or the new one, whole.
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("write device checkpoint: sync %s: %w", filepath.Dir(path), err)
-		}
 	}
 	return nil
 }

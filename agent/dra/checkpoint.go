@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // ErrCheckpointDamaged means a DRA checkpoint file cannot be read: cut
@@ -64,10 +66,9 @@ func ReadCheckpoint(path string, version int, v any) error {
 	return nil
 }
 
-// WriteCheckpoint replaces the file at path atomically with v as JSON: a
-// temporary file in the same directory, synced, renamed over the old one,
-// and the directory synced, so a crash leaves the old file or the new
-// one, whole.
+// WriteCheckpoint replaces the file at path atomically with v as JSON
+// (atomicfile.WriteFile, mode 0600), so a crash leaves the old file or the
+// new one, whole.
 func WriteCheckpoint(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -76,30 +77,8 @@ func WriteCheckpoint(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("write DRA checkpoint: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("write DRA checkpoint: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write DRA checkpoint: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("write DRA checkpoint: sync %s: %w", filepath.Dir(path), err)
-		}
 	}
 	return nil
 }

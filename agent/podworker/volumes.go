@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/internal/atomicfile"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -143,7 +144,7 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 }
 
 // writeFiles writes keys as files (all keys, or the chosen items), each
-// atomically (temp file + rename) so a running container never reads half a file.
+// atomically (atomicfile.WriteFile) so a running container never reads half a file.
 func writeFiles(dir string, files map[string][]byte, items []api.KeyToPath, defMode *int32, what string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -180,14 +181,7 @@ func writeFiles(dir string, files map[string][]byte, items []api.KeyToPath, defM
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		tmp := p + ".skiff-tmp"
-		if err := os.WriteFile(tmp, f.data, f.mode); err != nil {
-			return err
-		}
-		if err := os.Chmod(tmp, f.mode); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err := atomicfile.WriteFile(p, f.data, f.mode); err != nil {
 			return err
 		}
 	}

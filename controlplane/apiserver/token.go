@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // TokenFile is the name of the cluster token file inside the data directory.
@@ -16,9 +18,9 @@ const TokenFile = "token"
 
 // LoadOrCreateToken returns the cluster token kept in dataDir/token,
 // creating it on first start: 32 random bytes, hex-encoded, mode 0600.
-// Creation is atomic (write a temporary file, then link it into place), so
-// a crash never leaves a half-written token and two processes starting
-// together agree on one token.
+// Creation is atomic (atomicfile.WriteNew: a temporary file linked into
+// place), so a crash never leaves a half-written token and two processes
+// starting together agree on one token.
 func LoadOrCreateToken(dataDir string) (string, error) {
 	return LoadOrCreateTokenFile(filepath.Join(dataDir, TokenFile))
 }
@@ -37,28 +39,8 @@ func LoadOrCreateTokenFile(path string) (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("create token: %w", err)
 	}
-	tmp, err := os.CreateTemp(dataDir, "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return "", fmt.Errorf("create token: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("create token: %w", err)
-	}
-	if _, err := tmp.WriteString(hex.EncodeToString(b) + "\n"); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("create token: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("create token: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("create token: %w", err)
-	}
-	// Link fails when the file exists: another process won the race.
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+	// WriteNew fails when the file exists: another process won the race.
+	if err := atomicfile.WriteNew(path, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("create token: %w", err)
 	}
 	return readToken(path)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // Files of the API server's own certificates inside DATA-DIR/pki, named
@@ -50,10 +52,10 @@ func (ca *CA) LoadOrIssue(certPath, keyPath string, leaf Leaf, now time.Time) (t
 	if err := os.MkdirAll(filepath.Dir(certPath), 0o700); err != nil {
 		return tls.Certificate{}, fmt.Errorf("write certificate: %w", err)
 	}
-	if err := WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, fmt.Errorf("write certificate key: %w", err)
 	}
-	if err := WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(certPath, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, fmt.Errorf("write certificate: %w", err)
 	}
 	return tls.X509KeyPair(certPEM, keyPEM)
@@ -133,10 +135,10 @@ func WriteCA(dir string, certPEM, keyPEM []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("install cluster CA: %w", err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, CAKeyFile), keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, CAKeyFile), keyPEM, 0o600); err != nil {
 		return fmt.Errorf("install cluster CA: %w", err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, CACertFile), certPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, CACertFile), certPEM, 0o644); err != nil {
 		return fmt.Errorf("install cluster CA: %w", err)
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // Files of a node's credentials inside its data dir (NodeDir), named as
@@ -70,7 +72,7 @@ func (nc NodeCredentials) Save(dir string) error {
 		{NodeClientCertFile, nc.ClientCert, 0o644}, {NodeServeCertFile, nc.ServingCert, 0o644},
 		{NodeCACertFile, nc.CA, 0o644},
 	} {
-		if err := WriteFileAtomic(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
 			return fmt.Errorf("save node credentials: %w", err)
 		}
 	}

@@ -37,6 +37,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // Files of the CA inside its directory (DATA-DIR/pki).
@@ -120,10 +122,10 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 		return nil, fmt.Errorf("create cluster CA: %w", err)
 	}
 	// The key first: a certificate on disk always has its key beside it.
-	if err := WriteFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return nil, fmt.Errorf("create cluster CA: %w", err)
 	}
-	if err := WriteFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := atomicfile.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return nil, fmt.Errorf("create cluster CA: %w", err)
 	}
 	return loadCA(certPath, keyPath)
@@ -296,35 +298,6 @@ func ParseKey(keyPEM []byte) (crypto.Signer, error) {
 		return nil, fmt.Errorf("private key of type %T cannot sign", k)
 	}
 	return s, nil
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so a reader never sees half a file; the file is
-// synced before the rename.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func serial() *big.Int {

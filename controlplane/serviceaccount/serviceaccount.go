@@ -41,7 +41,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 // KeyFile is the signing key's file in the pki directory (kubeadm's name).
@@ -81,7 +81,7 @@ func LoadOrCreateKey(dir string) (*ecdsa.PrivateKey, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := pki.WriteFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return nil, fmt.Errorf("write service account key: %w", err)
 	}
 	return key, nil

@@ -36,6 +36,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/nvidiasmi"
+	"skiff.dev/skiff/internal/atomicfile"
 )
 
 const (
@@ -89,8 +90,8 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gpu.Topology) (string, er
 		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
 	script := filepath.Join(cfg.nodeDir(), "nvidia-smi")
-	if err := writeFile(script, nvidiasmi.DirScript(RecordDir), 0o755); err != nil {
-		return "", err
+	if err := atomicfile.WriteFile(script, nvidiasmi.DirScript(RecordDir), 0o755); err != nil {
+		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
 	spec := &specs.Spec{
 		Kind: Kind,
@@ -105,8 +106,8 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gpu.Topology) (string, er
 	}
 	for _, d := range devs {
 		rec := filepath.Join(recDir, nvidiasmi.RecordName(d.Index))
-		if err := writeFile(rec, nvidiasmi.Record(d, topo, "", ""), 0o644); err != nil {
-			return "", err
+		if err := atomicfile.WriteFile(rec, nvidiasmi.Record(d, topo, "", ""), 0o644); err != nil {
+			return "", fmt.Errorf("write CDI spec: %w", err)
 		}
 		edits := specs.ContainerEdits{
 			DeviceNodes: []*specs.DeviceNode{{Path: fmt.Sprintf("/dev/nvidia%d", d.MinorNumber), HostPath: "/dev/null"}},
@@ -183,28 +184,4 @@ func RealCDIAvailable(dirs ...string) error {
 
 func mount(host, container string) *specs.Mount {
 	return &specs.Mount{HostPath: host, ContainerPath: container, Options: []string{"ro", "nosuid", "nodev", "bind"}}
-}
-
-// writeFile replaces path atomically, so a container starting meanwhile
-// never mounts half a file.
-func writeFile(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
