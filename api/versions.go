@@ -86,6 +86,18 @@ func (k *Kind) servedByAPIVersion(apiVersion string) (*ServedVersion, bool) {
 	return nil, false
 }
 
+// ServedAtAPIVersion is ServedAt by an object's apiVersion ("group/v1beta1"):
+// nil and true for the stored version, the served version and true for one
+// of k.Served, false otherwise. For code that holds an object's JSON tree
+// at the version its file was written in (`skiff apply`'s last-applied
+// annotation and the fields the file wrote).
+func (k *Kind) ServedAtAPIVersion(apiVersion string) (*ServedVersion, bool) {
+	if apiVersion == k.APIVersion() {
+		return nil, true
+	}
+	return k.servedByAPIVersion(apiVersion)
+}
+
 func (k *Kind) servesAPIVersion(apiVersion string) bool {
 	_, ok := k.servedByAPIVersion(apiVersion)
 	return ok

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"skiff.dev/skiff/api"
@@ -150,17 +151,26 @@ func (c *applyCmd) checkManifest(m manifest) bool {
 //
 // The file's object is written with the annotation
 // kubectl.kubernetes.io/last-applied-configuration holding its own JSON.
-// The next apply computes a three-way strategic merge patch (package
-// api/patch) from that annotation (original), the file (modified) and the
-// live object (current): it sets what the file sets and deletes what the
-// file no longer sets. Fields nobody wrote in the file (defaults, a
-// Service's clusterIP and nodePorts, a pod's nodeName, the annotations of
+// The next apply computes a three-way patch (package api/patch: strategic
+// merge, or JSON merge for a custom resource, as kubectl) from that
+// annotation (original), the file (modified) and the live object
+// (current): it sets what the file sets and deletes what the file no
+// longer sets. Fields nobody wrote in the file (defaults, a Service's
+// clusterIP and nodePorts, a pod's nodeName, the annotations of
 // controllers and of `rollout restart`) are not in the patch, so they stay.
-// An empty patch is "unchanged". The patch is applied to the live object
-// here and written with its resourceVersion; a conflict reads again.
+// An empty patch is "unchanged", and so is a patch that changes nothing
+// once the server's defaults are in (kubectl says "configured" there: a
+// list Kubernetes replaces whole, such as a claim's requests, differs from
+// the file by its defaults). The patch is applied to the live object here
+// and written with its resourceVersion; a conflict reads again.
+//
+// A file at an older served version (resource.k8s.io/v1beta1,
+// kueue.x-k8s.io/v1beta1: api/versions.go) was decoded into the stored
+// version; the three documents are compared at the stored version too,
+// and the annotation keeps the file's version, as kubectl writes it.
 func (c *applyCmd) applyObject(ctx context.Context, cl client.Interface, k *api.Kind, obj api.Object, written map[string]any) (string, error) {
 	m := obj.GetObjectMeta()
-	modified, err := appliedConfiguration(obj, written)
+	modified, err := appliedConfiguration(k, obj, written)
 	if err != nil {
 		return "", err
 	}
@@ -182,7 +192,9 @@ func (c *applyCmd) applyObject(ctx context.Context, cl client.Interface, k *api.
 		}
 		var original []byte
 		if a, ok := cur.GetObjectMeta().Annotations[patch.LastAppliedAnnotation]; ok {
-			original = []byte(a)
+			if original, err = atStoredVersion(k, []byte(a)); err != nil {
+				return "", fmt.Errorf("read the %s annotation of %s %q: %w", patch.LastAppliedAnnotation, k.Kind, m.Name, err)
+			}
 		} else if !warned {
 			warned = true
 			fmt.Fprintf(c.root.Stderr, "Warning: resource %s/%s is missing the %s annotation which is required by skiff apply. "+
@@ -193,20 +205,25 @@ func (c *applyCmd) applyObject(ctx context.Context, cl client.Interface, k *api.
 		if err != nil {
 			return "", err
 		}
-		p, err := patch.ThreeWay(k.APIVersion(), k.Kind, original, modified, current)
+		pt, p, err := patch.ThreeWayFor(k.APIVersion(), k.Kind, original, modified, current)
 		if err != nil {
 			return "", fmt.Errorf("compute the patch of %s %q: %w", k.Kind, m.Name, err)
 		}
 		if string(p) == "{}" {
 			return "unchanged", nil
 		}
-		patched, err := patch.Strategic(k.APIVersion(), k.Kind, current, p)
+		patched, err := patch.Apply(pt, k.APIVersion(), k.Kind, current, p)
 		if err != nil {
 			return "", fmt.Errorf("apply the patch %s to %s %q: %w", p, k.Kind, m.Name, err)
 		}
 		desired, err := api.DecodeJSON(k, patched)
 		if err != nil {
 			return "", fmt.Errorf("decode the patched %s %q: %w", k.Kind, m.Name, err)
+		}
+		if same, err := sameOnceDefaulted(desired, cur); err != nil {
+			return "", err
+		} else if same {
+			return "unchanged", nil
 		}
 		_, err = cl.Update(ctx, desired)
 		if api.IsConflict(err) && attempt < 3 {
@@ -219,6 +236,32 @@ func (c *applyCmd) applyObject(ctx context.Context, cl client.Interface, k *api.
 	}
 }
 
+// sameOnceDefaulted reports whether desired, with the defaults the server
+// sets, is the live object cur.
+func sameOnceDefaulted(desired, cur api.Object) (bool, error) {
+	d := api.Clone(desired)
+	api.SetDefaults(d)
+	return sameObject(d, cur)
+}
+
+// atStoredVersion converts the JSON object data of k (a last-applied
+// annotation, which kubectl writes at the version of its file) to the
+// stored version; data at the stored version, or naming no version k
+// serves, is returned as it is.
+func atStoredVersion(k *api.Kind, data []byte) ([]byte, error) {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if json.Unmarshal(data, &head) != nil {
+		return data, nil
+	}
+	sv, ok := k.ServedAtAPIVersion(head.APIVersion)
+	if !ok || sv == nil {
+		return data, nil
+	}
+	return k.ConvertToStored(sv, data)
+}
+
 // appliedConfiguration is the file's object as apply writes it: its JSON,
 // limited to the fields the file writes (written, the document as parsed;
 // nil when unknown), with the last-applied annotation set to that same
@@ -227,11 +270,25 @@ func (c *applyCmd) applyObject(ctx context.Context, cl client.Interface, k *api.
 // The values are the typed object's (quantities in canonical form, as the
 // server stores them); the fields are the file's, so that a zero value the
 // Go type prints but the file never set (targetPort: 0, creationTimestamp:
-// null) is not taken for a change.
-func appliedConfiguration(obj api.Object, written map[string]any) ([]byte, error) {
+// null) is not taken for a change. A file at an older served version of k
+// has its fields converted to the stored version first (v1beta1's request
+// fields are v1's request.exactly fields), and the annotation is converted
+// back to the file's version.
+func appliedConfiguration(k *api.Kind, obj api.Object, written map[string]any) ([]byte, error) {
 	m, err := toMap(obj)
 	if err != nil {
 		return nil, err
+	}
+	var fileVersion *api.ServedVersion
+	if written != nil {
+		av, _ := written["apiVersion"].(string)
+		if sv, ok := k.ServedAtAPIVersion(av); ok && sv != nil {
+			fileVersion = sv
+			written = runtime.DeepCopyJSON(written)
+			if err := k.ConvertTreeToStored(sv, written); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if written != nil && sameIdentity(m, written) {
 		name, namespace := obj.GetObjectMeta().Name, obj.GetObjectMeta().Namespace
@@ -266,6 +323,11 @@ func appliedConfiguration(obj api.Object, written map[string]any) ([]byte, error
 	applied, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
+	}
+	if fileVersion != nil {
+		if applied, err = k.ConvertFromStored(fileVersion, applied); err != nil {
+			return nil, err
+		}
 	}
 	if ann == nil {
 		ann = map[string]any{}

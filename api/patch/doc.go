@@ -41,6 +41,9 @@
 // file used to set and no longer does; fields nobody wrote in a file (a
 // Service's allocated clusterIP, a pod's nodeName, defaults, a controller's
 // annotations) are left alone. An empty patch ("{}") means unchanged.
+// ThreeWayFor does the same for every kind: a kind without strategic
+// metadata (a custom resource) gets a three-way JSON merge patch, as
+// kubectl sends for custom resources.
 //
 // Every function works on JSON documents and returns a new document; its
 // inputs are never modified. Errors are *Error, whose Reason says whether

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
@@ -176,6 +177,24 @@ func ThreeWay(apiVersion, kind string, original, modified, current []byte) ([]by
 		return nil, strategicError(err)
 	}
 	return out, nil
+}
+
+// ThreeWayFor is the patch kubectl apply sends and its type: ThreeWay's
+// strategic merge patch for a kind with a Kubernetes struct, and for the
+// others (custom resources: Kueue's, the PodGroup) a JSON merge patch from
+// the same three documents, as kubectl computes for a custom resource
+// (jsonmergepatch.CreateThreeWayJSONMergePatch: maps merge key by key,
+// lists are replaced whole). "{}" means nothing to do.
+func ThreeWayFor(apiVersion, kind string, original, modified, current []byte) (Type, []byte, error) {
+	if HasSchema(apiVersion, kind) {
+		p, err := ThreeWay(apiVersion, kind, original, modified, current)
+		return StrategicPatch, p, err
+	}
+	p, err := jsonmergepatch.CreateThreeWayJSONMergePatch(original, modified, current)
+	if err != nil {
+		return MergePatch, nil, &Error{Reason: Malformed, Err: err}
+	}
+	return MergePatch, p, nil
 }
 
 // checkObject: merge and strategic patches are JSON objects.
