@@ -59,8 +59,12 @@ type JobController struct {
 	// removing holds, per job, the uids of pods whose finalizer this
 	// controller removed and the cache may still show (not counted again).
 	removing *finalizerExpectations
-	mu       sync.Mutex
-	backoff  map[string]backoffRecord // by job key, in memory as Kubernetes'
+	// written holds, per job, the resourceVersions its own status writes
+	// replaced: a cached job at one of them is older than what the
+	// controller knows, and is not acted on.
+	written *statusExpectations
+	mu      sync.Mutex
+	backoff map[string]backoffRecord // by job key, in memory as Kubernetes'
 	// now is the clock (tests set it).
 	now func() time.Time
 }
@@ -96,6 +100,7 @@ func NewJobController(c client.Interface, jobs, pods Lister, events EventRecorde
 		log:      log.With("controller", jobControllerName),
 		expect:   newExpectations(),
 		removing: &finalizerExpectations{m: map[string]map[string]bool{}},
+		written:  &statusExpectations{m: map[string]map[string]bool{}},
 		backoff:  map[string]backoffRecord{},
 		now:      time.Now,
 	}
@@ -162,11 +167,21 @@ func (r *JobController) Reconcile(ctx context.Context, key string) error {
 	if !ok {
 		r.expect.forget(key)
 		r.removing.forget(key)
+		r.written.forget(key)
 		r.mu.Lock()
 		delete(r.backoff, key)
 		r.mu.Unlock()
 		logReconcile(r.log, false, key, "gone", "gone", "none")
 		return orphanErr
+	}
+	if r.written.stale(key, cached.ResourceVersion) {
+		// The cache has not caught up with this controller's own status
+		// writes: the job it shows may have counted nothing yet while the
+		// pod cache already shows the finished pod without its finalizer,
+		// and acting on it would create a pod for a job that is done. The
+		// job's watch event brings it back; the requeue is the safety net.
+		logReconcile(r.log, false, key, "cache behind own status write", "wait", "none")
+		return client.RequeueAfter(expectationsTTL)
 	}
 	if api.IsJobFinished(cached) {
 		// Done: only make sure no pod keeps its finalizer.
@@ -631,6 +646,7 @@ func (r *JobController) writeStatus(ctx context.Context, s *jobSync) error {
 	if err != nil {
 		return err
 	}
+	r.written.superseded(s.key, s.job.ResourceVersion)
 	s.job.ResourceVersion = out.GetObjectMeta().ResourceVersion
 	return nil
 }
@@ -1255,4 +1271,48 @@ func (e *finalizerExpectations) pending(key, namespace string, pods Lister) map[
 	}
 	e.m[key] = still
 	return maps.Clone(still)
+}
+
+// statusExpectations: per job, the resourceVersions that the controller's
+// own status writes replaced. The job controller's counterpart of the
+// pod expectations above, for its own object: Kubernetes' job controller
+// keeps finishedJobExpectations for the same reason (a finished job whose
+// Complete condition the cache does not show yet must not get pods).
+//
+// Each write is an update with the version it read as precondition, so
+// the versions from the one a reconcile read to the one its last write
+// produced form one chain, every one but the last replaced by this
+// controller. A cache moves only forward: a cached job at any other
+// version is at least as new as the last write, and the set is dropped.
+type statusExpectations struct {
+	mu sync.Mutex
+	m  map[string]map[string]bool // job key → replaced resourceVersions
+}
+
+// superseded records that a status write replaced version rv of job key.
+func (e *statusExpectations) superseded(key, rv string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m[key] == nil {
+		e.m[key] = map[string]bool{}
+	}
+	e.m[key][rv] = true
+}
+
+// stale reports whether a cached job at version rv predates a status write
+// of this controller; once the cache shows a newer one it forgets them.
+func (e *statusExpectations) stale(key, rv string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m[key][rv] {
+		return true
+	}
+	delete(e.m, key)
+	return false
+}
+
+func (e *statusExpectations) forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, key)
 }

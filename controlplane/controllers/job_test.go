@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
@@ -594,5 +596,101 @@ func TestTTLAfterFinished(t *testing.T) {
 	}
 	if _, err := f.c.Get(t.Context(), jobKind(), ns, "j"); !api.IsNotFound(err) {
 		t.Errorf("job still there: %v", err)
+	}
+}
+
+// laggingLister is a job cache that can fall behind the store: while
+// behind is set, it shows that old copy of its job.
+type laggingLister struct {
+	fakeLister
+	behind api.Object
+}
+
+func (l *laggingLister) Get(namespace, name string) (api.Object, bool) {
+	if l.behind != nil && api.KeyOf(l.behind) == api.Key(namespace, name) {
+		return l.behind, true
+	}
+	return l.fakeLister.Get(namespace, name)
+}
+
+func (l *laggingLister) ListBy(sel labels.Selector, namespace string) []api.Object {
+	out := l.fakeLister.ListBy(sel, namespace)
+	for i, o := range out {
+		if l.behind != nil && api.KeyOf(o) == api.KeyOf(l.behind) {
+			out[i] = l.behind
+		}
+	}
+	return out
+}
+
+// A Job that Kueue resumed runs its one pod to completion; right after the
+// controller's own writes (the pod counted, its finalizer removed, the job
+// Complete) the job cache may still show an older job while the pod cache
+// already shows the pod Succeeded without its finalizer. Acting on that
+// view would count nothing and create a second pod for a finished job (the
+// SuccessfulCreate after Completed seen in 1.6% of a Kueue benchmark's
+// jobs). Each case is one version the controller itself replaced.
+func TestJobStaleCacheAfterOwnWritesCreatesNoPod(t *testing.T) {
+	cases := []struct {
+		name  string
+		stale func(resumed *api.Job, statusWrites []*api.Job) *api.Job
+	}{
+		{"job as read before counting (after the Resumed write)", func(resumed *api.Job, _ []*api.Job) *api.Job { return resumed }},
+		{"job between the count's two writes (pod uid uncounted)", func(_ *api.Job, w []*api.Job) *api.Job {
+			// What the store held between the writes: the first write's
+			// status at the version the second write was sent with.
+			j := api.Clone(w[0])
+			j.ResourceVersion = w[1].ResourceVersion
+			return j
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newJobFixture(t, newJob("q", func(j *api.Job) { j.Spec.Suspend = ptr(true) }))
+			lag := &laggingLister{fakeLister: fakeLister{f.c, jobKind()}}
+			f.jc = NewJobController(f.c, lag, fakeLister{f.c, podKind()}, f.ev, testLogger(t))
+			f.jc.now = func() time.Time { return f.clk }
+			f.mustReconcile() // Suspended
+			j := f.job()
+			j.Spec.Suspend = ptr(false) // Kueue admits it
+			if _, err := f.c.Update(t.Context(), j); err != nil {
+				t.Fatal(err)
+			}
+			f.mustReconcile() // Resumed, one pod
+			pods := f.pods()
+			if len(pods) != 1 {
+				t.Fatalf("%d pods after resume, want 1", len(pods))
+			}
+			resumed := f.job()
+			f.finish(pods[0], api.PodSucceeded, 0)
+			f.c.ClearActions()
+			f.mustReconcile() // counted, Complete
+			statusWrites := writesOf[*api.Job](f.c, "update", "Job", "status")
+			if len(statusWrites) != 2 || !api.IsJobFinished(f.job()) {
+				t.Fatalf("count: %d status writes, conditions %v; want 2 and Complete", len(statusWrites), conditionTypes(f.job()))
+			}
+			if p := get[*api.Pod](t, f.c, ns, pods[0].Name); hasTrackingFinalizer(p) {
+				t.Fatalf("counted pod keeps its finalizer")
+			}
+			f.ev.take()
+			f.c.ClearActions()
+
+			lag.behind = tc.stale(resumed, statusWrites)
+			f.mustReconcile() // the pod's update wakes the job; its cache lags
+			if got := f.pods(); len(got) != 1 {
+				t.Errorf("stale cache: %d pods, want the one (events %q)", len(got), f.ev.take())
+			}
+			if w := writes(f.c); len(w) != 0 {
+				t.Errorf("stale cache: wrote %v, want nothing", w)
+			}
+			lag.behind = nil // the cache catches up
+			f.mustReconcile()
+			if got := f.pods(); len(got) != 1 {
+				t.Errorf("after catching up: %d pods, want 1", len(got))
+			}
+			if j := f.job(); j.Status.Succeeded != 1 || !api.IsJobFinished(j) {
+				t.Errorf("after catching up: succeeded %d, conditions %v", j.Status.Succeeded, conditionTypes(j))
+			}
+		})
 	}
 }
