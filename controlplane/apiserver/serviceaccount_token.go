@@ -22,7 +22,9 @@ import (
 //     expirationSeconds defaults to 3600 and is at least 600; audiences
 //     default to the API server's; spec.boundObjectRef may bind the token
 //     to a Pod of the namespace, which must run as that service account
-//     (and have the uid given, if one is).
+//     (and have the uid given, if one is). A node must bind its token
+//     to a pod scheduled on it, by uid (nodeRestrictToken, Kubernetes'
+//     NodeRestriction).
 //   - A bearer token that is a JWT of skiff's issuer authenticates as
 //     system:serviceaccount:NS:NAME (uid the service account's), in
 //     groups system:serviceaccounts and system:serviceaccounts:NS, while
@@ -52,6 +54,9 @@ func (r *Registry) CreateToken(ctx context.Context, namespace, name string, in *
 		return nil, notFoundPath()
 	}
 	namespace = scope(serviceAccountKind, namespace)
+	if err := r.nodeRestrictToken(ctx, namespace, name, in); err != nil {
+		return nil, err
+	}
 	tr := api.Clone(in)
 	if tr.Name != "" && tr.Name != name {
 		return nil, api.NewInvalid(tokenRequestKind, name, api.FieldErrors{api.Invalid("metadata.name", tr.Name, "must match the service account name if specified")})
@@ -102,6 +107,48 @@ func (r *Registry) CreateToken(ctx context.Context, namespace, name string, in *
 	tr.CreationTimestamp = api.Now()
 	tr.Status = api.TokenRequestStatus{Token: tok, ExpirationTimestamp: api.NewTime(exp)}
 	return tr, nil
+}
+
+// nodeRestrictToken is Kubernetes' NodeRestriction admission of a
+// TokenRequest (admitServiceAccount): a node (system:node:NAME) may ask
+// only for a token bound to a pod, by its uid, that is scheduled on that
+// node, so that what a node can mint dies with its pods. The Node
+// authorizer (authz.go) let the request through because one of the
+// node's pods uses the service account; the token's own checks (the pod
+// runs as that service account) follow in CreateToken. Requests without a
+// user (in-process callers) and other users pass.
+func (r *Registry) nodeRestrictToken(ctx context.Context, namespace, name string, tr *api.TokenRequest) error {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	node, ok := nodeOf(u)
+	if !ok {
+		return nil
+	}
+	ref := tr.Spec.BoundObjectRef
+	if ref == nil || ref.APIVersion != "v1" || ref.Kind != "Pod" || ref.Name == "" {
+		return forbidden(serviceAccountKind, name, "node requested token not bound to a pod")
+	}
+	if ref.UID == "" {
+		return forbidden(serviceAccountKind, name, "node requested token with a pod binding without a uid")
+	}
+	po, err := r.store.Get(ctx, podKind, namespace, ref.Name)
+	if api.IsNotFound(err) {
+		return err
+	}
+	if err != nil {
+		return forbidden(serviceAccountKind, name, err.Error())
+	}
+	pod := po.(*api.Pod)
+	if ref.UID != pod.UID {
+		return forbidden(serviceAccountKind, name, fmt.Sprintf(
+			"the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+	}
+	if pod.Spec.NodeName != node {
+		return forbidden(serviceAccountKind, name, "node requested token bound to a pod scheduled on a different node")
+	}
+	return nil
 }
 
 // serveToken serves POST serviceaccounts/NAME/token.

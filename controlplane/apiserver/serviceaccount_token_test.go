@@ -309,3 +309,58 @@ func TestServiceAccountAuthenticator(t *testing.T) {
 		t.Error("an old token works for a recreated service account")
 	}
 }
+
+// A node asks only for tokens bound to a pod of its own, by uid
+// (Kubernetes' NodeRestriction); in-process callers are not restricted.
+func TestNodeTokenRestriction(t *testing.T) {
+	e := newSAEnv(t)
+	mine := saPod("default", "mine", "")
+	mine.Spec.NodeName = "n1"
+	mine = e.create(mine).(*api.Pod)
+	theirs := saPod("default", "theirs", "")
+	theirs.Spec.NodeName = "n2"
+	theirs = e.create(theirs).(*api.Pod)
+	ref := func(kind, name, uid string) *api.BoundObjectReference {
+		return &api.BoundObjectReference{APIVersion: "v1", Kind: kind, Name: name, UID: uid}
+	}
+	n1 := WithUser(context.Background(), User{Name: "system:node:n1", Groups: []string{"system:nodes", AuthenticatedGroup}})
+	cases := []struct {
+		name string
+		ctx  context.Context
+		ref  *api.BoundObjectReference
+		code int
+		msg  string
+	}{
+		{"own pod", n1, ref("Pod", "mine", mine.UID), 0, ""},
+		{"unbound", n1, nil, 403, `serviceaccounts "default" is forbidden: node requested token not bound to a pod`},
+		{"bound to a secret", n1, ref("Secret", "s", "u"), 403, `serviceaccounts "default" is forbidden: node requested token not bound to a pod`},
+		{"no uid", n1, ref("Pod", "mine", ""), 403, `serviceaccounts "default" is forbidden: node requested token with a pod binding without a uid`},
+		{"pod gone", n1, ref("Pod", "nope", "u"), 404, `pods "nope" not found`},
+		{"stale uid", n1, ref("Pod", "mine", "stale"), 403,
+			`serviceaccounts "default" is forbidden: the UID in the bound object reference (stale) does not match the UID in record. The object might have been deleted and then recreated`},
+		{"another node's pod", n1, ref("Pod", "theirs", theirs.UID), 403, `serviceaccounts "default" is forbidden: node requested token bound to a pod scheduled on a different node`},
+		{"in process, unbound", context.Background(), nil, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &api.TokenRequest{Spec: api.TokenRequestSpec{BoundObjectRef: tc.ref}}
+			out, err := e.reg.CreateToken(tc.ctx, "default", "default", tr)
+			if tc.code == 0 {
+				if err != nil {
+					t.Fatalf("CreateToken: %v", err)
+				}
+				c, err := e.reg.saTokens.Verify(out.Status.Token)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bound := c.Kubernetes.Pod != nil; bound != (tc.ref != nil) {
+					t.Errorf("pod claim %+v, want bound %v", c.Kubernetes.Pod, tc.ref != nil)
+				}
+				return
+			}
+			if st := api.StatusOf(err); st.Code != int32(tc.code) || st.Message != tc.msg {
+				t.Fatalf("CreateToken: %d %q, want %d %q", st.Code, st.Message, tc.code, tc.msg)
+			}
+		})
+	}
+}
