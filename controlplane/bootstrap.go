@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
@@ -44,14 +46,21 @@ import (
 //     client does, and asks for its credentials with the join token:
 //     POST NodeCredentialsPath(NAME) {"addresses": [...]} answers the CA,
 //     the node's client certificate (CN system:node:NAME, O
-//     system:nodes) and its agent's serving certificate (SANs: the
-//     addresses) with their keys (RequestNodeCredentials). The node keeps
-//     them in its data dir (pki.NodeDir) and reuses them after a restart.
+//     system:nodes) and its agent's serving certificate (server usage
+//     only; SANs: the node's name and the addresses, pki.NodeServingLeaf)
+//     with their keys (RequestNodeCredentials). The node keeps them in
+//     its data dir (pki.NodeDir) and reuses them after a restart.
 //
 // Unlike kubeadm the server makes the node's keys (no CSR): the answer
 // travels over TLS verified against the pinned CA. A join token holder
-// may ask for any node name, as a kubeadm bootstrap token may; keep the
-// token as secret as the admin token.
+// may ask for any node name, as a kubeadm bootstrap token may (and so
+// take over an existing node's name); keep the token as secret as the
+// admin token. What it cannot get is a certificate that passes for an
+// API server: the agent's serving certificate is signed by the CA every
+// kubeconfig and pod trusts, so the addresses must be IP addresses, and
+// neither they nor the name may be one the API server is reached at
+// (checkNodeCredentialsRequest). The API server verifies an agent's
+// certificate for the node's InternalIP when it proxies logs and exec.
 //
 // A server joining an embedded etcd cluster (--join-server) pins the CA
 // the same way, then fetches the cluster's secrets with the admin token:
@@ -75,8 +84,8 @@ func NodeCredentialsPath(name string) string { return nodesPath + name }
 
 // NodeCredentialsRequest is the body of a node's credential request.
 type NodeCredentialsRequest struct {
-	// Addresses the API server reaches the node's agent at (its IPs,
-	// names): the SANs of its serving certificate.
+	// Addresses the API server reaches the node's agent at (IP
+	// addresses, at most 16): the IP SANs of its serving certificate.
 	Addresses []string `json:"addresses"`
 }
 
@@ -106,31 +115,29 @@ func (cp *ControlPlane) bootstrapHandler() http.Handler {
 }
 
 func (cp *ControlPlane) serveNodeCredentials(w http.ResponseWriter, r *http.Request) {
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(cp.joinToken)) != 1 {
+	tok, _ := apiserver.BearerToken(r)
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(cp.joinToken)) != 1 {
 		writeStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized: the join token is wrong (use the one in the server's DATA-DIR/join-token)"))
 		return
 	}
 	name := r.PathValue("name")
 	var req NodeCredentialsRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<16))
+	if err == nil {
+		err = api.UnmarshalStrict(body, &req)
+	}
+	if err != nil {
 		writeStatus(w, api.NewBadRequest(fmt.Sprintf("decode node credentials request: %v", err)))
 		return
 	}
-	var errs []string
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		errs = append(errs, "name: "+msg)
+	remote, _, _ := net.SplitHostPort(r.RemoteAddr)
+	invalid, forbidden := checkNodeCredentialsRequest(name, req, net.ParseIP(remote), cp.serverHosts())
+	if len(invalid) > 0 {
+		writeStatus(w, api.NewBadRequest("node credentials request: "+errorList(invalid)))
+		return
 	}
-	if len(req.Addresses) > maxNodeAddresses {
-		errs = append(errs, fmt.Sprintf("addresses: at most %d", maxNodeAddresses))
-	}
-	for i, a := range req.Addresses {
-		if net.ParseIP(a) == nil && len(validation.IsDNS1123Subdomain(a)) > 0 {
-			errs = append(errs, fmt.Sprintf("addresses[%d]: %q is neither an IP address nor a DNS name", i, a))
-		}
-	}
-	if len(errs) > 0 {
-		writeStatus(w, api.NewBadRequest(strings.Join(errs, "; ")))
+	if len(forbidden) > 0 {
+		writeStatus(w, api.NewStatusError(http.StatusForbidden, api.ReasonForbidden, "node credentials request: "+errorList(forbidden)))
 		return
 	}
 	nc, err := cp.ca.IssueNode(name, req.Addresses)
@@ -141,6 +148,103 @@ func (cp *ControlPlane) serveNodeCredentials(w http.ResponseWriter, r *http.Requ
 	cp.log.Info("issued node credentials", "node", name, "addresses", req.Addresses, "remote", r.RemoteAddr)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(nc)
+}
+
+// serverHosts says whether a name or IP address is one an API server of
+// this cluster is reached at: any name or address this server's serving
+// certificate holds (servingLeaf: the kubernetes names, the hostname,
+// localhost, its addresses, the kubernetes Service IP), the kubernetes
+// Service IP of the registry and the hosts of the API servers gossip
+// knows (the other servers of an embedded etcd cluster).
+func (cp *ControlPlane) serverHosts() func(host string) bool {
+	var cert *x509.Certificate
+	if t := cp.cfg.API.TLS; t != nil && len(t.Certificates) > 0 {
+		cert = t.Certificates[0].Leaf
+		if cert == nil && len(t.Certificates[0].Certificate) > 0 {
+			cert, _ = x509.ParseCertificate(t.Certificates[0].Certificate[0])
+		}
+	}
+	var others []string
+	if cp.server != nil {
+		others = append(others, cp.server.Registry().KubernetesServiceIP())
+	}
+	servers := []string{cp.advURL}
+	if cp.gossip != nil {
+		servers = append(servers, cp.gossip.APIServers()...)
+	}
+	for _, s := range servers {
+		if u, err := parseHTTPURL(s); err == nil {
+			others = append(others, u.Hostname())
+		}
+	}
+	return func(host string) bool {
+		if cert != nil && cert.VerifyHostname(host) == nil {
+			return true
+		}
+		ip := net.ParseIP(host)
+		for _, o := range others {
+			if strings.EqualFold(o, host) || (ip != nil && ip.Equal(net.ParseIP(o))) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// checkNodeCredentialsRequest checks a credential request for node name
+// from remote. invalid is bad input (400): a name that is no DNS
+// subdomain, more than maxNodeAddresses addresses, an address that is no
+// IP address (a node's serving certificate names no DNS name but the
+// node's) or one no node is reached at (0.0.0.0, multicast). forbidden
+// (403) are the names and addresses that would let the certificate pass
+// for an API server of the cluster (isServer, Service names under .svc):
+// every kubeconfig and every pod trusts the cluster CA. A loopback
+// address is a node's only when the request comes from loopback too (an
+// agent on the API server's own machine); the nodes of `skiff up` get
+// theirs without a request (IssueNodeCredentials).
+func checkNodeCredentialsRequest(name string, req NodeCredentialsRequest, remote net.IP, isServer func(string) bool) (invalid, forbidden field.ErrorList) {
+	namePath := field.NewPath("name")
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		invalid = append(invalid, field.Invalid(namePath, name, msg))
+	}
+	addrsPath := field.NewPath("addresses")
+	if len(req.Addresses) > maxNodeAddresses {
+		invalid = append(invalid, field.TooMany(addrsPath, len(req.Addresses), maxNodeAddresses))
+	}
+	for i, a := range req.Addresses {
+		ip := net.ParseIP(a)
+		switch {
+		case ip == nil:
+			invalid = append(invalid, field.Invalid(addrsPath.Index(i), a, "must be an IP address (the node's serving certificate names no DNS name but the node's name)"))
+		case ip.IsUnspecified() || ip.IsMulticast():
+			invalid = append(invalid, field.Invalid(addrsPath.Index(i), a, "must be an address the node is reached at"))
+		case ip.IsLoopback():
+			if remote == nil || !remote.IsLoopback() {
+				forbidden = append(forbidden, field.Forbidden(addrsPath.Index(i), fmt.Sprintf("%s is a loopback address: only a node on the API server's own machine, asking over loopback, may name it", a)))
+			}
+		case isServer(a):
+			forbidden = append(forbidden, field.Forbidden(addrsPath.Index(i), fmt.Sprintf("%s is an address of the API server: a node's serving certificate may not name it (an agent on the server's machine joins with --advertise-address 127.0.0.1)", a)))
+		}
+	}
+	if len(invalid) > 0 {
+		return invalid, nil
+	}
+	switch lower := strings.ToLower(name); {
+	case isServer(name):
+		forbidden = append(forbidden, field.Forbidden(namePath, fmt.Sprintf("%s is a name of the API server: a node's serving certificate may not name it (give the node another --node-name)", name)))
+	case strings.HasSuffix(lower, ".svc") || strings.Contains(lower, ".svc."):
+		forbidden = append(forbidden, field.Forbidden(namePath, fmt.Sprintf("%s is a Service's DNS name: a node's serving certificate may not name it (give the node another --node-name)", name)))
+	}
+	return nil, forbidden
+}
+
+// errorList joins field errors with "; ".
+func errorList(errs field.ErrorList) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // serveSecrets answers SecretsPath (behind the admin token).

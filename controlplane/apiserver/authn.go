@@ -61,10 +61,11 @@ func adminUser() User {
 	return User{Name: AdminUser, Groups: []string{pki.MastersGroup, AuthenticatedGroup}}
 }
 
-// bearerToken reads the Authorization header as Kubernetes' bearertoken
+// BearerToken reads the Authorization header as Kubernetes' bearertoken
 // authenticator reads it: the scheme in any case ("Bearer", "bearer"), one
-// space, the token up to the next space.
-func bearerToken(r *http.Request) (string, bool) {
+// space, the token up to the next space. It is the one parser of bearer
+// tokens (the API server's and the bootstrap API's join token).
+func BearerToken(r *http.Request) (string, bool) {
 	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
 	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
 		return "", false
@@ -85,7 +86,7 @@ func bearerToken(r *http.Request) (string, bool) {
 // is also presented, as kube-apiserver's union authenticator does for a
 // token that fails: the client meant the token.
 func (s *Server) authenticate(r *http.Request) (User, bool) {
-	if tok, ok := bearerToken(r); ok {
+	if tok, ok := BearerToken(r); ok {
 		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1 {
 			return adminUser(), true
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -35,23 +36,53 @@ type NodeCredentials struct {
 }
 
 // IssueNode signs the credentials of node name reached at addrs (IP
-// addresses or names; localhost and 127.0.0.1 are always added).
+// addresses only): its client certificate (client usage only) and its
+// agent's serving certificate (server usage only, NodeServingLeaf).
 func (ca *CA) IssueNode(name string, addrs []string) (NodeCredentials, error) {
-	if name == "" {
-		return NodeCredentials{}, errors.New("issue node credentials: no node name")
+	serving, err := NodeServingLeaf(name, addrs)
+	if err != nil {
+		return NodeCredentials{}, fmt.Errorf("issue node credentials: %w", err)
 	}
 	nc := NodeCredentials{CA: ca.CertPEM()}
-	var err error
 	nc.ClientCert, nc.ClientKey, err = ca.Issue(Leaf{CommonName: NodeUserPrefix + name, Organization: []string{NodesGroup}, Client: true})
 	if err != nil {
 		return NodeCredentials{}, fmt.Errorf("issue node credentials: %w", err)
 	}
-	dns, ips := ServingNames(append([]string{name}, addrs...)...)
-	nc.ServingCert, nc.ServingKey, err = ca.Issue(Leaf{CommonName: name, DNSNames: dns, IPs: ips, Server: true})
+	nc.ServingCert, nc.ServingKey, err = ca.Issue(serving)
 	if err != nil {
 		return NodeCredentials{}, fmt.Errorf("issue node credentials: %w", err)
 	}
 	return nc, nil
+}
+
+// NodeServingLeaf is the serving certificate of the agent of node name
+// reached at addrs: the node name as its one DNS name (none when the name
+// is an IP address) and exactly addrs as its IP addresses. Unlike
+// ServingNames it adds neither localhost nor 127.0.0.1: an agent's
+// certificate names only where the API server reaches it (the node's
+// InternalIP, which the API server verifies it for), so that it cannot
+// pass for another server of the cluster CA. A name that is no IP address
+// in addrs is an error.
+func NodeServingLeaf(name string, addrs []string) (Leaf, error) {
+	if name == "" {
+		return Leaf{}, errors.New("no node name")
+	}
+	leaf := Leaf{CommonName: name, Server: true}
+	if net.ParseIP(name) == nil {
+		leaf.DNSNames = []string{name}
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		ip := net.ParseIP(a)
+		if ip == nil {
+			return Leaf{}, fmt.Errorf("node address %q is not an IP address", a)
+		}
+		if !seen[ip.String()] {
+			seen[ip.String()] = true
+			leaf.IPs = append(leaf.IPs, ip)
+		}
+	}
+	return leaf, nil
 }
 
 // NodeDir is where a node keeps its credentials inside its data dir.
@@ -119,8 +150,11 @@ func (nc NodeCredentials) Check(name string, addrs []string, now time.Time) erro
 	if err != nil {
 		return fmt.Errorf("node serving certificate: %w", err)
 	}
-	dns, ips := ServingNames(append([]string{name}, addrs...)...)
-	if err := ca.fits(serving, Leaf{CommonName: name, DNSNames: dns, IPs: ips, Server: true}, now); err != nil {
+	leaf, err := NodeServingLeaf(name, addrs)
+	if err != nil {
+		return fmt.Errorf("node serving certificate: %w", err)
+	}
+	if err := ca.fits(serving, leaf, now); err != nil {
 		return fmt.Errorf("node serving certificate: %w", err)
 	}
 	return nil

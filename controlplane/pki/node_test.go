@@ -1,0 +1,89 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestNodeServingLeaf(t *testing.T) {
+	tests := []struct {
+		name    string
+		node    string
+		addrs   []string
+		wantDNS []string
+		wantIPs []string
+		wantErr string
+	}{
+		{"name and address", "gpu-1", []string{"10.0.0.7"}, []string{"gpu-1"}, []string{"10.0.0.7"}, ""},
+		{"no localhost added", "gpu-1", nil, []string{"gpu-1"}, nil, ""},
+		{"repeats dropped", "gpu-1", []string{"10.0.0.7", "10.0.0.7", "::1"}, []string{"gpu-1"}, []string{"10.0.0.7", "::1"}, ""},
+		{"a name that is an IP address is no DNS name", "10.0.0.9", []string{"10.0.0.9"}, nil, []string{"10.0.0.9"}, ""},
+		{"a DNS name as address", "gpu-1", []string{"kubernetes.default.svc"}, nil, nil, `node address "kubernetes.default.svc" is not an IP address`},
+		{"no name", "", []string{"10.0.0.7"}, nil, nil, "no node name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leaf, err := NodeServingLeaf(tt.node, tt.addrs)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("NodeServingLeaf: %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ips []string
+			for _, ip := range leaf.IPs {
+				ips = append(ips, ip.String())
+			}
+			if leaf.CommonName != tt.node || !slices.Equal(leaf.DNSNames, tt.wantDNS) || !slices.Equal(ips, tt.wantIPs) || !leaf.Server || leaf.Client {
+				t.Errorf("leaf %+v, want CN %s DNS %v IPs %v, server usage only", leaf, tt.node, tt.wantDNS, tt.wantIPs)
+			}
+		})
+	}
+}
+
+func TestIssueNodeUsages(t *testing.T) {
+	ca, err := LoadOrCreateCA(filepath.Join(t.TempDir(), "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.IssueNode("gpu-1", []string{"gpu-1.lab"}); err == nil || !strings.Contains(err.Error(), "is not an IP address") {
+		t.Fatalf("IssueNode with a DNS address: %v, want an error", err)
+	}
+	nc, err := ca.IssueNode("gpu-1", []string{"10.0.0.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what      string
+		cert, key []byte
+		want      x509.ExtKeyUsage
+	}{
+		{"client", nc.ClientCert, nc.ClientKey, x509.ExtKeyUsageClientAuth},
+		{"serving", nc.ServingCert, nc.ServingKey, x509.ExtKeyUsageServerAuth},
+	} {
+		pair, err := tls.X509KeyPair(c.cert, c.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(pair.Leaf.ExtKeyUsage, []x509.ExtKeyUsage{c.want}) {
+			t.Errorf("%s certificate usages %v, want only %v", c.what, pair.Leaf.ExtKeyUsage, c.want)
+		}
+		if c.what == "serving" {
+			for _, host := range []string{"localhost", "127.0.0.1"} {
+				if pair.Leaf.VerifyHostname(host) == nil {
+					t.Errorf("the serving certificate is valid for %s", host)
+				}
+			}
+			if err := pair.Leaf.VerifyHostname("10.0.0.7"); err != nil {
+				t.Errorf("the serving certificate is not valid for the node's address: %v", err)
+			}
+		}
+	}
+}
