@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -283,13 +282,8 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeStatus writes err as a Kubernetes Status.
-func writeStatus(w http.ResponseWriter, err error) {
-	st := api.StatusOf(err)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(int(st.Code))
-	_ = json.NewEncoder(w).Encode(st)
-}
+// writeStatus is api.WriteStatus: err as a Kubernetes Status.
+func writeStatus(w http.ResponseWriter, err error) { api.WriteStatus(w, err) }
 
 // closeListener closes a socket Listen opened when Run fails before serving.
 func (a *Agent) closeListener() {

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -207,6 +209,22 @@ func StatusOf(err error) Status {
 	st.TypeMeta = TypeMeta{APIVersion: "v1", Kind: "Status"}
 	st.Status = "Failure"
 	return st
+}
+
+// WriteStatus answers an HTTP request with err as the API server does: the
+// Status of StatusOf(err) as JSON, its code as the HTTP status, and a
+// Retry-After header when the Status asks the client to come back later
+// (details.retryAfterSeconds). Every skiff HTTP server answers errors so,
+// which kubectl and client-go print as `Error from server (Reason): ...`.
+func WriteStatus(w http.ResponseWriter, err error) {
+	st := StatusOf(err)
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
+	b, _ := json.Marshal(st) // strings, numbers and slices of them: it always encodes
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(st.Code))
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // ReasonOf returns the Status reason of err, or "" when err is not a StatusError.

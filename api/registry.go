@@ -183,6 +183,24 @@ func LookupResource(name string) (*Kind, error) {
 	return nil, fmt.Errorf("the server doesn't have a resource type %q", name)
 }
 
+// KindForResource finds the kind served at a REST path's group and
+// resource ("apps", "deployments"), among Kinds and ReviewKinds. With a
+// version it must be served at that version (ServedAt: the stored one or
+// one of Served); version "" is any. nil when none is.
+func KindForResource(group, version, resource string) *Kind {
+	for _, kinds := range [][]*Kind{Kinds, ReviewKinds} {
+		for _, k := range kinds {
+			if k.Group != group || k.Resource != resource {
+				continue
+			}
+			if _, served := k.ServedAt(version); version == "" || served {
+				return k
+			}
+		}
+	}
+	return nil
+}
+
 // ResourceNames lists every resource name, for completion and help.
 func ResourceNames() []string {
 	var out []string

@@ -309,12 +309,9 @@ func (cp *ControlPlane) serveRemoveMember(w http.ResponseWriter, r *http.Request
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// writeStatus answers err as a Kubernetes Status, as the API does.
-func writeStatus(w http.ResponseWriter, err *api.StatusError) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(int(err.Status.Code))
-	_ = json.NewEncoder(w).Encode(err.Status)
-}
+// writeStatus is api.WriteStatus: err as a Kubernetes Status, as the API
+// answers.
+func writeStatus(w http.ResponseWriter, err *api.StatusError) { api.WriteStatus(w, err) }
 
 func (cp *ControlPlane) serveLeader(w http.ResponseWriter, r *http.Request) {
 	li, _, err := currentLeader(r.Context(), cp.etcd.client)

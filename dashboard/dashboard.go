@@ -120,7 +120,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.serveLogin(w, r)
 		return
 	case !strings.HasPrefix(r.URL.Path, Prefix):
-		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource"))
+		api.WriteStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource"))
 		return
 	}
 	u, ok := d.sessionUser(r)
@@ -151,7 +151,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(rest, "api/devices/"):
 		d.serveDevices(w, r, strings.TrimPrefix(rest, "api/devices/"))
 	default:
-		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource"))
+		api.WriteStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource"))
 	}
 }
 
@@ -173,7 +173,7 @@ func (d *Dashboard) sessionUser(r *http.Request) (apiserver.User, bool) {
 }
 
 func unauthorized(w http.ResponseWriter) {
-	writeStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized,
+	api.WriteStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized,
 		"Unauthorized: no dashboard session (run `skiff dashboard` for a login URL)"))
 }
 
@@ -183,7 +183,7 @@ var viewPattern = regexp.MustCompile(`^(|cluster|loops|chain/[a-z0-9.-]+/[a-z0-9
 func (d *Dashboard) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeStatus(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd, "the server does not allow this method on the requested resource"))
+		api.WriteStatus(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd, "the server does not allow this method on the requested resource"))
 		return
 	}
 	u, ok := apiserver.UserFrom(r.Context())
@@ -193,16 +193,16 @@ func (d *Dashboard) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 	}
 	var req LoginCodeRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
-		writeStatus(w, api.NewBadRequest(fmt.Sprintf("decode dashboard login request: %v", err)))
+		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("decode dashboard login request: %v", err)))
 		return
 	}
 	if !viewPattern.MatchString(req.View) {
-		writeStatus(w, api.NewBadRequest(fmt.Sprintf("view %q: want chain/NAMESPACE/POD, sequence/NODE, loops or cluster", req.View)))
+		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("view %q: want chain/NAMESPACE/POD, sequence/NODE, loops or cluster", req.View)))
 		return
 	}
 	code, exp, err := d.cfg.Sessions.NewCode(u, req.View)
 	if err != nil {
-		writeStatus(w, api.NewStatusError(http.StatusTooManyRequests, api.ReasonTooManyRequests, err.Error()))
+		api.WriteStatus(w, api.NewStatusError(http.StatusTooManyRequests, api.ReasonTooManyRequests, err.Error()))
 		return
 	}
 	d.cfg.Log.Info("dashboard login code issued", "user", u.Name, "view", req.View, "expires", exp)
@@ -214,16 +214,16 @@ func (d *Dashboard) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		writeStatus(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd, "the server does not allow this method on the requested resource"))
+		api.WriteStatus(w, api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd, "the server does not allow this method on the requested resource"))
 		return
 	}
 	id, view, exp, ok, err := d.cfg.Sessions.Exchange(r.URL.Query().Get("code"))
 	if err != nil {
-		writeStatus(w, api.NewStatusError(http.StatusTooManyRequests, api.ReasonTooManyRequests, err.Error()))
+		api.WriteStatus(w, api.NewStatusError(http.StatusTooManyRequests, api.ReasonTooManyRequests, err.Error()))
 		return
 	}
 	if !ok {
-		writeStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized,
+		api.WriteStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized,
 			"Unauthorized: this login URL was already used or has expired (run `skiff dashboard` for a new one)"))
 		return
 	}
@@ -241,7 +241,7 @@ func (d *Dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) serveAsset(w http.ResponseWriter, r *http.Request, name string) {
 	b, err := assets.ReadFile("assets/" + name)
 	if err != nil {
-		writeStatus(w, api.NewInternal(err))
+		api.WriteStatus(w, api.NewInternal(err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -266,7 +266,7 @@ func GetChain(ctx context.Context, c client.Interface, namespace, name string) (
 		return nil, fmt.Errorf("trace of pod %s/%s: %w", namespace, name, err)
 	}
 	pod := obj.(*api.Pod)
-	evs, _, err := c.List(ctx, kindNamed("", "events"), namespace, api.ListOptions{
+	evs, _, err := c.List(ctx, api.KindForResource("", "v1", "events"), namespace, api.ListOptions{
 		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + name + ",involvedObject.uid=" + pod.UID,
 	})
 	if err != nil {
@@ -281,12 +281,12 @@ func GetChain(ctx context.Context, c client.Interface, namespace, name string) (
 func (d *Dashboard) serveChain(w http.ResponseWriter, r *http.Request, rest string) {
 	ns, name, ok := strings.Cut(rest, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		writeStatus(w, api.NewBadRequest("want /dashboard/api/chain/NAMESPACE/POD"))
+		api.WriteStatus(w, api.NewBadRequest("want /dashboard/api/chain/NAMESPACE/POD"))
 		return
 	}
 	ch, err := GetChain(r.Context(), d.cfg.Client, ns, name)
 	if err != nil {
-		writeStatus(w, err)
+		api.WriteStatus(w, err)
 		return
 	}
 	writeJSON(w, ch)
@@ -297,11 +297,11 @@ const AgentDeviceCallsPath = "/devices/calls"
 
 func (d *Dashboard) serveDevices(w http.ResponseWriter, r *http.Request, node string) {
 	if node == "" || strings.Contains(node, "/") {
-		writeStatus(w, api.NewBadRequest("want /dashboard/api/devices/NODE"))
+		api.WriteStatus(w, api.NewBadRequest("want /dashboard/api/devices/NODE"))
 		return
 	}
 	if d.cfg.NodeProxy == nil {
-		writeStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, "this dashboard cannot reach the agents"))
+		api.WriteStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, "this dashboard cannot reach the agents"))
 		return
 	}
 	out := r.Clone(r.Context())
@@ -318,16 +318,7 @@ var watched = []struct{ group, resource string }{
 	{"kueue.x-k8s.io", "workloads"}, {"resource.k8s.io", "resourceclaims"},
 }
 
-func kindNamed(group, resource string) *api.Kind {
-	for _, k := range api.Kinds {
-		if k.Group == group && k.Resource == resource && !k.Internal {
-			return k
-		}
-	}
-	return nil
-}
-
-func podKind() *api.Kind { return kindNamed("", "pods") }
+func podKind() *api.Kind { return api.KindForResource("", "v1", "pods") }
 
 // event is one message of the stream.
 type event struct {
@@ -354,7 +345,7 @@ func (d *Dashboard) serveWatch(w http.ResponseWriter, r *http.Request) {
 	var wg sync.WaitGroup
 	var kinds []string
 	for _, wk := range watched {
-		k := kindNamed(wk.group, wk.resource)
+		k := api.KindForResource(wk.group, "", wk.resource)
 		if k == nil {
 			continue
 		}
@@ -465,15 +456,4 @@ func (d *Dashboard) watchReconciles(ctx context.Context, ch chan<- event) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeStatus answers err as a Kubernetes Status.
-func writeStatus(w http.ResponseWriter, err error) {
-	var se *api.StatusError
-	if !errors.As(err, &se) {
-		se = api.NewInternal(err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(int(se.Status.Code))
-	_ = json.NewEncoder(w).Encode(se.Status)
 }

@@ -143,20 +143,10 @@ func discoveryPath(p string) bool {
 // kind, or for a resource skiff does not serve (a review may ask about
 // anything) by whether a namespace was named.
 func namespaced(a attributes) bool {
-	if k := kindFor(a.group, a.resource); k != nil {
+	if k := api.KindForResource(a.group, "", a.resource); k != nil {
 		return k.Namespaced
 	}
 	return a.resource != "namespaces" && a.namespace != ""
-}
-
-// kindFor finds a served kind by group and resource, any version.
-func kindFor(group, resource string) *api.Kind {
-	for _, k := range servedKinds {
-		if k.Group == group && k.Resource == resource {
-			return k
-		}
-	}
-	return nil
 }
 
 // nodeOf returns the node name of a node's user: system:node:NAME in

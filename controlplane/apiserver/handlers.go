@@ -182,12 +182,15 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 	default:
 		return notFoundPath()
 	}
+	if version == "" {
+		return notFoundPath() // "" would be any version to KindForResource
+	}
 	if parts[0] == "namespaces" && len(parts) >= 3 {
-		if k := kindByResource(group, version, parts[2]); k != nil && k.Namespaced {
+		if k := api.KindForResource(group, version, parts[2]); k != nil && k.Namespaced {
 			info.namespace, parts = parts[1], parts[2:]
 		}
 	}
-	k := kindByResource(group, version, parts[0])
+	k := api.KindForResource(group, version, parts[0])
 	if k == nil || len(parts) > 3 {
 		return notFoundPath()
 	}
@@ -219,15 +222,6 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 		info.verb = "patch"
 	case r.Method == http.MethodDelete:
 		info.verb = "delete"
-	}
-	return nil
-}
-
-func kindByResource(group, version, resource string) *api.Kind {
-	for _, k := range servedKinds {
-		if _, served := k.ServedAt(version); k.Group == group && served && k.Resource == resource {
-			return k
-		}
 	}
 	return nil
 }
@@ -725,15 +719,9 @@ func respond(w http.ResponseWriter, code int, v any, err error) {
 	writeJSON(w, code, v)
 }
 
-// writeError writes err's Status, with a Retry-After header when the
-// Status carries a retry hint (as kube-apiserver).
-func writeError(w http.ResponseWriter, err error) {
-	st := api.StatusOf(err)
-	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
-	}
-	writeJSON(w, int(st.Code), st)
-}
+// writeError is api.WriteStatus: err's Status, with a Retry-After header
+// when the Status carries a retry hint (as kube-apiserver).
+func writeError(w http.ResponseWriter, err error) { api.WriteStatus(w, err) }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
