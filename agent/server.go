@@ -210,22 +210,13 @@ func waitingReason(pod *api.Pod, name string) string {
 }
 
 func (a *Agent) serveLog(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	follow, err1 := boolQuery(q.Get("follow"))
-	previous, err2 := boolQuery(q.Get("previous"))
-	tail := -1
-	var err3 error
-	if s := q.Get("tailLines"); s != "" {
-		tail, err3 = strconv.Atoi(s)
-		if err3 == nil && tail < 0 {
-			err3 = errors.New("must not be negative")
-		}
-	}
-	if err := errors.Join(err1, err2, err3); err != nil {
+	opts, err := parseLogOptions(r.URL.Query()) // logoptions.go
+	if err != nil {
 		writeStatus(w, api.NewBadRequest("log options: "+err.Error()))
 		return
 	}
-	pod, name, err := a.podContainer(r, q.Get("container"))
+	follow, previous := opts.follow, opts.previous
+	pod, name, err := a.podContainer(r, opts.container)
 	if err != nil {
 		writeStatus(w, err)
 		return
@@ -251,8 +242,11 @@ func (a *Agent) serveLog(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
-	if err := a.rt.Logs(r.Context(), c.ID, runtime.LogOptions{Follow: follow, Tail: tail}, fw); err != nil && r.Context().Err() == nil {
+	var out io.Writer = &flushWriter{w: w, rc: http.NewResponseController(w)}
+	if opts.limitBytes > 0 {
+		out = &limitWriter{w: out, n: opts.limitBytes}
+	}
+	if err := a.rt.Logs(r.Context(), c.ID, runtime.LogOptions{Follow: follow, Tail: opts.tail}, out); err != nil && !errors.Is(err, errLogLimit) && r.Context().Err() == nil {
 		// The status line is sent: all that can be done is to stop.
 		a.log.Debug("logs", "pod", api.KeyOf(pod), "container", name, "err", err)
 	}
