@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,3 +252,67 @@ func (w *httpWatch) ended() {
 }
 
 func httptestBody(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
+
+// tlsServer is a Server served as for real: Run, with TLS, on a loopback
+// port (the connection timeouts and TLS live in http.Server, which
+// env's httptest server does not use).
+type tlsServer struct {
+	*Server
+	// base is "https://ADDR".
+	base     string
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// startTLSServer runs a Server over e's registry (nil: a new env's) with
+// testToken and testServerTLS on 127.0.0.1 and a ShutdownTimeout of a
+// second, its config then changed by mutate (nil: none), until stop or
+// the end of the test.
+func startTLSServer(t *testing.T, e *env, mutate func(*Config)) *tlsServer {
+	t.Helper()
+	if e == nil {
+		e = newEnv(t)
+	}
+	cfg := DefaultConfig()
+	cfg.Token, cfg.Listen, cfg.TLS = testToken, "127.0.0.1:0", testServerTLS(t)
+	cfg.ShutdownTimeout = time.Second
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	srv, err := New(cfg, e.reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &tlsServer{Server: srv, base: "https://" + srv.Addr(), cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// stop cancels Run and waits for it: its error, or one when it has not
+// returned within five seconds. Safe twice (the second call answers the
+// first's error).
+func (s *tlsServer) stop() error {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		select {
+		case err := <-s.done:
+			if err != nil {
+				s.stopErr = fmt.Errorf("run: %w", err)
+			}
+		case <-time.After(5 * time.Second):
+			s.stopErr = errors.New("run did not return within 5s of its context's end")
+		}
+	})
+	return s.stopErr
+}

@@ -23,42 +23,8 @@ import (
 )
 
 // Tests of the limits under load (inflight.go, server.go): they run the
-// server as it runs for real (Run on a loopback port), since the
-// connection timeouts live in http.Server.
-
-// limitServer is a Server over e's registry with a config of its own,
-// served by Run on loopback until the test ends.
-type limitServer struct {
-	*Server
-	base string
-}
-
-func startLimitServer(t *testing.T, e *env, mutate func(*Config)) *limitServer {
-	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Token = testToken
-	cfg.Listen = "127.0.0.1:0"
-	cfg.TLS = testServerTLS(t)
-	cfg.ShutdownTimeout = time.Second
-	mutate(&cfg)
-	srv, err := New(cfg, e.reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return &limitServer{Server: srv, base: "https://" + srv.Addr()}
-}
+// server as it runs for real (startTLSServer: Run on a loopback port),
+// since the connection timeouts live in http.Server.
 
 // newClient is one client: connections of its own, closed at the end.
 func newClient(t *testing.T) *http.Client {
@@ -69,7 +35,7 @@ func newClient(t *testing.T) *http.Client {
 
 // send sends one request with the token and returns the response, its
 // body read.
-func (s *limitServer) send(c *http.Client, method, path, body string) (*http.Response, []byte, error) {
+func (s *tlsServer) send(c *http.Client, method, path, body string) (*http.Response, []byte, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -92,7 +58,7 @@ func (s *limitServer) send(c *http.Client, method, path, body string) (*http.Res
 // inflightNow reads apiserver_current_inflight_requests{request_kind=kind}
 // from the server's metrics (in process: GET /metrics would itself take a
 // read slot).
-func (s *limitServer) inflightNow(t testing.TB, kind string) int {
+func (s *tlsServer) inflightNow(t testing.TB, kind string) int {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	s.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -198,7 +164,7 @@ func TestConfigValidateLimits(t *testing.T) {
 func TestSlowLoris(t *testing.T) {
 	const headerTimeout, idleTimeout = 300 * time.Millisecond, 400 * time.Millisecond
 	e := newEnv(t)
-	s := startLimitServer(t, e, func(c *Config) {
+	s := startTLSServer(t, e, func(c *Config) {
 		c.ReadHeaderTimeout, c.IdleTimeout = headerTimeout, idleTimeout
 	})
 	tests := []struct {
@@ -296,7 +262,7 @@ func TestInflightLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			g := newGate(t)
-			s := startLimitServer(t, e, func(c *Config) {
+			s := startTLSServer(t, e, func(c *Config) {
 				c.MaxReadOnlyInflight, c.MaxMutatingInflight = 2, 1
 				c.Skiff = g
 			})
@@ -391,7 +357,7 @@ func TestInflightLimit(t *testing.T) {
 func TestRequestTimeout(t *testing.T) {
 	e := newEnv(t)
 	g := newGate(t)
-	s := startLimitServer(t, e, func(c *Config) {
+	s := startTLSServer(t, e, func(c *Config) {
 		c.RequestTimeout = 200 * time.Millisecond
 		c.MaxReadOnlyInflight = 1
 		c.Skiff = g
@@ -419,7 +385,7 @@ func TestRequestTimeout(t *testing.T) {
 
 	// An answer begun, then stuck: the connection is cut, not left open.
 	g2 := newGate(t)
-	s2 := startLimitServer(t, e, func(c *Config) {
+	s2 := startTLSServer(t, e, func(c *Config) {
 		c.RequestTimeout = 200 * time.Millisecond
 		c.Skiff = g2
 	})
@@ -505,7 +471,7 @@ func TestFlood(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			s := startLimitServer(t, e, func(c *Config) { c.MaxReadOnlyInflight, c.MaxMutatingInflight = 2, 2 })
+			s := startTLSServer(t, e, func(c *Config) { c.MaxReadOnlyInflight, c.MaxMutatingInflight = 2, 2 })
 			var tooMany, served atomic.Int64
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
@@ -607,7 +573,7 @@ func TestFloodLatency(t *testing.T) {
 		{"reads 8, writes 200", 8, 200},
 	}
 	for _, lim := range limits {
-		s := startLimitServer(t, e, func(c *Config) { c.MaxReadOnlyInflight, c.MaxMutatingInflight = lim.readOnly, lim.mutate })
+		s := startTLSServer(t, e, func(c *Config) { c.MaxReadOnlyInflight, c.MaxMutatingInflight = lim.readOnly, lim.mutate })
 		for _, o := range others {
 			measure := func() (p50, p99 time.Duration, refused int) {
 				c := newClient(t)

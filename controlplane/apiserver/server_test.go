@@ -731,24 +731,9 @@ func TestLocal(t *testing.T) {
 }
 
 func TestRunShutdown(t *testing.T) {
-	e := newEnv(t)
-	cfg := DefaultConfig()
-	cfg.Token = testToken
-	cfg.Listen = "127.0.0.1:0"
-	cfg.TLS = testServerTLS(t)
-	srv, err := New(cfg, e.reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-
+	srv := startTLSServer(t, nil, nil)
 	hc := pkitest.HTTPClient(testCA(t), nil)
-	req, _ := http.NewRequest("GET", "https://"+srv.Addr()+cmPath+"?watch=1", nil)
+	req, _ := http.NewRequest("GET", srv.base+cmPath+"?watch=1", nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -758,14 +743,8 @@ func TestRunShutdown(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("watch: %d", resp.StatusCode)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancel")
+	if err := srv.stop(); err != nil { // Run returns, though a watch is open
+		t.Fatal(err)
 	}
 	// The watch stream ended.
 	buf := make([]byte, 1)
@@ -774,7 +753,7 @@ func TestRunShutdown(t *testing.T) {
 			break
 		}
 	}
-	if _, err := hc.Get("https://" + srv.Addr() + "/healthz"); err == nil {
+	if _, err := hc.Get(srv.base + "/healthz"); err == nil {
 		t.Fatal("still serving after shutdown")
 	}
 }

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"crypto/tls"
 	"io"
 	"net/http"
@@ -28,36 +27,10 @@ func testCA(t testing.TB) *pki.CA {
 // testServerTLS is a serving TLS config of testCA for 127.0.0.1.
 func testServerTLS(t testing.TB) *tls.Config { return pkitest.ServerTLS(t, testCA(t)) }
 
-// startTLSServer runs a server with TLS on a loopback port until the
-// test ends.
-func startTLSServer(t *testing.T) *Server {
-	t.Helper()
-	e := newEnv(t)
-	cfg := DefaultConfig()
-	cfg.Token, cfg.Listen, cfg.TLS = testToken, "127.0.0.1:0", testServerTLS(t)
-	srv, err := New(cfg, e.reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return srv
-}
-
 // TestServesHTTPSOnly: a plain-HTTP request gets Go's 400 and no API
 // data, whatever it carries; over TLS the same request is answered.
 func TestServesHTTPSOnly(t *testing.T) {
-	srv := startTLSServer(t)
+	srv := startTLSServer(t, nil, nil)
 	tests := []struct {
 		name     string
 		client   *http.Client
