@@ -58,7 +58,7 @@ func (s *Server) routes() http.Handler {
 		s.serve(rec, r, info)
 		d := time.Since(start)
 		s.metrics.ObserveRequest(verbLabel(info.verb), info.resource(), rec.code, d)
-		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery,
+		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "query", loggedQuery(r.URL), // logquery.go
 			"verb", verbLabel(info.verb), "code", rec.code, "duration", d, "remote", r.RemoteAddr)
 	})
 }
