@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler"
 	"skiff.dev/skiff/dashboard"
 )
 
@@ -106,7 +108,33 @@ func (c *traceCmd) Run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(c.root.Stdout, "Total: %s from the first step to the last (%d steps)\n", ms(last.Sub(first)), len(tr.Spans))
+	if unbound(tr.Spans) {
+		// Why no node took it: the last attempt's per-node record (for a
+		// claim, which request, selector or constraint ruled out which
+		// devices), as describe pod shows it.
+		if table := scheduler.ExplainTrace(name, tr.Spans); table != "" {
+			fmt.Fprintf(c.root.Stdout, "\nLast scheduling attempt:\n%s", table)
+		}
+	}
 	return nil
+}
+
+// unbound reports whether the scheduler's last attempt in spans bound
+// no node: a filter step with no bind after it.
+func unbound(spans []api.TraceSpan) bool {
+	tried, bound := false, false
+	for _, s := range spans {
+		if s.Component != "scheduler" {
+			continue
+		}
+		switch s.Step {
+		case "filter":
+			tried, bound = true, false
+		case "bind":
+			bound = true
+		}
+	}
+	return tried && !bound
 }
 
 // ms formats a duration in milliseconds with one decimal: "12.3ms".

@@ -317,3 +317,40 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 func resourceQ(s string) api.Quantity { return mustQuantity(s) }
+
+// An unbound pod's trace ends with the last attempt's per-node record
+// (for a claim: which request and selector ruled out the devices), as
+// describe pod shows it; a bound pod's trace is the table alone.
+func TestTraceExplainsTheLastFailedAttempt(t *testing.T) {
+	t0 := testNow.Add(-time.Minute)
+	filter := api.TraceSpan{Component: "scheduler", Step: "filter", Start: api.MicroTime{Time: t0}, End: api.MicroTime{Time: t0.Add(time.Millisecond)},
+		Message: "0/1 nodes are available: 1 cannot allocate all claims.",
+		Details: map[string]any{"plugins": []any{"DynamicResources"}, "total": 1, "evaluated": 1, "message": "0/1 nodes are available: 1 cannot allocate all claims.",
+			"nodes": []any{map[string]any{"node": "dgx-1", "fit": false, "plugin": "DynamicResources", "reasons": []any{"cannot allocate all claims"},
+				"details": []any{"claim default/c, request gpu: 8 ruled out by the request's selector #0"}}}}}
+	bind := api.TraceSpan{Component: "scheduler", Step: "bind", Start: api.MicroTime{Time: t0.Add(time.Second)}, End: api.MicroTime{Time: t0.Add(time.Second)}, Message: "bound to dgx-1"}
+	for _, tc := range []struct {
+		name      string
+		spans     []api.TraceSpan
+		explained bool
+	}{
+		{"unbound", []api.TraceSpan{filter}, true},
+		{"bound after a failed attempt", []api.TraceSpan{filter, bind}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := newFake(runningPod("default", "p", "", "", time.Minute))
+			if err := fc.AddTrace(t.Context(), "default", "p", tc.spans...); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, fc, "", "trace", "pod", "p")
+			if res.code != 0 {
+				t.Fatalf("trace: %+v", res)
+			}
+			for _, want := range []string{"Last scheduling attempt:", "claim default/c, request gpu: 8 ruled out by the request's selector #0"} {
+				if got := strings.Contains(res.out, want); got != tc.explained {
+					t.Errorf("%q in the output: %v, want %v:\n%s", want, got, tc.explained, res.out)
+				}
+			}
+		})
+	}
+}
