@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"skiff.dev/skiff/agent/dra/gpudriver"
+	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/internal/testwait"
@@ -146,6 +148,190 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		g.cli(t, "delete", "resourceclaim", claim)
 		testwait.Until(t, 30*time.Second, func() (bool, string) {
 			_, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, claim)
+			return api.IsNotFound(err) && len(draPrepared(t, g)) == 0, fmt.Sprintf("claim: %v, prepared %v", err, draPrepared(t, g))
+		})
+	})
+
+	t.Run("SkiffApplyV1beta1File", func(t *testing.T) {
+		// The same file through skiff apply -f: the client converts it to
+		// v1, keeps the v1beta1 annotation, and a second apply is
+		// unchanged. (ClaimStatesAndV1beta1 deleted its objects of these
+		// names: wait until the pod is gone.)
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			_, err := client.Get[*api.Pod](ctx, c, gpuNS, "dra-pod-v1beta1")
+			return api.IsNotFound(err), fmt.Sprintf("pod: %v", err)
+		})
+		const file = "../examples/dra/v1beta1-claim.yaml"
+		out := g.cli(t, "apply", "-f", file)
+		for _, want := range []string{"resourceclaim.resource.k8s.io/gpu-claim-v1beta1 created", "pod/dra-pod-v1beta1 created"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("skiff apply -f %s: no %q in\n%s", file, want, out)
+			}
+		}
+		p := draWaitEnded(t, c, gpuNS, "dra-pod-v1beta1", 30*time.Second)
+		if p.Status.Phase != api.PodSucceeded {
+			t.Errorf("pod: %s", podSummary([]*api.Pod{p}))
+		}
+		if logs := draLogs(t, c, gpuNS, p.Name, ""); strings.Count(logs, "GPU-") != 1 {
+			t.Errorf("nvidia-smi -L lists %d GPUs, want 1:\n%s", strings.Count(logs, "GPU-"), logs)
+		}
+		if again := g.cli(t, "apply", "-f", file); strings.Count(again, " unchanged") != 2 {
+			t.Errorf("second skiff apply -f %s, want both unchanged:\n%s", file, again)
+		}
+		g.cli(t, "delete", "-f", file)
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			_, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, "gpu-claim-v1beta1")
+			return api.IsNotFound(err) && len(draPrepared(t, g)) == 0, fmt.Sprintf("claim: %v, prepared %v", err, draPrepared(t, g))
+		})
+	})
+
+	t.Run("UnsatisfiableSelectorPending", func(t *testing.T) {
+		// An H100 asked of a DGX A100: Kubernetes' FailedScheduling
+		// words, and skiff's explanation naming the request and the
+		// selector that ruled the node's GPUs out.
+		const selector = `device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"`
+		claim := &api.ResourceClaim{ObjectMeta: api.ObjectMeta{Name: "want-h100", Namespace: gpuNS}}
+		claim.Spec.Devices.Requests = []api.DeviceRequest{{Name: "gpu", Exactly: &api.ExactDeviceRequest{
+			DeviceClassName: gpudriver.DeviceClassName,
+			Selectors:       []api.DeviceSelector{{CEL: &api.CELDeviceSelector{Expression: selector}}},
+		}}}
+		if _, err := c.Create(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+		p := gpuPod("h100-pod", 0, "nvidia-smi -L")
+		p.Spec.Containers[0].Image = gpuImage
+		p.Spec.Containers[0].Resources.Claims = []api.ContainerResourceClaim{{Name: "gpu"}}
+		p.Spec.ResourceClaims = []api.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim.Name}}
+		g.create(t, p)
+		const k8sWords = "0/1 nodes are available: 1 cannot allocate all claims."
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			p, err := client.Get[*api.Pod](ctx, c, gpuNS, p.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == api.PodScheduled && cond.Status == api.ConditionFalse && strings.Contains(cond.Message, k8sWords) {
+					return true, ""
+				}
+			}
+			return false, podSummary([]*api.Pod{p})
+		})
+		testwait.Until(t, 10*time.Second, func() (bool, string) { // the recorder posts events on its own
+			var reasons []string
+			for _, ev := range eventsFor(t, c, gpuNS, p.Name) {
+				if ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, k8sWords) {
+					return true, ""
+				}
+				reasons = append(reasons, ev.Reason+": "+ev.Message)
+			}
+			return false, fmt.Sprintf("no FailedScheduling event with %q: %q", k8sWords, reasons)
+		})
+		if got, err := client.Get[*api.Pod](ctx, c, gpuNS, p.Name); err != nil || got.Spec.NodeName != "" || got.Status.Phase != api.PodPending {
+			t.Errorf("the pod is not Pending unbound: %v %s", err, podSummary([]*api.Pod{got}))
+		}
+		if cl, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, claim.Name); err != nil || cl.Status.Allocation != nil {
+			t.Errorf("the claim no device satisfies is allocated: %v %+v", err, cl)
+		}
+		explained := []string{
+			"claim " + gpuNS + "/want-h100, request gpu",
+			"8 ruled out by the request's selector #0",
+			selector,
+			"closest: ",
+		}
+		for _, cmd := range [][]string{{"describe", "pod", p.Name}, {"trace", "pod", p.Name}} {
+			out := g.cli(t, cmd...)
+			for _, want := range append([]string{"cannot allocate all claims"}, explained...) {
+				if !strings.Contains(out, want) {
+					t.Errorf("skiff %s: no %q in\n%s", strings.Join(cmd, " "), want, out)
+				}
+			}
+		}
+		g.cli(t, "delete", "pod", p.Name)
+		g.cli(t, "delete", "resourceclaim", claim.Name)
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			_, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, claim.Name)
+			_, perr := client.Get[*api.Pod](ctx, c, gpuNS, p.Name)
+			return api.IsNotFound(err) && api.IsNotFound(perr), fmt.Sprintf("claim: %v, pod: %v", err, perr)
+		})
+	})
+
+	t.Run("MatchAttributeNVLinkPair", func(t *testing.T) {
+		// Two GPUs with one skiff.dev/nvlinkDomain: NVLink-connected in
+		// the node's topology and in nvidia-smi topo -m in the container.
+		// (Every GPU of a DGX A100 is on its NVSwitches, one domain; the
+		// scheduler's tests have nodes with two domains.)
+		// The example's pod, kept running after nvidia-smi: a claim is
+		// deallocated once no pod uses it.
+		b, err := os.ReadFile("../examples/dra/two-gpus-nvlink.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := strings.Replace(string(b), `nvidia-smi topo -m"]`, `nvidia-smi topo -m; `+gpuSleep+`"]`, 1)
+		if doc == string(b) {
+			t.Fatal("the example's command changed: update this test")
+		}
+		file := filepath.Join(t.TempDir(), "two-gpus-nvlink.yaml")
+		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g.cli(t, "apply", "-f", file)
+		p := draWaitPhase(t, c, gpuNS, "nvlink-pair", api.PodRunning, 30*time.Second)
+		cl, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, "two-linked-gpus")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.Status.Allocation == nil || len(cl.Status.Allocation.Devices.Results) != 2 {
+			t.Fatalf("allocation %+v, want two devices", cl.Status.Allocation)
+		}
+		slice, err := client.Get[*api.ResourceSlice](ctx, c, "", gpudriver.SliceName(gpuNode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type dev struct {
+			index  int
+			domain int64
+			uuid   string
+		}
+		byName := map[string]dev{}
+		for _, d := range slice.Spec.Devices {
+			idx, dom := d.Attributes["index"].IntValue, d.Attributes[gpudriver.AttrNVLinkDomain].IntValue
+			if idx == nil || dom == nil {
+				t.Fatalf("device %s: index %v, %s %v", d.Name, idx, gpudriver.AttrNVLinkDomain, dom)
+			}
+			byName[d.Name] = dev{int(*idx), *dom, *d.Attributes["uuid"].StringValue}
+		}
+		var pair []dev
+		for _, r := range cl.Status.Allocation.Devices.Results {
+			d, ok := byName[r.Device]
+			if r.Request != "gpus" || r.Driver != gpudriver.DriverName || r.Pool != gpuNode || !ok {
+				t.Fatalf("allocation result %+v: not a device of the node's slice", r)
+			}
+			pair = append(pair, d)
+		}
+		if pair[0].index == pair[1].index || pair[0].domain != pair[1].domain {
+			t.Errorf("allocated %+v: want two GPUs of one NVLink domain", pair)
+		}
+		ng, err := gpu.ParseNodeGPUs(g.node(t).Annotations[gpu.AnnotationTopology])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := ng.Topology.Link(pair[0].index, pair[1].index); l.NVLinks == 0 {
+			t.Errorf("GPUs %d and %d: link %s in the node's topology, want NVLinks", pair[0].index, pair[1].index, l)
+		}
+		var out string
+		testwait.Until(t, 10*time.Second, func() (bool, string) {
+			out = draLogs(t, c, gpuNS, p.Name, "")
+			return strings.Contains(out, "\nGPU1"), out // topo -m printed its rows
+		})
+		if strings.Count(out, "GPU-") != 2 || !strings.Contains(out, pair[0].uuid) || !strings.Contains(out, pair[1].uuid) {
+			t.Errorf("nvidia-smi -L: want exactly %s and %s:\n%s", pair[0].uuid, pair[1].uuid, out)
+		}
+		if !regexp.MustCompile(`(?m)^GPU0\s+X\s+NV\d+\b`).MatchString(out) || !regexp.MustCompile(`(?m)^GPU1\s+NV\d+\s+X\b`).MatchString(out) {
+			t.Errorf("nvidia-smi topo -m: want NV# between GPU0 and GPU1:\n%s", out)
+		}
+		g.cli(t, "delete", "-f", file)
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			_, err := client.Get[*api.ResourceClaim](ctx, c, gpuNS, "two-linked-gpus")
 			return api.IsNotFound(err) && len(draPrepared(t, g)) == 0, fmt.Sprintf("claim: %v, prepared %v", err, draPrepared(t, g))
 		})
 	})
