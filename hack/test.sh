@@ -32,6 +32,13 @@ if [[ $(id -u) == 0 ]]; then
   ./hack/ci-deps.sh
 fi
 
+# The course is typed with the real kubectl: many tests run it
+# (internal/kubectltest: $KUBECTL, /usr/bin/kubectl or kubectl on $PATH).
+if [[ -z "${KUBECTL:-}" && ! -x /usr/bin/kubectl ]] && ! command -v kubectl >/dev/null; then
+  echo "error: kubectl 1.32 is needed at /usr/bin/kubectl (or set \$KUBECTL): the tests run the real kubectl against skiff" >&2
+  exit 1
+fi
+
 go mod download
 go vet ./...
 echo "== staticcheck"
