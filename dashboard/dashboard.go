@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
+	"skiff.dev/skiff/controlplane/pki"
 )
 
 // Paths.
@@ -31,13 +33,16 @@ const (
 	LoginPath = Prefix + "login"
 	// LoginCodePath is where `skiff dashboard` asks for a code (POST, a
 	// LoginCodeRequest): a skiff-only path the API server serves after
-	// authentication and authorization, so only system:masters reach it.
+	// authentication and authorization; the dashboard then refuses (403)
+	// anyone outside system:masters itself, since a session reads the
+	// whole cluster.
 	LoginCodePath = apiserver.DashboardLoginCodePrefix + "login-codes"
 	// CookieName is the session cookie.
 	CookieName = "skiff-dashboard"
 )
 
-// LoginCodeRequest asks for a login code that lands on View.
+// LoginCodeRequest asks for a login code that lands on View. A field it
+// does not have, or a view that is none of these, is refused (400).
 type LoginCodeRequest struct {
 	// View: "" (the cluster view), "chain/NS/NAME", "sequence/NODE" or "loops".
 	View string `json:"view,omitempty"`
@@ -191,8 +196,22 @@ func (d *Dashboard) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w)
 		return
 	}
+	// A session reads through the API server's Local, which does not
+	// authorize: whoever holds one sees everything. So whatever the API
+	// server's policy lets reach this path, only the cluster's admins get
+	// a code.
+	if !u.InGroup(pki.MastersGroup) {
+		api.WriteStatus(w, api.NewStatusError(http.StatusForbidden, api.ReasonForbidden,
+			fmt.Sprintf("dashboard login codes are forbidden: User %q is not in the group %q (the dashboard shows the whole cluster, so only its admins may open it)", u.Name, pki.MastersGroup)))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
+	if err != nil {
+		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("read dashboard login request: %v", err)))
+		return
+	}
 	var req LoginCodeRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
+	if err := api.UnmarshalStrict(body, &req); err != nil {
 		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("decode dashboard login request: %v", err)))
 		return
 	}

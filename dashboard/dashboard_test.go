@@ -187,25 +187,75 @@ func TestNoSessionIs401(t *testing.T) {
 	}
 }
 
-// Only an authenticated system:masters user gets a login code.
+// Only an authenticated system:masters user gets a login code, and only
+// for a request that says exactly what it means: a misspelt field or an
+// unknown view is 400 with the reason, never a code for the cluster view.
 func TestLoginCodeNeedsTheAdmin(t *testing.T) {
 	s := newTestServer(t)
 	for _, tc := range []struct {
 		name, token, body string
 		want              int
+		wantMsg           string // in the Status message, for errors
 	}{
-		{"no credential", "", `{}`, http.StatusUnauthorized},
-		{"a wrong token", "nope", `{}`, http.StatusUnauthorized},
-		{"a node", "node-token", `{}`, http.StatusForbidden},
-		{"the admin", adminToken, `{"view":"chain/default/web"}`, http.StatusOK},
-		{"the admin, a bad view", adminToken, `{"view":"../../etc"}`, http.StatusBadRequest},
-		{"the admin, a bad body", adminToken, `{"view":`, http.StatusBadRequest},
+		{"no credential", "", `{}`, http.StatusUnauthorized, "Unauthorized"},
+		{"a wrong token", "nope", `{}`, http.StatusUnauthorized, "Unauthorized"},
+		{"a node", "node-token", `{}`, http.StatusForbidden, "system:node:n1"},
+		{"the admin", adminToken, `{"view":"chain/default/web"}`, http.StatusOK, ""},
+		{"the admin, the cluster view", adminToken, `{}`, http.StatusOK, ""},
+		{"the admin, a bad view", adminToken, `{"view":"../../etc"}`, http.StatusBadRequest, `view "../../etc": want chain/NAMESPACE/POD, sequence/NODE, loops or cluster`},
+		{"the admin, an unknown view", adminToken, `{"view":"graphs"}`, http.StatusBadRequest, `view "graphs"`},
+		{"the admin, a misspelt field", adminToken, `{"veiw":"loops"}`, http.StatusBadRequest, "veiw: unknown field"},
+		{"the admin, a field twice", adminToken, `{"view":"loops","view":"cluster"}`, http.StatusBadRequest, "view: duplicate field"},
+		{"the admin, data after the request", adminToken, `{"view":"loops"} {"view":"cluster"}`, http.StatusBadRequest, "decode dashboard login request"},
+		{"the admin, a bad body", adminToken, `{"view":`, http.StatusBadRequest, "decode dashboard login request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := s.do(t, s.ts.Client(), http.MethodPost, dashboard.LoginCodePath, tc.token, tc.body)
+			body, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != tc.want {
-				body, _ := io.ReadAll(resp.Body)
 				t.Fatalf("POST %s: %s, want %d: %s", dashboard.LoginCodePath, resp.Status, tc.want, body)
+			}
+			if tc.want == http.StatusOK {
+				return
+			}
+			var st api.Status
+			if err := json.Unmarshal(body, &st); err != nil || st.Kind != "Status" || !strings.Contains(st.Message, tc.wantMsg) {
+				t.Fatalf("POST %s: body %s (%v), want a Status whose message has %q", dashboard.LoginCodePath, body, err, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// The dashboard itself refuses a code to an authenticated user outside
+// system:masters, whatever let the request reach it: a session reads the
+// whole cluster through the API server's Local, which does not authorize.
+func TestLoginCodeOnlyForMasters(t *testing.T) {
+	s := newTestServer(t)
+	for _, tc := range []struct {
+		name string
+		user apiserver.User
+		want int
+	}{
+		{"a user of another group", apiserver.User{Name: "alice", Groups: []string{"system:authenticated", "developers"}}, http.StatusForbidden},
+		{"a service account", apiserver.User{Name: "system:serviceaccount:default:ci", Groups: []string{"system:serviceaccounts", "system:authenticated"}}, http.StatusForbidden},
+		{"a node", apiserver.User{Name: "system:node:n1", Groups: []string{pki.NodesGroup, "system:authenticated"}}, http.StatusForbidden},
+		{"an admin", apiserver.User{Name: "bob", Groups: []string{pki.MastersGroup, "system:authenticated"}}, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, dashboard.LoginCodePath, strings.NewReader(`{"view":"loops"}`))
+			req = req.WithContext(apiserver.WithUser(req.Context(), tc.user))
+			rec := httptest.NewRecorder()
+			s.dash.ServeHTTP(rec, req)
+			if rec.Code != tc.want {
+				t.Fatalf("login code as %s: %d, want %d: %s", tc.user.Name, rec.Code, tc.want, rec.Body)
+			}
+			if tc.want != http.StatusForbidden {
+				return
+			}
+			var st api.Status
+			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.Reason != api.ReasonForbidden ||
+				!strings.Contains(st.Message, `User "`+tc.user.Name+`"`) || !strings.Contains(st.Message, pki.MastersGroup) {
+				t.Fatalf("403 body %s (%v): want a Forbidden Status naming the user and %s", rec.Body, err, pki.MastersGroup)
 			}
 		})
 	}

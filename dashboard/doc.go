@@ -26,8 +26,10 @@
 //
 // `skiff dashboard` asks the API server (with its credential) for a
 // one-time login code: POST LoginCodePath, which the API server serves
-// behind its authentication and authorization (only system:masters may
-// ask). The URL it prints carries the code once; GET /dashboard/login
+// behind its authentication and authorization; the dashboard then
+// checks the user is in system:masters itself (403 otherwise) and refuses
+// a request with an unknown field or view (400). The URL it prints
+// carries the code once; GET /dashboard/login
 // exchanges it for a session cookie (random, HttpOnly, Secure,
 // SameSite=Strict, kept server-side with an expiry) and redirects to the
 // view without the code. A code works once and expires after CodeTTL;
@@ -37,5 +39,6 @@
 // The data endpoints read through a client.Interface (the API server's
 // Local) with the session's user on the context (apiserver.WithUser): the
 // admin who asked for the code. Local does not authorize again; a
-// session only ever holds a system:masters user, who may read everything.
+// session only ever holds a system:masters user (the check above), who
+// may read everything.
 package dashboard
