@@ -131,7 +131,7 @@ func (cp *ControlPlane) serveNodeCredentials(w http.ResponseWriter, r *http.Requ
 		return
 	}
 	remote, _, _ := net.SplitHostPort(r.RemoteAddr)
-	invalid, forbidden := checkNodeCredentialsRequest(name, req, net.ParseIP(remote), cp.serverHosts())
+	invalid, forbidden := checkNodeCredentialsRequest(name, req, apiserver.IsLocalAddress(remote), cp.serverHosts())
 	if len(invalid) > 0 {
 		writeStatus(w, api.NewBadRequest("node credentials request: "+errorList(invalid)))
 		return
@@ -199,10 +199,11 @@ func (cp *ControlPlane) serverHosts() func(host string) bool {
 // (403) are the names and addresses that would let the certificate pass
 // for an API server of the cluster (isServer, Service names under .svc):
 // every kubeconfig and every pod trusts the cluster CA. A loopback
-// address is a node's only when the request comes from loopback too (an
-// agent on the API server's own machine); the nodes of `skiff up` get
-// theirs without a request (IssueNodeCredentials).
-func checkNodeCredentialsRequest(name string, req NodeCredentialsRequest, remote net.IP, isServer func(string) bool) (invalid, forbidden field.ErrorList) {
+// address is a node's only when the request comes from the API server's
+// own machine (local: from loopback or one of its addresses; an agent
+// there that joins with --advertise-address 127.0.0.1); the nodes of
+// `skiff up` get theirs without a request (IssueNodeCredentials).
+func checkNodeCredentialsRequest(name string, req NodeCredentialsRequest, local bool, isServer func(string) bool) (invalid, forbidden field.ErrorList) {
 	namePath := field.NewPath("name")
 	for _, msg := range validation.IsDNS1123Subdomain(name) {
 		invalid = append(invalid, field.Invalid(namePath, name, msg))
@@ -219,8 +220,8 @@ func checkNodeCredentialsRequest(name string, req NodeCredentialsRequest, remote
 		case ip.IsUnspecified() || ip.IsMulticast():
 			invalid = append(invalid, field.Invalid(addrsPath.Index(i), a, "must be an address the node is reached at"))
 		case ip.IsLoopback():
-			if remote == nil || !remote.IsLoopback() {
-				forbidden = append(forbidden, field.Forbidden(addrsPath.Index(i), fmt.Sprintf("%s is a loopback address: only a node on the API server's own machine, asking over loopback, may name it", a)))
+			if !local {
+				forbidden = append(forbidden, field.Forbidden(addrsPath.Index(i), fmt.Sprintf("%s is a loopback address: only a node on the API server's own machine may name it", a)))
 			}
 		case isServer(a):
 			forbidden = append(forbidden, field.Forbidden(addrsPath.Index(i), fmt.Sprintf("%s is an address of the API server: a node's serving certificate may not name it (an agent on the server's machine joins with --advertise-address 127.0.0.1)", a)))

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,31 +68,34 @@ func TestServeNodeCredentials(t *testing.T) {
 		wantIPs    []string // the serving certificate's, on 200
 	}
 	tests := []testCase{
-		{"a node at its address", "Bearer join-secret", "gpu-1", body("10.0.0.7"), "10.0.0.7:40000", 200, "", []string{"10.0.0.7"}},
-		{"the scheme in any case", "bearer join-secret", "gpu-1", body("10.0.0.7"), "10.0.0.7:40000", 200, "", []string{"10.0.0.7"}},
+		{"a node at its address", "Bearer join-secret", "gpu-1", body("10.0.0.7"), "192.0.2.7:40000", 200, "", []string{"10.0.0.7"}},
+		{"the scheme in any case", "bearer join-secret", "gpu-1", body("10.0.0.7"), "192.0.2.7:40000", 200, "", []string{"10.0.0.7"}},
 		{"loopback from loopback", "Bearer join-secret", "gpu-1", body("127.0.0.1"), "127.0.0.1:40000", 200, "", []string{"127.0.0.1"}},
-		{"wrong token", "Bearer nope", "gpu-1", body("10.0.0.7"), "10.0.0.7:40000", 401, "the join token is wrong", nil},
-		{"no token", "", "gpu-1", body("10.0.0.7"), "10.0.0.7:40000", 401, "the join token is wrong", nil},
-		{"bad node name", "Bearer join-secret", "GPU_1", body("10.0.0.7"), "10.0.0.7:40000", 400, `name: Invalid value: "GPU_1": a lowercase RFC 1123 subdomain`, nil},
-		{"too many addresses", "Bearer join-secret", "gpu-1", body(many...), "10.0.0.7:40000", 400, "addresses: Too many: 17: must have at most 16 items", nil},
-		{"a DNS name", "Bearer join-secret", "gpu-1", body("10.0.0.7", "gpu-1.lab"), "10.0.0.7:40000", 400, `addresses[1]: Invalid value: "gpu-1.lab": must be an IP address`, nil},
-		{"the unspecified address", "Bearer join-secret", "gpu-1", body("0.0.0.0"), "10.0.0.7:40000", 400, `addresses[0]: Invalid value: "0.0.0.0": must be an address the node is reached at`, nil},
-		{"an unknown field", "Bearer join-secret", "gpu-1", `{"addresses":["10.0.0.7"],"dnsNames":["kubernetes"]}`, "10.0.0.7:40000", 400, "dnsNames: unknown field", nil},
-		{"not JSON", "Bearer join-secret", "gpu-1", `{"addresses":`, "10.0.0.7:40000", 400, "decode node credentials request", nil},
-		{"the kubernetes Service IP", "Bearer join-secret", "gpu-1", body("10.96.0.1"), "10.0.0.7:40000", 403, "addresses[0]: Forbidden: 10.96.0.1 is an address of the API server", nil},
-		{"the server's listen address", "Bearer join-secret", "gpu-1", body("10.0.0.7", "10.1.2.3"), "10.0.0.7:40000", 403, "addresses[1]: Forbidden: 10.1.2.3 is an address of the API server", nil},
-		{"the server's advertised address", "Bearer join-secret", "gpu-1", body("10.1.2.4"), "10.0.0.7:40000", 403, "10.1.2.4 is an address of the API server", nil},
-		{"another API server", "Bearer join-secret", "gpu-1", body("10.9.9.9"), "10.0.0.7:40000", 403, "10.9.9.9 is an address of the API server", nil},
-		{"loopback from afar", "Bearer join-secret", "gpu-1", body("127.0.0.1"), "10.0.0.7:40000", 403, "127.0.0.1 is a loopback address", nil},
-		{"IPv6 loopback from afar", "Bearer join-secret", "gpu-1", body("::1"), "10.0.0.7:40000", 403, "::1 is a loopback address", nil},
-		{"named kubernetes", "Bearer join-secret", "kubernetes", body("10.0.0.7"), "10.0.0.7:40000", 403, "name: Forbidden: kubernetes is a name of the API server", nil},
-		{"named kubernetes.default.svc", "Bearer join-secret", "kubernetes.default.svc", body("10.0.0.7"), "10.0.0.7:40000", 403, "kubernetes.default.svc is a name of the API server", nil},
+		{"wrong token", "Bearer nope", "gpu-1", body("10.0.0.7"), "192.0.2.7:40000", 401, "the join token is wrong", nil},
+		{"no token", "", "gpu-1", body("10.0.0.7"), "192.0.2.7:40000", 401, "the join token is wrong", nil},
+		{"bad node name", "Bearer join-secret", "GPU_1", body("10.0.0.7"), "192.0.2.7:40000", 400, `name: Invalid value: "GPU_1": a lowercase RFC 1123 subdomain`, nil},
+		{"too many addresses", "Bearer join-secret", "gpu-1", body(many...), "192.0.2.7:40000", 400, "addresses: Too many: 17: must have at most 16 items", nil},
+		{"a DNS name", "Bearer join-secret", "gpu-1", body("10.0.0.7", "gpu-1.lab"), "192.0.2.7:40000", 400, `addresses[1]: Invalid value: "gpu-1.lab": must be an IP address`, nil},
+		{"the unspecified address", "Bearer join-secret", "gpu-1", body("0.0.0.0"), "192.0.2.7:40000", 400, `addresses[0]: Invalid value: "0.0.0.0": must be an address the node is reached at`, nil},
+		{"an unknown field", "Bearer join-secret", "gpu-1", `{"addresses":["10.0.0.7"],"dnsNames":["kubernetes"]}`, "192.0.2.7:40000", 400, "dnsNames: unknown field", nil},
+		{"not JSON", "Bearer join-secret", "gpu-1", `{"addresses":`, "192.0.2.7:40000", 400, "decode node credentials request", nil},
+		{"the kubernetes Service IP", "Bearer join-secret", "gpu-1", body("10.96.0.1"), "192.0.2.7:40000", 403, "addresses[0]: Forbidden: 10.96.0.1 is an address of the API server", nil},
+		{"the server's listen address", "Bearer join-secret", "gpu-1", body("10.0.0.7", "10.1.2.3"), "192.0.2.7:40000", 403, "addresses[1]: Forbidden: 10.1.2.3 is an address of the API server", nil},
+		{"the server's advertised address", "Bearer join-secret", "gpu-1", body("10.1.2.4"), "192.0.2.7:40000", 403, "10.1.2.4 is an address of the API server", nil},
+		{"another API server", "Bearer join-secret", "gpu-1", body("10.9.9.9"), "192.0.2.7:40000", 403, "10.9.9.9 is an address of the API server", nil},
+		{"loopback from afar", "Bearer join-secret", "gpu-1", body("127.0.0.1"), "192.0.2.7:40000", 403, "127.0.0.1 is a loopback address", nil},
+		{"IPv6 loopback from afar", "Bearer join-secret", "gpu-1", body("::1"), "192.0.2.7:40000", 403, "::1 is a loopback address", nil},
+		{"named kubernetes", "Bearer join-secret", "kubernetes", body("10.0.0.7"), "192.0.2.7:40000", 403, "name: Forbidden: kubernetes is a name of the API server", nil},
+		{"named kubernetes.default.svc", "Bearer join-secret", "kubernetes.default.svc", body("10.0.0.7"), "192.0.2.7:40000", 403, "kubernetes.default.svc is a name of the API server", nil},
 		{"named localhost", "Bearer join-secret", "localhost", body("127.0.0.1"), "127.0.0.1:40000", 403, "localhost is a name of the API server", nil},
-		{"named the server's address", "Bearer join-secret", "10.1.2.3", body("10.0.0.7"), "10.0.0.7:40000", 403, "10.1.2.3 is a name of the API server", nil},
-		{"named after a Service", "Bearer join-secret", "web.default.svc.cluster.local", body("10.0.0.7"), "10.0.0.7:40000", 403, "is a Service's DNS name", nil},
+		{"named the server's address", "Bearer join-secret", "10.1.2.3", body("10.0.0.7"), "192.0.2.7:40000", 403, "10.1.2.3 is a name of the API server", nil},
+		{"named after a Service", "Bearer join-secret", "web.default.svc.cluster.local", body("10.0.0.7"), "192.0.2.7:40000", 403, "is a Service's DNS name", nil},
 	}
 	if host := strings.ToLower(hostname); len(validation.IsDNS1123Subdomain(host)) == 0 {
-		tests = append(tests, testCase{"named after the server's host", "Bearer join-secret", host, body("10.0.0.7"), "10.0.0.7:40000", 403, host + " is a name of the API server", nil})
+		tests = append(tests, testCase{"named after the server's host", "Bearer join-secret", host, body("10.0.0.7"), "192.0.2.7:40000", 403, host + " is a name of the API server", nil})
+	}
+	if ip := localNonLoopbackIP(); ip != "" {
+		tests = append(tests, testCase{"loopback from this machine's own address", "Bearer join-secret", "gpu-1", body("127.0.0.1"), net.JoinHostPort(ip, "40000"), 200, "", []string{"127.0.0.1"}})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,6 +145,21 @@ func TestServeNodeCredentials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// localNonLoopbackIP is an address of this machine other than loopback
+// ("" when it has none).
+func localNonLoopbackIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
 }
 
 func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {

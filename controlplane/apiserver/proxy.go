@@ -62,7 +62,7 @@ func ProxyHandler(reg *Registry, tlsCfg *tls.Config) *Proxy {
 				return conn, nil
 			}
 			host, port, _ := net.SplitHostPort(addr)
-			if isLocalAddress(host) {
+			if IsLocalAddress(host) {
 				if c, lerr := dialer.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port)); lerr == nil {
 					return c, nil
 				}
@@ -188,8 +188,9 @@ func (p *Proxy) prepare(w http.ResponseWriter, out *http.Request) bool {
 // errNoLogsYet: the pod of a log request is not on a node yet.
 var errNoLogsYet = errors.New("pod is not on a node yet")
 
-// isLocalAddress reports whether ip is an address of this machine.
-func isLocalAddress(ip string) bool {
+// IsLocalAddress reports whether ip is an address of this machine
+// (loopback included).
+func IsLocalAddress(ip string) bool {
 	parsed := net.ParseIP(ip)
 	if parsed == nil {
 		return false
