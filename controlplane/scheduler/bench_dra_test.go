@@ -108,4 +108,4 @@ func benchDRA(b *testing.B, nodes, pods int) {
 }
 
 func BenchmarkScheduleDRA500Nodes2000Pods(b *testing.B) { benchDRA(b, 500, 2000) }
-func BenchmarkScheduleDRA100Nodes400Pods(b *testing.B) { benchDRA(b, 100, 400) }
+func BenchmarkScheduleDRA100Nodes400Pods(b *testing.B)  { benchDRA(b, 100, 400) }
