@@ -155,13 +155,8 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{cfg: cfg, log: lg.With("component", "dramanager"), drivers: map[string]*driverConn{},
 		bySocket: map[string]string{}, ck: st, locks: map[string]*sync.Mutex{}, changed: make(chan struct{})}
 	if cfg.Client != nil {
-		claimKind := api.MustKindOf(&api.ResourceClaim{})
 		m.getClaim = func(ctx context.Context, ns, name string) (*api.ResourceClaim, error) {
-			o, err := cfg.Client.Get(ctx, claimKind, ns, name)
-			if err != nil {
-				return nil, err
-			}
-			return o.(*api.ResourceClaim), nil
+			return client.Get[*api.ResourceClaim](ctx, cfg.Client, ns, name)
 		}
 	}
 	return m, nil

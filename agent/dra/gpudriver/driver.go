@@ -236,11 +236,7 @@ func New(cfg Config) (*Driver, error) {
 			d.claims.AddHandler(client.Handler{OnAdd: signal, OnUpdate: func(_, o api.Object) { signal(o) }, OnDelete: signal})
 		}
 		d.getClaim = func(ctx context.Context, ns, name string) (*api.ResourceClaim, error) {
-			o, err := cfg.Client.Get(ctx, claimKind, ns, name)
-			if err != nil {
-				return nil, err
-			}
-			return o.(*api.ResourceClaim), nil
+			return client.Get[*api.ResourceClaim](ctx, cfg.Client, ns, name)
 		}
 	}
 	return d, nil
