@@ -205,10 +205,8 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		// shim and removes its bundle (the shim's own "not found" for the
 		// missing task comes back and is expected); then create it anew.
 		r.log.Warn("deleting a task left half-made by a containerd restart", "id", id, "err", err)
-		if _, derr := r.client.TaskService().Delete(ctx, &tasksapi.DeleteTaskRequest{ContainerID: id}); derr != nil {
-			if derr = errgrpc.ToNative(derr); !errdefs.IsNotFound(derr) {
-				return fmt.Errorf("start container %s: delete the half-made task: %w", id, mapErr(derr))
-			}
+		if err := r.deleteHalfMadeTask(ctx, id); err != nil {
+			return fmt.Errorf("start container %s: delete the half-made task: %w", id, err)
 		}
 		task, err = c.NewTask(ctx, cio.LogFile(logPath))
 	}
@@ -304,10 +302,8 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	case errdefs.IsNotFound(err):
 		// A half-made task (see StartContainer) is listed without being
 		// found: delete it too, or its shim outlives the container.
-		if _, derr := r.client.TaskService().Delete(ctx, &tasksapi.DeleteTaskRequest{ContainerID: id}); derr != nil {
-			if derr = errgrpc.ToNative(derr); !errdefs.IsNotFound(derr) {
-				return fmt.Errorf("remove container %s: delete the half-made task: %w", id, mapErr(derr))
-			}
+		if err := r.deleteHalfMadeTask(ctx, id); err != nil {
+			return fmt.Errorf("remove container %s: delete the half-made task: %w", id, err)
 		}
 	default:
 		return fmt.Errorf("remove container %s: %w", id, mapErr(err))
@@ -427,6 +423,19 @@ func (r *Runtime) status(rec containers.Container, proc *tasktypes.Process) runt
 		s.Pid = proc.Pid
 	}
 	return s
+}
+
+// deleteHalfMadeTask deletes container id's task through the task
+// service itself: a task half-made by a containerd restart (see
+// StartContainer) is listed but not found, so the client's Task cannot
+// reach it. The shim's own "not found" for the task it lacks is expected.
+func (r *Runtime) deleteHalfMadeTask(ctx context.Context, id string) error {
+	if _, err := r.client.TaskService().Delete(ctx, &tasksapi.DeleteTaskRequest{ContainerID: id}); err != nil {
+		if err = errgrpc.ToNative(err); !errdefs.IsNotFound(err) {
+			return mapErr(err)
+		}
+	}
+	return nil
 }
 
 // cgroupOOMKilled reads the oom_kill counter of the container's memory
