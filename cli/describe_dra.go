@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -164,22 +163,12 @@ func describeResourceSlice(ctx context.Context, w *describeWriter, cl client.Int
 	for _, d := range s.Spec.Devices {
 		w.line(1, "%s:\n", d.Name)
 		w.line(2, "Allocated To:\t%s\n", orDefault(holders[d.Name], "<free>"))
-		names := make([]string, 0, len(d.Attributes))
-		for n := range d.Attributes {
-			names = append(names, n)
-		}
-		sort.Strings(names)
 		w.line(2, "Attributes:\n")
-		for _, n := range names {
+		for _, n := range sortedKeys(d.Attributes) {
 			w.line(3, "%s:\t%s\n", n, attributeValue(d.Attributes[n]))
 		}
-		caps := make([]string, 0, len(d.Capacity))
-		for n := range d.Capacity {
-			caps = append(caps, n)
-		}
-		sort.Strings(caps)
 		w.line(2, "Capacity:\n")
-		for _, n := range caps {
+		for _, n := range sortedKeys(d.Capacity) {
 			q := d.Capacity[n].Value
 			w.line(3, "%s:\t%s\n", n, q.String())
 		}
