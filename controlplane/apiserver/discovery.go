@@ -50,7 +50,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	case len(parts) == 2 && parts[0] == "apis":
 		for _, g := range groups() {
 			if g.Name == parts[1] {
-				writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroup", "apiVersion": "v1", "name": g.Name, "versions": g.Versions, "preferredVersion": g.PreferredVersion})
+				writeAPIGroup(w, g)
 				return true
 			}
 		}
@@ -65,6 +65,11 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// writeAPIGroup answers g's APIGroup document (/apis/GROUP).
+func writeAPIGroup(w http.ResponseWriter, g apiGroup) {
+	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroup", "apiVersion": "v1", "name": g.Name, "versions": g.Versions, "preferredVersion": g.PreferredVersion})
 }
 
 func groups() []apiGroup {

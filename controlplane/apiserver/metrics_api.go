@@ -84,8 +84,7 @@ func (s *Server) serveMetricsAPI(w http.ResponseWriter, r *http.Request) bool {
 	}
 	switch {
 	case len(parts) == 0:
-		g := metricsAPIGroup()
-		writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroup", "apiVersion": "v1", "name": g.Name, "versions": g.Versions, "preferredVersion": g.PreferredVersion})
+		writeAPIGroup(w, metricsAPIGroup())
 		return true
 	case parts[0] != metricsVersion:
 		writeError(w, notFoundPath())

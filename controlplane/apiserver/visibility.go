@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -117,10 +118,9 @@ func (s *Server) serveVisibilityAPI(w http.ResponseWriter, r *http.Request) bool
 	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, visibilityPrefix), "/"), "/")
 	switch {
 	case len(parts) == 1 && parts[0] == "":
-		g := visibilityAPIGroup()
-		writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroup", "apiVersion": "v1", "name": g.Name, "versions": g.Versions, "preferredVersion": g.PreferredVersion})
+		writeAPIGroup(w, visibilityAPIGroup())
 		return true
-	case !isVisibilityVersion(parts[0]):
+	case !slices.Contains(visibilityVersions, parts[0]):
 		writeError(w, notFoundPath())
 		return true
 	case len(parts) == 1:
@@ -150,15 +150,6 @@ func (s *Server) serveVisibilityAPI(w http.ResponseWriter, r *http.Request) bool
 	out := pendingWorkloadsSummary{TypeMeta: api.TypeMeta{APIVersion: visibilityGroup + "/" + vp.version, Kind: "PendingWorkloadsSummary"}, Items: items}
 	writeJSON(w, http.StatusOK, out)
 	return true
-}
-
-func isVisibilityVersion(v string) bool {
-	for _, x := range visibilityVersions {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // visibilityResourceList is the group version's APIResourceList, as
