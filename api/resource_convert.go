@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -85,12 +84,11 @@ func convertResourceTree(kind, from, to string, m map[string]any) error {
 	if err != nil {
 		return err
 	}
-	var tree map[string]any
-	dec := json.NewDecoder(bytes.NewReader(converted))
-	dec.UseNumber()
-	if err := dec.Decode(&tree); err != nil {
+	parsed, err := parseJSON(converted)
+	if err != nil {
 		return err
 	}
+	tree, _ := parsed.(map[string]any)
 	for k := range m {
 		if k != "apiVersion" && k != "kind" {
 			delete(m, k)
