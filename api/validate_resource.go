@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -542,7 +541,7 @@ func validateClaimStatusUpdate(n, o *ResourceClaim) FieldErrors {
 	}
 	switch {
 	case old.Allocation != nil && st.Allocation != nil:
-		if !reflect.DeepEqual(jsonOf(st.Allocation), jsonOf(old.Allocation)) {
+		if !jsonEqual(st.Allocation, old.Allocation) {
 			errs = append(errs, Invalid("status.allocation", "<value omitted>", "field is immutable"))
 		}
 	case st.Allocation != nil:
@@ -563,11 +562,6 @@ func validateClaimStatusUpdate(n, o *ResourceClaim) FieldErrors {
 		}
 	}
 	return errs
-}
-
-func jsonOf(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // defaultResourceObject: allocationMode ExactCount and count 1, as
