@@ -260,27 +260,34 @@ func TestDynamicResourcesPreEnqueue(t *testing.T) {
 	if f.cycle() != nil {
 		t.Fatal("a gated pod was tried")
 	}
-	// The resourceclaim controller's work: the claim, then the pod status.
+	f.createTemplateClaim()
+	if res := f.step(); res == nil || res.SelectedNode != "dgx-1" {
+		t.Fatalf("after the claim exists: %+v", res)
+	}
+}
+
+// createTemplateClaim does the resourceclaim controller's work for pod
+// gpu-demo/p's template claim "gpu": it creates the claim, then records it
+// in the pod's status, and waits until the pod leaves the PreEnqueue gate.
+func (f *fixture) createTemplateClaim() {
+	f.t.Helper()
 	claim := gpuClaim("p-gpu-abcde")
 	claim.OwnerReferences = []api.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: f.pod("gpu-demo", "p").UID, Controller: ptrTo(true)}}
 	if _, err := f.c.Create(f.ctx, claim); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	old := f.pod("gpu-demo", "p")
 	cur := api.Clone(old)
 	name := claim.Name
 	cur.Status.ResourceClaimStatuses = []api.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
 	if _, err := f.c.UpdateStatus(f.ctx, cur); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	f.sync(old)
-	testwait.For(t, 5*time.Second, "the pod leaves the gate", func() bool {
+	testwait.For(f.t, 5*time.Second, "the pod leaves the gate", func() bool {
 		f.s.queue.Move(ClaimsChanged)
 		return f.s.queue.Where("gpu-demo/p") == "active"
 	})
-	if res := f.step(); res == nil || res.SelectedNode != "dgx-1" {
-		t.Fatalf("after the claim exists: %+v", res)
-	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

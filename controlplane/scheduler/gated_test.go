@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/internal/testwait"
 )
 
 // A pod the PreEnqueue gate holds says why (KEP-5501): after a second
@@ -57,24 +56,7 @@ func TestGatedPodReported(t *testing.T) {
 		t.Errorf("reported twice: %q", ev)
 	}
 
-	// The resourceclaim controller's work: the claim, then the pod status.
-	claim := gpuClaim("p-gpu-abcde")
-	claim.OwnerReferences = []api.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: f.pod("gpu-demo", "p").UID, Controller: ptrTo(true)}}
-	if _, err := f.c.Create(f.ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	old := f.pod("gpu-demo", "p")
-	cur := api.Clone(old)
-	name := claim.Name
-	cur.Status.ResourceClaimStatuses = []api.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
-	if _, err := f.c.UpdateStatus(f.ctx, cur); err != nil {
-		t.Fatal(err)
-	}
-	f.sync(old)
-	testwait.For(t, 5*time.Second, "the pod leaves the gate", func() bool {
-		f.s.queue.Move(ClaimsChanged)
-		return f.s.queue.Where("gpu-demo/p") == "active"
-	})
+	f.createTemplateClaim()
 	if res := f.step(); res == nil || res.SelectedNode != "dgx-1" {
 		t.Fatalf("after the claim exists: %+v", res)
 	}
