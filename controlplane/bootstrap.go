@@ -109,7 +109,7 @@ func (cp *ControlPlane) bootstrapHandler() http.Handler {
 	})
 	mux.HandleFunc("POST "+nodesPath+"{name}", cp.serveNodeCredentials)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource"))
+		api.WriteStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource"))
 	})
 	return mux
 }
@@ -117,7 +117,7 @@ func (cp *ControlPlane) bootstrapHandler() http.Handler {
 func (cp *ControlPlane) serveNodeCredentials(w http.ResponseWriter, r *http.Request) {
 	tok, _ := apiserver.BearerToken(r)
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(cp.joinToken)) != 1 {
-		writeStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized: the join token is wrong (use the one in the server's DATA-DIR/join-token)"))
+		api.WriteStatus(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized: the join token is wrong (use the one in the server's DATA-DIR/join-token)"))
 		return
 	}
 	name := r.PathValue("name")
@@ -127,22 +127,22 @@ func (cp *ControlPlane) serveNodeCredentials(w http.ResponseWriter, r *http.Requ
 		err = api.UnmarshalStrict(body, &req)
 	}
 	if err != nil {
-		writeStatus(w, api.NewBadRequest(fmt.Sprintf("decode node credentials request: %v", err)))
+		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("decode node credentials request: %v", err)))
 		return
 	}
 	remote, _, _ := net.SplitHostPort(r.RemoteAddr)
 	invalid, forbidden := checkNodeCredentialsRequest(name, req, apiserver.IsLocalAddress(remote), cp.serverHosts())
 	if len(invalid) > 0 {
-		writeStatus(w, api.NewBadRequest("node credentials request: "+errorList(invalid)))
+		api.WriteStatus(w, api.NewBadRequest("node credentials request: "+errorList(invalid)))
 		return
 	}
 	if len(forbidden) > 0 {
-		writeStatus(w, api.NewStatusError(http.StatusForbidden, api.ReasonForbidden, "node credentials request: "+errorList(forbidden)))
+		api.WriteStatus(w, api.NewStatusError(http.StatusForbidden, api.ReasonForbidden, "node credentials request: "+errorList(forbidden)))
 		return
 	}
 	nc, err := cp.ca.IssueNode(name, req.Addresses)
 	if err != nil {
-		writeStatus(w, api.NewInternal(err))
+		api.WriteStatus(w, api.NewInternal(err))
 		return
 	}
 	cp.log.Info("issued node credentials", "node", name, "addresses", req.Addresses, "remote", r.RemoteAddr)
@@ -252,7 +252,7 @@ func errorList(errs field.ErrorList) string {
 func (cp *ControlPlane) serveSecrets(w http.ResponseWriter, r *http.Request) {
 	key, err := cp.ca.KeyPEM()
 	if err != nil {
-		writeStatus(w, api.NewInternal(err))
+		api.WriteStatus(w, api.NewInternal(err))
 		return
 	}
 	cs := ClusterSecrets{CACert: cp.ca.CertPEM(), CAKey: key, JoinToken: cp.joinToken}

@@ -250,7 +250,7 @@ const memberTimeout = 20 * time.Second
 func (cp *ControlPlane) servePromote(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if cp.etcd.member == nil {
-		writeStatus(w, api.NewBadRequest("this server uses an external etcd: it adds and promotes no members"))
+		api.WriteStatus(w, api.NewBadRequest("this server uses an external etcd: it adds and promotes no members"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), memberTimeout)
@@ -261,12 +261,12 @@ func (cp *ControlPlane) servePromote(w http.ResponseWriter, r *http.Request) {
 		cp.log.Info("promoted etcd member", "name", name)
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, etcd.ErrNoMember):
-		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, err.Error()))
+		api.WriteStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, err.Error()))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, rpctypes.ErrMemberNotEnoughStarted), errors.Is(err, rpctypes.ErrUnhealthy):
-		writeStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, err.Error()))
+		api.WriteStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, err.Error()))
 	default:
 		cp.log.Warn("promote etcd member", "name", name, "err", err)
-		writeStatus(w, api.NewInternal(err))
+		api.WriteStatus(w, api.NewInternal(err))
 	}
 }
 
@@ -277,10 +277,10 @@ func (cp *ControlPlane) serveRemoveMember(w http.ResponseWriter, r *http.Request
 	name := r.PathValue("name")
 	switch {
 	case cp.etcd.member == nil:
-		writeStatus(w, api.NewBadRequest("this server uses an external etcd: its members are its operator's (etcdctl member remove)"))
+		api.WriteStatus(w, api.NewBadRequest("this server uses an external etcd: its members are its operator's (etcdctl member remove)"))
 		return
 	case name == cp.etcd.name:
-		writeStatus(w, api.NewStatusError(http.StatusConflict, api.ReasonConflict,
+		api.WriteStatus(w, api.NewStatusError(http.StatusConflict, api.ReasonConflict,
 			fmt.Sprintf("etcd member %s is the member of the server that answered: ask another server (--kubeconfig with its address)", name)))
 		return
 	}
@@ -290,16 +290,16 @@ func (cp *ControlPlane) serveRemoveMember(w http.ResponseWriter, r *http.Request
 	switch {
 	case err == nil:
 	case errors.Is(err, etcd.ErrNoMember):
-		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, err.Error()))
+		api.WriteStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, err.Error()))
 		return
 	case errors.Is(err, rpctypes.ErrUnhealthy), errors.Is(err, rpctypes.ErrMemberNotEnoughStarted), errors.Is(err, context.DeadlineExceeded):
 		// etcd's strict reconfiguration check: the members left must have
 		// been connected for a few seconds. The caller asks again.
-		writeStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, err.Error()))
+		api.WriteStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, err.Error()))
 		return
 	default:
 		cp.log.Warn("remove etcd member", "name", name, "err", err)
-		writeStatus(w, api.NewInternal(err))
+		api.WriteStatus(w, api.NewInternal(err))
 		return
 	}
 	cp.log.Info("removed etcd member", "name", name)
@@ -308,10 +308,6 @@ func (cp *ControlPlane) serveRemoveMember(w http.ResponseWriter, r *http.Request
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
-
-// writeStatus is api.WriteStatus: err as a Kubernetes Status, as the API
-// answers.
-func writeStatus(w http.ResponseWriter, err *api.StatusError) { api.WriteStatus(w, err) }
 
 func (cp *ControlPlane) serveLeader(w http.ResponseWriter, r *http.Request) {
 	li, _, err := currentLeader(r.Context(), cp.etcd.client)
