@@ -30,11 +30,7 @@ func describeWorkload(ctx context.Context, w *describeWriter, cl client.Interfac
 	w.objectHeader(&wl.ObjectMeta, true)
 	controlledBy(w, wl)
 	w.line(0, "Queue Name:\t%s\n", orNone(wl.Spec.QueueName))
-	prio := int32(0)
-	if wl.Spec.Priority != nil {
-		prio = *wl.Spec.Priority
-	}
-	w.line(0, "Priority:\t%d\n", prio)
+	w.line(0, "Priority:\t%d\n", queueorder.PriorityOf(wl))
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		w.line(0, "Priority Class:\t%s\n", ref.Name)
 	}
