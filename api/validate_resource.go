@@ -54,7 +54,7 @@ func validateResourceObject(obj Object) FieldErrors {
 		errs := validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain)
 		errs = append(errs, validateSelectors(o.Spec.Selectors, "spec.selectors")...)
 		if len(o.Spec.Config) > DeviceConfigMaxSize {
-			errs = append(errs, tooManyItems("spec.config", len(o.Spec.Config), DeviceConfigMaxSize))
+			errs = append(errs, tooMany("spec.config", len(o.Spec.Config), DeviceConfigMaxSize))
 		}
 		for i, c := range o.Spec.Config {
 			errs = append(errs, validateDeviceConfiguration(c.DeviceConfiguration, fmt.Sprintf("spec.config[%d]", i))...)
@@ -72,12 +72,6 @@ func validateResourceObject(obj Object) FieldErrors {
 		return append(errs, validateResourceSliceSpec(&o.Spec)...)
 	}
 	return nil
-}
-
-// tooManyItems is Kubernetes' field.TooMany ("Too many: 9: must have at
-// most 8 items").
-func tooManyItems(field string, actual, limit int) *FieldError {
-	return &FieldError{Type: "FieldValueTooMany", Field: field, Detail: fmt.Sprintf("must have at most %d items", limit), Value: actual}
 }
 
 func validateDNSLabelField(v, path string) FieldErrors {
@@ -161,7 +155,7 @@ func validateDeviceClaim(d *DeviceClaim, p string) FieldErrors {
 	var errs FieldErrors
 	names := gatherRequestNames(d)
 	if len(d.Requests) > DeviceRequestsMaxSize {
-		errs = append(errs, tooManyItems(p+".requests", len(d.Requests), DeviceRequestsMaxSize))
+		errs = append(errs, tooMany(p+".requests", len(d.Requests), DeviceRequestsMaxSize))
 	}
 	seen := map[string]bool{}
 	for i, r := range d.Requests {
@@ -184,7 +178,7 @@ func validateDeviceClaim(d *DeviceClaim, p string) FieldErrors {
 			errs = append(errs, validateTolerations(e.Tolerations, rp+".exactly.tolerations")...)
 		default:
 			if len(r.FirstAvailable) > FirstAvailableDeviceRequestMaxSize {
-				errs = append(errs, tooManyItems(rp+".firstAvailable", len(r.FirstAvailable), FirstAvailableDeviceRequestMaxSize))
+				errs = append(errs, tooMany(rp+".firstAvailable", len(r.FirstAvailable), FirstAvailableDeviceRequestMaxSize))
 			}
 			subSeen := map[string]bool{}
 			for j, s := range r.FirstAvailable {
@@ -202,7 +196,7 @@ func validateDeviceClaim(d *DeviceClaim, p string) FieldErrors {
 		}
 	}
 	if len(d.Constraints) > DeviceConstraintsMaxSize {
-		errs = append(errs, tooManyItems(p+".constraints", len(d.Constraints), DeviceConstraintsMaxSize))
+		errs = append(errs, tooMany(p+".constraints", len(d.Constraints), DeviceConstraintsMaxSize))
 	}
 	for i, c := range d.Constraints {
 		cp := fmt.Sprintf("%s.constraints[%d]", p, i)
@@ -219,7 +213,7 @@ func validateDeviceClaim(d *DeviceClaim, p string) FieldErrors {
 		}
 	}
 	if len(d.Config) > DeviceConfigMaxSize {
-		errs = append(errs, tooManyItems(p+".config", len(d.Config), DeviceConfigMaxSize))
+		errs = append(errs, tooMany(p+".config", len(d.Config), DeviceConfigMaxSize))
 	}
 	for i, c := range d.Config {
 		cp := fmt.Sprintf("%s.config[%d]", p, i)
@@ -255,7 +249,7 @@ func validateAllocationMode(mode string, count int64, p string) FieldErrors {
 func validateSelectors(sels []DeviceSelector, path string) FieldErrors {
 	var errs FieldErrors
 	if len(sels) > DeviceSelectorsMaxSize {
-		errs = append(errs, tooManyItems(path, len(sels), DeviceSelectorsMaxSize))
+		errs = append(errs, tooMany(path, len(sels), DeviceSelectorsMaxSize))
 	}
 	for i, s := range sels {
 		sp := fmt.Sprintf("%s[%d]", path, i)
@@ -407,7 +401,7 @@ func validateResourceSliceSpec(s *ResourceSliceSpec) FieldErrors {
 		errs = append(errs, Invalid("spec", nil, "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required, but multiple fields are set"))
 	}
 	if len(s.Devices) > ResourceSliceMaxDevices {
-		errs = append(errs, tooManyItems("spec.devices", len(s.Devices), ResourceSliceMaxDevices))
+		errs = append(errs, tooMany("spec.devices", len(s.Devices), ResourceSliceMaxDevices))
 	}
 	names := map[string]bool{}
 	for i, d := range s.Devices {
@@ -509,7 +503,7 @@ func validateClaimStatusUpdate(n, o *ResourceClaim) FieldErrors {
 	var errs FieldErrors
 	st, old := &n.Status, &o.Status
 	if len(st.ReservedFor) > ResourceClaimReservedForMaxSize {
-		errs = append(errs, tooManyItems("status.reservedFor", len(st.ReservedFor), ResourceClaimReservedForMaxSize))
+		errs = append(errs, tooMany("status.reservedFor", len(st.ReservedFor), ResourceClaimReservedForMaxSize))
 	}
 	seen := map[string]bool{}
 	for i, r := range st.ReservedFor {
@@ -547,7 +541,7 @@ func validateClaimStatusUpdate(n, o *ResourceClaim) FieldErrors {
 	case st.Allocation != nil:
 		names := gatherRequestNames(&n.Spec.Devices)
 		if len(st.Allocation.Devices.Results) > AllocationResultsMaxSize {
-			errs = append(errs, tooManyItems("status.allocation.devices.results", len(st.Allocation.Devices.Results), AllocationResultsMaxSize))
+			errs = append(errs, tooMany("status.allocation.devices.results", len(st.Allocation.Devices.Results), AllocationResultsMaxSize))
 		}
 		for i, r := range st.Allocation.Devices.Results {
 			rp := fmt.Sprintf("status.allocation.devices.results[%d]", i)
