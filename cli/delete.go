@@ -192,45 +192,10 @@ func (c *deleteCmd) targets(ctx context.Context, cl client.Interface) ([]deleteT
 }
 
 // waitGone returns when the object is gone (or replaced by a new one of
-// the same name), watching it rather than polling.
+// the same name), watching it rather than polling: skiff wait
+// --for=delete (wait.go).
 func waitGone(ctx context.Context, cl client.Interface, t deleteTarget) error {
-	uid := ""
-	for {
-		o, err := cl.Get(ctx, t.kind, t.namespace, t.name)
-		if api.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		m := o.GetObjectMeta()
-		if uid == "" {
-			uid = m.UID
-		} else if m.UID != uid {
-			return nil
-		}
-		w, err := cl.Watch(ctx, t.kind, t.namespace, api.ListOptions{
-			FieldSelector:   "metadata.name=" + t.name,
-			ResourceVersion: m.ResourceVersion,
-		})
-		if err != nil {
-			return err
-		}
-		gone := false
-		for ev := range w.Events() {
-			if ev.Type == api.Deleted {
-				gone = true
-				break
-			}
-		}
-		w.Stop()
-		if gone {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+	return waitOne(ctx, cl, t.kind, t.namespace, t.name, waitFor{deleted: true}, false)
 }
 
 func ptr[T any](v T) *T { return &v }
