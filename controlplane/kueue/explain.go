@@ -97,10 +97,10 @@ func Explain(ctx context.Context, c client.Interface, namespace, name string, no
 	for _, lq := range s.lqs {
 		lqs = append(lqs, lq)
 	}
-	if p, ok := Positions(s.workloads, lqs)[key(namespace, name)]; ok {
+	if p, ok := Positions(s.workloads, lqs)[api.Key(namespace, name)]; ok {
 		e.Position, e.Ahead = &p, p.InClusterQueue
 	}
-	lq := s.lqs[key(wl.Namespace, wl.Spec.QueueName)]
+	lq := s.lqs[api.Key(wl.Namespace, wl.Spec.QueueName)]
 	if lq == nil {
 		e.Reasons = append(e.Reasons, fmt.Sprintf("LocalQueue %s doesn't exist in namespace %s", wl.Spec.QueueName, wl.Namespace))
 		return e, nil

@@ -64,7 +64,7 @@ func (m *Manager) ReconcileJob(ctx context.Context, k string) error {
 	}
 	if !ok {
 		m.mu.Lock()
-		a, assumed := m.assumed[key(ns, WorkloadName(job.Name, job.UID))]
+		a, assumed := m.assumed[api.Key(ns, WorkloadName(job.Name, job.UID))]
 		m.mu.Unlock()
 		if !assumed {
 			if api.IsJobFinished(job) {
@@ -96,7 +96,7 @@ func (m *Manager) ReconcileJob(ctx context.Context, k string) error {
 func (m *Manager) assumedNewer(wl *api.Workload) *api.Workload {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if a, ok := m.assumed[key(wl.Namespace, wl.Name)]; ok && !rvNewerOrEqual(wl.ResourceVersion, a.ResourceVersion) {
+	if a, ok := m.assumed[api.Key(wl.Namespace, wl.Name)]; ok && !rvNewerOrEqual(wl.ResourceVersion, a.ResourceVersion) {
 		return a
 	}
 	return nil
@@ -144,7 +144,7 @@ func (m *Manager) createWorkload(ctx context.Context, job *api.Job, queue string
 	}
 	m.assume(created.(*api.Workload))
 	m.events.Eventf(ctx, job, api.EventNormal, "CreatedWorkload", "Created Workload: %s/%s", created.GetObjectMeta().Namespace, created.GetObjectMeta().Name)
-	m.log.Info("created workload", "job", key(job.Namespace, job.Name), "workload", created.GetObjectMeta().Name, "queue", queue)
+	m.log.Info("created workload", "job", api.Key(job.Namespace, job.Name), "workload", created.GetObjectMeta().Name, "queue", queue)
 	return nil
 }
 
@@ -180,7 +180,7 @@ func (m *Manager) start(ctx context.Context, job *api.Job, wl *api.Workload) err
 			return fmt.Errorf("start job %s/%s: %w", job.Namespace, job.Name, err)
 		}
 		m.events.Eventf(ctx, job, api.EventNormal, "Started", "Admitted by clusterQueue %s", wl.Status.Admission.ClusterQueue)
-		m.log.Info("started job", "job", key(job.Namespace, job.Name), "clusterQueue", wl.Status.Admission.ClusterQueue)
+		m.log.Info("started job", "job", api.Key(job.Namespace, job.Name), "clusterQueue", wl.Status.Admission.ClusterQueue)
 	}
 	return m.podsReady(ctx, job, wl)
 }
@@ -255,7 +255,7 @@ func (m *Manager) podsReady(ctx context.Context, job *api.Job, wl *api.Workload)
 			}
 			at := api.NewTime(now.Add(w.backoff(n)))
 			next.Status.RequeueState = &api.RequeueState{Count: &n, RequeueAt: &at}
-			msg := "Exceeded the PodsReady timeout " + key(wl.Namespace, wl.Name)
+			msg := "Exceeded the PodsReady timeout " + api.Key(wl.Namespace, wl.Name)
 			setCondition(next, api.WorkloadEvicted, metav1.ConditionTrue, api.WorkloadEvictedByPodsReadyTimeout, msg, now)
 			if w.BackoffLimitCount > 0 && n > w.BackoffLimitCount {
 				f := false
@@ -263,7 +263,7 @@ func (m *Manager) podsReady(ctx context.Context, job *api.Job, wl *api.Workload)
 			}
 			changed = true
 			m.events.Eventf(ctx, wl, api.EventNormal, "EvictedDueToPodsReadyTimeout", "%s", msg)
-			m.log.Info("evicted", "workload", key(wl.Namespace, wl.Name), "reason", api.WorkloadEvictedByPodsReadyTimeout, "requeueAt", at.Time)
+			m.log.Info("evicted", "workload", api.Key(wl.Namespace, wl.Name), "reason", api.WorkloadEvictedByPodsReadyTimeout, "requeueAt", at.Time)
 		}
 	}
 	if changed {
@@ -328,7 +328,7 @@ func (m *Manager) stop(ctx context.Context, job *api.Job, wl *api.Workload) erro
 	if err := m.writeWorkloadStatus(ctx, next); err != nil {
 		return err
 	}
-	m.log.Info("released quota", "workload", key(wl.Namespace, wl.Name), "reason", ev.Reason)
+	m.log.Info("released quota", "workload", api.Key(wl.Namespace, wl.Name), "reason", ev.Reason)
 	return nil
 }
 
@@ -396,8 +396,8 @@ func (m *Manager) finish(ctx context.Context, job *api.Job, wl *api.Workload) er
 	if err := m.writeWorkloadStatus(ctx, next); err != nil {
 		return err
 	}
-	m.events.Eventf(ctx, job, api.EventNormal, "FinishedWorkload", "Workload '%s' is declared finished", key(wl.Namespace, wl.Name))
-	m.log.Info("finished", "workload", key(wl.Namespace, wl.Name), "reason", reason)
+	m.events.Eventf(ctx, job, api.EventNormal, "FinishedWorkload", "Workload '%s' is declared finished", api.Key(wl.Namespace, wl.Name))
+	m.log.Info("finished", "workload", api.Key(wl.Namespace, wl.Name), "reason", reason)
 	return nil
 }
 

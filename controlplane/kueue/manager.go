@@ -151,7 +151,7 @@ func New(c client.Interface, cfg Config, log *slog.Logger, metrics client.LoopMe
 		cycle(o)
 		for _, ref := range o.GetObjectMeta().OwnerReferences {
 			if ref.Kind == "Job" {
-				m.jobLoop.Enqueue(key(o.GetObjectMeta().Namespace, ref.Name))
+				m.jobLoop.Enqueue(api.Key(o.GetObjectMeta().Namespace, ref.Name))
 			}
 		}
 	}
@@ -185,7 +185,7 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) assume(wl *api.Workload) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.assumed[key(wl.Namespace, wl.Name)] = wl
+	m.assumed[api.Key(wl.Namespace, wl.Name)] = wl
 }
 
 // overlay returns the workloads of the cache with the assumed writes in
@@ -198,7 +198,7 @@ func (m *Manager) overlay(cached []api.Object) []*api.Workload {
 	seen := map[string]bool{}
 	for _, o := range cached {
 		wl := o.(*api.Workload)
-		k := key(wl.Namespace, wl.Name)
+		k := api.Key(wl.Namespace, wl.Name)
 		seen[k] = true
 		if a, ok := m.assumed[k]; ok {
 			if rvNewerOrEqual(wl.ResourceVersion, a.ResourceVersion) {
@@ -259,7 +259,7 @@ func (m *Manager) snapshot(ctx context.Context) (*snapshot, error) {
 	slices.Sort(s.cqNames)
 	for _, o := range lists[localQueueKind] {
 		lq := o.(*api.LocalQueue)
-		s.lqs[key(lq.Namespace, lq.Name)] = lq
+		s.lqs[api.Key(lq.Namespace, lq.Name)] = lq
 	}
 	for _, o := range lists[flavorKind] {
 		s.flavors[o.GetObjectMeta().Name] = o.(*api.ResourceFlavor)
@@ -315,7 +315,7 @@ func admissionUsage(a *api.WorkloadAdmission) amounts {
 
 // clusterQueueOf is the ClusterQueue of wl's LocalQueue ("" when it has none).
 func (s *snapshot) clusterQueueOf(wl *api.Workload) string {
-	if lq := s.lqs[key(wl.Namespace, wl.Spec.QueueName)]; lq != nil {
+	if lq := s.lqs[api.Key(wl.Namespace, wl.Spec.QueueName)]; lq != nil {
 		return lq.Spec.ClusterQueue
 	}
 	return ""

@@ -315,12 +315,12 @@ func TestQueueStatusAndPositions(t *testing.T) {
 	pos := Positions(wls, []*api.LocalQueue{localQueue("user-queue", "cluster-queue")})
 	// d (high priority) is ahead of c, though created after it.
 	for job, want := range map[string]int32{"d": 0, "c": 1} {
-		p, ok := pos[key("default", w.workload(job).Name)]
+		p, ok := pos[api.Key("default", w.workload(job).Name)]
 		if !ok || p.InClusterQueue != want || p.InLocalQueue != want || p.ClusterQueue != "cluster-queue" {
 			t.Errorf("position of %s: %+v (found %v), want %d", job, p, ok, want)
 		}
 	}
-	if _, ok := pos[key("default", w.workload("a").Name)]; ok {
+	if _, ok := pos[api.Key("default", w.workload("a").Name)]; ok {
 		t.Error("an admitted workload has a position")
 	}
 }

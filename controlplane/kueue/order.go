@@ -32,8 +32,6 @@ func compareQueued(a, b *api.Workload) int {
 	return queueorder.Compare(a, b)
 }
 
-func key(ns, name string) string { return ns + "/" + name }
-
 // Positions returns the position of every pending workload of wls whose
 // LocalQueue (in lqs) exists, by "namespace/name".
 func Positions(wls []*api.Workload, lqs []*api.LocalQueue) map[string]Position {

@@ -160,7 +160,7 @@ func (m *Manager) admit(ctx context.Context, s *snapshot, c *cqState, wl *api.Wo
 	waited := s.now.Sub(queuedAt(wl)).Seconds()
 	m.events.Eventf(ctx, w, api.EventNormal, "QuotaReserved", "Quota reserved in ClusterQueue %s, wait time since queued was %.0fs", c.cq.Name, waited)
 	m.events.Eventf(ctx, w, api.EventNormal, "Admitted", "Admitted by ClusterQueue %s, wait time since reservation was 0s", c.cq.Name)
-	m.log.Info("admitted", "workload", key(wl.Namespace, wl.Name), "clusterQueue", c.cq.Name, "waited", waited)
+	m.log.Info("admitted", "workload", api.Key(wl.Namespace, wl.Name), "clusterQueue", c.cq.Name, "waited", waited)
 	return nil
 }
 
@@ -318,7 +318,7 @@ func (m *Manager) preempt(ctx context.Context, s *snapshot, wl *api.Workload, c 
 	}
 	m.assume(written.(*api.Workload))
 	m.events.Eventf(ctx, written, api.EventNormal, "Preempted", "%s", msg)
-	m.log.Info("preempted", "workload", key(v.Namespace, v.Name), "for", key(wl.Namespace, wl.Name), "reason", reason)
+	m.log.Info("preempted", "workload", api.Key(v.Namespace, v.Name), "for", api.Key(wl.Namespace, wl.Name), "reason", reason)
 	return nil
 }
 
@@ -344,7 +344,7 @@ func (m *Manager) writeQueueStatus(ctx context.Context, s *snapshot) error {
 		lqUsage[k] = amounts{}
 	}
 	for _, wl := range s.workloads {
-		lqk := key(wl.Namespace, wl.Spec.QueueName)
+		lqk := api.Key(wl.Namespace, wl.Spec.QueueName)
 		lc := lqCounts[lqk]
 		var cc *counts
 		switch {

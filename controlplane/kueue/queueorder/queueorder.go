@@ -76,8 +76,6 @@ func Compare(a, b *api.Workload) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-func key(ns, name string) string { return ns + "/" + name }
-
 // Pending is one pending workload with its position.
 type Pending struct {
 	Workload *api.Workload
@@ -90,11 +88,11 @@ type Pending struct {
 func PendingInOrder(wls []*api.Workload, lqs []*api.LocalQueue) []Pending {
 	lqCQ := map[string]string{}
 	for _, lq := range lqs {
-		lqCQ[key(lq.Namespace, lq.Name)] = lq.Spec.ClusterQueue
+		lqCQ[api.Key(lq.Namespace, lq.Name)] = lq.Spec.ClusterQueue
 	}
 	var pending []*api.Workload
 	for _, wl := range wls {
-		if _, ok := lqCQ[key(wl.Namespace, wl.Spec.QueueName)]; ok && IsPending(wl) {
+		if _, ok := lqCQ[api.Key(wl.Namespace, wl.Spec.QueueName)]; ok && IsPending(wl) {
 			pending = append(pending, wl)
 		}
 	}
@@ -102,7 +100,7 @@ func PendingInOrder(wls []*api.Workload, lqs []*api.LocalQueue) []Pending {
 	out := make([]Pending, 0, len(pending))
 	inCQ, inLQ := map[string]int32{}, map[string]int32{}
 	for _, wl := range pending {
-		lqk := key(wl.Namespace, wl.Spec.QueueName)
+		lqk := api.Key(wl.Namespace, wl.Spec.QueueName)
 		cq := lqCQ[lqk]
 		out = append(out, Pending{Workload: wl, Position: Position{ClusterQueue: cq, InClusterQueue: inCQ[cq], LocalQueue: wl.Spec.QueueName, InLocalQueue: inLQ[lqk]}})
 		inCQ[cq]++
@@ -117,7 +115,7 @@ func Positions(wls []*api.Workload, lqs []*api.LocalQueue) map[string]Position {
 	p := PendingInOrder(wls, lqs)
 	out := make(map[string]Position, len(p))
 	for _, e := range p {
-		out[key(e.Workload.Namespace, e.Workload.Name)] = e.Position
+		out[api.Key(e.Workload.Namespace, e.Workload.Name)] = e.Position
 	}
 	return out
 }
@@ -143,7 +141,7 @@ func ListPending(ctx context.Context, c client.Interface, ns string) ([]Pending,
 func TablePositions(pending []Pending) map[string]table.WorkloadPosition {
 	out := make(map[string]table.WorkloadPosition, len(pending))
 	for _, p := range pending {
-		out[key(p.Workload.Namespace, p.Workload.Name)] = table.WorkloadPosition{InClusterQueue: p.Position.InClusterQueue, InLocalQueue: p.Position.InLocalQueue}
+		out[api.Key(p.Workload.Namespace, p.Workload.Name)] = table.WorkloadPosition{InClusterQueue: p.Position.InClusterQueue, InLocalQueue: p.Position.InLocalQueue}
 	}
 	return out
 }
