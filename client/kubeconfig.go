@@ -65,10 +65,6 @@ func DefaultKubeconfigPath() string {
 	return filepath.Join(home, ".skiff", "kubeconfig")
 }
 
-// KubectlConfigPath is kubectl's own file, $HOME/.kube/config, into which
-// `skiff up` merges its context.
-func KubectlConfigPath() string { return clientcmd.RecommendedHomeFile }
-
 // loadingRules are the files to read: flag, else $KUBECONFIG, else
 // DefaultKubeconfigPath.
 func loadingRules(flag string) *clientcmd.ClientConfigLoadingRules {
@@ -165,16 +161,6 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
-// Kubeconfig is cfg as a kubeconfig: cluster KubeconfigCluster, user
-// KubeconfigUser, context KubeconfigContext (the current one).
-func Kubeconfig(cfg Config) (*clientcmdapi.Config, error) {
-	kc := clientcmdapi.NewConfig()
-	if err := setKubeconfig(kc, cfg); err != nil {
-		return nil, err
-	}
-	return kc, nil
-}
-
 // setKubeconfig puts cfg's three entries into kc and makes its context
 // current.
 func setKubeconfig(kc *clientcmdapi.Config, cfg Config) error {
@@ -203,26 +189,18 @@ func setKubeconfig(kc *clientcmdapi.Config, cfg Config) error {
 	return nil
 }
 
-// EncodeKubeconfig is cfg's kubeconfig as YAML (`skiff kubeconfig`).
-func EncodeKubeconfig(cfg Config) ([]byte, error) {
-	kc, err := Kubeconfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("encode kubeconfig: %w", err)
+// WriteKubeconfig writes cfg's kubeconfig (cluster KubeconfigCluster, user
+// KubeconfigUser, context KubeconfigContext, the current one) to path
+// (replacing the file), readable by its owner only (0600), atomically: a
+// reader never sees half a file. It creates the directory (0700).
+func WriteKubeconfig(path string, cfg Config) error {
+	kc := clientcmdapi.NewConfig()
+	if err := setKubeconfig(kc, cfg); err != nil {
+		return fmt.Errorf("encode kubeconfig: %w", err)
 	}
 	b, err := clientcmd.Write(*kc)
 	if err != nil {
-		return nil, fmt.Errorf("encode kubeconfig: %w", err)
-	}
-	return b, nil
-}
-
-// WriteKubeconfig writes cfg's kubeconfig to path (replacing the file),
-// readable by its owner only (0600), atomically: a reader never sees half
-// a file. It creates the directory (0700).
-func WriteKubeconfig(path string, cfg Config) error {
-	b, err := EncodeKubeconfig(cfg)
-	if err != nil {
-		return err
+		return fmt.Errorf("encode kubeconfig: %w", err)
 	}
 	return writePrivate(path, b)
 }
