@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -123,13 +124,17 @@ func configFromKubeconfig(kc *clientcmdapi.Config) (Config, error) {
 	if rc.Insecure {
 		return Config{}, errors.New("insecure-skip-tls-verify: not supported by skiff (use the certificate-authority-data `skiff up` wrote)")
 	}
+	// A token file is read and trimmed, as kubectl's file token source
+	// does: clientcmd puts the file's bytes, newline included, in
+	// BearerToken, and a header value may not end in one. An inline token
+	// wins over a file, as in kubectl.
 	tok := rc.BearerToken
-	if tok == "" && rc.BearerTokenFile != "" {
+	if rc.BearerTokenFile != "" && !inlineToken(kc) {
 		b, err := os.ReadFile(rc.BearerTokenFile)
 		if err != nil {
 			return Config{}, fmt.Errorf("token-file: %w", err)
 		}
-		tok = string(trimSpace(b))
+		tok = strings.TrimSpace(string(b))
 	}
 	cfg := Config{Server: rc.Host, Token: tok, CAData: rc.CAData, CertData: rc.CertData, KeyData: rc.KeyData}
 	if ctx := kc.Contexts[kc.CurrentContext]; ctx != nil {
@@ -154,11 +159,15 @@ func configFromKubeconfig(kc *clientcmdapi.Config) (Config, error) {
 	return cfg, nil
 }
 
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
+// inlineToken says whether the current context's user names a token
+// itself (not only a token file).
+func inlineToken(kc *clientcmdapi.Config) bool {
+	ctx := kc.Contexts[kc.CurrentContext]
+	if ctx == nil {
+		return false
 	}
-	return b
+	ai := kc.AuthInfos[ctx.AuthInfo]
+	return ai != nil && ai.Token != ""
 }
 
 // setKubeconfig puts cfg's three entries into kc and makes its context

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -204,6 +205,43 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A token file is read and trimmed (a file written by echo ends in a
+// newline, which no header may carry); an inline token wins over a file,
+// as in kubectl.
+func TestLoadKubeconfigTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokFile, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, user, want string
+	}{
+		{"file only", "{tokenFile: " + tokFile + "}", "abc"},
+		{"inline and file", "{token: inline, tokenFile: " + tokFile + "}", "inline"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, "kc"+strconv.Itoa(i))
+			body := "apiVersion: v1\nkind: Config\n" +
+				"clusters: [{name: c, cluster: {server: \"https://x:1\"}}]\n" +
+				"users: [{name: u, user: " + tt.user + "}]\n" +
+				"contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+			if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(client.KubeconfigEnv, "")
+			cfg, err := client.LoadKubeconfig(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Token != tt.want {
+				t.Errorf("token %q, want %q", cfg.Token, tt.want)
 			}
 		})
 	}
