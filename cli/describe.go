@@ -183,8 +183,8 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 			for _, a := range ss.NotReadyAddresses {
 				notReady = append(notReady, a.IP)
 			}
-			w.line(1, "Addresses:\t%s\n", orNone(strings.Join(ready, ",")))
-			w.line(1, "NotReadyAddresses:\t%s\n", orNone(strings.Join(notReady, ",")))
+			w.line(1, "Addresses:\t%s\n", table.OrNone(strings.Join(ready, ",")))
+			w.line(1, "NotReadyAddresses:\t%s\n", table.OrNone(strings.Join(notReady, ",")))
 			w.line(1, "Ports:\n")
 			w.line(2, "Name\tPort\tProtocol\n")
 			w.line(2, "----\t----\t--------\n")
@@ -402,7 +402,7 @@ func describeDeployment(ctx context.Context, w *describeWriter, cl client.Interf
 			old = append(old, fmt.Sprintf("%s (%d/%d replicas created)", rs.Name, rs.Status.Replicas, table.Replicas(rs.Spec.Replicas)))
 		}
 	}
-	w.line(0, "OldReplicaSets:\t%s\n", orNone(strings.Join(old, ", ")))
+	w.line(0, "OldReplicaSets:\t%s\n", table.OrNone(strings.Join(old, ", ")))
 	if newRS != nil {
 		w.line(0, "NewReplicaSet:\t%s (%d/%d replicas created)\n", newRS.Name, newRS.Status.Replicas, table.Replicas(newRS.Spec.Replicas))
 	} else {
@@ -444,7 +444,7 @@ func describeService(ctx context.Context, w *describeWriter, cl client.Interface
 	w.objectHeader(&s.ObjectMeta, true)
 	w.line(0, "Selector:\t%s\n", labelString(s.Spec.Selector))
 	w.line(0, "Type:\t%s\n", orDefault(s.Spec.Type, "ClusterIP"))
-	w.line(0, "IP:\t%s\n", orNone(s.Spec.ClusterIP))
+	w.line(0, "IP:\t%s\n", table.OrNone(s.Spec.ClusterIP))
 	var ep *api.Endpoints
 	if e, err := client.Get[*api.Endpoints](ctx, cl, s.Namespace, s.Name); err == nil {
 		ep = e
@@ -497,7 +497,7 @@ func describeNodeLease(ctx context.Context, w *describeWriter, cl client.Interfa
 
 func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n *api.Node, now time.Time) {
 	w.line(0, "Name:\t%s\n", n.Name)
-	w.line(0, "Roles:\t%s\n", orNone(strings.Join(table.NodeRoles(n), ",")))
+	w.line(0, "Roles:\t%s\n", table.OrNone(strings.Join(table.NodeRoles(n), ",")))
 	w.labels(0, n.Labels)
 	w.printMap(0, "Annotations", n.Annotations, ": ", "kubectl.kubernetes.io/last-applied-configuration",
 		gpu.AnnotationTopology, gpu.AnnotationAllocations) // shown as the GPUs: section

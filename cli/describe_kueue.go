@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/controlplane/kueue/queueorder"
@@ -29,7 +30,7 @@ var workloadKind = api.MustKindOf(&api.Workload{})
 func describeWorkload(ctx context.Context, w *describeWriter, cl client.Interface, wl *api.Workload, now time.Time) {
 	w.objectHeader(&wl.ObjectMeta, true)
 	controlledBy(w, wl)
-	w.line(0, "Queue Name:\t%s\n", orNone(wl.Spec.QueueName))
+	w.line(0, "Queue Name:\t%s\n", table.OrNone(wl.Spec.QueueName))
 	w.line(0, "Priority:\t%d\n", queueorder.PriorityOf(wl))
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		w.line(0, "Priority Class:\t%s\n", ref.Name)
@@ -56,7 +57,7 @@ func describeWorkload(ctx context.Context, w *describeWriter, cl client.Interfac
 				flavors = append(flavors, r+": "+psa.Flavors[r])
 			}
 			w.line(1, "Pod Set %s:\n", psa.Name)
-			w.line(2, "Flavors:\t%s\n", orNone(strings.Join(flavors, ", ")))
+			w.line(2, "Flavors:\t%s\n", table.OrNone(strings.Join(flavors, ", ")))
 			w.line(2, "Usage:\t%s\n", resourceListString(psa.ResourceUsage))
 			if ta := psa.TopologyAssignment; ta != nil && len(ta.Slices) == 1 && len(ta.Slices[0].ValuesPerLevel) > 0 && ta.Slices[0].ValuesPerLevel[0].Universal != nil {
 				w.line(2, "Topology Domain:\t%s=%s\n", strings.Join(ta.Levels, ","), *ta.Slices[0].ValuesPerLevel[0].Universal)
@@ -177,5 +178,5 @@ func resourceListString(rl api.ResourceList) string {
 		q := rl[name]
 		parts = append(parts, name+": "+q.String())
 	}
-	return orNone(strings.Join(parts, ", "))
+	return table.OrNone(strings.Join(parts, ", "))
 }

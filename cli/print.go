@@ -39,12 +39,6 @@ func shortAge(now time.Time, t time.Time) string {
 }
 
 // orNone returns s, or "<none>" when s is empty.
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
-}
 
 // labelString is "a=b,c=d" sorted by key, or "<none>".
 func labelString(m map[string]string) string {

@@ -6,6 +6,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/table"
 )
 
 // describeNodeGPUs writes the GPUs: section of `skiff describe node`, from
@@ -44,6 +45,6 @@ func describeNodeGPUs(w *describeWriter, n *api.Node) {
 				health += " (Xid " + strconv.FormatUint(d.LastXid, 10) + ")"
 			}
 		}
-		w.line(1, "%d\t%s\t%s\t%s\t%s\n", d.Index, d.Name, d.UUID, health, orNone(allocs[d.UUID]))
+		w.line(1, "%d\t%s\t%s\t%s\t%s\n", d.Index, d.Name, d.UUID, health, table.OrNone(allocs[d.UUID]))
 	}
 }

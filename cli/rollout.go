@@ -298,7 +298,7 @@ func (c *rolloutHistoryCmd) Run(ctx context.Context) error {
 		tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "REVISION\tCHANGE-CAUSE")
 		for _, rs := range rss {
-			fmt.Fprintf(tw, "%d\t%s\n", revisionOf(rs), orNone(rs.Annotations[api.AnnotationChangeCause]))
+			fmt.Fprintf(tw, "%d\t%s\n", revisionOf(rs), table.OrNone(rs.Annotations[api.AnnotationChangeCause]))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

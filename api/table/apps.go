@@ -75,7 +75,7 @@ func Selector(s *api.LabelSelector) string {
 	if s == nil {
 		return "<none>"
 	}
-	return orNone(s.String())
+	return OrNone(s.String())
 }
 
 // containerCells are CONTAINERS and IMAGES: the names and images of the

@@ -73,7 +73,7 @@ func podPrinter() Printer {
 				ip = p.Status.PodIPs[0].IP
 			}
 			return []any{p.Name, st.Ready, st.Status, st.Restarts, Age(now, p.CreationTimestamp.Time),
-				orNone(ip), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), "<none>"} // skiff has no readiness gates
+				OrNone(ip), OrNone(p.Spec.NodeName), OrNone(p.Status.NominatedNodeName), "<none>"} // skiff has no readiness gates
 		},
 	}
 }
@@ -211,7 +211,7 @@ func servicePrinter() Printer {
 			if len(s.Spec.ClusterIPs) > 0 {
 				ip = s.Spec.ClusterIPs[0]
 			}
-			return []any{s.Name, typ, orNone(ip), serviceExternalIP(typ), orNone(ServicePorts(s.Spec.Ports)),
+			return []any{s.Name, typ, OrNone(ip), serviceExternalIP(typ), OrNone(ServicePorts(s.Spec.Ports)),
 				Age(now, s.CreationTimestamp.Time), labels.FormatLabels(s.Spec.Selector)}
 		},
 	}
@@ -317,10 +317,10 @@ func nodePrinter() Printer {
 			if q, ok := n.Status.Allocatable[api.ResourceNvidiaGPU]; ok {
 				gpus = q.String()
 			}
-			return []any{n.Name, NodeStatus(n), orNone(strings.Join(NodeRoles(n), ",")), Age(now, n.CreationTimestamp.Time), ni.KubeletVersion,
-				orNone(nodeAddress(n, "InternalIP")), orNone(nodeAddress(n, "ExternalIP")),
+			return []any{n.Name, NodeStatus(n), OrNone(strings.Join(NodeRoles(n), ",")), Age(now, n.CreationTimestamp.Time), ni.KubeletVersion,
+				OrNone(nodeAddress(n, "InternalIP")), OrNone(nodeAddress(n, "ExternalIP")),
 				orUnknown(ni.OSImage), orUnknown(ni.KernelVersion), orUnknown(ni.ContainerRuntimeVersion),
-				gpus, orNone(n.Labels[api.LabelGPUProduct])}
+				gpus, OrNone(n.Labels[api.LabelGPUProduct])}
 		},
 	}
 }

@@ -105,8 +105,8 @@ func Age(now, t time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
-// orNone returns s, or "<none>" when s is empty.
-func orNone(s string) string {
+// OrNone returns s, or "<none>" when s is empty (kubectl's empty cell).
+func OrNone(s string) string {
 	if s == "" {
 		return "<none>"
 	}
