@@ -69,7 +69,7 @@ func TestBenchMemory(t *testing.T) {
 	apiAddr, pprofAddr := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, "server", "--no-agent", "--no-gossip", "--data-dir", filepath.Join(dir, "data"),
 		"--listen", apiAddr, "--pprof-listen", pprofAddr, "--sim-nodes", strconv.Itoa(nodes))
-	cmd.Env = append(os.Environ(), "HOME="+dir) // the server writes $HOME/.skiff/config
+	cmd.Env = append(os.Environ(), "HOME="+dir) // the server writes $HOME/.skiff/kubeconfig
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		t.Fatal(err)
