@@ -38,8 +38,6 @@ func shortAge(now time.Time, t time.Time) string {
 	return duration.ShortHumanDuration(now.Sub(t))
 }
 
-// orNone returns s, or "<none>" when s is empty.
-
 // labelString is "a=b,c=d" sorted by key, or "<none>".
 func labelString(m map[string]string) string {
 	if len(m) == 0 {
