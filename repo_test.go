@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,95 @@ func TestTrackedFilesAreSmallText(t *testing.T) {
 		}
 		if bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
 			t.Errorf("%s is a binary file: tracked files must be text", name)
+		}
+	}
+}
+
+// layers orders skiff's top-level packages: a package may import one of a
+// lower layer, or one under its own top-level directory, and nothing else.
+// So imports point one way (api → pki, membership → client → runtime →
+// agent, controlplane → node, dashboard → cli → main), and a student can
+// read each layer knowing only those below it. Tests are held to the same order.
+var layers = [][]string{
+	{"internal"},                    // helpers with no skiff imports
+	{"api"},                         // object types, wire names, file formats
+	{"pki", "membership"},           // the cluster CA and certificates; gossip membership
+	{"client"},                      // how anything talks to the API
+	{"runtime"},                     // containers
+	{"agent", "controlplane"},       // the node agent; the server's pieces
+	{"node", "dashboard"},           // assembly of a node; the web dashboard
+	{"cli"},                         // the commands
+	{""},                            // main
+	{"integration", "hack", "docs"}, // end-to-end tests, tools, doc checks
+}
+
+// importExceptions are imports against the layers still to be removed,
+// as "FROM -> TO". The test fails on one that is gone, so the list only
+// shrinks.
+var importExceptions = map[string]bool{
+	"client/fake -> controlplane/apiserver": true,
+}
+
+// TestImportLayers fails on an import against layers.
+func TestImportLayers(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not installed")
+	}
+	const module = "skiff.dev/skiff"
+	out, err := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}}{{range .Imports}}|{{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	rank := map[string]int{}
+	for r, roots := range layers {
+		for _, root := range roots {
+			rank[root] = r
+		}
+	}
+	// rel names a package by its path in the module; go list -test also
+	// lists test variants ("P [P.test]"), external tests (P_test) and
+	// test mains (P.test): each is held to P's place.
+	rel := func(p string) (string, bool) {
+		p, _, _ = strings.Cut(p, " [")
+		p = strings.TrimSuffix(strings.TrimSuffix(p, ".test"), "_test")
+		if p == module {
+			return "", true
+		}
+		return strings.CutPrefix(p, module+"/")
+	}
+	root := func(p string) string { r, _, _ := strings.Cut(p, "/"); return r }
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Split(line, "|")
+		from, ok := rel(fields[0])
+		if !ok {
+			continue
+		}
+		fr, known := rank[root(from)]
+		if !known {
+			t.Errorf("package %q: its top-level directory %q is in no layer (add it to layers)", from, root(from))
+			continue
+		}
+		for _, imp := range fields[1:] {
+			to, ok := rel(imp)
+			if !ok || root(to) == root(from) {
+				continue
+			}
+			tr, known := rank[root(to)]
+			if known && tr < fr {
+				continue
+			}
+			key := from + " -> " + to
+			if importExceptions[key] {
+				seen[key] = true
+				continue
+			}
+			t.Errorf("%s imports %s: against the layers in repo_test.go (move what both need to a lower layer)", from, to)
+		}
+	}
+	for key := range importExceptions {
+		if !seen[key] {
+			t.Errorf("import exception %q no longer occurs: remove it from importExceptions", key)
 		}
 	}
 }

@@ -14,9 +14,9 @@ import (
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
-	"skiff.dev/skiff/controlplane/pki"
-	"skiff.dev/skiff/controlplane/pki/pkitest"
 	"skiff.dev/skiff/internal/testwait"
+	"skiff.dev/skiff/pki"
+	"skiff.dev/skiff/pki/pkitest"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )

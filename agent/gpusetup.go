@@ -24,6 +24,7 @@ import (
 	"skiff.dev/skiff/agent/dra/gpudriver"
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
 )
 
@@ -73,7 +74,7 @@ type GPUs struct {
 	Driver *gpudriver.Driver
 
 	labels    map[string]string
-	topo      *gpu.Topology // of the GPUs at setup, for the annotations
+	topo      *gputopology.Topology // of the GPUs at setup, for the annotations
 	cancel    context.CancelFunc
 	draCancel context.CancelFunc
 	wg        sync.WaitGroup
@@ -299,8 +300,8 @@ func (g *GPUs) Configure(c *Config) {
 	}
 }
 
-// Annotations are the node annotations about the GPUs (gpu.AnnotationTopology
-// and gpu.AnnotationAllocations), from the Source's devices and the device
+// Annotations are the node annotations about the GPUs (gputopology.AnnotationTopology
+// and gputopology.AnnotationAllocations), from the Source's devices and the device
 // manager's health and allocations. Without GPUs (or without a known
 // topology) it returns none. It has the signature of agent.Config.Annotations.
 func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
@@ -319,13 +320,13 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 	if g.Driver != nil {
 		claimed = g.Driver.Held() // "claim NS/NAME"
 	}
-	ng := gpu.NodeGPUs{Topology: g.topo, Healthy: []int{}, Free: []int{}}
+	ng := gputopology.NodeGPUs{Topology: g.topo, Healthy: []int{}, Free: []int{}}
 	allocs := map[string]string{}
 	for _, d := range devs {
 		// The device manager's view of health is what allocation uses:
 		// a GPU is healthy when the plugin said so last.
 		healthy := rs.Devices[d.UUID] == pluginapi.Healthy
-		ng.Devices = append(ng.Devices, gpu.NodeGPU{Index: d.Index, UUID: d.UUID, Name: d.Name, Healthy: healthy, LastXid: d.LastXid})
+		ng.Devices = append(ng.Devices, gputopology.NodeGPU{Index: d.Index, UUID: d.UUID, Name: d.Name, Healthy: healthy, LastXid: d.LastXid})
 		pod, held := rs.Allocated[d.UUID]
 		if held {
 			allocs[d.UUID] = pod
@@ -347,7 +348,7 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{gpu.AnnotationTopology: string(topo), gpu.AnnotationAllocations: string(al)}, nil
+	return map[string]string{gputopology.AnnotationTopology: string(topo), gputopology.AnnotationAllocations: string(al)}, nil
 }
 
 // Faults is the simulator's fault injector, or ErrNotSimulated.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 	"skiff.dev/skiff/runtime"
 )
 

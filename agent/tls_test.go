@@ -8,8 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"skiff.dev/skiff/controlplane/pki"
-	"skiff.dev/skiff/controlplane/pki/pkitest"
+	"skiff.dev/skiff/pki"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 // fromAPIServerRequest is a request to the agent's Handler as the API

@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/agent"
-	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/membership"
 	"skiff.dev/skiff/node"
+	"skiff.dev/skiff/pki"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
 

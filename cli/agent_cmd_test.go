@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/agent/membership"
+	"skiff.dev/skiff/membership"
 )
 
 // startServerMember is the gossip member `skiff server` runs, on loopback.

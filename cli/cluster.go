@@ -17,6 +17,7 @@ import (
 
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/dashboard"
 	"skiff.dev/skiff/node"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
@@ -37,7 +38,7 @@ type clusterFlags struct {
 	gpus       string // --gpus: auto, nvml, none, sim:NAME, sim:FILE.yaml
 	network    string // --network: auto, none or cni (cli/network.go)
 	nodes      int    // --nodes: agents in this process (cli/up_nodes.go)
-	fabric     string // --cluster: the cluster file (node/fabric) of the --nodes nodes
+	fabric     string // --cluster: the cluster file (api/fabric) of the --nodes nodes
 	schedCfg   string // --scheduler-config: a scheduler configuration file
 	ctrdNS     string // --containerd-namespace
 	ha         haFlags
@@ -305,6 +306,7 @@ func (f *clusterFlags) startControlPlane(ctx context.Context, r *Root, member st
 	}
 	cfg.API.Token = tok
 	cfg.Etcd = f.ha.etcdConfig(f.gossip.advertise)
+	dashboard.Attach(&cfg) // the web dashboard under /dashboard/
 	if !f.gossip.off {
 		cfg.Gossip = &controlplane.GossipConfig{Name: member, Port: f.gossip.port, AdvertiseAddr: f.gossip.advertise,
 			APIServer: advertiseURL("https://"+f.listen, f.gossip.advertise)}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/scheduler"
@@ -500,7 +500,7 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	w.line(0, "Roles:\t%s\n", table.OrNone(strings.Join(table.NodeRoles(n), ",")))
 	w.labels(0, n.Labels)
 	w.printMap(0, "Annotations", n.Annotations, ": ", "kubectl.kubernetes.io/last-applied-configuration",
-		gpu.AnnotationTopology, gpu.AnnotationAllocations) // shown as the GPUs: section
+		gputopology.AnnotationTopology, gputopology.AnnotationAllocations) // shown as the GPUs: section
 	w.line(0, "CreationTimestamp:\t%s\n", describeTime(n.CreationTimestamp.Time))
 	printTaints(w, n.Spec.Taints)
 	w.line(0, "Unschedulable:\t%v\n", n.Spec.Unschedulable)

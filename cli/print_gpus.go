@@ -6,6 +6,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/api/table"
 )
 
@@ -14,18 +15,18 @@ import (
 // GPU's index, model, UUID, health and the pod holding it. Nothing for a
 // node without GPUs.
 func describeNodeGPUs(w *describeWriter, n *api.Node) {
-	raw, ok := n.Annotations[gpu.AnnotationTopology]
+	raw, ok := n.Annotations[gputopology.AnnotationTopology]
 	if !ok {
 		return
 	}
-	ng, err := gpu.ParseNodeGPUs(raw)
+	ng, err := gputopology.ParseNodeGPUs(raw)
 	if err != nil {
 		w.line(0, "GPUs:\t<unreadable: %v>\n", err)
 		return
 	}
 	allocs := map[string]string{}
-	if s, ok := n.Annotations[gpu.AnnotationAllocations]; ok {
-		if a, err := gpu.ParseAllocations(s); err == nil {
+	if s, ok := n.Annotations[gputopology.AnnotationAllocations]; ok {
+		if a, err := gputopology.ParseAllocations(s); err == nil {
 			allocs = a
 		}
 	}
@@ -35,7 +36,7 @@ func describeNodeGPUs(w *describeWriter, n *api.Node) {
 	}
 	w.line(1, "Index\tModel\tUUID\tHealth\tPod\n")
 	w.line(1, "-----\t-----\t----\t------\t---\n")
-	devs := append([]gpu.NodeGPU(nil), ng.Devices...)
+	devs := append([]gputopology.NodeGPU(nil), ng.Devices...)
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Index < devs[j].Index })
 	for _, d := range devs {
 		health := "Healthy"

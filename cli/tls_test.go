@@ -13,8 +13,8 @@ import (
 
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/internal/kubectltest"
+	"skiff.dev/skiff/pki"
 )
 
 // TestJoinPinsTheCA: an agent gets its credentials only from a server

@@ -12,9 +12,9 @@ import (
 
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/node"
-	"skiff.dev/skiff/node/fabric"
+	"skiff.dev/skiff/api/fabric"
+	"skiff.dev/skiff/pki"
 )
 
 // Several nodes on one machine (`skiff up --nodes 3`).

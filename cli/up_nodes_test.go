@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"skiff.dev/skiff/agent"
-	"skiff.dev/skiff/controlplane/pki/pkitest"
-	"skiff.dev/skiff/node/fabric"
+	"skiff.dev/skiff/api/fabric"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 func TestNodeGPUSpecs(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane/pki/pkitest"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 func TestLoadKubeconfigLookupOrder(t *testing.T) {

@@ -25,8 +25,8 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
-	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/internal/atomicfile"
+	"skiff.dev/skiff/pki"
 )
 
 // # Joining with a pinned CA

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // bootstrapCP is a control plane with just what the bootstrap API needs:

@@ -2,7 +2,7 @@
 // store (bbolt, one server; or etcd, embedded or external, several
 // servers: ha.go), the API server, the controllers
 // (kube-controller-manager), the scheduler (kube-scheduler) and, when
-// Config.Gossip is set, the server's gossip member (agent/membership),
+// Config.Gossip is set, the server's gossip member (membership/),
 // which advertises the API server to joining agents and tells the node
 // lifecycle controller about failed machines. Start is the one call that
 // builds it (`skiff up`, `skiff server`, the integration tests); the
@@ -25,20 +25,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/controllers"
 	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/controlplane/metrics"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/controlplane/scheduler"
 	"skiff.dev/skiff/controlplane/store"
-	"skiff.dev/skiff/dashboard"
+	"skiff.dev/skiff/membership"
+	"skiff.dev/skiff/pki"
 )
 
 // Config of the control plane.
@@ -75,7 +76,27 @@ type Config struct {
 	// lifecycle controller then watches heartbeats only. With Gossip it
 	// is the started member, and this field is ignored.
 	Members controllers.MemberSource
+	// Dashboard, when set, builds the handler the API server serves under
+	// /dashboard/ (the web dashboard). The assembling code passes it in
+	// (dashboard.Attach), so the control plane does not import the
+	// dashboard, which reads the cluster through the API server's own
+	// client. nil: no dashboard.
+	Dashboard func(DashboardDeps) (http.Handler, error)
+	// ControllerLog, when set, wraps the controllers' log handler (the
+	// dashboard's control-loop view tees their reconcile lines).
+	ControllerLog func(slog.Handler) slog.Handler
 	// Log, or discard.
+	Log *slog.Logger
+}
+
+// DashboardDeps are what Config.Dashboard gets from the server.
+type DashboardDeps struct {
+	// Client is the API server's in-process client: it authorizes as the
+	// user on each request's context (apiserver.WithUser).
+	Client client.Interface
+	// NodeProxy reaches a node's agent (nodes/NAME/proxy).
+	NodeProxy *apiserver.Proxy
+	// Log of the dashboard.
 	Log *slog.Logger
 }
 
@@ -200,9 +221,7 @@ type ControlPlane struct {
 	joinToken string
 	ca        *pki.CA
 	gossip    *membership.Membership
-	// reconciles: the controllers' reconcile lines, for the dashboard.
-	reconciles *dashboard.Reconciles
-	advURL     string
+	advURL    string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -345,13 +364,14 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 	cp := &ControlPlane{cfg: cfg, log: lg, st: st, etcd: eb, metrics: m, token: token, joinToken: joinToken, ca: ca, gossip: gossip, advURL: advURL}
 	cfg.API.Bootstrap = cp.bootstrapHandler()
-	cp.reconciles = dashboard.NewReconciles(0)
-	dash, err := dashboard.New(dashboard.Config{Client: apiserver.NewLocal(reg), Reconciles: cp.reconciles,
-		NodeProxy: apiserver.ProxyHandler(reg, cfg.API.AgentTLS), Log: lg.With("component", "dashboard")})
-	if err != nil {
-		return fail(err)
+	if cfg.Dashboard != nil { // the web dashboard under /dashboard/ (dashboard/)
+		dash, err := cfg.Dashboard(DashboardDeps{Client: apiserver.NewLocal(reg),
+			NodeProxy: apiserver.ProxyHandler(reg, cfg.API.AgentTLS), Log: lg.With("component", "dashboard")})
+		if err != nil {
+			return fail(err)
+		}
+		cfg.API.Dashboard = dash
 	}
-	cfg.API.Dashboard = dash // the web dashboard under /dashboard/ (dashboard/)
 	if eb != nil {
 		self := LeaderInfo{Name: eb.name, APIServer: advURL}
 		cp.elector = &elector{cli: eb.client, self: self, ttl: cfg.Etcd.LeaderLeaseTTL, log: lg.With("component", "leader-election")}
@@ -400,8 +420,10 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 		})
 	}
 	runOne("controllers", func() error {
-		// The reconcile lines also go to the dashboard's control-loop view.
-		clog := slog.New(dashboard.TeeReconciles(lg.With("component", "controller-manager").Handler(), cp.reconciles))
+		clog := lg.With("component", "controller-manager")
+		if cfg.ControllerLog != nil { // e.g. the dashboard's control-loop view
+			clog = slog.New(cfg.ControllerLog(clog.Handler()))
+		}
 		return controllers.Run(ctx, local, local, controllers.Options{Log: clog, Metrics: m,
 			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout},
 			RootCA: cp.rootCA(), KubernetesService: cp.kubernetesService()}) // serviceaccounts.go
@@ -414,7 +436,20 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 		return kueue.New(local, kcfg, lg.With("component", "kueue"), m).Run(ctx)
 	})
 	if cfg.Scheduler {
-		runOne("scheduler", func() error { return runScheduler(ctx, local, cfg, lg.With("component", "scheduler"), m) })
+		runOne("scheduler", func() error {
+			scfg := scheduler.DefaultConfig()
+			if cfg.SchedulerConfig != "" {
+				var err error
+				if scfg, err = scheduler.LoadConfig(cfg.SchedulerConfig); err != nil {
+					return err
+				}
+			}
+			s, err := scheduler.New(local, scfg, scheduler.Options{Logger: lg.With("component", "scheduler")})
+			if err != nil {
+				return err
+			}
+			return s.Run(ctx)
+		})
 	}
 	wg.Wait()
 	return first

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"skiff.dev/skiff/agent/dra/gpudriver"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/apiserver"
 )
@@ -15,7 +14,7 @@ import (
 // admin may have changed it) is left alone; nodes may not create
 // classes (the Node authorizer), so the control plane does, at start.
 func ensureDeviceClasses(ctx context.Context, reg *apiserver.Registry) error {
-	dc := gpudriver.DeviceClass()
+	dc := api.NVIDIAGPUDeviceClass()
 	if _, err := reg.Create(ctx, api.MustKindOf(dc), dc); err != nil && !api.IsAlreadyExists(err) {
 		return fmt.Errorf("create DeviceClass %s: %w", dc.Name, err)
 	}

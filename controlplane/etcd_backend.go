@@ -15,13 +15,13 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/etcd"
-	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/controlplane/store/etcdstore"
+	"skiff.dev/skiff/membership"
+	"skiff.dev/skiff/pki"
 )
 
 // ServersPrefix is the etcd key prefix under which each server records

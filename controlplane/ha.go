@@ -18,7 +18,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/backoff"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // # Several servers: etcd

@@ -11,8 +11,8 @@ import (
 
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/controllers"
-	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/controlplane/serviceaccount"
+	"skiff.dev/skiff/pki"
 )
 
 // What pods need to reach the API from inside the cluster (in-cluster

@@ -19,8 +19,9 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/apiserver"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // Paths.
@@ -475,4 +476,16 @@ func (d *Dashboard) watchReconciles(ctx context.Context, ch chan<- event) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Attach has the control plane configured by cfg serve the dashboard under
+// Prefix: its handler, and a tee of the controllers' log into the
+// control-loop view. The assembling code (`skiff up`, `skiff server`,
+// tests) calls it; the control plane itself does not import the dashboard.
+func Attach(cfg *controlplane.Config) {
+	rec := NewReconciles(0)
+	cfg.ControllerLog = func(h slog.Handler) slog.Handler { return TeeReconciles(h, rec) }
+	cfg.Dashboard = func(d controlplane.DashboardDeps) (http.Handler, error) {
+		return New(Config{Client: d.Client, Reconciles: rec, NodeProxy: d.NodeProxy, Log: d.Log})
+	}
 }

@@ -18,10 +18,10 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/apiserver"
-	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/dashboard"
 	"skiff.dev/skiff/internal/testwait"
+	"skiff.dev/skiff/pki"
 )
 
 const adminToken = "admin-token"

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/internal/testwait"
+	"skiff.dev/skiff/membership"
 )
 
 // Measurements for docs/performance.md. They run only with SKIFF_BENCH=1

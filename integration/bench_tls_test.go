@@ -12,8 +12,8 @@ import (
 
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
-	"skiff.dev/skiff/controlplane/pki/pkitest"
 	"skiff.dev/skiff/controlplane/store"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 // API over TLS: create-pod latency with 50 concurrent clients (each its

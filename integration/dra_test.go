@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"skiff.dev/skiff/agent/dra/gpudriver"
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/internal/testwait"
 )
@@ -113,7 +113,7 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cl.Spec.Devices.Requests[0].Exactly == nil || cl.Spec.Devices.Requests[0].Exactly.DeviceClassName != gpudriver.DeviceClassName {
+		if cl.Spec.Devices.Requests[0].Exactly == nil || cl.Spec.Devices.Requests[0].Exactly.DeviceClassName != api.NVIDIAGPUDeviceClassName {
 			t.Errorf("the v1beta1 request is not stored as v1's exactly: %+v", cl.Spec.Devices.Requests[0])
 		}
 		if cl.Status.Allocation != nil {
@@ -192,7 +192,7 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		const selector = `device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"`
 		claim := &api.ResourceClaim{ObjectMeta: api.ObjectMeta{Name: "want-h100", Namespace: gpuNS}}
 		claim.Spec.Devices.Requests = []api.DeviceRequest{{Name: "gpu", Exactly: &api.ExactDeviceRequest{
-			DeviceClassName: gpudriver.DeviceClassName,
+			DeviceClassName: api.NVIDIAGPUDeviceClassName,
 			Selectors:       []api.DeviceSelector{{CEL: &api.CELDeviceSelector{Expression: selector}}},
 		}}}
 		if _, err := c.Create(ctx, claim); err != nil {
@@ -311,7 +311,7 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		if pair[0].index == pair[1].index || pair[0].domain != pair[1].domain {
 			t.Errorf("allocated %+v: want two GPUs of one NVLink domain", pair)
 		}
-		ng, err := gpu.ParseNodeGPUs(g.node(t).Annotations[gpu.AnnotationTopology])
+		ng, err := gputopology.ParseNodeGPUs(g.node(t).Annotations[gputopology.AnnotationTopology])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +338,7 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 
 	t.Run("ChurnNeverHoldsAGPUTwice", func(t *testing.T) {
 		tmpl := &api.ResourceClaimTemplate{ObjectMeta: api.ObjectMeta{Name: "single-gpu", Namespace: gpuNS}}
-		tmpl.Spec.Spec.Devices.Requests = []api.DeviceRequest{{Name: "gpu", Exactly: &api.ExactDeviceRequest{DeviceClassName: gpudriver.DeviceClassName}}}
+		tmpl.Spec.Spec.Devices.Requests = []api.DeviceRequest{{Name: "gpu", Exactly: &api.ExactDeviceRequest{DeviceClassName: api.NVIDIAGPUDeviceClassName}}}
 		if _, err := c.Create(ctx, tmpl); err != nil {
 			t.Fatal(err)
 		}

@@ -16,15 +16,15 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"skiff.dev/skiff/agent/dra/gpudriver"
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/node"
-	"skiff.dev/skiff/node/fabric"
+	"skiff.dev/skiff/api/fabric"
 )
 
 // All-or-nothing placement and the GPU fabric on real containerd (issue
@@ -53,7 +53,7 @@ func gangWaitGPUs(t *testing.T, c client.Interface, name string, gpus int64) *ap
 		if n, err = client.Get[*api.Node](context.Background(), c, "", name); err != nil {
 			return false, err.Error()
 		}
-		return gpuAllocatable(n) == gpus && n.Annotations[gpu.AnnotationTopology] != "", fmt.Sprintf("node %s allocatable %v", name, n.Status.Allocatable)
+		return gpuAllocatable(n) == gpus && n.Annotations[gputopology.AnnotationTopology] != "", fmt.Sprintf("node %s allocatable %v", name, n.Status.Allocatable)
 	})
 	return n
 }
@@ -417,7 +417,7 @@ func TestFabricLabelsAndNvidiaSMIOnContainerd(t *testing.T) {
 		if n.Labels[fabric.LabelDomain] != wantDomain || n.Labels[fabric.LabelClique] != wantClique || n.Labels[fabric.LabelInterconnect] != fabric.InfiniBand {
 			t.Errorf("node %s labels %v, want domain %s clique %s", name, n.Labels, wantDomain, wantClique)
 		}
-		ng, err := gpu.ParseNodeGPUs(n.Annotations[gpu.AnnotationTopology])
+		ng, err := gputopology.ParseNodeGPUs(n.Annotations[gputopology.AnnotationTopology])
 		if err != nil {
 			t.Fatal(err)
 		}

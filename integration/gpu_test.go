@@ -20,12 +20,12 @@ import (
 
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/devices"
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/node"
 	"skiff.dev/skiff/runtime"
@@ -176,11 +176,11 @@ func (g *gpuCluster) logs(t *testing.T, name string) string {
 // gpuAllocations reads the node's allocations annotation (uuid → ns/pod).
 func (g *gpuCluster) gpuAllocations(t *testing.T) map[string]string {
 	t.Helper()
-	s, ok := g.node(t).Annotations[gpu.AnnotationAllocations]
+	s, ok := g.node(t).Annotations[gputopology.AnnotationAllocations]
 	if !ok {
 		return nil
 	}
-	a, err := gpu.ParseAllocations(s)
+	a, err := gputopology.ParseAllocations(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func (g *gpuCluster) gpuNoDoubleUse(t *testing.T) {
 // gpuUUIDs are the UUIDs of the node's GPUs, by index.
 func (g *gpuCluster) gpuUUIDs(t *testing.T) []string {
 	t.Helper()
-	ng, err := gpu.ParseNodeGPUs(g.node(t).Annotations[gpu.AnnotationTopology])
+	ng, err := gputopology.ParseNodeGPUs(g.node(t).Annotations[gputopology.AnnotationTopology])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return gpuAllocatable(n) == 8 && n.Annotations[gpu.AnnotationTopology] != "", fmt.Sprintf("allocatable %v", n.Status.Allocatable)
+		return gpuAllocatable(n) == 8 && n.Annotations[gputopology.AnnotationTopology] != "", fmt.Sprintf("allocatable %v", n.Status.Allocatable)
 	})
 	uuids := g.gpuUUIDs(t)
 
@@ -396,10 +396,10 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 			// the same GPUs, and the pending pod still has none to take.
 			testwait.Until(t, 20*time.Second, func() (bool, string) {
 				n := g.node(t)
-				ng, err := gpu.ParseNodeGPUs(n.Annotations[gpu.AnnotationTopology])
+				ng, err := gputopology.ParseNodeGPUs(n.Annotations[gputopology.AnnotationTopology])
 				restarted := n.Status.DaemonEndpoints.KubeletEndpoint.Port != oldPort // the new agent's server
 				return restarted && err == nil && len(ng.Free) == 0 && len(ng.Healthy) == 8 && gpuAllocatable(n) == 8,
-					fmt.Sprintf("restarted %v, annotation %v", restarted, n.Annotations[gpu.AnnotationTopology])
+					fmt.Sprintf("restarted %v, annotation %v", restarted, n.Annotations[gputopology.AnnotationTopology])
 			})
 			if after := g.gpuCheckpoint(t); !sameHolders(before, after) {
 				t.Errorf("allocations changed over the agent restart:\nbefore %v\nafter  %v", before, after)

@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/etcd/etcdtest"
@@ -307,7 +307,7 @@ func checkGPUs(t testing.TB, c client.Interface, ns string) {
 		held := map[string]int{}      // pod → GPUs
 		for _, n := range nodes {
 			var alloc map[string]string
-			if raw := n.Annotations[gpu.AnnotationAllocations]; raw != "" {
+			if raw := n.Annotations[gputopology.AnnotationAllocations]; raw != "" {
 				if err := json.Unmarshal([]byte(raw), &alloc); err != nil {
 					return false, fmt.Sprintf("node %s: %v", n.Name, err)
 				}

@@ -21,7 +21,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/internal/testwait"
 )
 

@@ -30,7 +30,7 @@ import (
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/node"
 	"skiff.dev/skiff/runtime"

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/runtime"
 )
@@ -453,11 +453,11 @@ func (s *soakCluster) divergence(ctx context.Context, rt runtime.Runtime, l *soa
 	// The nodes' GPU allocation records hold what the running pods asked for.
 	held := map[string]int64{} // ns/pod → GPUs
 	for _, n := range nodes {
-		raw := n.Annotations[gpu.AnnotationAllocations]
+		raw := n.Annotations[gputopology.AnnotationAllocations]
 		if raw == "" {
 			continue
 		}
-		alloc, err := gpu.ParseAllocations(raw)
+		alloc, err := gputopology.ParseAllocations(raw)
 		if err != nil {
 			out = append(out, fmt.Sprintf("node %s: %v", n.Name, err))
 			continue
@@ -632,8 +632,8 @@ func (s *soakCluster) leaks(ctx context.Context, rt runtime.Runtime, e *ctrdEnv,
 		return append(out, "list nodes: "+err.Error())
 	}
 	for _, n := range nodes {
-		if raw := n.Annotations[gpu.AnnotationAllocations]; raw != "" {
-			alloc, err := gpu.ParseAllocations(raw)
+		if raw := n.Annotations[gputopology.AnnotationAllocations]; raw != "" {
+			alloc, err := gputopology.ParseAllocations(raw)
 			if err != nil || len(alloc) > 0 {
 				out = append(out, fmt.Sprintf("node %s: GPU allocations %s", n.Name, raw))
 			}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // nodeCredentials issues the certificates of node name reached at ip

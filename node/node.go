@@ -36,7 +36,7 @@ import (
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 	"skiff.dev/skiff/runtime"
 	ctrd "skiff.dev/skiff/runtime/containerd"
 )
@@ -119,7 +119,7 @@ type Config struct {
 	// Log, or discard.
 	Log *slog.Logger
 	// Labels are extra labels of the Node (the cluster file's NVLink
-	// domain: node/fabric).
+	// domain: api/fabric).
 	Labels map[string]string
 	// TuneAgent, when set, adjusts the agent's config last (tests:
 	// shorter heartbeats and backoffs).

@@ -36,7 +36,9 @@
 // # Around the package
 //
 //   - labels.go: node labels in the form of GPU feature discovery.
-//   - allocate.go: the best-connected set of GPUs for a multi-GPU request.
+//   - api/gputopology: the link matrix (Topology), the best-connected set
+//     of GPUs for a multi-GPU request (PreferredSet) and the Node
+//     annotation the agent publishes them in, shared with the scheduler.
 //   - agent/gpu/nvidiasmi: a simulated nvidia-smi for containers.
 //   - agent/gpu/cdi: CDI specs that expose simulated GPUs to containers.
 package gpu

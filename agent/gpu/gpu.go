@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // Source finds the GPUs of this node.
@@ -32,7 +34,7 @@ type Source interface {
 	// Devices lists the GPUs with their current memory use and health.
 	Devices(ctx context.Context) ([]Device, error)
 	// Topology is the link matrix between the GPUs (nvidia-smi topo -m).
-	Topology(ctx context.Context) (*Topology, error)
+	Topology(ctx context.Context) (*gputopology.Topology, error)
 	// Watch streams health changes until ctx is done or the Source closes.
 	Watch(ctx context.Context) <-chan HealthEvent
 	// Close releases the Source.

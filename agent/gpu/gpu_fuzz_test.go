@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // FuzzProfile: a GPU profile that parses simulates a server of exactly its
@@ -94,9 +96,9 @@ func simAnnotation(f *testing.F, name string, held ...int) []byte {
 	defer sim.Close()
 	devs, _ := sim.Devices(context.Background())
 	topo, _ := sim.Topology(context.Background())
-	ng := NodeGPUs{Topology: topo, Healthy: []int{}, Free: []int{}}
+	ng := gputopology.NodeGPUs{Topology: topo, Healthy: []int{}, Free: []int{}}
 	for _, d := range devs {
-		ng.Devices = append(ng.Devices, NodeGPU{Index: d.Index, UUID: d.UUID, Name: d.Name, Healthy: true})
+		ng.Devices = append(ng.Devices, gputopology.NodeGPU{Index: d.Index, UUID: d.UUID, Name: d.Name, Healthy: true})
 		ng.Healthy = append(ng.Healthy, d.Index)
 		if !slices.Contains(held, d.Index) {
 			ng.Free = append(ng.Free, d.Index)
@@ -125,8 +127,8 @@ func FuzzNodeGPUs(f *testing.F) {
 		if len(data) > 64<<10 {
 			t.Skip("input too large")
 		}
-		_, _ = ParseAllocations(string(data))
-		ng, err := ParseNodeGPUs(string(data))
+		_, _ = gputopology.ParseAllocations(string(data))
+		ng, err := gputopology.ParseNodeGPUs(string(data))
 		if err != nil {
 			return
 		}
@@ -142,7 +144,7 @@ func FuzzNodeGPUs(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		again, err := ParseNodeGPUs(string(b))
+		again, err := gputopology.ParseNodeGPUs(string(b))
 		if err != nil {
 			t.Fatalf("annotation written back does not parse: %v\n%s", err, b)
 		}
@@ -150,16 +152,16 @@ func FuzzNodeGPUs(f *testing.F) {
 		if string(b) != string(b2) {
 			t.Fatalf("annotation changes when written back:\n%s\n%s", b, b2)
 		}
-		free := sortedUnique(ng.Free)
+		free := slices.Compact(slices.Sorted(slices.Values(ng.Free)))
 		k := int(size%17) + 1
-		set := PreferredSet(ng.Topology, ng.Free, nil, k)
+		set := gputopology.PreferredSet(ng.Topology, ng.Free, nil, k)
 		if k > len(free) {
 			if set != nil {
 				t.Fatalf("%d of %d free GPUs: got %v", k, len(free), set)
 			}
 			return
 		}
-		if len(set) != k || len(sortedUnique(set)) != k {
+		if len(set) != k || len(slices.Compact(slices.Sorted(slices.Values(set)))) != k {
 			t.Fatalf("%d of free %v: got %v", k, free, set)
 		}
 		for _, i := range set {
@@ -167,7 +169,7 @@ func FuzzNodeGPUs(f *testing.F) {
 				t.Fatalf("%d of free %v: got %v, with %d not free", k, free, set, i)
 			}
 		}
-		if q := SetQuality(ng.Topology, set); q < 0 || q > 100 {
+		if q := gputopology.SetQuality(ng.Topology, set); q < 0 || q > 100 {
 			t.Fatalf("quality %d of %v", q, set)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // openSim opens a builtin simulated server and closes it after the test.
@@ -114,8 +116,8 @@ func TestTopologyMatrixDGXA100(t *testing.T) {
 	// Under the NVLinks, the PCIe view: pairs share a switch, halves a NUMA node.
 	for _, tt := range []struct {
 		i, j int
-		want PCIePath
-	}{{0, 1, PIX}, {2, 3, PIX}, {0, 2, NODE}, {0, 4, SYS}, {6, 7, PIX}} {
+		want gputopology.PCIePath
+	}{{0, 1, gputopology.PIX}, {2, 3, gputopology.PIX}, {0, 2, gputopology.NODE}, {0, 4, gputopology.SYS}, {6, 7, gputopology.PIX}} {
 		if got := topo.Link(tt.i, tt.j).PCIe; got != tt.want {
 			t.Errorf("PCIe %d-%d = %v, want %v", tt.i, tt.j, got, tt.want)
 		}
@@ -129,7 +131,7 @@ func TestTopologyRTX4090(t *testing.T) {
 		t.Errorf("got\n%s\nwant a row %q", out, want)
 	}
 	r := topo.Restrict([]int{2, 3})
-	if r.N() != 2 || r.Link(0, 1).PCIe != PIX || r.NUMANodes[0] != 1 {
+	if r.N() != 2 || r.Link(0, 1).PCIe != gputopology.PIX || r.NUMANodes[0] != 1 {
 		t.Errorf("restricted: %+v", r)
 	}
 }
@@ -200,7 +202,7 @@ func TestValidNVLinkProfile(t *testing.T) {
 	}
 	defer s.Close()
 	topo, _ := s.Topology(t.Context())
-	if l := topo.Link(0, 1); l.NVLinks != 4 || l.PCIe != PHB || l.String() != "NV4" {
+	if l := topo.Link(0, 1); l.NVLinks != 4 || l.PCIe != gputopology.PHB || l.String() != "NV4" {
 		t.Errorf("link = %+v", l)
 	}
 }
@@ -274,7 +276,7 @@ func TestPreferredSet(t *testing.T) {
 	a100, _ := openSim(t, "dgxa100").Topology(t.Context())
 	tests := []struct {
 		name            string
-		topo            *Topology
+		topo            *gputopology.Topology
 		available, must []int
 		size            int
 		want            []int
@@ -290,16 +292,16 @@ func TestPreferredSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := PreferredSet(tt.topo, tt.available, tt.must, tt.size)
+			got := gputopology.PreferredSet(tt.topo, tt.available, tt.must, tt.size)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("PreferredSet = %v, want %v", got, tt.want)
 			}
 		})
 	}
-	if SetScore(rtx, []int{0, 1}) <= SetScore(rtx, []int{0, 2}) {
+	if gputopology.SetScore(rtx, []int{0, 1}) <= gputopology.SetScore(rtx, []int{0, 2}) {
 		t.Error("a PIX pair must score above a SYS pair")
 	}
-	if SetScore(a100, []int{0, 5}) <= SetScore(rtx, []int{0, 1}) {
+	if gputopology.SetScore(a100, []int{0, 5}) <= gputopology.SetScore(rtx, []int{0, 1}) {
 		t.Error("NVLink must score above PCIe")
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // NewNVML opens the real NVIDIA driver. libnvidia-ml.so.1 is loaded now,
@@ -55,7 +57,7 @@ type nvmlSource struct {
 	lib     nvml.Interface
 	handles []nvml.Device
 	static  []Device // what does not change: identity, model, place
-	topo    *Topology
+	topo    *gputopology.Topology
 	health  *healthHub
 
 	mu     sync.Mutex
@@ -172,9 +174,9 @@ func readDevice(h nvml.Device, index int) (Device, error) {
 // On NVSwitch systems (DGX) a GPU's links end at switches, not at other
 // GPUs. Like nvidia-smi, we then count a GPU with k links into the switch
 // fabric as having NVk to every other GPU in it (the smaller k of the two).
-func readTopology(handles []nvml.Device, devs []Device) (*Topology, error) {
+func readTopology(handles []nvml.Device, devs []Device) (*gputopology.Topology, error) {
 	n := len(handles)
-	t := NewTopology(n)
+	t := gputopology.NewTopology(n)
 	byBus := make(map[string]int, n)
 	for i, d := range devs {
 		byBus[strings.ToLower(d.PCIBusID)] = i
@@ -215,27 +217,27 @@ func readTopology(handles []nvml.Device, devs []Device) (*Topology, error) {
 			if toSwitch[i] > 0 && toSwitch[j] > 0 {
 				links += min(toSwitch[i], toSwitch[j])
 			}
-			t.Set(i, j, Link{NVLinks: links, PCIe: pathOf(level)})
+			t.Set(i, j, gputopology.Link{NVLinks: links, PCIe: pathOf(level)})
 		}
 	}
 	return t, nil
 }
 
 // pathOf maps NVML's topology level onto nvidia-smi's words.
-func pathOf(level nvml.GpuTopologyLevel) PCIePath {
+func pathOf(level nvml.GpuTopologyLevel) gputopology.PCIePath {
 	switch level {
 	case nvml.TOPOLOGY_INTERNAL, nvml.TOPOLOGY_SINGLE:
-		return PIX
+		return gputopology.PIX
 	case nvml.TOPOLOGY_MULTIPLE:
-		return PXB
+		return gputopology.PXB
 	case nvml.TOPOLOGY_HOSTBRIDGE:
-		return PHB
+		return gputopology.PHB
 	case nvml.TOPOLOGY_NODE:
-		return NODE
+		return gputopology.NODE
 	case nvml.TOPOLOGY_SYSTEM:
-		return SYS
+		return gputopology.SYS
 	}
-	return PathUnknown
+	return gputopology.PathUnknown
 }
 
 // Family names the architecture of a compute capability the way GPU
@@ -340,7 +342,7 @@ func (s *nvmlSource) Devices(ctx context.Context) ([]Device, error) {
 
 // Topology returns a copy of the matrix read at open (it does not change
 // while the machine runs).
-func (s *nvmlSource) Topology(ctx context.Context) (*Topology, error) {
+func (s *nvmlSource) Topology(ctx context.Context) (*gputopology.Topology, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}

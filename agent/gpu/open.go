@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // Options of Open.
@@ -115,9 +117,11 @@ func None() Source { return &none{health: newHealthHub(0)} }
 
 type none struct{ health *healthHub }
 
-func (*none) Name() string                                   { return "none" }
-func (*none) Simulated() bool                                { return false }
-func (*none) Devices(context.Context) ([]Device, error)      { return nil, nil }
-func (*none) Topology(context.Context) (*Topology, error)    { return NewTopology(0), nil }
+func (*none) Name() string                              { return "none" }
+func (*none) Simulated() bool                           { return false }
+func (*none) Devices(context.Context) ([]Device, error) { return nil, nil }
+func (*none) Topology(context.Context) (*gputopology.Topology, error) {
+	return gputopology.NewTopology(0), nil
+}
 func (n *none) Watch(ctx context.Context) <-chan HealthEvent { return n.health.watch(ctx) }
 func (n *none) Close() error                                 { n.health.close(); return nil }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // A Profile describes a simulated GPU server: which GPUs, and how they are
@@ -255,22 +257,22 @@ func group(groups [][]int, gpu int) int {
 }
 
 // pciePath is the closest group GPUs i and j share.
-func (p *Profile) pciePath(i, j int) PCIePath {
+func (p *Profile) pciePath(i, j int) gputopology.PCIePath {
 	same := func(groups [][]int) bool {
 		g := group(groups, i)
 		return g >= 0 && g == group(groups, j)
 	}
 	switch {
 	case same(p.PCIeSwitches):
-		return PIX
+		return gputopology.PIX
 	case same(p.PCIeBridges):
-		return PXB
+		return gputopology.PXB
 	case same(p.HostBridges):
-		return PHB
+		return gputopology.PHB
 	case same(p.NUMA):
-		return NODE
+		return gputopology.NODE
 	}
-	return SYS
+	return gputopology.SYS
 }
 
 // busID of GPU i: from the profile, or a made-up one (bus i+1).

@@ -14,6 +14,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // Sim is a simulated GPU server. It is a go-nvml mock server (the same
@@ -241,15 +243,15 @@ func (s *Sim) Clear(index int) error {
 }
 
 // levelOf is the inverse of pathOf.
-func levelOf(p PCIePath) nvml.GpuTopologyLevel {
+func levelOf(p gputopology.PCIePath) nvml.GpuTopologyLevel {
 	switch p {
-	case PIX:
+	case gputopology.PIX:
 		return nvml.TOPOLOGY_SINGLE
-	case PXB:
+	case gputopology.PXB:
 		return nvml.TOPOLOGY_MULTIPLE
-	case PHB:
+	case gputopology.PHB:
 		return nvml.TOPOLOGY_HOSTBRIDGE
-	case NODE:
+	case gputopology.NODE:
 		return nvml.TOPOLOGY_NODE
 	}
 	return nvml.TOPOLOGY_SYSTEM

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // Names of the identities skiff knows, as Kubernetes spells them.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // Authorization: who may do what. skiff has no RBAC (no Role or

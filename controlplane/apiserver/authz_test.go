@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 var (

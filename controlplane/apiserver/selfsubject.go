@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // The review kinds (api.ReviewKinds): created, answered from the request's

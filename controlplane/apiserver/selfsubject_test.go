@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/pki"
 	"skiff.dev/skiff/internal/kubectltest"
+	"skiff.dev/skiff/pki"
 )
 
 // post sends body to path with c (and token, when not "") and returns the code and body.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/pki/pkitest"
 	"skiff.dev/skiff/controlplane/store"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 const cmPath = "/api/v1/namespaces/default/configmaps"

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"skiff.dev/skiff/controlplane/pki"
-	"skiff.dev/skiff/controlplane/pki/pkitest"
+	"skiff.dev/skiff/pki"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 var (

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/membership"
 )
 
 // The node lifecycle controller notices nodes that went away and moves

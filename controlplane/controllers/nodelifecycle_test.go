@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/agent/membership"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/membership"
 )
 
 // Node lifecycle reconciles on fixtures: a fake client holding nodes and

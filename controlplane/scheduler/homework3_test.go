@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/node/fabric"
+	"skiff.dev/skiff/api/fabric"
 )
 
 // Homework task 3, in process: the scheduler and the four nodes of

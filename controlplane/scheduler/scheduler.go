@@ -16,9 +16,6 @@ import (
 // SchedulerName is the spec.schedulerName this scheduler serves ("" too).
 const SchedulerName = "default-scheduler"
 
-// TopologyProvider ranks GPU sets on a node; see plugins.TopologyProvider.
-type TopologyProvider = plugins.TopologyProvider
-
 // EventRecorder records Events; *client.Recorder is one. Eventf must not
 // block.
 type EventRecorder interface {
@@ -33,8 +30,6 @@ type Options struct {
 	// Recorder for Events. nil: a client.Recorder on the scheduler's
 	// client, run by Run (component "default-scheduler").
 	Recorder EventRecorder
-	// GPUTopology for the GPUTopology plugin; nil: plugins.NoTopology.
-	GPUTopology TopologyProvider
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// BindWorkers: how many bindings (and failure reports) may be in
@@ -98,7 +93,7 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 	s.groups = newPodGroups(s.cache)
 	s.gpus = plugins.NewClaimedGPUs()
 	waiting := framework.NewWaitingPods()
-	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, GPUTopology: opts.GPUTopology, Logger: s.log,
+	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, Logger: s.log,
 		PodGroups: s.groups, WaitingPods: waiting, Activate: s.queue.Activate, ClaimedGPUs: s.gpus}
 	var ps []framework.Plugin
 	weights := map[string]int64{}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/runtime"
 	"skiff.dev/skiff/runtime/containerd"
 	"skiff.dev/skiff/runtime/runtimetest"

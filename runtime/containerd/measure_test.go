@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/runtime"
 	"skiff.dev/skiff/runtime/containerd"
 	"skiff.dev/skiff/runtime/runtimetest"

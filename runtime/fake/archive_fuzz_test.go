@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/runtime"
 	"skiff.dev/skiff/runtime/fake"
 )

@@ -3,7 +3,7 @@
 // A behaviour the agent relies on is tested here once, not per runtime.
 //
 // The suite imports a busybox image built from the machine's busybox-static
-// (integration/testenv), so it needs no registry or network.
+// (internal/testenv), so it needs no registry or network.
 package runtimetest
 
 import (
@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/integration/testenv"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/runtime"
 )
 

@@ -11,7 +11,7 @@
 //     the list again after every health event of the Source (re-reading
 //     Source.Devices: events are hints). Unlike NVIDIA's plugin, a GPU that
 //     turns healthy again is offered again.
-//   - GetPreferredAllocation picks the best-connected set (gpu.PreferredSet).
+//   - GetPreferredAllocation picks the best-connected set (gputopology.PreferredSet).
 //   - Allocate answers with CDI device names (nvidia.com/gpu=<index>, the
 //     names both `nvidia-ctk cdi generate` and skiff's simulated spec
 //     define) and NVIDIA_VISIBLE_DEVICES=<uuids>.
@@ -42,6 +42,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client/backoff"
 )
 
@@ -354,7 +355,7 @@ func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.Pref
 		if err != nil {
 			return nil, err
 		}
-		set := gpu.PreferredSet(topo, avail, must, int(cr.AllocationSize))
+		set := gputopology.PreferredSet(topo, avail, must, int(cr.AllocationSize))
 		ids := make([]string, 0, len(set))
 		for _, i := range set {
 			ids = append(ids, uuidOf[i])

@@ -17,6 +17,7 @@ import (
 	"skiff.dev/skiff/agent/devices/gpuplugin"
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 )
 
 type fixture struct {
@@ -154,8 +155,8 @@ func TestAllocateTwoGPUsIsNVLinkPairWithCDI(t *testing.T) {
 		t.Fatalf("GPUs %d and %d are not NVLink-connected: %v", a.Index, b.Index, topo.Link(a.Index, b.Index))
 	}
 	// The best pair also shares a PCIe switch (tie-break over equal NVLink).
-	best := gpu.PreferredSet(topo, []int{0, 1, 2, 3, 4, 5, 6, 7}, nil, 2)
-	if gpu.SetScore(topo, []int{a.Index, b.Index}) != gpu.SetScore(topo, best) {
+	best := gputopology.PreferredSet(topo, []int{0, 1, 2, 3, 4, 5, 6, 7}, nil, 2)
+	if gputopology.SetScore(topo, []int{a.Index, b.Index}) != gputopology.SetScore(topo, best) {
 		t.Fatalf("pair %d,%d scores less than the best %v", a.Index, b.Index, best)
 	}
 	wantCDI := []string{fmt.Sprintf("nvidia.com/gpu=%d", a.Index), fmt.Sprintf("nvidia.com/gpu=%d", b.Index)}

@@ -65,18 +65,16 @@ import (
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/backoff"
 )
 
 // Names, as NVIDIA's driver spells them (the skiff.dev ones are skiff's).
 const (
-	// DriverName is the driver, and the domain of its attributes.
-	DriverName = "gpu.nvidia.com"
-	// DeviceClassName is the class NVIDIA's chart installs for whole GPUs.
-	DeviceClassName = "gpu.nvidia.com"
-	// DeviceClassSelector is that class's CEL selector.
-	DeviceClassSelector = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+	// DriverName is the driver, and the domain of its attributes
+	// (api.NVIDIAGPUDriver; its DeviceClass is api.NVIDIAGPUDeviceClass).
+	DriverName = api.NVIDIAGPUDriver
 	// AttrNVLinkDomain: GPUs with the same value are joined by NVLink
 	// (directly or through NVSwitches). Not NVIDIA's: skiff's, so a claim
 	// can ask for well-connected GPUs with matchAttribute.
@@ -252,27 +250,6 @@ func DeviceName(g gpu.Device) string { return "gpu-" + strconv.Itoa(g.MinorNumbe
 // publisher uses generateName NODE-DRIVER-; a fixed name lets a restarted
 // agent find its slice without a list.)
 func SliceName(node string) string { return node + "-" + DriverName }
-
-// DeviceClass is the gpu.nvidia.com class, as NVIDIA's chart installs it.
-func DeviceClass() *api.DeviceClass {
-	return &api.DeviceClass{
-		TypeMeta:   api.TypeMeta{APIVersion: api.ResourceGroup + "/v1", Kind: "DeviceClass"},
-		ObjectMeta: api.ObjectMeta{Name: DeviceClassName},
-		Spec: api.DeviceClassSpec{Selectors: []api.DeviceSelector{{
-			CEL: &api.CELDeviceSelector{Expression: DeviceClassSelector},
-		}}},
-	}
-}
-
-// EnsureDeviceClass creates the gpu.nvidia.com DeviceClass unless it
-// exists (a class an admin changed is left alone).
-func EnsureDeviceClass(ctx context.Context, c client.Interface) error {
-	_, err := c.Create(ctx, DeviceClass())
-	if err != nil && !api.IsAlreadyExists(err) {
-		return fmt.Errorf("create DeviceClass %s: %w", DeviceClassName, err)
-	}
-	return nil
-}
 
 // Held returns the GPUs (by UUID) that claims hold, to "claim
 // NAMESPACE/NAME": prepared ones, those a Prepare in progress is about to
@@ -574,7 +551,7 @@ func (d *Driver) SliceDevices(ctx context.Context) ([]api.Device, error) {
 // Devices describes GPUs as DRA devices, in their order. topo (the host's
 // matrix, in the same order) gives the NVLink domains and, for simulated
 // GPUs, the PCIe roots; clique, when not empty, is the node's NVLink clique.
-func Devices(gpus []gpu.Device, topo *gpu.Topology, simulated bool, clique string) []api.Device {
+func Devices(gpus []gpu.Device, topo *gputopology.Topology, simulated bool, clique string) []api.Device {
 	domains := nvlinkDomains(topo)
 	roots := pcieRoots(gpus, topo, simulated)
 	out := make([]api.Device, 0, len(gpus))
@@ -677,7 +654,7 @@ func pciBusID(nvml string) string {
 // nvlinkDomains numbers the groups of GPUs joined by NVLinks (the
 // connected parts of the NVLink graph) 0, 1, ... in GPU order; a GPU
 // without NVLinks gets -1.
-func nvlinkDomains(t *gpu.Topology) []int {
+func nvlinkDomains(t *gputopology.Topology) []int {
 	n := t.N()
 	out := make([]int, n)
 	for i := range out {
@@ -719,7 +696,7 @@ func nvlinkDomains(t *gpu.Topology) []int {
 // from /sys/bus/pci/devices; simulated ones: the GPUs the matrix puts
 // under one PCIe switch tree (PIX or PXB) share a root, named after the
 // lowest bus of the group.
-func pcieRoots(gpus []gpu.Device, t *gpu.Topology, simulated bool) []string {
+func pcieRoots(gpus []gpu.Device, t *gputopology.Topology, simulated bool) []string {
 	out := make([]string, len(gpus))
 	if !simulated {
 		for i, g := range gpus {
@@ -737,7 +714,7 @@ func pcieRoots(gpus []gpu.Device, t *gpu.Topology, simulated bool) []string {
 		}
 		group[i] = i
 		for j := i + 1; j < len(gpus); j++ {
-			if p := t.Link(i, j).PCIe; group[j] < 0 && (p == gpu.PIX || p == gpu.PXB) {
+			if p := t.Link(i, j).PCIe; group[j] < 0 && (p == gputopology.PIX || p == gputopology.PXB) {
 				group[j] = i
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client/fake"
 )
 
@@ -77,7 +78,7 @@ func claim(name, uid, pool string, devices ...string) *api.ResourceClaim {
 		TypeMeta:   api.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim"},
 		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", UID: uid},
 		Spec: api.ResourceClaimSpec{Devices: api.DeviceClaim{Requests: []api.DeviceRequest{{
-			Name: "gpus", Exactly: &api.ExactDeviceRequest{DeviceClassName: gpudriver.DeviceClassName, Count: int64(len(devices))}}}}},
+			Name: "gpus", Exactly: &api.ExactDeviceRequest{DeviceClassName: api.NVIDIAGPUDeviceClassName, Count: int64(len(devices))}}}}},
 	}
 	if pool == "" {
 		return c
@@ -183,13 +184,13 @@ func TestNVLinkDomainsAndClique(t *testing.T) {
 	for i := range gpus {
 		gpus[i] = gpu.Device{Index: i, MinorNumber: i, UUID: "GPU-" + strconv.Itoa(i), Name: "NVIDIA RTX", Healthy: true}
 	}
-	pairs := gpu.NewTopology(4)
-	pairs.Set(0, 1, gpu.Link{NVLinks: 4, PCIe: gpu.SYS})
-	pairs.Set(2, 3, gpu.Link{NVLinks: 4, PCIe: gpu.SYS})
-	none := gpu.NewTopology(4)
+	pairs := gputopology.NewTopology(4)
+	pairs.Set(0, 1, gputopology.Link{NVLinks: 4, PCIe: gputopology.SYS})
+	pairs.Set(2, 3, gputopology.Link{NVLinks: 4, PCIe: gputopology.SYS})
+	none := gputopology.NewTopology(4)
 	for _, tc := range []struct {
 		name   string
-		topo   *gpu.Topology
+		topo   *gputopology.Topology
 		clique string
 		want   []string
 	}{

@@ -36,6 +36,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/nvidiasmi"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/internal/atomicfile"
 )
 
@@ -81,7 +82,7 @@ func DeviceName(id string) string { return Kind + "=" + id }
 // WriteSimSpec writes the records, the script and the CDI spec of simulated
 // GPUs (host numbering, host matrix), replacing earlier ones. The CDI
 // library validates the spec before it is written. It returns the spec's path.
-func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gpu.Topology) (string, error) {
+func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gputopology.Topology) (string, error) {
 	if cfg.NodeName == "" || cfg.SpecDir == "" || cfg.DataDir == "" {
 		return "", errors.New("write CDI spec: node name, spec dir and data dir are required")
 	}

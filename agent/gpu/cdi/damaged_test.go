@@ -11,6 +11,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/nvidiasmi"
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // TestSimSpecRegenerated: skiff owns the simulated GPUs' spec and the
@@ -107,7 +108,7 @@ func TestDamagedRealSpec(t *testing.T) {
 	}
 }
 
-func simGPUs(t *testing.T) (Config, []gpu.Device, *gpu.Topology) {
+func simGPUs(t *testing.T) (Config, []gpu.Device, *gputopology.Topology) {
 	t.Helper()
 	p, _ := gpu.BuiltinProfile("dgxa100")
 	s, err := gpu.NewSim(p, "node-1", nil)

@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // Banner is the first line of every output but csv and -L, which scripts
@@ -41,7 +42,7 @@ func RecordName(index int) string { return fmt.Sprintf("gpu-%02d.env", index) }
 // Record is the sh record of one GPU: its facts, fake but plausible sensor
 // values, and its links to the other GPUs of the host (GPU_LINK_<host
 // index>). driver and cuda, when not empty, replace the device's versions.
-func Record(d gpu.Device, topo *gpu.Topology, driver, cuda string) []byte {
+func Record(d gpu.Device, topo *gputopology.Topology, driver, cuda string) []byte {
 	if driver == "" {
 		driver = d.DriverVersion
 	}
@@ -80,7 +81,7 @@ func Record(d gpu.Device, topo *gpu.Topology, driver, cuda string) []byte {
 
 // Script is a self-contained nvidia-smi for the given GPUs (host numbering
 // in Device.Index, matrix topo of the host), shown as GPU 0..n-1.
-func Script(gpus []gpu.Device, topo *gpu.Topology, driver, cuda string) []byte {
+func Script(gpus []gpu.Device, topo *gputopology.Topology, driver, cuda string) []byte {
 	sorted := append([]gpu.Device(nil), gpus...)
 	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Index < sorted[b].Index })
 	var b strings.Builder
@@ -218,7 +219,7 @@ topo() {
 	done
 	cat <<'LEGEND'
 
-` + gpu.Legend + `LEGEND
+` + gputopology.Legend + `LEGEND
 }
 
 # field NAME UNITS: prints the header (when K is -1) or the value of GPU K.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // shells are the POSIX shells the script must run under: dash (/bin/sh on
@@ -27,7 +28,7 @@ func shells(t *testing.T) [][]string {
 }
 
 // allocated returns host GPUs 2 and 5 of a simulated DGX A100, and the host matrix.
-func allocated(t *testing.T, profile string, idx ...int) ([]gpu.Device, *gpu.Topology) {
+func allocated(t *testing.T, profile string, idx ...int) ([]gpu.Device, *gputopology.Topology) {
 	t.Helper()
 	p, err := gpu.BuiltinProfile(profile)
 	if err != nil {

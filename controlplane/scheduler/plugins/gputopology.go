@@ -2,55 +2,51 @@ package plugins
 
 import (
 	"context"
+	"sync"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
-// TopologyProvider knows how the GPUs inside each node are connected
-// (NVLink, NVSwitch, PCIe switch, CPU socket) and which are free, and
-// ranks what a node can offer a pod that wants count GPUs.
+// GPUTopology prefers nodes where the pod's GPUs can be well connected
+// (NVLink, NVSwitch, the same PCIe switch, the same CPU socket). It scores
+// only pods that request nvidia.com/gpu; for the others every node gets 0.
 //
-// This is the hook the GPU code fills in. Its implementation will read
-// what the agents publish about their GPUs (the device plugin's topology,
-// the simulated servers' NVLink matrix) and answer: "the best free set of
-// 2 GPUs on node-3 shares an NVLink bridge: 100", "on node-5 the best pair
-// crosses sockets: 20". The scheduler only ranks nodes with it; the
-// device plugin's GetPreferredAllocation later picks the actual GPUs on
-// the chosen node.
+// It reads what each agent publishes about its GPUs: the
+// skiff.dev/gpu-topology annotation on its Node (api/gputopology: the
+// link matrix and which GPUs are healthy and free), and rates the best set
+// of count free GPUs the node can offer, as the node's device plugin would
+// pick it (gputopology.PreferredSet), on gputopology.SetQuality's 0..100
+// scale: NVLink-connected sets 100, PCIe-only ones by their path. The
+// scheduler only ranks nodes with it; the device plugin's
+// GetPreferredAllocation later picks the actual GPUs on the chosen node.
 //
-// BestSetScore must be fast, must not block or do I/O (it runs once per
-// feasible node per pod, on several goroutines at once) and must be safe
-// for concurrent use. node is shared: never modify it. Return a score from
-// 0 (worst) to 100 (best) and ok=true, or ok=false when the node's
-// topology is unknown: such a node scores 0.
-type TopologyProvider interface {
-	BestSetScore(node *api.Node, count int64) (score int64, ok bool)
+// A node without the annotation (no GPUs, or an agent that does not
+// publish it) or with one that does not parse scores 0. One with fewer
+// free GPUs than asked also scores 0 (its allocatable, which
+// NodeResourcesFit checks, may still admit the pod: the annotation lags).
+//
+// The annotation changes only when the node's devices do, so its parsed
+// form is cached per node by the annotation's text: Score parses once per
+// change and is otherwise a map lookup and a small search. Safe for
+// concurrent use (Score runs on several goroutines at once); it never
+// modifies the node.
+type GPUTopology struct {
+	mu    sync.Mutex
+	cache map[string]parsedTopology // by node name
 }
 
-// NoTopology is the TopologyProvider used until the GPU code provides one:
-// it knows nothing, so every node scores the same and the plugin changes
-// no decision.
-type NoTopology struct{}
-
-// BestSetScore implements TopologyProvider.
-func (NoTopology) BestSetScore(*api.Node, int64) (int64, bool) { return 0, false }
-
-// GPUTopology prefers nodes where the pod's GPUs can be well connected.
-// It scores only pods that request nvidia.com/gpu; for the others every
-// node gets 0.
-type GPUTopology struct {
-	provider TopologyProvider
+type parsedTopology struct {
+	raw string
+	ng  *gputopology.NodeGPUs // nil: the annotation does not parse
 }
 
 var _ framework.ScorePlugin = (*GPUTopology)(nil)
 
-// NewGPUTopology returns the plugin; a nil provider means NoTopology.
-func NewGPUTopology(p TopologyProvider) *GPUTopology {
-	if p == nil {
-		p = NoTopology{}
-	}
-	return &GPUTopology{provider: p}
+// NewGPUTopology returns the plugin.
+func NewGPUTopology() *GPUTopology {
+	return &GPUTopology{cache: map[string]parsedTopology{}}
 }
 
 // Name implements framework.Plugin.
@@ -63,11 +59,44 @@ func (g *GPUTopology) Score(_ context.Context, state *framework.CycleState, pod 
 	if count <= 0 {
 		return 0, nil
 	}
-	s, ok := g.provider.BestSetScore(node.Node, count)
-	if !ok {
-		return 0, nil
-	}
+	s, _ := g.bestSetScore(node.Node, count)
 	return min(max(s, 0), framework.MaxNodeScore), nil
+}
+
+// bestSetScore rates the best set of count free GPUs on node from 0 to
+// 100; ok is false when the node's GPU topology is unknown (no
+// annotation, or one that does not parse).
+func (g *GPUTopology) bestSetScore(node *api.Node, count int64) (score int64, ok bool) {
+	raw, found := node.Annotations[gputopology.AnnotationTopology]
+	if !found || count <= 0 {
+		return 0, false
+	}
+	ng := g.parse(node.Name, raw)
+	if ng == nil {
+		return 0, false
+	}
+	if int64(len(ng.Free)) < count {
+		return 0, true
+	}
+	set := gputopology.PreferredSet(ng.Topology, ng.Free, nil, int(count))
+	if set == nil {
+		return 0, true
+	}
+	return gputopology.SetQuality(ng.Topology, set), true
+}
+
+func (g *GPUTopology) parse(node, raw string) *gputopology.NodeGPUs {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p, ok := g.cache[node]; ok && p.raw == raw {
+		return p.ng
+	}
+	ng, err := gputopology.ParseNodeGPUs(raw)
+	if err != nil {
+		ng = nil
+	}
+	g.cache[node] = parsedTopology{raw: raw, ng: ng}
+	return ng
 }
 
 // NormalizeScore implements framework.ScorePlugin: scores are already 0..100.

@@ -381,30 +381,25 @@ func TestSimpleFilters(t *testing.T) {
 	}
 }
 
-type fakeTopology map[string]int64
-
-func (f fakeTopology) BestSetScore(n *api.Node, count int64) (int64, bool) {
-	s, ok := f[n.Name]
-	return s * count, ok
-}
-
+// TestGPUTopology: the plugin scores only GPU pods, each node by the best
+// set of free GPUs its annotation offers (topoNode: 0-1 NVLinked, 2-3 PIX).
 func TestGPUTopology(t *testing.T) {
-	g := NewGPUTopology(fakeTopology{"nvlink": 50, "pcie": 10})
+	g := NewGPUTopology()
 	gpuPod := testPod("p", limits(api.ResourceNvidiaGPU, "2"))
 	for _, tt := range []struct {
 		pod  *api.Pod
-		node string
+		node *api.Node
 		want int64
 	}{
-		{gpuPod, "nvlink", 100}, {gpuPod, "pcie", 20}, {gpuPod, "unknown", 0}, {testPod("cpu"), "nvlink", 0},
+		{gpuPod, topoNode(t, "nvlink", []int{0, 1, 2, 3}), 100},
+		{gpuPod, topoNode(t, "pcie", []int{0, 2, 3}), 50},
+		{gpuPod, testNode("unknown", nil), 0},
+		{testPod("cpu"), topoNode(t, "nvlink", []int{0, 1, 2, 3}), 0},
 	} {
-		got, _ := g.Score(context.Background(), framework.NewCycleState(), tt.pod, nodeInfo(testNode(tt.node, nil)))
+		got, _ := g.Score(context.Background(), framework.NewCycleState(), tt.pod, nodeInfo(tt.node))
 		if got != tt.want {
-			t.Errorf("%s on %s: score %d, want %d", tt.pod.Name, tt.node, got, tt.want)
+			t.Errorf("%s on %s: score %d, want %d", tt.pod.Name, tt.node.Name, got, tt.want)
 		}
-	}
-	if s, _ := NewGPUTopology(nil).Score(context.Background(), framework.NewCycleState(), gpuPod, nodeInfo(testNode("x", nil))); s != 0 {
-		t.Errorf("no-op topology scored %d", s)
 	}
 }
 

@@ -49,8 +49,6 @@ type Args struct {
 	// ScoringStrategy of NodeResourcesFit; the zero value is LeastAllocated
 	// over cpu and memory.
 	ScoringStrategy ScoringStrategy
-	// GPUTopology ranks GPU sets; nil scores every node the same.
-	GPUTopology TopologyProvider
 	// Logger for plugins that log (DynamicResources); nil discards.
 	Logger *slog.Logger
 	// PodGroups, WaitingPods and Activate are the scheduler's handle for
@@ -86,7 +84,7 @@ func Registry() map[string]Factory {
 			p.gpus = a.ClaimedGPUs
 			return p, nil
 		},
-		GPUTopologyName: func(a Args) (framework.Plugin, error) { return NewGPUTopology(a.GPUTopology), nil },
+		GPUTopologyName: func(Args) (framework.Plugin, error) { return NewGPUTopology(), nil },
 		DynamicResourcesName: func(a Args) (framework.Plugin, error) {
 			if a.Client == nil {
 				return nil, fmt.Errorf("%s needs a client", DynamicResourcesName)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/controlplane/pki"
+	"skiff.dev/skiff/pki"
 )
 
 // CA is a fresh cluster CA in a temp dir.

@@ -1,28 +1,28 @@
-package controlplane
+package plugins
 
 import (
 	"encoding/json"
 	"testing"
 
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // A node of four GPUs: 0-1 joined by NV4, 2-3 on one PCIe switch (PIX),
 // everything else across sockets (SYS).
 func topoNode(t testing.TB, name string, free []int) *api.Node {
 	t.Helper()
-	topo := gpu.NewTopology(4)
+	topo := gputopology.NewTopology(4)
 	for i := range 4 {
 		for j := i + 1; j < 4; j++ {
-			topo.Set(i, j, gpu.Link{PCIe: gpu.SYS})
+			topo.Set(i, j, gputopology.Link{PCIe: gputopology.SYS})
 		}
 	}
-	topo.Set(0, 1, gpu.Link{NVLinks: 4, PCIe: gpu.SYS})
-	topo.Set(2, 3, gpu.Link{PCIe: gpu.PIX})
-	ng := gpu.NodeGPUs{Topology: topo, Healthy: []int{0, 1, 2, 3}, Free: free}
+	topo.Set(0, 1, gputopology.Link{NVLinks: 4, PCIe: gputopology.SYS})
+	topo.Set(2, 3, gputopology.Link{PCIe: gputopology.PIX})
+	ng := gputopology.NodeGPUs{Topology: topo, Healthy: []int{0, 1, 2, 3}, Free: free}
 	for i := range 4 {
-		ng.Devices = append(ng.Devices, gpu.NodeGPU{Index: i, UUID: "GPU-" + string(rune('a'+i)), Healthy: true})
+		ng.Devices = append(ng.Devices, gputopology.NodeGPU{Index: i, UUID: "GPU-" + string(rune('a'+i)), Healthy: true})
 	}
 	b, err := json.Marshal(ng)
 	if err != nil {
@@ -30,14 +30,14 @@ func topoNode(t testing.TB, name string, free []int) *api.Node {
 	}
 	n := &api.Node{}
 	n.Name = name
-	n.Annotations = map[string]string{gpu.AnnotationTopology: string(b)}
+	n.Annotations = map[string]string{gputopology.AnnotationTopology: string(b)}
 	return n
 }
 
-func TestAnnotationTopology(t *testing.T) {
-	p := newAnnotationTopology()
+func TestGPUTopologyAnnotation(t *testing.T) {
+	p := NewGPUTopology()
 	bad := &api.Node{}
-	bad.Name, bad.Annotations = "bad", map[string]string{gpu.AnnotationTopology: "{"}
+	bad.Name, bad.Annotations = "bad", map[string]string{gputopology.AnnotationTopology: "{"}
 	for _, tc := range []struct {
 		name   string
 		node   *api.Node
@@ -56,9 +56,9 @@ func TestAnnotationTopology(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 2 { // the second call reads the cache
-				got, ok := p.BestSetScore(tc.node, tc.count)
+				got, ok := p.bestSetScore(tc.node, tc.count)
 				if got != tc.want || ok != tc.wantOK {
-					t.Fatalf("BestSetScore = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
+					t.Fatalf("bestSetScore = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
 				}
 			}
 		})
