@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/api/fabric"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/node"
-	"skiff.dev/skiff/api/fabric"
 	"skiff.dev/skiff/pki"
 )
 

@@ -17,6 +17,7 @@ import (
 
 	"skiff.dev/skiff/agent/dra/gpudriver"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/fabric"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
@@ -24,7 +25,6 @@ import (
 	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/node"
-	"skiff.dev/skiff/api/fabric"
 )
 
 // All-or-nothing placement and the GPU fabric on real containerd (issue

@@ -18,8 +18,8 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
-	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/internal/kubectltest"
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/internal/testwait"
 )
 
