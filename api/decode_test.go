@@ -188,7 +188,7 @@ spec:
         image: i
         resources: {limits: {cpu: lots}}
         ports: [{containerPort: 99999999999}]
-      volumes: [{name: v, persistentVolumeClaim: {claimName: x}}]
+      volumes: [{name: v, nfs: {server: x, path: /}}]
 `
 	docs := DecodeStream([]byte(in))
 	if len(docs) != 1 || docs[0].Err == nil || docs[0].Kind == nil {
@@ -206,7 +206,7 @@ spec:
 		`spec.paused: Invalid value: "yes-please": expected boolean, got string`,
 		`spec.template.spec.containers[0].resources.limits[cpu]: Invalid value: "lots": quantities must match`,
 		`spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 99999999999: expected a 32-bit integer`,
-		`spec.template.spec.volumes[0].persistentVolumeClaim: field not supported by skiff`,
+		`spec.template.spec.volumes[0].nfs: field not supported by skiff`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("missing %q in\n%s", want, msg)

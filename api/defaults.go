@@ -76,6 +76,8 @@ func SetDefaults(obj Object) {
 		defaultResourceObject(o) // validate_resource.go
 	case *EndpointSlice:
 		defaultEndpointSlice(o)
+	case *PersistentVolume, *PersistentVolumeClaim, *StorageClass:
+		defaultStorage(o) // validate_storage.go
 	case *TokenRequest:
 		SetDefaultsTokenRequest(o)
 	case *Endpoints:
@@ -195,7 +197,7 @@ func defaultPodSpec(s *PodSpec) {
 
 func defaultVolume(v *Volume) {
 	switch {
-	case v.ConfigMap == nil && v.Secret == nil && v.EmptyDir == nil && v.HostPath == nil && v.Projected == nil:
+	case v.ConfigMap == nil && v.Secret == nil && v.EmptyDir == nil && v.HostPath == nil && v.Projected == nil && v.PersistentVolumeClaim == nil:
 		// Kubernetes: a volume with no source is an emptyDir.
 		v.EmptyDir = &EmptyDirVolumeSource{}
 	case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:

@@ -226,6 +226,9 @@ type Volume struct {
 	HostPath *HostPathVolumeSource `json:"hostPath,omitempty"`
 	// Projected: several sources in one directory (serviceaccount.go).
 	Projected *ProjectedVolumeSource `json:"projected,omitempty"`
+	// PersistentVolumeClaim: the volume bound to a claim of the pod's
+	// namespace (storage.go); it outlives the pod.
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
 }
 
 // ConfigMapVolumeSource projects a ConfigMap's keys as files.

@@ -31,7 +31,7 @@ var notSupported = map[string][]string{
 	"VolumeMount":   {"mountPropagation", "subPathExpr", "recursiveReadOnly"},
 	"Probe":         {"grpc"},
 	"Affinity":      {"podAffinity", "podAntiAffinity"},
-	"Volume": {"nfs", "persistentVolumeClaim", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "azureFile",
+	"Volume": {"nfs", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "azureFile",
 		"csi", "downwardAPI", "ephemeral", "iscsi", "rbd", "cephfs", "cinder", "fc", "flexVolume",
 		"flocker", "gitRepo", "glusterfs", "photonPersistentDisk", "portworxVolume", "quobyte", "scaleIO",
 		"storageos", "vsphereVolume", "image"},
@@ -46,6 +46,16 @@ var notSupported = map[string][]string{
 	"LeaseSpec":         {"strategy", "preferredHolder"},
 	"Endpoint":          {"hostname", "zone", "hints", "deprecatedTopology"},
 	"EndpointSlicePort": {"appProtocol"},
+	// Storage (storage.go): volume sources beyond hostPath and local,
+	// mount options, raw block devices' data sources and volume attribute
+	// classes, expansion bookkeeping.
+	"PersistentVolumeSpec": {"awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "azureFile", "csi", "nfs",
+		"iscsi", "rbd", "cephfs", "cinder", "fc", "flexVolume", "flocker", "glusterfs", "photonPersistentDisk",
+		"portworxVolume", "quobyte", "scaleIO", "storageos", "vsphereVolume", "mountOptions", "volumeAttributesClassName"},
+	"LocalVolumeSource":           {"fsType"},
+	"PersistentVolumeClaimSpec":   {"dataSource", "dataSourceRef", "volumeAttributesClassName"},
+	"PersistentVolumeClaimStatus": {"allocatedResources", "allocatedResourceStatuses", "currentVolumeAttributesClassName", "modifyVolumeStatus"},
+	"StorageClass":                {"mountOptions"},
 	// ServiceAccount: legacy token Secrets and image pull credentials
 	// (skiff pulls without credentials); projected sources beyond the
 	// API access volume's three.

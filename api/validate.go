@@ -75,6 +75,8 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateResourceObject(o)...) // validate_resource.go
 	case *PodGroup:
 		errs = append(errs, validatePodGroup(o)...) // podgroup.go
+	case *PersistentVolume, *PersistentVolumeClaim, *StorageClass:
+		errs = append(errs, validateStorage(o)...) // validate_storage.go
 	case *ResourceFlavor, *ClusterQueue, *LocalQueue, *Workload, *Topology:
 		errs = append(errs, validateKueue(o)...) // validate_kueue.go
 	case *Event:
@@ -136,6 +138,8 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		errs = append(errs, validateKueueUpdate(n, oldObj)...) // validate_kueue.go
 	case *ResourceClaim, *ResourceClaimTemplate:
 		errs = append(errs, validateResourceUpdate(n, oldObj)...) // validate_resource.go
+	case *PersistentVolume, *PersistentVolumeClaim, *StorageClass:
+		errs = append(errs, validateStorageUpdate(n, oldObj)...) // validate_storage.go
 	case *EndpointSlice:
 		if o := oldObj.(*EndpointSlice); n.AddressType != o.AddressType {
 			errs = append(errs, Invalid("addressType", n.AddressType, "field is immutable"))

@@ -161,6 +161,12 @@ func validateVolumeSource(v *Volume, vp string) FieldErrors {
 			errs = append(errs, validateProjected(v.Projected, vp+".projected")...) // serviceaccount.go
 		}
 	}
+	if v.PersistentVolumeClaim != nil {
+		n++
+		if n == 1 && v.PersistentVolumeClaim.ClaimName == "" {
+			errs = append(errs, Required(vp+".persistentVolumeClaim.claimName", ""))
+		}
+	}
 	switch {
 	case n == 0:
 		errs = append(errs, Required(vp, "must specify a volume type"))

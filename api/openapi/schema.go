@@ -91,6 +91,12 @@ var listTypes = map[string]listType{
 	"io.k8s.api.core.v1.ResourceRequirements.claims":                                  {Type: "map", Keys: []string{"name"}},
 	"io.k8s.api.core.v1.PodSpec.resourceClaims":                                       {Type: "map", Keys: []string{"name"}},
 	"io.k8s.api.core.v1.PodStatus.resourceClaimStatuses":                              {Type: "map", Keys: []string{"name"}},
+	"io.k8s.api.core.v1.PersistentVolumeSpec.accessModes":                             {Type: "atomic"},
+	"io.k8s.api.core.v1.PersistentVolumeClaimSpec.accessModes":                        {Type: "atomic"},
+	"io.k8s.api.core.v1.PersistentVolumeClaimStatus.accessModes":                      {Type: "atomic"},
+	"io.k8s.api.core.v1.PersistentVolumeClaimStatus.conditions":                       {Type: "map", Keys: []string{"type"}},
+	"io.k8s.api.core.v1.TopologySelectorTerm.matchLabelExpressions":                   {Type: "atomic"},
+	"io.k8s.api.core.v1.TopologySelectorLabelRequirement.values":                      {Type: "atomic"},
 }
 
 // Leaf types of skiff without OpenAPI methods of their own, and the

@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
@@ -43,6 +44,9 @@ var schemas = map[string]any{
 	"batch/v1, Kind=Job":                             &batchv1.Job{},
 	"scheduling.k8s.io/v1, Kind=PriorityClass":       &schedulingv1.PriorityClass{},
 	"autoscaling/v1, Kind=Scale":                     &autoscalingv1.Scale{},
+	"v1, Kind=PersistentVolume":                      &corev1.PersistentVolume{},
+	"v1, Kind=PersistentVolumeClaim":                 &corev1.PersistentVolumeClaim{},
+	"storage.k8s.io/v1, Kind=StorageClass":           &storagev1.StorageClass{},
 	"coordination.k8s.io/v1, Kind=Lease":             &coordinationv1.Lease{},
 	"discovery.k8s.io/v1, Kind=EndpointSlice":        &discoveryv1.EndpointSlice{},
 	"resource.k8s.io/v1, Kind=DeviceClass":           &resourcev1.DeviceClass{},

@@ -38,6 +38,9 @@ var printers = map[string]func() Printer{
 	"Lease.coordination.k8s.io":       leasePrinter,
 	"EndpointSlice.discovery.k8s.io":  endpointSlicePrinter,
 	"PodGroup.scheduling.x-k8s.io":    podGroupPrinter,
+	"PersistentVolume":                persistentVolumePrinter, // storage.go
+	"PersistentVolumeClaim":           persistentVolumeClaimPrinter,
+	"StorageClass.storage.k8s.io":     storageClassPrinter,
 	"ResourceClaim.resource.k8s.io":   resourceClaimPrinter,
 	"ResourceSlice.resource.k8s.io":   resourceSlicePrinter,
 	"ClusterQueue.kueue.x-k8s.io":     clusterQueuePrinter, // kueue.go
