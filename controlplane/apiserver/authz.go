@@ -24,7 +24,8 @@ import (
 //     Node and its status, its Lease in kube-node-lease, the ResourceSlices
 //     of its own devices, the ResourceClaims of its pods (and, for its DRA
 //     driver, list and watch of all claims), the pods bound to
-//     it (read, status, delete, evict), events, reading nodes, services,
+//     it (read, status, delete, evict), storage as its local-path
+//     provisioner needs (authz_storage.go), events, reading nodes, services,
 //     endpoints and endpointslices, and getting the secrets, configmaps and
 //     serviceaccounts its own pods use (and their tokens), nothing else;
 //   - a service account (system:serviceaccount:NS:NAME) every verb on the
@@ -217,6 +218,8 @@ func (s *Server) authorizeNode(ctx context.Context, node string, a attributes) (
 		return true, "", nil
 	case "resource.k8s.io/resourceslices":
 		return s.authorizeNodeSlice(ctx, node, a)
+	case "/persistentvolumeclaims", "/persistentvolumes":
+		return s.authorizeNodeStorage(ctx, node, a) // authz_storage.go
 	case "resource.k8s.io/resourceclaims":
 		// Beyond the Node authorizer (which lets a kubelet get its pods'
 		// claims): skiff's in-process GPU driver runs with the node's
@@ -423,6 +426,8 @@ func nodeRestriction(ctx context.Context, k *api.Kind, obj api.Object) error {
 		if n := obj.(*api.ResourceSlice).Spec.NodeName; n == nil || *n != node {
 			return forbidden(k, name, "can only create ResourceSlice with the same NodeName as the requesting node")
 		}
+	case k == persistentVolumeKind:
+		return nodeRestrictVolume(obj.(*api.PersistentVolume), node) // authz_storage.go
 	}
 	return nil
 }

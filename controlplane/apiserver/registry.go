@@ -82,7 +82,8 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 }
 
 // EnsureDefaults creates the namespaces that always exist ("default", and
-// "kube-node-lease" for the nodes' heartbeat Leases). It is idempotent;
+// "kube-node-lease" for the nodes' heartbeat Leases) and the default
+// StorageClass local-path. It is idempotent;
 // the server calls it at start.
 func (r *Registry) EnsureDefaults(ctx context.Context) error {
 	for _, name := range []string{DefaultNamespace, api.NamespaceNodeLease} {
@@ -91,7 +92,7 @@ func (r *Registry) EnsureDefaults(ctx context.Context) error {
 			return fmt.Errorf("create namespace %q: %w", name, err)
 		}
 	}
-	return nil
+	return r.ensureLocalPathClass(ctx) // admission_storage.go
 }
 
 // Get returns one object. A namespaced kind with namespace "" reads from "default".
@@ -180,6 +181,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		return nil, err
 	}
 	admitKueueJob(obj) // admission_kueue.go: a queued Job starts suspended
+	if err := r.admitStorage(ctx, obj); err != nil { // admission_storage.go
+		return nil, err
+	}
 	if errs := api.Validate(obj); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
