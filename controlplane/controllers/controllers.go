@@ -222,6 +222,9 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 		m.runners = append(m.runners, func(context.Context) { kLoop.Enqueue(KubernetesServiceKey) })
 	}
 
+	// The storage controllers (storage.go): claims, volumes, classes.
+	m.addStorage(c, pods, newLoop, events, log)
+
 	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
 	ipam := newDefaultNodeIPAM(c, nodes, log)
 	ipamLoop := newLoop(nodeIPAMControllerName, ipam, nodes.Keys)
