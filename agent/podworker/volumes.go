@@ -39,7 +39,8 @@ func (w *Worker) mounts(ctx context.Context, pod *api.Pod, c *api.Container, st 
 		if err != nil {
 			return nil, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
-		readOnly := vm.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.Projected != nil
+		readOnly := vm.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.Projected != nil ||
+			v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly
 		if vm.SubPath != "" {
 			clean := filepath.Clean(vm.SubPath)
 			if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
@@ -65,28 +66,12 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 	dir := filepath.Join(w.podDir(pod.UID), "volumes", v.Name)
 	switch {
 	case v.HostPath != nil:
-		typ := ""
-		if v.HostPath.Type != nil {
-			typ = *v.HostPath.Type
-		}
-		switch typ {
-		case "DirectoryOrCreate":
-			if err := os.MkdirAll(v.HostPath.Path, 0o755); err != nil {
-				return "", err
-			}
-		case "FileOrCreate":
-			f, err := os.OpenFile(v.HostPath.Path, os.O_CREATE, 0o644)
-			if err != nil {
-				return "", err
-			}
-			f.Close()
-		case "":
-		default:
-			if _, err := os.Stat(v.HostPath.Path); err != nil {
-				return "", fmt.Errorf("hostPath type check failed: %s is not a %s", v.HostPath.Path, typ)
-			}
+		if err := prepareHostPath(v.HostPath); err != nil {
+			return "", err
 		}
 		return v.HostPath.Path, nil
+	case v.PersistentVolumeClaim != nil:
+		return w.claimPath(ctx, pod, v.PersistentVolumeClaim) // claims.go
 	case v.EmptyDir != nil:
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return "", err
@@ -141,6 +126,30 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 		return dir, writeFiles(dir, files, items, v.Projected.DefaultMode, "projected volume "+v.Name)
 	}
 	return "", fmt.Errorf("volume %q has no supported source", v.Name)
+}
+
+// prepareHostPath makes or checks a hostPath as its type asks.
+func prepareHostPath(h *api.HostPathVolumeSource) error {
+	typ := ""
+	if h.Type != nil {
+		typ = *h.Type
+	}
+	switch typ {
+	case "DirectoryOrCreate":
+		return os.MkdirAll(h.Path, 0o755)
+	case "FileOrCreate":
+		f, err := os.OpenFile(h.Path, os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case "":
+	default:
+		if _, err := os.Stat(h.Path); err != nil {
+			return fmt.Errorf("hostPath type check failed: %s is not a %s", h.Path, typ)
+		}
+	}
+	return nil
 }
 
 // writeFiles writes keys as files (all keys, or the chosen items), each
