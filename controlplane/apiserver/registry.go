@@ -181,7 +181,8 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		return nil, err
 	}
 	admitKueueJob(obj) // admission_kueue.go: a queued Job starts suspended
-	if err := r.admitStorage(ctx, obj); err != nil { // admission_storage.go
+	// admission_storage.go: a claim's default class, protection finalizers.
+	if err := r.admitStorage(ctx, obj); err != nil {
 		return nil, err
 	}
 	if errs := api.Validate(obj); len(errs) > 0 {
