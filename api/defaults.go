@@ -37,6 +37,8 @@ func SetDefaults(obj Object) {
 			o.Spec.Replicas = ptr[int32](1)
 		}
 		defaultPodSpec(&o.Spec.Template.Spec)
+	case *DaemonSet:
+		defaultDaemonSet(o) // daemonset.go
 	case *Job:
 		defaultJob(o) // batch.go
 	case *Service:

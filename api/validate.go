@@ -43,6 +43,10 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateReplicas(o.Spec.Replicas, "spec.replicas")...)
 		errs = append(errs, nonNegative(int64(o.Spec.MinReadySeconds), "spec.minReadySeconds")...)
 		errs = append(errs, validateSelectorAndTemplate(o.Spec.Selector, &o.Spec.Template, "spec")...)
+	case *DaemonSet:
+		errs = append(errs, validateDaemonSet(o)...) // daemonset.go
+	case *ControllerRevision:
+		errs = append(errs, validateControllerRevision(o)...) // daemonset.go
 	case *Job:
 		errs = append(errs, validateJob(o)...) // batch.go
 	case *Service:
@@ -130,6 +134,10 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		}
 	case *Pod:
 		errs = append(errs, validatePodSpecUpdate(&n.Spec, &oldObj.(*Pod).Spec)...)
+	case *DaemonSet:
+		errs = append(errs, validateDaemonSetUpdate(n, oldObj.(*DaemonSet))...) // daemonset.go
+	case *ControllerRevision:
+		errs = append(errs, validateControllerRevisionUpdate(n, oldObj.(*ControllerRevision))...) // daemonset.go
 	case *Job:
 		errs = append(errs, validateJobUpdate(n, oldObj.(*Job))...) // batch.go
 	case *PriorityClass:

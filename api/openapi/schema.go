@@ -85,6 +85,7 @@ var listTypes = map[string]listType{
 	"io.k8s.api.core.v1.EndpointSubset.ports":                                         {Type: "atomic"},
 	"io.k8s.api.core.v1.Endpoints.subsets":                                            {Type: "atomic"},
 	"io.k8s.api.apps.v1.DeploymentStatus.conditions":                                  {Type: "map", Keys: []string{"type"}},
+	"io.k8s.api.apps.v1.DaemonSetStatus.conditions":                                   {Type: "map", Keys: []string{"type"}},
 	"io.k8s.api.discovery.v1.EndpointSlice.endpoints":                                 {Type: "atomic"},
 	"io.k8s.api.discovery.v1.EndpointSlice.ports":                                     {Type: "atomic"},
 	"io.k8s.api.discovery.v1.Endpoint.addresses":                                      {Type: "set"},

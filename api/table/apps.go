@@ -6,7 +6,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"skiff.dev/skiff/api"
 )
@@ -59,6 +61,61 @@ func replicaSetPrinter() Printer {
 				Age(now, rs.CreationTimestamp.Time), names, images, Selector(rs.Spec.Selector)}
 		},
 	}
+}
+
+func daemonSetPrinter() Printer {
+	spec, status := appsv1.DaemonSetSpec{}.SwaggerDoc(), appsv1.DaemonSetStatus{}.SwaggerDoc()
+	return Printer{
+		Columns: append([]metav1.TableColumnDefinition{
+			nameColumn(),
+			typed(col("Desired", status["desiredNumberScheduled"]), "integer"),
+			typed(col("Current", status["currentNumberScheduled"]), "integer"),
+			typed(col("Ready", status["numberReady"]), "integer"),
+			typed(col("Up-to-date", status["updatedNumberScheduled"]), "integer"),
+			typed(col("Available", status["numberAvailable"]), "integer"),
+			col("Node Selector", corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]),
+			ageColumn(),
+		}, templateColumns(spec["selector"])...),
+		Cells: func(o api.Object, now time.Time) []any {
+			d := o.(*api.DaemonSet)
+			st := d.Status
+			names, images := containerCells(d.Spec.Template.Spec)
+			return []any{d.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
+				int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), labels.FormatLabels(d.Spec.Template.Spec.NodeSelector),
+				Age(now, d.CreationTimestamp.Time), names, images, Selector(d.Spec.Selector)}
+		},
+	}
+}
+
+// controllerRevisionPrinter is NAME CONTROLLER REVISION AGE, the
+// controller as "daemonset.apps/NAME" (kubectl's printControllerRevision).
+func controllerRevisionPrinter() Printer {
+	return Printer{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			col("Controller", "Controller of the object"),
+			col("Revision", appsv1.ControllerRevision{}.SwaggerDoc()["revision"]),
+			ageColumn(),
+		},
+		Cells: func(o api.Object, now time.Time) []any {
+			r := o.(*api.ControllerRevision)
+			return []any{r.Name, ControllerName(r), r.Revision, Age(now, r.CreationTimestamp.Time)}
+		},
+	}
+}
+
+// ControllerName is an object's controller as kubectl names it
+// ("daemonset.apps/fluentd"), or "<none>".
+func ControllerName(o api.Object) string {
+	ref := api.ControllerOf(o)
+	if ref == nil {
+		return "<none>"
+	}
+	gk := ref.Kind
+	if group, _, ok := strings.Cut(ref.APIVersion, "/"); ok {
+		gk += "." + group
+	}
+	return strings.ToLower(gk) + "/" + ref.Name
 }
 
 // Replicas reads a *int32 replica count; unset means 1 (the default).

@@ -33,6 +33,8 @@ var printers = map[string]func() Printer{
 	"Event":                           eventPrinter,
 	"Deployment.apps":                 deploymentPrinter,
 	"ReplicaSet.apps":                 replicaSetPrinter,
+	"DaemonSet.apps":                  daemonSetPrinter,
+	"ControllerRevision.apps":         controllerRevisionPrinter,
 	"Job.batch":                       jobPrinter,
 	"PriorityClass.scheduling.k8s.io": priorityClassPrinter,
 	"Lease.coordination.k8s.io":       leasePrinter,

@@ -40,9 +40,9 @@ import (
 //   - audit: the request succeeds and the server logs the violation
 //     (kube-apiserver writes it to its audit log as the annotation
 //     pod-security.kubernetes.io/audit-violations; skiff has no audit log).
-//   - Deployments and ReplicaSets get warn and audit about their pod
-//     template, never enforce: the pods they make are refused when the
-//     ReplicaSet controller creates them (its FailedCreate event says why).
+//   - Deployments, ReplicaSets and DaemonSets get warn and audit about
+//     their pod template, never enforce: the pods they make are refused
+//     when their controller creates them (its FailedCreate event says why).
 //   - Exempt namespaces (Config.PodSecurity.Exemptions.Namespaces) are
 //     never checked.
 //   - A namespace's labels are validated when they are set (422 Invalid
@@ -66,7 +66,7 @@ import (
 // allowPrivilegeEscalation=false): restricted warns about every pod. The
 // baseline checks skiff pods can fail are host namespaces (hostNetwork),
 // hostPath volumes, host ports and probe hosts.
-var podSecurityKinds = []*api.Kind{namespaceKind, podKind, deploymentKind, replicaSetKind}
+var podSecurityKinds = []*api.Kind{namespaceKind, podKind, deploymentKind, replicaSetKind, daemonSetKind}
 
 // PodSecurityConfig is the configuration of kube-apiserver's PodSecurity
 // admission plugin (AdmissionConfiguration, kind PodSecurityConfiguration),
@@ -420,6 +420,8 @@ func kubePodSpec(k *api.Kind, obj api.Object) (*metav1.ObjectMeta, *corev1.PodSp
 	case *appsv1.Deployment:
 		return &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec, nil
 	case *appsv1.ReplicaSet:
+		return &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec, nil
+	case *appsv1.DaemonSet:
 		return &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec, nil
 	}
 	return nil, nil, fmt.Errorf("%s has no pod spec", k.Kind)

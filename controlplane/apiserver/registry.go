@@ -29,6 +29,7 @@ var (
 	traceKind      = api.MustKindOf(&api.PodTrace{})
 	deploymentKind = api.MustKindOf(&api.Deployment{})
 	replicaSetKind = api.MustKindOf(&api.ReplicaSet{})
+	daemonSetKind  = api.MustKindOf(&api.DaemonSet{})
 )
 
 // DefaultNamespace is where namespaced objects go when none is named.
@@ -173,6 +174,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		return nil, err
 	}
 	api.SetDefaults(obj)
+	prepareStrategy(obj, nil)
 	r.trackFields(ctx, k, nil, obj) // apply.go: managedFields of an HTTP write
 	if err := r.admitPriority(ctx, k, obj); err != nil {
 		return nil, err
@@ -284,6 +286,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 		next.GetObjectMeta().ResourceVersion = cm.ResourceVersion
 		api.SetDefaults(next)
 		if !status {
+			prepareStrategy(next, cur)
 			r.trackFields(ctx, k, cur, next) // apply.go
 		}
 		if !status && specChanged(next, cur) {
@@ -681,6 +684,16 @@ func prepareForCreate(k *api.Kind, obj api.Object) {
 	case *api.Namespace:
 		o.Spec.Finalizers = []string{NamespaceFinalizer}
 		o.Status.Phase = api.NamespaceActive
+	}
+}
+
+// prepareStrategy sets what a kind's registry strategy derives from the
+// object and its stored version (cur nil at create), after defaults: a
+// DaemonSet's template generation annotation.
+func prepareStrategy(obj, cur api.Object) {
+	if d, ok := obj.(*api.DaemonSet); ok {
+		old, _ := cur.(*api.DaemonSet)
+		api.PrepareDaemonSet(d, old)
 	}
 }
 
