@@ -138,8 +138,22 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	ttlLoop := newLoop(ttlAfterFinishedControllerName, ttl, jobs.Keys)
 	jobs.AddHandler(ttlLoop.Handler())
 
-	// Garbage collector: dependents (pods, replica sets) and their owners.
-	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys, "Job": jobs}
+	// DaemonSet controller (daemonset.go): a DaemonSet changed, one of its
+	// pods or revisions did, or a node came, went or changed its labels,
+	// taints or schedulability.
+	nodes := m.informer(c, api.MustKindOf(&api.Node{}), log)
+	dsets := m.informer(c, daemonSetKind(), log)
+	revs := m.informer(c, controllerRevisionKind(), log)
+	dsc := NewDaemonSetController(c, dsets, revs, pods, nodes, events(daemonSetControllerName), log)
+	dsLoop := newLoop(daemonSetControllerName, dsc, dsets.Keys)
+	dsets.AddHandler(dsLoop.Handler())
+	pods.AddHandler(dsc.PodHandler(dsLoop.Enqueue))
+	revs.AddHandler(dsc.RevisionHandler(dsLoop.Enqueue))
+	nodes.AddHandler(dsc.NodeHandler(dsLoop.Enqueue))
+
+	// Garbage collector: dependents (pods, replica sets, revisions) and their owners.
+	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys, "Job": jobs,
+		"DaemonSet": dsets, "ControllerRevision": revs}
 	gc := NewGarbageCollector(c, listersOf(graph), events(garbageCollectorName), log)
 	gcLoop := newLoop(garbageCollectorName, gc, func() []string { return gcKeys(graph) })
 	gc.Watch(graph, gcLoop.Enqueue)
@@ -162,7 +176,6 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 
 	// Node lifecycle controller (nodelifecycle.go): a node stopped
 	// reporting, or gossip lost it; its pods go elsewhere.
-	nodes := m.informer(c, api.MustKindOf(&api.Node{}), log)
 	nlc := NewNodeLifecycleController(c, nodes, pods, opts.Members, events(nodeLifecycleControllerName), opts.NodeLifecycle, log)
 	nlLoop := newLoop(nodeLifecycleControllerName, nlc, nodes.Keys)
 	nodes.AddHandler(nlLoop.Handler())

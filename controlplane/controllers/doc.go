@@ -16,6 +16,8 @@
 //   - deployment.go: rollouts through ReplicaSets (RollingUpdate, Recreate,
 //     history, undo, restart);
 //   - replicaset.go: pods to match a count;
+//   - daemonset.go: one pod per eligible node, rolled by revision
+//     (daemonset_update.go; history.go keeps the ControllerRevisions);
 //   - gc.go: the garbage collector, deleting what lost all its owners;
 //   - namespace.go: empty a namespace being deleted, then finalize it;
 //   - endpoints.go: an Endpoints object per Service, listing its ready pods;

@@ -86,7 +86,7 @@ func (n *NamespaceController) UseCaches(caches map[string]Lister) { n.caches = c
 func deletionOrder(kinds []*api.Kind) []*api.Kind {
 	rank := func(k *api.Kind) int {
 		switch k.Kind {
-		case "Deployment":
+		case "Deployment", "DaemonSet":
 			return 0
 		case "ReplicaSet", "Job":
 			return 1
