@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"skiff.dev/skiff/agent/dra/gpudriver"
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/agent/gpu/usage"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
 )
@@ -72,13 +74,20 @@ type GPUs struct {
 	// Driver is the built-in gpu.nvidia.com DRA driver; nil without GPUs
 	// or without DRA.
 	Driver *gpudriver.Driver
+	// Meter samples what the GPUs do (agent/gpu/usage): the driver's
+	// sensors on real GPUs, the simulator's model over the containers'
+	// gpu-load on simulated ones; nil without GPUs.
+	Meter *usage.Meter
 
 	labels    map[string]string
+	loadRoot  string                // the simulated loads' directories ("" on real GPUs)
 	topo      *gputopology.Topology // of the GPUs at setup, for the annotations
 	cancel    context.CancelFunc
 	draCancel context.CancelFunc
 	wg        sync.WaitGroup
 	once      sync.Once
+	// meterCancel stops the sweeper of simulated loads.
+	meterCancel context.CancelFunc
 }
 
 // SetUpGPUs opens the GPUs of --gpus, writes the CDI spec of simulated
@@ -118,11 +127,12 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 			src.Close()
 			return nil, fmt.Errorf("CDI spec dir: %w", err)
 		}
-		if _, err := cdi.WriteSimSpec(ccfg, devs, topo); err != nil {
+		if _, err := cdi.WriteSimSpec(ccfg, devs, nil, topo); err != nil {
 			src.Close()
 			return nil, err
 		}
 		g.CDISpecDir = ccfg.SpecDir
+		g.loadRoot = ccfg.LoadRoot()
 	} else if len(devs) > 0 {
 		if err := cdi.RealCDIAvailable(); err != nil {
 			lg.Warn("GPU containers will not start until a CDI spec exists", "err", err)
@@ -166,6 +176,10 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 	if len(devs) == 0 {
 		return g, nil
 	}
+	if err := g.startMeter(); err != nil {
+		g.Close()
+		return nil, err
+	}
 	p, err := gpuplugin.New(gpuplugin.Config{Source: src, Dir: dcfg.Dir, Log: lg})
 	if err != nil {
 		g.Close()
@@ -192,6 +206,58 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		lg.Warn("GPU device plugin has not listed its GPUs yet", "err", err)
 	}
 	return g, nil
+}
+
+// startMeter makes the node's Meter and, on simulated GPUs, the sweeper
+// that removes the loads of killed containers: at every device change (a
+// pod's devices were released) and every second (a gpu-load killed inside
+// a running container).
+func (g *GPUs) startMeter() error {
+	m, err := usage.New(usage.Config{Source: g.Source, Root: g.loadRoot, Holders: g.holders})
+	if err != nil {
+		return err
+	}
+	g.Meter = m
+	if g.loadRoot == "" {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.meterCancel = cancel
+	g.wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			changed := g.Manager.Changed()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-changed:
+			}
+			_ = m.Sweep(ctx) // a failed sweep is retried next round
+		}
+	})
+	return nil
+}
+
+// holders maps every allocated device to who holds it: the device
+// manager's containers, and the DRA claims' GPUs.
+func (g *GPUs) holders() map[string]usage.Holder {
+	out := map[string]usage.Holder{}
+	if g.Driver != nil {
+		for uuid, claim := range g.Driver.Held() {
+			ns, name, _ := strings.Cut(strings.TrimPrefix(claim, "claim "), "/")
+			out[uuid] = usage.Holder{Namespace: ns, Claim: name}
+		}
+	}
+	if g.Manager != nil {
+		for _, h := range g.Manager.Holdings() {
+			for _, id := range h.DeviceIDs {
+				out[id] = usage.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
+			}
+		}
+	}
+	return out
 }
 
 // setUpDRA starts the DRA manager and, with GPUs, the gpu.nvidia.com
@@ -377,6 +443,9 @@ func (g *GPUs) Close() {
 		}
 		if g.draCancel != nil {
 			g.draCancel()
+		}
+		if g.meterCancel != nil {
+			g.meterCancel()
 		}
 		g.wg.Wait()
 		if g.Driver != nil {

@@ -340,6 +340,10 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 // cannot do.
 func (n *Node) Info() Info { return n.info }
 
+// GPUs is the node's GPU stack (agent.SetUpGPUs): its Source, device
+// manager, plugin, DRA driver and Meter; nil when the node has none.
+func (n *Node) GPUs() *agent.GPUs { return n.gpus }
+
 // Name is the Node's name.
 func (n *Node) Name() string { return n.info.Name }
 

@@ -441,6 +441,28 @@ func (m *Manager) Snapshot() Snapshot {
 	return out
 }
 
+// Holding is one container's devices of one resource.
+type Holding struct {
+	Resource  string
+	Namespace string
+	Pod       string
+	Container string
+	DeviceIDs []string
+}
+
+// Holdings lists every allocation in the checkpoint: who holds which
+// devices (the GPU views and the usage model's holders).
+func (m *Manager) Holdings() []Holding {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Holding, 0, len(m.ck.Entries))
+	for _, e := range m.ck.Entries {
+		out = append(out, Holding{Resource: e.Resource, Namespace: e.Namespace, Pod: e.PodName,
+			Container: e.Container, DeviceIDs: slices.Clone(e.DeviceIDs)})
+	}
+	return out
+}
+
 // Resources is the node's capacity and allocatable for the plugins'
 // resources: every device, and the healthy ones. A resource whose plugin
 // went away reports 0 (the scheduler stops placing pods there). It has the

@@ -36,6 +36,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/nvidiasmi"
+	"skiff.dev/skiff/agent/gpu/usage"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/internal/atomicfile"
 )
@@ -47,6 +48,10 @@ const (
 	ScriptPath = "/usr/bin/nvidia-smi"
 	// RecordDir is where, in a container, the records of its GPUs appear.
 	RecordDir = "/run/skiff-gpu/devices"
+	// GPULoadPath is where containers find the simulated CUDA workload.
+	GPULoadPath = "/usr/bin/gpu-load"
+	// LoadDir is where, in a container, its devices' load directories appear.
+	LoadDir = "/run/skiff-gpu/load"
 	// EnvSimulated is set to 1 in containers with simulated GPUs.
 	EnvSimulated = "SKIFF_SIMULATED_GPU"
 )
@@ -79,10 +84,20 @@ func (c Config) nodeDir() string { return filepath.Join(c.DataDir, c.NodeName) }
 // DeviceName is the fully qualified CDI name of a device: "nvidia.com/gpu=0".
 func DeviceName(id string) string { return Kind + "=" + id }
 
-// WriteSimSpec writes the records, the script and the CDI spec of simulated
-// GPUs (host numbering, host matrix), replacing earlier ones. The CDI
-// library validates the spec before it is written. It returns the spec's path.
-func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gputopology.Topology) (string, error) {
+// LoadRoot is the host directory of the simulated loads' domains
+// (agent/gpu/usage), mounted into containers under LoadDir.
+func (c Config) LoadRoot() string { return filepath.Join(c.nodeDir(), "load") }
+
+// WriteSimSpec writes the records, the scripts (nvidia-smi, gpu-load) and
+// the CDI spec of simulated GPUs (host numbering, host matrix), replacing
+// earlier ones. Every GPU is a device by index ("0") and by UUID; every
+// other device of layout (a replica "<uuid>::<n>", an MPS share, a MIG
+// device by UUID and by "GPU:MIG" index as nvidia-ctk names it) is a
+// device of its own, with its own record. Each device mounts its record
+// and its memory domain's load directory (read-write: gpu-load writes its
+// load there). layout nil is every GPU whole. The CDI library validates
+// the spec before it is written. It returns the spec's path.
+func WriteSimSpec(cfg Config, devs []gpu.Device, layout []gpu.SubDevice, topo *gputopology.Topology) (string, error) {
 	if cfg.NodeName == "" || cfg.SpecDir == "" || cfg.DataDir == "" {
 		return "", errors.New("write CDI spec: node name, spec dir and data dir are required")
 	}
@@ -90,8 +105,16 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gputopology.Topology) (st
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
+	whole := gpu.WholeGPUs(devs, Kind)
+	if err := usage.PrepareDirs(cfg.LoadRoot(), append(slices.Clone(whole), layout...)); err != nil {
+		return "", fmt.Errorf("write CDI spec: %w", err)
+	}
 	script := filepath.Join(cfg.nodeDir(), "nvidia-smi")
-	if err := atomicfile.WriteFile(script, nvidiasmi.DirScript(RecordDir), 0o755); err != nil {
+	if err := atomicfile.WriteFile(script, nvidiasmi.DirScript(RecordDir, LoadDir), 0o755); err != nil {
+		return "", fmt.Errorf("write CDI spec: %w", err)
+	}
+	load := filepath.Join(cfg.nodeDir(), "gpu-load")
+	if err := atomicfile.WriteFile(load, nvidiasmi.GPULoadScript(RecordDir, LoadDir), 0o755); err != nil {
 		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
 	spec := &specs.Spec{
@@ -102,21 +125,34 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gputopology.Topology) (st
 				{Path: "/dev/nvidiactl", HostPath: "/dev/null"},
 				{Path: "/dev/nvidia-uvm", HostPath: "/dev/null"},
 			},
-			Mounts: []*specs.Mount{mount(script, ScriptPath)},
+			Mounts: []*specs.Mount{mount(script, ScriptPath), mount(load, GPULoadPath)},
 		},
 	}
+	byIndex := map[int]gpu.Device{}
 	for _, d := range devs {
-		rec := filepath.Join(recDir, nvidiasmi.RecordName(d.Index))
-		if err := atomicfile.WriteFile(rec, nvidiasmi.Record(d, topo, "", ""), 0o644); err != nil {
-			return "", fmt.Errorf("write CDI spec: %w", err)
-		}
-		edits := specs.ContainerEdits{
-			DeviceNodes: []*specs.DeviceNode{{Path: fmt.Sprintf("/dev/nvidia%d", d.MinorNumber), HostPath: "/dev/null"}},
-			Mounts:      []*specs.Mount{mount(rec, filepath.Join(RecordDir, nvidiasmi.RecordName(d.Index)))},
+		byIndex[d.Index] = d
+	}
+	for _, sd := range whole {
+		edits, err := cfg.deviceEdits(recDir, byIndex[sd.ParentIndex], sd, topo)
+		if err != nil {
+			return "", err
 		}
 		spec.Devices = append(spec.Devices,
-			specs.Device{Name: fmt.Sprint(d.Index), ContainerEdits: edits},
-			specs.Device{Name: d.UUID, ContainerEdits: edits})
+			specs.Device{Name: fmt.Sprint(sd.ParentIndex), ContainerEdits: edits},
+			specs.Device{Name: sd.ParentUUID, ContainerEdits: edits})
+	}
+	for _, sd := range layout {
+		if sd.Sharing == gpu.SharingNone {
+			continue // the GPU's own device above
+		}
+		edits, err := cfg.deviceEdits(recDir, byIndex[sd.ParentIndex], sd, topo)
+		if err != nil {
+			return "", err
+		}
+		spec.Devices = append(spec.Devices, specs.Device{Name: sd.ID, ContainerEdits: edits})
+		if sd.MIG != nil {
+			spec.Devices = append(spec.Devices, specs.Device{Name: MIGDeviceName(sd), ContainerEdits: edits})
+		}
 	}
 	version, err := specs.MinimumRequiredVersion(spec)
 	if err != nil {
@@ -131,6 +167,31 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, topo *gputopology.Topology) (st
 		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
 	return filepath.Join(cfg.SpecDir, cfg.SpecName()), nil
+}
+
+// MIGDeviceName is nvidia-ctk's CDI name of a MIG device by index:
+// "GPU:MIG" ("0:1"), without the kind.
+func MIGDeviceName(sd gpu.SubDevice) string {
+	return fmt.Sprintf("%d:%d", sd.ParentIndex, sd.MIG.Index)
+}
+
+// deviceEdits writes a device's record and returns its edits: the GPU's
+// device node, the record, and its domain's load directory.
+func (cfg Config) deviceEdits(recDir string, d gpu.Device, sd gpu.SubDevice, topo *gputopology.Topology) (specs.ContainerEdits, error) {
+	name := nvidiasmi.SubRecordName(sd)
+	rec := filepath.Join(recDir, name)
+	if err := atomicfile.WriteFile(rec, nvidiasmi.SubRecord(d, sd, topo), 0o644); err != nil {
+		return specs.ContainerEdits{}, fmt.Errorf("write CDI spec: %w", err)
+	}
+	nodes := []*specs.DeviceNode{{Path: fmt.Sprintf("/dev/nvidia%d", d.MinorNumber), HostPath: "/dev/null"}}
+	return specs.ContainerEdits{
+		DeviceNodes: nodes,
+		Mounts: []*specs.Mount{
+			mount(rec, filepath.Join(RecordDir, name)),
+			{HostPath: usage.DomainDir(cfg.LoadRoot(), sd.Domain), ContainerPath: filepath.Join(LoadDir, sd.Domain),
+				Options: []string{"rw", "nosuid", "nodev", "noexec", "bind"}},
+		},
+	}, nil
 }
 
 // RemoveSimSpec removes what WriteSimSpec wrote; missing files are fine.

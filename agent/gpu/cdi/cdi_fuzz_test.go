@@ -72,7 +72,7 @@ func FuzzCDISpec(f *testing.F) {
 	devs, _ := sim.Devices(f.Context())
 	topo, _ := sim.Topology(f.Context())
 	sim.Close()
-	simPath, err := WriteSimSpec(Config{NodeName: "fuzz", SpecDir: f.TempDir(), DataDir: f.TempDir()}, devs, topo)
+	simPath, err := WriteSimSpec(Config{NodeName: "fuzz", SpecDir: f.TempDir(), DataDir: f.TempDir()}, devs, nil, topo)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
@@ -25,7 +26,7 @@ func simSpec(t *testing.T) (Config, []gpu.Device) {
 	devs, _ := s.Devices(t.Context())
 	topo, _ := s.Topology(t.Context())
 	cfg := Config{NodeName: "node-1", SpecDir: t.TempDir(), DataDir: t.TempDir()}
-	path, err := WriteSimSpec(cfg, devs, topo)
+	path, err := WriteSimSpec(cfg, devs, nil, topo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +34,64 @@ func simSpec(t *testing.T) (Config, []gpu.Device) {
 		t.Fatalf("spec does not validate: %v", err)
 	}
 	return cfg, devs
+}
+
+// TestReplicaDevices: with a time-slicing layout every replica is a CDI
+// device of its own, with its own record (SUB_ID, the limits) and its
+// GPU's load directory, read-write.
+func TestReplicaDevices(t *testing.T) {
+	p, _ := gpu.BuiltinProfile("dgxa100")
+	s, err := gpu.NewSim(p, "node-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	devs, _ := s.Devices(t.Context())
+	topo, _ := s.Topology(t.Context())
+	layout, err := gpu.Replicas(devs, gpu.SharingMPS, 4, "nvidia.com/gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{NodeName: "node-1", SpecDir: t.TempDir(), DataDir: t.TempDir()}
+	if _, err := WriteSimSpec(cfg, devs, layout, topo); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(cfg.SpecDir), cdiapi.WithAutoRefresh(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cache.ListDevices()); n != 16+32 {
+		t.Errorf("%d devices, want 16 GPUs and 32 replicas", n)
+	}
+	id := gpu.ReplicaID(devs[3].UUID, 2)
+	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
+	if _, err := cache.InjectDevices(spec, DeviceName(id)); err != nil {
+		t.Fatal(err)
+	}
+	var rec, load string
+	for _, m := range spec.Mounts {
+		switch m.Destination {
+		case filepath.Join(RecordDir, "gpu-03-r002.env"):
+			rec = m.Source
+		case filepath.Join(LoadDir, devs[3].UUID):
+			load = m.Source
+			if !slices.Contains(m.Options, "rw") {
+				t.Errorf("load directory mounted %v, want rw", m.Options)
+			}
+		}
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatalf("replica record: %v (mounts %v)", err, spec.Mounts)
+	}
+	for _, want := range []string{"SUB_ID='" + id + "'", "SUB_KIND='mps'", "SUB_MEM='10240'", "SUB_SM='25'", "SUB_DOMAIN_MEM='40960'"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("record lacks %s:\n%s", want, data)
+		}
+	}
+	if st, err := os.Stat(load); err != nil || !st.IsDir() || st.Mode().Perm() != 0o777 || st.Mode()&os.ModeSticky == 0 {
+		t.Errorf("load directory %s: %v %v", load, st.Mode(), err)
+	}
 }
 
 func TestSimSpecResolves(t *testing.T) {
@@ -89,7 +148,10 @@ func TestSimSpecResolves(t *testing.T) {
 					t.Errorf("record %s: %v (mounts %v)", r, err, mounts)
 				}
 			}
-			if len(mounts) != len(tt.records)+1 {
+			if src := mounts[GPULoadPath]; src == "" {
+				t.Errorf("no gpu-load mount: %v", mounts)
+			}
+			if len(mounts) != 2*len(tt.records)+2 { // a record and a load directory each
 				t.Errorf("mounts %v", mounts)
 			}
 			if !slices.Contains(spec.Process.Env, EnvSimulated+"=1") {

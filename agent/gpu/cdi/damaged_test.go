@@ -39,12 +39,12 @@ func TestSimSpecRegenerated(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, devs, topo := simGPUs(t)
-			if _, err := WriteSimSpec(cfg, devs, topo); err != nil {
+			if _, err := WriteSimSpec(cfg, devs, nil, topo); err != nil {
 				t.Fatal(err)
 			}
 			want := snapshotFiles(t, cfg)
 			tt.damage(t, cfg)
-			if _, err := WriteSimSpec(cfg, devs, topo); err != nil {
+			if _, err := WriteSimSpec(cfg, devs, nil, topo); err != nil {
 				t.Fatalf("write the spec over a damaged one: %v", err)
 			}
 			got := snapshotFiles(t, cfg)

@@ -82,13 +82,13 @@ func TestDirScript(t *testing.T) {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "nvidia-smi")
-	if err := os.WriteFile(path, DirScript(dir), 0o755); err != nil {
+	if err := os.WriteFile(path, DirScript(dir, ""), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	checkOutputs(t, path, devs[0], devs[1])
 
 	empty := filepath.Join(t.TempDir(), "nvidia-smi")
-	os.WriteFile(empty, DirScript(t.TempDir()), 0o755)
+	os.WriteFile(empty, DirScript(t.TempDir(), ""), 0o755)
 	for _, sh := range shells(t) {
 		if out, code := run(t, sh, empty); code != 6 || !strings.Contains(out, "No devices were found") {
 			t.Errorf("%v no GPUs: %d %q", sh, code, out)
