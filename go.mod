@@ -44,10 +44,12 @@ require (
 	k8s.io/apimachinery v0.36.6
 	k8s.io/apiserver v0.36.6
 	k8s.io/client-go v0.36.6
+	k8s.io/component-helpers v0.36.6
 	k8s.io/cri-streaming v0.36.6
 	k8s.io/dynamic-resource-allocation v0.36.6
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a
+	k8s.io/kube-scheduler v0.36.6
 	k8s.io/kubelet v0.36.6
 	k8s.io/pod-security-admission v0.36.6
 	k8s.io/streaming v0.36.6
@@ -162,7 +164,6 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/component-base v0.36.6 // indirect
-	k8s.io/component-helpers v0.36.6 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 )
