@@ -48,7 +48,9 @@ type PodSpec struct {
 	Affinity *Affinity `json:"affinity,omitempty"`
 	// Tolerations let the pod schedule onto nodes with matching taints.
 	Tolerations []Toleration `json:"tolerations,omitempty"`
-	// SchedulerName: only "default-scheduler" (the default) is supported.
+	// SchedulerName picks the scheduler profile (a KubeSchedulerConfiguration
+	// profile's schedulerName; default "default-scheduler"). A pod naming
+	// no profile stays Pending, left to another scheduler.
 	SchedulerName string `json:"schedulerName,omitempty"`
 	// PriorityClassName names a PriorityClass whose value becomes Priority.
 	PriorityClassName string `json:"priorityClassName,omitempty"`

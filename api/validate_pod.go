@@ -87,8 +87,10 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	for i, t := range s.Tolerations {
 		errs = append(errs, validateToleration(t, fmt.Sprintf("%s.tolerations[%d]", p, i))...)
 	}
-	if s.SchedulerName != "" && s.SchedulerName != DefaultSchedulerName {
-		errs = append(errs, NotSupported(p+".schedulerName", s.SchedulerName, DefaultSchedulerName))
+	if s.SchedulerName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(s.SchedulerName) {
+			errs = append(errs, Invalid(p+".schedulerName", s.SchedulerName, msg))
+		}
 	}
 	if s.ServiceAccountName != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(s.ServiceAccountName) {

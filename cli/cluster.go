@@ -140,7 +140,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, withNoAgent bool) {
 	}
 	fl.StringVar(&f.gpus, "gpus", defGPUs, "GPUs of the local node: auto (real when the NVIDIA driver loads, else none), auto-sim (real when the driver loads, else a simulated DGX A100), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml; with --nodes, a comma list with one value per node (one value applies to all)")
 	fl.StringVar(&f.fabric, "cluster", "", "cluster file (skiff.dev/v1alpha1 Cluster) of the --nodes nodes: their GPUs and NVLink domains, as node labels (nvidia.com/gpu.clique, skiff.dev/nvlink-domain); see examples/homework/task3/cluster-4x-a100.yaml")
-	fl.StringVar(&f.schedCfg, "scheduler-config", "", "scheduler configuration file (skiff.dev/v1alpha1 SchedulerConfiguration: plugins, weights, LeastAllocated or MostAllocated); see examples/homework/task3/")
+	fl.StringVar(&f.schedCfg, "scheduler-config", "", "scheduler configuration file: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, as kube-scheduler --config: profiles, plugins, pluginConfig); changes apply while running; see examples/homework/task3/")
 	fl.IntVar(&f.nodes, "nodes", 1, "run N nodes in this process, named NAME-1..NAME-N (NAME: --node-name or the hostname), each with its own data dir and GPUs; they share containerd")
 	fl.StringVar(&f.ctrdNS, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images and containers")
 	fl.BoolVar(&f.noMerge, "no-kubeconfig-merge", false, "do not merge the skiff context into ~/.kube/config (the kubeconfig is still written to ~/.skiff/kubeconfig and DATA-DIR/kubeconfig)")

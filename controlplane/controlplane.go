@@ -60,7 +60,9 @@ type Config struct {
 	// Scheduler runs the in-process scheduler; false leaves pods unbound
 	// (for tests of the API alone).
 	Scheduler bool
-	// SchedulerConfig is a scheduler configuration file, or "".
+	// SchedulerConfig is a KubeSchedulerConfiguration file
+	// (kubescheduler.config.k8s.io/v1), or "" for the defaults. Changes to
+	// the file are applied while the server runs.
 	SchedulerConfig string
 	// Kueue configures the queue manager (controlplane/kueue), which runs
 	// on the leader with the controllers; nil: kueue.DefaultConfig().
@@ -437,18 +439,13 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 	})
 	if cfg.Scheduler {
 		runOne("scheduler", func() error {
-			scfg := scheduler.DefaultConfig()
-			if cfg.SchedulerConfig != "" {
-				var err error
-				if scfg, err = scheduler.LoadConfig(cfg.SchedulerConfig); err != nil {
-					return err
-				}
-			}
-			s, err := scheduler.New(local, scfg, scheduler.Options{Logger: lg.With("component", "scheduler")})
+			// A KubeSchedulerConfiguration file (or the defaults); changes
+			// to it apply while skiff runs (scheduler/reload.go).
+			r, err := scheduler.NewRunner(local, cfg.SchedulerConfig, scheduler.Options{Logger: lg.With("component", "scheduler")})
 			if err != nil {
 				return err
 			}
-			return s.Run(ctx)
+			return r.Run(ctx)
 		})
 	}
 	wg.Wait()

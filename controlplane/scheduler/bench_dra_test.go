@@ -8,6 +8,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 )
 
 // draBenchClient is the fake API for the DynamicResources benchmark: the
@@ -67,12 +68,12 @@ func benchDRA(b *testing.B, nodes, pods int) {
 				objs = append(objs, c)
 			}
 			c := draBenchClient{fake.New(objs...)}
-			s, err := New(c, DefaultConfig(), Options{Recorder: nopEvents{}})
+			s, err := New(c, config.Default(), Options{Recorder: nopEvents{}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			runCtx, cancel := context.WithCancel(ctx)
-			for _, es := range s.fwk.EventSources {
+			for _, es := range s.sources {
 				go es.Run(runCtx, func() { s.queue.Move(ClaimsChanged) })
 				if !es.WaitForSync(runCtx) {
 					b.Fatal("DRA informers did not sync")

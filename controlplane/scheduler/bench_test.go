@@ -11,6 +11,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 )
 
 // nopClient accepts every write and stores nothing: the benchmarks measure
@@ -81,7 +82,7 @@ func benchSchedule(b *testing.B, nodes, pods int, gpusPerNode int, pod func(i in
 	var elapsed, cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		s, err := New(nopClient{}, DefaultConfig(), Options{Recorder: nopEvents{}})
+		s, err := New(nopClient{}, config.Default(), Options{Recorder: nopEvents{}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -136,8 +136,8 @@ func TestGangOfFourWithRoomForThree(t *testing.T) {
 		}
 		partial(fmt.Sprintf("cycle %d", i))
 	}
-	if len(waiting) != 3 || f.s.fwk.Waiting.Len() != 3 {
-		t.Fatalf("%d tasks wait, %d waiting pods: want 3", len(waiting), f.s.fwk.Waiting.Len())
+	if len(waiting) != 3 || f.s.waiting.Len() != 3 {
+		t.Fatalf("%d tasks wait, %d waiting pods: want 3", len(waiting), f.s.waiting.Len())
 	}
 	// The waiting members hold their GPUs: all three are taken.
 	if got := f.gpusHeld("a", "b"); got != 3 {
@@ -172,8 +172,8 @@ func TestGangOfFourWithRoomForThree(t *testing.T) {
 	if perNode["a"] != 2 || perNode["b"] != 1 || perNode["c"] != 1 {
 		t.Fatalf("placement %v does not fit the GPUs", got)
 	}
-	if f.s.fwk.Waiting.Len() != 0 {
-		t.Fatalf("%d pods still waiting", f.s.fwk.Waiting.Len())
+	if f.s.waiting.Len() != 0 {
+		t.Fatalf("%d pods still waiting", f.s.waiting.Len())
 	}
 	var waitEvents int
 	for _, e := range f.ev.take() {

@@ -22,7 +22,9 @@
 //	scheduler.go one cycle around the decision: assume, bind, report, retry
 //	preemption.go  evicting lower-priority pods when nothing fits
 //	explain.go   the per-node, per-plugin record of an attempt (trace spans, Explain)
-//	config.go    which plugins run, their weights, the scoring strategy
+//	config/      the KubeSchedulerConfiguration: profiles, plugins, their args
+//	profiles.go  one framework per profile (schedulerName), built from its configuration
+//	reload.go    a changed configuration file applied while running
 //	run.go       informers and goroutines: the scheduler as a running component
 //
 // # Invariants

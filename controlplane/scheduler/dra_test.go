@@ -106,7 +106,7 @@ func newDRAFixture(t *testing.T, objs ...api.Object) *fixture {
 	f := newFixture(t, defaultConfig(noPreemption), nonPods...)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	for _, es := range f.s.fwk.EventSources {
+	for _, es := range f.s.sources {
 		go es.Run(ctx, func() { f.s.queue.Move(ClaimsChanged) })
 		if !es.WaitForSync(ctx) {
 			t.Fatal("DRA informers did not sync")

@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	v1 "k8s.io/kube-scheduler/config/v1"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/controlplane/scheduler/config"
+	"skiff.dev/skiff/controlplane/scheduler/plugins"
 )
 
 func rl(kv ...string) api.ResourceList {
@@ -99,7 +102,7 @@ type fixture struct {
 	clock time.Time
 }
 
-func newFixture(t testing.TB, cfg Config, objs ...api.Object) *fixture {
+func newFixture(t testing.TB, cfg *config.Config, objs ...api.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), c: fake.New(objs...), ev: &events{}, clock: time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)}
 	s, err := New(f.c, cfg, Options{Recorder: f.ev, Now: func() time.Time { return f.clock }})
@@ -132,15 +135,46 @@ func (f *fixture) add(p *api.Pod) {
 	f.s.onPodAdd(f.pod(p.Namespace, p.Name))
 }
 
-func defaultConfig(edit ...func(*Config)) Config {
-	c := DefaultConfig()
+func defaultConfig(edit ...func(*config.Config)) *config.Config {
+	c := config.Default()
 	for _, e := range edit {
-		e(&c)
+		e(c)
 	}
 	return c
 }
 
-func noPreemption(c *Config) { c.DisablePreemption = true }
+// parseConfig reads a KubeSchedulerConfiguration for a test.
+func parseConfig(t testing.TB, yaml string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// noPreemption disables DefaultPreemption in every profile, as a
+// configuration's postFilter: disabled: [{name: DefaultPreemption}].
+func noPreemption(c *config.Config) {
+	for i := range c.Profiles {
+		ps := &c.Profiles[i].Plugins.PostFilter
+		ps.Disabled = append(ps.Disabled, v1.Plugin{Name: DefaultPreemptionName})
+	}
+}
+
+// fitArgs sets NodeResourcesFit's scoring strategy in every profile.
+func fitArgs(s v1.ScoringStrategy) func(*config.Config) {
+	return func(c *config.Config) {
+		for i := range c.Profiles {
+			p := &c.Profiles[i]
+			for j := range p.PluginConfig {
+				if p.PluginConfig[j].Name == plugins.NodeResourcesFitName {
+					p.PluginConfig[j].Args = &v1.NodeResourcesFitArgs{ScoringStrategy: &s}
+				}
+			}
+		}
+	}
+}
 
 // cycle pops the next active pod and runs its cycle; it reports the task
 // without running it (nil when the queue is empty).

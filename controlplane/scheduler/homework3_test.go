@@ -10,6 +10,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/fabric"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 )
 
 // Homework task 3, in process: the scheduler and the four nodes of
@@ -116,7 +117,7 @@ func TestHomework3(t *testing.T) {
 		{"binpack", "task3/scheduler-binpack.yaml", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := LoadConfig(homework + tc.config)
+			cfg, err := config.Load(homework + tc.config)
 			if err != nil {
 				t.Fatal(err)
 			}

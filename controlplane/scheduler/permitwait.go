@@ -58,17 +58,17 @@ type permitDetails struct {
 // and went back to the queue; t.err holds an internal error, if any, and
 // t.result.Message the FailedScheduling message of a rejection.
 func (s *Scheduler) permit(ctx context.Context, t *task) bool {
-	if len(s.fwk.Permit) == 0 {
+	if len(t.fwk.Permit) == 0 {
 		return true
 	}
 	pod := t.assumed.Pod
-	st := s.fwk.RunPermit(ctx, t.state, pod, t.node)
+	st := t.fwk.RunPermit(ctx, t.state, pod, t.node)
 	switch {
 	case st.IsSuccess():
 		return true
 	case st.Code() == framework.Wait:
 		t.waits = true
-		wp := s.fwk.Waiting.Get(string(pod.UID))
+		wp := s.waiting.Get(string(pod.UID))
 		var plugins []string
 		if wp != nil {
 			plugins = wp.Pending()
@@ -77,7 +77,7 @@ func (s *Scheduler) permit(ctx context.Context, t *task) bool {
 		s.log.Debug("waiting on permit", "pod", t.assumed.Key, "node", t.node, "plugins", plugins)
 		return true
 	}
-	s.fwk.RunUnreserve(ctx, t.state, pod, t.node)
+	t.fwk.RunUnreserve(ctx, t.state, pod, t.node)
 	s.cache.ForgetPod(t.assumed.Key)
 	if st.IsRejected() {
 		now := s.now()
@@ -106,14 +106,14 @@ func (s *Scheduler) waitOnPermit(ctx context.Context, t *task) bool {
 	s.addTrace(ctx, pod, traceSpans(t.result, time.Time{}, time.Time{}, nil)...)
 	s.addTrace(ctx, pod, t.permitSpan())
 
-	st := s.fwk.WaitOnPermit(ctx, pod)
+	st := t.fwk.WaitOnPermit(ctx, pod)
 	t.permit.end = s.now()
 	if st.IsSuccess() {
 		t.permit.outcome = permitAllowed
 		s.log.Debug("permit allowed", "pod", key, "node", t.node)
 		return true
 	}
-	s.fwk.RunUnreserve(ctx, t.state, pod, t.node)
+	t.fwk.RunUnreserve(ctx, t.state, pod, t.node)
 	s.cache.ForgetPod(key)
 	s.queue.Move(ResourcesFreed) // the room it held is free again
 	if ctx.Err() != nil {

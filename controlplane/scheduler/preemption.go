@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	v1 "k8s.io/kube-scheduler/config/v1"
+
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
+	"skiff.dev/skiff/controlplane/scheduler/plugins"
 )
 
 // Preemption: when a pod fits nowhere, maybe it would fit if some pods of
@@ -65,9 +69,69 @@ const (
 // PreemptNever is the preemptionPolicy that turns preemption off for a pod.
 const PreemptNever = "Never"
 
-// preempt looks for a node where evicting lower-priority pods lets pod fit.
-// It only computes; the scheduler acts on the result.
-func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, pod *api.Pod, snap *Snapshot, res *CycleResult) (*PreemptionResult, error) {
+// DefaultPreemptionName is the PostFilter plugin that preempts.
+const DefaultPreemptionName = "DefaultPreemption"
+
+// defaultPreemption is Kubernetes' DefaultPreemption: the scheduler's
+// preemption search as a PostFilter plugin, so a profile turns it off the
+// way Kubernetes' does (postFilter: disabled: [{name: DefaultPreemption}]).
+// Its args (DefaultPreemptionArgs) bound how many candidate nodes it looks
+// for: max(minCandidateNodesPercentage% of the nodes,
+// minCandidateNodesAbsolute), then it picks the best of those.
+type defaultPreemption struct {
+	minPct, minAbs int32
+}
+
+var _ framework.PostFilterPlugin = (*defaultPreemption)(nil)
+
+func newDefaultPreemption(a plugins.Args) (framework.Plugin, error) {
+	args, _ := a.PluginArgs.(*v1.DefaultPreemptionArgs)
+	if a.PluginArgs != nil && args == nil {
+		return nil, fmt.Errorf("plugin %s: args of kind %q, want DefaultPreemptionArgs", DefaultPreemptionName, a.PluginArgs.GetObjectKind().GroupVersionKind().Kind)
+	}
+	if args == nil {
+		args = config.DefaultArgs(DefaultPreemptionName).(*v1.DefaultPreemptionArgs)
+	}
+	valid, err := config.ValidArgs(DefaultPreemptionName, args)
+	if err != nil {
+		return nil, err
+	}
+	args = valid.(*v1.DefaultPreemptionArgs)
+	return &defaultPreemption{minPct: *args.MinCandidateNodesPercentage, minAbs: *args.MinCandidateNodesAbsolute}, nil
+}
+
+func (*defaultPreemption) Name() string { return DefaultPreemptionName }
+
+// numCandidates is how many nodes where preemption works are enough to
+// choose from, as Kubernetes' calculateNumCandidates.
+func (p *defaultPreemption) numCandidates(numNodes int) int {
+	n := numNodes * int(p.minPct) / 100
+	n = max(n, int(p.minAbs))
+	return min(n, numNodes)
+}
+
+// PostFilter implements framework.PostFilterPlugin.
+func (p *defaultPreemption) PostFilter(ctx context.Context, state *framework.CycleState, pod *api.Pod, _ []framework.NodeStatus) (*framework.PostFilterResult, *framework.Status) {
+	d, ok := state.Read(cycleKey)
+	if !ok {
+		return nil, framework.NewStatus(framework.Error, "DefaultPreemption runs only inside skiff's scheduler")
+	}
+	c := d.(*cycleData)
+	pr, err := c.a.preempt(ctx, state, pod, c.snap, c.res, p.numCandidates(len(c.snap.Nodes())))
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+	c.res.Preemption = pr
+	if pr.Node == "" {
+		return nil, framework.NewStatus(framework.Unschedulable, pr.Message)
+	}
+	return &framework.PostFilterResult{NominatedNodeName: pr.Node}, nil
+}
+
+// preempt looks for a node where evicting lower-priority pods lets pod fit,
+// among the first enough nodes where it works. It only computes; the
+// scheduler acts on the result.
+func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, pod *api.Pod, snap *Snapshot, res *CycleResult, enough int) (*PreemptionResult, error) {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == PreemptNever {
 		return &PreemptionResult{Message: msgPolicyNever}, nil
 	}
@@ -117,6 +181,9 @@ func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, po
 		pr.Nodes = append(pr.Nodes, np)
 		if s.IsSuccess() {
 			cands = append(cands, candidate{node: name, victims: victims})
+			if len(cands) >= enough {
+				break
+			}
 		}
 	}
 	if len(cands) == 0 {

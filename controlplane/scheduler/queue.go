@@ -14,6 +14,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/backoff"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
+	"skiff.dev/skiff/controlplane/scheduler/plugins"
 )
 
 // Queue holds the pods waiting for a node, in three parts, as Kubernetes'
@@ -75,12 +76,12 @@ type Queue struct {
 
 // QueuedPod is a pod in the queue with its scheduling history.
 type QueuedPod struct {
-	// Info is the pod (shared with the informer: never modify Info.Pod).
-	Info *framework.PodInfo
+	// QueuedPodInfo: the pod (Info, shared with the informer: never modify
+	// Info.Pod) and when it last entered activeQ (Enqueued): what the
+	// queue sort plugin compares.
+	framework.QueuedPodInfo
 	// Attempts counts the scheduling cycles this pod has been through.
 	Attempts int
-	// Enqueued is when the pod last entered activeQ (FIFO order).
-	Enqueued time.Time
 	// LastAttempt is when its last cycle started.
 	LastAttempt time.Time
 	// UnschedulableSince is when it entered unschedulableQ.
@@ -145,26 +146,37 @@ func (e ClusterEvent) helps(unresolvable bool) bool {
 // ErrQueueClosed is returned by Pop after Close.
 var ErrQueueClosed = errors.New("scheduling queue closed")
 
+// QueueOptions configure a Queue.
+type QueueOptions struct {
+	// PodInitialBackoff and PodMaxBackoff bound a failed pod's wait
+	// (podInitialBackoffSeconds, podMaxBackoffSeconds).
+	PodInitialBackoff, PodMaxBackoff time.Duration
+	// MaxUnschedulable: how long a pod waits in unschedulableQ, with no
+	// cluster event, before it is tried again anyway.
+	MaxUnschedulable time.Duration
+	// Less orders activeQ (the profiles' queue sort plugin); nil:
+	// PrioritySort's.
+	Less func(a, b *framework.QueuedPodInfo) bool
+}
+
 // NewQueue returns an empty queue. now may be nil (time.Now).
-func NewQueue(cfg Config, now func() time.Time) *Queue {
+func NewQueue(o QueueOptions, now func() time.Time) *Queue {
 	if now == nil {
 		now = time.Now
 	}
+	if o.Less == nil {
+		o.Less = (&plugins.PrioritySort{}).Less
+	}
 	q := &Queue{
 		now:           now,
-		podBackoff:    backoff.Policy{Initial: cfg.PodInitialBackoff.Duration, Max: cfg.PodMaxBackoff.Duration},
-		maxUnsched:    cfg.MaxUnschedulable.Duration,
+		podBackoff:    backoff.Policy{Initial: o.PodInitialBackoff, Max: o.PodMaxBackoff},
+		maxUnsched:    o.MaxUnschedulable,
 		unschedulable: map[string]*QueuedPod{},
 		pods:          map[string]*QueuedPod{},
 		nominated:     map[string]map[string]*framework.PodInfo{},
 		wake:          make(chan struct{}, 1),
 	}
-	q.active.less = func(a, b *QueuedPod) bool {
-		if a.Info.Priority != b.Info.Priority {
-			return a.Info.Priority > b.Info.Priority
-		}
-		return a.Enqueued.Before(b.Enqueued)
-	}
+	q.active.less = func(a, b *QueuedPod) bool { return o.Less(&a.QueuedPodInfo, &b.QueuedPodInfo) }
 	q.backoff.less = func(a, b *QueuedPod) bool { return q.backoffExpiry(a).Before(q.backoffExpiry(b)) }
 	return q
 }
@@ -178,7 +190,7 @@ func (q *Queue) Add(pod *api.Pod) {
 		q.updateLocked(qp, pod, specChanged(qp.Info.Pod, pod))
 		return
 	}
-	qp := &QueuedPod{Info: framework.NewPodInfo(pod)}
+	qp := &QueuedPod{QueuedPodInfo: framework.QueuedPodInfo{Info: framework.NewPodInfo(pod)}}
 	q.pods[key] = qp
 	q.trackNominatedLocked(qp.Info)
 	q.toActiveLocked(qp)
@@ -194,7 +206,7 @@ func (q *Queue) Update(oldPod, newPod *api.Pod) {
 	key := api.Key(newPod.Namespace, newPod.Name)
 	qp, ok := q.pods[key]
 	if !ok {
-		qp = &QueuedPod{Info: framework.NewPodInfo(newPod)}
+		qp = &QueuedPod{QueuedPodInfo: framework.QueuedPodInfo{Info: framework.NewPodInfo(newPod)}}
 		q.pods[key] = qp
 		q.trackNominatedLocked(qp.Info)
 		q.toActiveLocked(qp)

@@ -13,7 +13,7 @@ func (c *testClock) now() time.Time { return c.t }
 
 func newTestQueue() (*Queue, *testClock) {
 	c := &testClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	return NewQueue(DefaultConfig(), c.now), c
+	return NewQueue(QueueOptions{PodInitialBackoff: time.Second, PodMaxBackoff: 10 * time.Second, MaxUnschedulable: DefaultMaxUnschedulable}, c.now), c
 }
 
 func popKey(t *testing.T, q *Queue) string {
@@ -91,7 +91,7 @@ func TestQueueUnschedulable(t *testing.T) {
 	q.Flush()
 	qp, _ = q.TryPop()
 	q.AddUnschedulable(qp, false)
-	c.t = c.t.Add(DefaultConfig().MaxUnschedulable.Duration)
+	c.t = c.t.Add(DefaultMaxUnschedulable)
 	q.Flush()
 	if w := q.Where("gpu-demo/p"); w != "active" {
 		t.Fatalf("after MaxUnschedulable: in %q", w)

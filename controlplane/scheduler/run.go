@@ -49,7 +49,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	wg.Go(func() { nodes.Run(ctx) })
 	wg.Go(func() { pods.Run(ctx) })
 	wg.Go(func() { groups.Run(ctx) })
-	for _, es := range s.fwk.EventSources { // DynamicResources: claims, classes, slices
+	for _, es := range s.sources { // DynamicResources: claims, classes, slices
 		wg.Go(func() { es.Run(ctx, func() { s.queue.Move(ClaimsChanged) }) })
 	}
 	if s.ownRec != nil {
@@ -58,7 +58,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if !nodes.WaitForSync(ctx) || !pods.WaitForSync(ctx) || !groups.WaitForSync(ctx) {
 		return nil // ctx ended first
 	}
-	for _, es := range s.fwk.EventSources {
+	for _, es := range s.sources {
 		if !es.WaitForSync(ctx) {
 			return nil
 		}
@@ -114,10 +114,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return nil
 }
 
-// responsible reports whether this scheduler should place a pending pod.
-func responsible(pod *api.Pod) bool {
-	return (pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == SchedulerName) &&
-		pod.DeletionTimestamp == nil && !isTerminal(pod)
+// responsible reports whether this scheduler should place a pending pod:
+// one of its profiles is the pod's schedulerName. A pod naming no
+// profile is left alone, Pending with no event, as Kubernetes does.
+func (s *Scheduler) responsible(pod *api.Pod) bool {
+	return s.profileOf(pod) != nil && pod.DeletionTimestamp == nil && !isTerminal(pod)
 }
 
 func (s *Scheduler) onNodeAdd(obj api.Object) {
@@ -176,7 +177,7 @@ func (s *Scheduler) onPodAdd(obj api.Object) {
 	switch {
 	case pod.Spec.NodeName != "":
 		s.cache.AddPod(pod)
-	case responsible(pod):
+	case s.responsible(pod):
 		s.queue.Add(pod)
 	}
 }
@@ -194,7 +195,7 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj api.Object) {
 		}
 		return
 	}
-	if responsible(pod) {
+	if s.responsible(pod) {
 		s.queue.Update(old, pod)
 	} else {
 		s.queue.Delete(pod)
@@ -215,7 +216,7 @@ func (s *Scheduler) onPodDelete(obj api.Object) {
 	pod := obj.(*api.Pod)
 	s.queue.Delete(pod)
 	s.groups.deletePod(pod)
-	s.fwk.Waiting.Reject(string(pod.UID), "", "pod deleted while waiting on permit")
+	s.waiting.Reject(string(pod.UID), "", "pod deleted while waiting on permit")
 	key := api.Key(pod.Namespace, pod.Name)
 	if pod.Spec.NodeName != "" || s.cache.IsAssumed(key) {
 		s.cache.RemovePod(pod)

@@ -8,6 +8,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -15,7 +16,7 @@ import (
 // bound, a second one waits, and deleting the first lets it in.
 func TestRunEndToEnd(t *testing.T) {
 	c := fake.New(gpuNode("node-1", 1), gpuPod("first", 1))
-	s, err := New(c, DefaultConfig(), Options{Recorder: &events{}})
+	s, err := New(c, config.Default(), Options{Recorder: &events{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,12 @@ type CycleResult struct {
 	SelectedNode string
 	// Message is the FailedScheduling message when no node fits.
 	Message string
-	// Preemption: what preemption found, when it was tried.
+	// Preemption: what preemption (DefaultPreemption, a PostFilter
+	// plugin) found, when it was tried.
 	Preemption *PreemptionResult
+	// Nominated is the node a PostFilter plugin made room on ("" when
+	// none could): the pod tries it first next time.
+	Nominated string
 	// Start, FilterEnd and ScoreEnd time the phases.
 	Start, FilterEnd, ScoreEnd time.Time
 }
@@ -280,6 +284,10 @@ func (a *algorithm) parallelize(n int, f func(i int)) {
 // score runs the score plugins over the feasible nodes, normalises each
 // plugin's scores, weights them and sums.
 func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod *api.Pod, res *CycleResult, feasible []*framework.NodeInfo) error {
+	skip, st := a.fwk.RunPreScore(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return fmt.Errorf("prescore %s: %w", st.Plugin(), st.AsError())
+	}
 	res.Scores = make([]NodeScoreResult, len(feasible))
 	np := len(a.fwk.Score)
 	raw := make([]int64, 2*np*len(feasible)) // one allocation for all Raw and Normalized
@@ -290,6 +298,9 @@ func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod 
 	a.parallelize(len(feasible), func(i int) {
 		ni := a.withNominated(pod, feasible[i])
 		for p, sp := range a.fwk.Score {
+			if skip[sp.Name()] {
+				continue // its PreScore said there is nothing to score
+			}
 			v, s := sp.Score(ctx, state, pod, ni)
 			if !s.IsSuccess() {
 				err := fmt.Errorf("score %s on node %q: %w", sp.Name(), ni.Node.Name, s.AsError())
@@ -304,6 +315,9 @@ func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod 
 	}
 	list := make([]framework.NodeScore, len(feasible))
 	for p, sp := range a.fwk.Score {
+		if skip[sp.Name()] {
+			continue
+		}
 		for i := range res.Scores {
 			list[i] = framework.NodeScore{Name: res.Scores[i].Node, Score: res.Scores[i].Raw[p]}
 		}
@@ -318,6 +332,45 @@ func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod 
 	}
 	return nil
 }
+
+// postFilter runs the profile's PostFilter plugins for a pod no node
+// passed (preemption's search: DefaultPreemption), records what they did
+// in res (Preemption, Nominated) and adds their account to the message.
+func (a *algorithm) postFilter(ctx context.Context, state *framework.CycleState, pod *api.Pod, snap *Snapshot, res *CycleResult) error {
+	if len(a.fwk.PostFilter) == 0 {
+		return nil
+	}
+	state.Write(cycleKey, &cycleData{a: a, snap: snap, res: res})
+	filtered := make([]framework.NodeStatus, len(res.Nodes))
+	for i, n := range res.Nodes {
+		filtered[i] = framework.NodeStatus{Node: n.Node, Status: n.Status}
+	}
+	r, st := a.fwk.RunPostFilter(ctx, state, pod, filtered)
+	if st.Code() == framework.Error {
+		return fmt.Errorf("postfilter %s: %w", st.Plugin(), st.AsError())
+	}
+	if r != nil && r.NominatedNodeName != "" {
+		res.Nominated = r.NominatedNodeName
+		return nil
+	}
+	if st != nil && st.Message() != "" {
+		res.Message = fitMessage(res, st.Message())
+	}
+	return nil
+}
+
+// cycleKey holds, in the CycleState, what the scheduler's own PostFilter
+// plugin (DefaultPreemption) reads: the algorithm, snapshot and result of
+// the attempt.
+const cycleKey framework.StateKey = "skiff.dev/cycle"
+
+type cycleData struct {
+	a    *algorithm
+	snap *Snapshot
+	res  *CycleResult
+}
+
+func (c *cycleData) Clone() framework.StateData { return c }
 
 // selectHost picks the highest total. Ties go to the node whose name sorts
 // first: the same cluster gives the same answer every time, which makes

@@ -1,20 +1,24 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync/atomic"
 	"time"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 	"skiff.dev/skiff/controlplane/scheduler/plugins"
 )
 
-// SchedulerName is the spec.schedulerName this scheduler serves ("" too).
-const SchedulerName = "default-scheduler"
+// SchedulerName is the default profile's scheduler name, the one pods
+// get when they name none.
+const SchedulerName = config.DefaultSchedulerName
 
 // EventRecorder records Events; *client.Recorder is one. Eventf must not
 // block.
@@ -35,7 +39,30 @@ type Options struct {
 	// BindWorkers: how many bindings (and failure reports) may be in
 	// flight at once; 0: DefaultBindWorkers.
 	BindWorkers int
+	// MaxUnschedulable is how long a pod waits in unschedulableQ, with no
+	// cluster event, before it is tried again anyway; 0:
+	// DefaultMaxUnschedulable.
+	MaxUnschedulable time.Duration
+	// AssumedPodTTL: an assumed pod whose binding returned but that the
+	// informer never showed bound is dropped after this long; 0:
+	// DefaultAssumedPodTTL.
+	AssumedPodTTL time.Duration
+	// Registry: the plugins profiles may name; nil: plugins.Registry().
+	// DefaultPreemption is always added (it is the scheduler's own).
+	Registry map[string]plugins.Factory
 }
+
+// Defaults of Options, with their reasons.
+const (
+	// DefaultMaxUnschedulable: Kubernetes waits 5 minutes. skiff moves pods
+	// on every relevant event, so this net only catches what no event
+	// reports; 60s keeps a classroom from waiting long if one is missed.
+	DefaultMaxUnschedulable = 60 * time.Second
+	// DefaultAssumedPodTTL: Kubernetes once used 30s. A binding the
+	// informer never confirms would otherwise hold the node's resources
+	// forever.
+	DefaultAssumedPodTTL = 30 * time.Second
+)
 
 // DefaultBindWorkers is how many bindings may be in flight by default.
 // A binding waits for two durable store commits (the binding, then the
@@ -50,13 +77,15 @@ const DefaultBindWorkers = 256
 // Scheduler assigns pending pods to nodes. See the package doc.
 type Scheduler struct {
 	client    client.Interface
-	cfg       Config
+	cfg       *config.Config
 	log       *slog.Logger
 	recorder  EventRecorder
 	ownRec    *client.Recorder // the recorder Run runs, when we made it
 	now       func() time.Time
 	workers   int
-	fwk       *framework.Framework
+	profiles  map[string]*profile           // by scheduler name
+	sources   []framework.EventSourcePlugin // plugins with informers of their own
+	waiting   *framework.WaitingPods        // pods held at Permit, all profiles
 	cache     *Cache
 	queue     *Queue
 	groups    *podGroups           // PodGroups and their members, for Coscheduling (podgroups.go)
@@ -66,11 +95,17 @@ type Scheduler struct {
 	started   atomic.Bool
 }
 
-// New builds a scheduler from a validated configuration. It starts
-// nothing: Run does.
-func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+// New builds a scheduler from a configuration (nil: config.Default()),
+// making every profile's plugins. It fails, in Kubernetes' words, when a
+// profile names a plugin the registry does not have ("ScorePlugin
+// \"MyPlugin\" does not exist") or puts one where it does not fit. It
+// starts nothing: Run does.
+func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, error) {
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	if len(cfg.Extenders) > 0 {
+		return nil, fmt.Errorf("extenders: not supported yet")
 	}
 	s := &Scheduler{client: c, cfg: cfg, log: opts.Logger, recorder: opts.Recorder, now: opts.Now, workers: opts.BindWorkers}
 	if s.log == nil {
@@ -87,35 +122,52 @@ func New(c client.Interface, cfg Config, opts Options) (*Scheduler, error) {
 		s.ownRec = client.NewRecorder(c, SchedulerName, "", s.log)
 		s.recorder = s.ownRec
 	}
-	registry := plugins.Registry()
-	s.cache = NewCache(cfg.AssumedPodTTL.Duration)
-	s.queue = NewQueue(cfg, s.now)
+	ttl := cmp.Or(opts.AssumedPodTTL, DefaultAssumedPodTTL)
+	s.cache = NewCache(ttl)
 	s.groups = newPodGroups(s.cache)
 	s.gpus = plugins.NewClaimedGPUs()
-	waiting := framework.NewWaitingPods()
-	args := plugins.Args{Client: c, ScoringStrategy: cfg.ScoringStrategy, Logger: s.log,
-		PodGroups: s.groups, WaitingPods: waiting, Activate: s.queue.Activate, ClaimedGPUs: s.gpus}
-	var ps []framework.Plugin
-	weights := map[string]int64{}
-	for _, pc := range cfg.Plugins {
-		p, err := registry[pc.Name](args)
-		if err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", pc.Name, err)
-		}
-		ps = append(ps, p)
-		weights[pc.Name] = pc.Weight
+	s.waiting = framework.NewWaitingPods()
+	registry := opts.Registry
+	if registry == nil {
+		registry = plugins.Registry()
 	}
-	fwk, err := framework.New(ps, weights)
+	registry = maps.Clone(registry)
+	registry[DefaultPreemptionName] = newDefaultPreemption
+	// The queue exists before the plugins (Coscheduling activates pods
+	// through it); its order comes from the profiles' queue sort plugin.
+	var less func(a, b *framework.QueuedPodInfo) bool
+	s.queue = NewQueue(QueueOptions{PodInitialBackoff: cfg.PodInitialBackoff, PodMaxBackoff: cfg.PodMaxBackoff,
+		MaxUnschedulable: cmp.Or(opts.MaxUnschedulable, DefaultMaxUnschedulable),
+		Less:             func(a, b *framework.QueuedPodInfo) bool { return less(a, b) }}, s.now)
+	args := plugins.Args{Client: c, Logger: s.log,
+		PodGroups: s.groups, WaitingPods: s.waiting, Activate: s.queue.Activate, ClaimedGPUs: s.gpus}
+	profiles, sources, err := buildProfiles(cfg, registry, args)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("initializing profiles: %w", err)
 	}
-	fwk.Waiting = waiting
-	s.fwk = fwk
-	if len(fwk.PreEnqueue) > 0 {
-		s.queue.SetPreEnqueue(func(p *api.Pod) *framework.Status { return fwk.RunPreEnqueue(context.Background(), p) })
+	s.profiles, s.sources = profiles, sources
+	for _, p := range profiles {
+		less = p.fwk.QueueSort[0].Less // the same plugin in every profile
+		break
 	}
+	s.queue.SetPreEnqueue(s.preEnqueue)
 	return s, nil
 }
+
+// preEnqueue runs the PreEnqueue plugins of the pod's profile.
+func (s *Scheduler) preEnqueue(pod *api.Pod) *framework.Status {
+	p := s.profiles[profileName(pod)]
+	if p == nil || len(p.fwk.PreEnqueue) == 0 {
+		return nil
+	}
+	return p.fwk.RunPreEnqueue(context.Background(), pod)
+}
+
+// profileOf returns the pod's profile, nil when it names none of ours.
+func (s *Scheduler) profileOf(pod *api.Pod) *profile { return s.profiles[profileName(pod)] }
+
+// Config returns the configuration the scheduler runs.
+func (s *Scheduler) Config() *config.Config { return s.cfg }
 
 // Cache returns the scheduler's cache (for tools and tests).
 func (s *Scheduler) Cache() *Cache { return s.cache }
@@ -123,42 +175,35 @@ func (s *Scheduler) Cache() *Cache { return s.cache }
 // Queue returns the scheduler's queue (for tools and tests).
 func (s *Scheduler) Queue() *Queue { return s.queue }
 
-func (s *Scheduler) algorithm() *algorithm {
-	return &algorithm{fwk: s.fwk, percentage: s.cfg.PercentageOfNodesToScore, parallelism: s.cfg.Parallelism, nominated: s.queue.NominatedPods(),
+func (s *Scheduler) algorithm(p *profile) *algorithm {
+	return &algorithm{fwk: p.fwk, percentage: p.percentage, parallelism: s.cfg.Parallelism, nominated: s.queue.NominatedPods(),
 		noVictims: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims)}
 }
 
 // ScheduleOne runs one scheduling decision for pod on snap: PreFilter,
-// Filter, Score and, when no node fits, the preemption search. It is pure:
-// it changes neither the cache nor the queue and writes nothing. A pod
-// that fits nowhere is not an error: the result has no SelectedNode and
-// carries the FailedScheduling message. The error is for internal failures
-// (a plugin returned Error).
+// Filter, Score and, when no node fits, the PostFilter plugins
+// (preemption's search). It is pure: it changes neither the cache nor the
+// queue and writes nothing. A pod that fits nowhere is not an error: the
+// result has no SelectedNode and carries the FailedScheduling message.
+// The error is for internal failures (a plugin returned Error) and for a
+// pod whose schedulerName names no profile.
 func (s *Scheduler) ScheduleOne(ctx context.Context, pod *api.Pod, snap *Snapshot) (*CycleResult, error) {
-	a := s.algorithm()
+	p := s.profileOf(pod)
+	if p == nil {
+		return nil, fmt.Errorf("pod %s: no profile for schedulerName %q", api.Key(pod.Namespace, pod.Name), pod.Spec.SchedulerName)
+	}
+	a := s.algorithm(p)
 	state := framework.NewCycleState()
 	res, _, err := a.schedule(ctx, state, pod, snap, 0, s.now)
 	if err != nil {
 		return nil, err
 	}
-	if res.SelectedNode == "" && !s.cfg.DisablePreemption && res.NumNodes > 0 {
-		if err := s.preempt(ctx, a, state, pod, snap, res); err != nil {
+	if res.SelectedNode == "" && res.NumNodes > 0 {
+		if err := a.postFilter(ctx, state, pod, snap, res); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
-}
-
-func (s *Scheduler) preempt(ctx context.Context, a *algorithm, state *framework.CycleState, pod *api.Pod, snap *Snapshot, res *CycleResult) error {
-	pr, err := a.preempt(ctx, state, pod, snap, res)
-	if err != nil {
-		return err
-	}
-	res.Preemption = pr
-	if pr.Node == "" {
-		res.Message = fitMessage(res, pr.Message)
-	}
-	return nil
 }
 
 // task is work for a binding worker: bind an assumed pod, or report a
@@ -173,7 +218,8 @@ type task struct {
 	// waits: Permit holds the assumed pod; bind waits for its release
 	// first, so the task runs on a goroutine of its own (permitwait.go).
 	waits  bool
-	permit *permitResult // what Permit did, when it did more than allow at once
+	permit *permitResult        // what Permit did, when it did more than allow at once
+	fwk    *framework.Framework // the pod's profile's
 }
 
 // scheduleOne is one scheduling cycle for a popped pod. It decides on a
@@ -185,8 +231,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
 		s.queue.Done(qp.Info.Key)
 		return nil
 	}
+	p := s.profileOf(pod)
+	if p == nil { // its schedulerName changed to another's: not ours now
+		s.queue.Done(qp.Info.Key)
+		return nil
+	}
 	s.cache.Snapshot(&s.snap)
-	a := s.algorithm()
+	a := s.algorithm(p)
 	state := framework.NewCycleState()
 	res, processed, err := a.schedule(ctx, state, pod, &s.snap, s.nextStart, s.now)
 	if n := len(s.snap.Nodes()); n > 0 {
@@ -198,18 +249,18 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
 		return &task{qp: qp, err: err}
 	}
 	if res.SelectedNode == "" {
-		if !s.cfg.DisablePreemption && res.NumNodes > 0 {
-			if err := s.preempt(ctx, a, state, pod, &s.snap, res); err != nil {
-				s.log.Error("preemption failed", "pod", qp.Info.Key, "err", err)
-			} else if res.Preemption.Node != "" {
-				s.queue.Nominate(qp.Info, res.Preemption.Node)
+		if res.NumNodes > 0 {
+			if err := a.postFilter(ctx, state, pod, &s.snap, res); err != nil {
+				s.log.Error("postFilter failed", "pod", qp.Info.Key, "err", err)
+			} else if res.Nominated != "" {
+				s.queue.Nominate(qp.Info, res.Nominated)
 			}
 		}
 		s.log.Debug("unschedulable", "pod", qp.Info.Key, "message", res.Message)
 		// Rejected everywhere for reasons eviction cannot fix: freeing
 		// resources cannot help either, only a node change can.
 		s.queue.AddUnschedulable(qp, notHelpfulAnywhere(res, res.NumNodes))
-		return &task{qp: qp, result: res}
+		return &task{qp: qp, result: res, fwk: p.fwk}
 	}
 
 	// Assume: count the pod on its node now, so the next cycle sees it.
@@ -223,15 +274,15 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
 		s.queue.AddBackoff(qp)
 		return nil
 	}
-	if st := s.fwk.RunReserve(ctx, state, &bound, res.SelectedNode); !st.IsSuccess() {
+	if st := p.fwk.RunReserve(ctx, state, &bound, res.SelectedNode); !st.IsSuccess() {
 		s.cache.ForgetPod(assumed.Key)
 		s.queue.AddBackoff(qp)
 		return &task{qp: qp, err: fmt.Errorf("reserve on node %q: %w", res.SelectedNode, st.AsError())}
 	}
 	s.log.Debug("assumed", "pod", qp.Info.Key, "node", res.SelectedNode)
-	t := &task{qp: qp, state: state, assumed: assumed, node: res.SelectedNode, result: res}
+	t := &task{qp: qp, state: state, assumed: assumed, node: res.SelectedNode, result: res, fwk: p.fwk}
 	if !s.permit(ctx, t) {
-		return &task{qp: qp, result: res, err: t.err, permit: t.permit}
+		return &task{qp: qp, result: res, err: t.err, permit: t.permit, fwk: p.fwk}
 	}
 	return t
 }
@@ -256,15 +307,15 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 		return
 	}
 	start := s.now()
-	st := s.fwk.RunPreBind(ctx, t.state, pod, t.node) // the claims' allocation first
+	st := t.fwk.RunPreBind(ctx, t.state, pod, t.node) // the claims' allocation first
 	if st.IsSuccess() {
-		st = s.fwk.RunBind(ctx, t.state, pod, t.node)
+		st = t.fwk.RunBind(ctx, t.state, pod, t.node)
 	}
 	end := s.now()
 	if !st.IsSuccess() {
 		err := st.AsError()
 		s.log.Info("binding failed", "pod", key, "node", t.node, "err", err)
-		s.fwk.RunUnreserve(ctx, t.state, pod, t.node)
+		t.fwk.RunUnreserve(ctx, t.state, pod, t.node)
 		s.cache.ForgetPod(key)
 		s.queue.Move(ResourcesFreed) // the room it held is free again
 		if api.IsNotFound(err) {
@@ -278,6 +329,7 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 	}
 	s.cache.FinishBinding(key, s.now())
 	s.queue.Done(key)
+	t.fwk.RunPostBind(ctx, t.state, pod, t.node)
 	s.log.Debug("bound", "pod", key, "node", t.node)
 	s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, t.node)
 	s.addTrace(ctx, pod, t.spans(start, end, nil)...)
@@ -288,9 +340,8 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 // preemption decided.
 func (s *Scheduler) reportUnschedulable(ctx context.Context, t *task) {
 	pod, res := t.qp.Info.Pod, t.result
-	nominated := ""
+	nominated := res.Nominated
 	if pr := res.Preemption; pr != nil && pr.Node != "" {
-		nominated = pr.Node
 		for _, v := range pr.Victims {
 			// Only the pod chosen, never a new one that took its name since.
 			uid := v.Pod.UID

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/kube-scheduler/config/v1"
+
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
-	"skiff.dev/skiff/controlplane/scheduler/plugins"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 )
 
 const a100 = "NVIDIA-A100-SXM4-40GB"
@@ -29,7 +31,7 @@ func TestFailedSchedulingMessages(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		cfg   Config
+		cfg   *config.Config
 		nodes []*api.Node
 		pods  []*api.Pod
 		pod   *api.Pod
@@ -47,13 +49,13 @@ func TestFailedSchedulingMessages(t *testing.T) {
 			want: "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient nvidia.com/gpu.",
 		},
 		{
-			name: "preemption found no victims", cfg: DefaultConfig(),
+			name: "preemption found no victims", cfg: config.Default(),
 			nodes: []*api.Node{gpuNode("node-1", 1)}, pods: []*api.Pod{gpuPod("a", 1, onNode("node-1"))},
 			pod:  gpuPod("b", 1),
 			want: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
 		},
 		{
-			name: "preemption not helpful on some nodes", cfg: DefaultConfig(),
+			name: "preemption not helpful on some nodes", cfg: config.Default(),
 			nodes: threeNodes, pod: gpuPod("p", 2, affinityGPU),
 			want: "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient nvidia.com/gpu. " +
 				"preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.",
@@ -61,7 +63,7 @@ func TestFailedSchedulingMessages(t *testing.T) {
 		{
 			// Kubernetes' wording when no node can be helped: preemption
 			// is skipped without looking at any node.
-			name: "preemption not helpful anywhere", cfg: DefaultConfig(),
+			name: "preemption not helpful anywhere", cfg: config.Default(),
 			nodes: threeNodes, pod: gpuPod("p", 1, func(p *api.Pod) {
 				p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
 			}),
@@ -69,13 +71,13 @@ func TestFailedSchedulingMessages(t *testing.T) {
 				"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
 		},
 		{
-			name: "preemption victims would not be enough", cfg: DefaultConfig(),
+			name: "preemption victims would not be enough", cfg: config.Default(),
 			nodes: []*api.Node{gpuNode("node-1", 1)}, pods: []*api.Pod{gpuPod("low", 1, onNode("node-1"))},
 			pod:  gpuPod("big", 2, priority(100)),
 			want: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
 		},
 		{
-			name: "preemptionPolicy Never", cfg: DefaultConfig(),
+			name: "preemptionPolicy Never", cfg: config.Default(),
 			nodes: []*api.Node{gpuNode("node-1", 1)}, pods: []*api.Pod{gpuPod("a", 1, onNode("node-1"))},
 			pod:  gpuPod("b", 1, priority(100), func(p *api.Pod) { p.Spec.PreemptionPolicy = &never }),
 			want: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: not eligible due to preemptionPolicy=Never.",
@@ -93,7 +95,7 @@ func TestFailedSchedulingMessages(t *testing.T) {
 			want: "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 1 node(s) were unschedulable.",
 		},
 		{
-			name: "no nodes", cfg: DefaultConfig(), pod: gpuPod("p", 1),
+			name: "no nodes", cfg: config.Default(), pod: gpuPod("p", 1),
 			want: "no nodes available to schedule pods",
 		},
 	}
@@ -118,7 +120,7 @@ func TestFailedSchedulingMessages(t *testing.T) {
 // stays Pending with the message, an event and a trace, and waits in
 // unschedulableQ. Deleting a GPU pod moves it back and it schedules.
 func TestOverRequestStaysPendingUntilGPUFreed(t *testing.T) {
-	f := newFixture(t, DefaultConfig(), gpuNode("node-1", 1), gpuPod("gpu-inference-1", 1), gpuPod("gpu-inference-2", 1))
+	f := newFixture(t, config.Default(), gpuNode("node-1", 1), gpuPod("gpu-inference-1", 1), gpuPod("gpu-inference-2", 1))
 	res := f.step()
 	if res.SelectedNode != "node-1" {
 		t.Fatalf("first pod: selected %q", res.SelectedNode)
@@ -181,7 +183,7 @@ func TestRequeueOnlyWhenItCanHelp(t *testing.T) {
 	h100 := func(p *api.Pod) {
 		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
 	}
-	f := newFixture(t, DefaultConfig(), gpuNode("node-1", 1, labels(api.LabelGPUProduct, a100)),
+	f := newFixture(t, config.Default(), gpuNode("node-1", 1, labels(api.LabelGPUProduct, a100)),
 		gpuPod("running", 1, onNode("node-1")), gpuPod("wants-gpu", 1), gpuPod("wants-h100", 1, h100))
 	for range 2 {
 		if res := f.step(); res.SelectedNode != "" {
@@ -265,7 +267,7 @@ func TestNodeAffinityOnGPUProduct(t *testing.T) {
 			}}}
 		}))
 	}
-	f := newFixture(t, DefaultConfig(), append(nodes, pods...)...)
+	f := newFixture(t, config.Default(), append(nodes, pods...)...)
 	used := map[string]int{}
 	for range pods {
 		res := f.step()
@@ -360,7 +362,7 @@ func TestFailedBindRollsBack(t *testing.T) {
 }
 
 func TestPreemptionEvictsLowerPriority(t *testing.T) {
-	f := newFixture(t, DefaultConfig(),
+	f := newFixture(t, config.Default(),
 		gpuNode("node-1", 2),
 		gpuNode("node-2", 2),
 		gpuPod("batch-low", 1, onNode("node-1"), priority(1)),
@@ -418,13 +420,11 @@ func TestLeastVersusMostAllocated(t *testing.T) {
 		gpuPod("new", 1),
 	}
 	for _, tt := range []struct {
-		strategy plugins.ScoringStrategyType
+		strategy v1.ScoringStrategyType
 		want     string
-	}{{plugins.LeastAllocated, "empty"}, {plugins.MostAllocated, "half"}} {
+	}{{v1.LeastAllocated, "empty"}, {v1.MostAllocated, "half"}} {
 		t.Run(string(tt.strategy), func(t *testing.T) {
-			cfg := defaultConfig(func(c *Config) {
-				c.ScoringStrategy = plugins.ScoringStrategy{Type: tt.strategy, Resources: []plugins.ResourceWeight{{Name: api.ResourceNvidiaGPU, Weight: 1}}}
-			})
+			cfg := defaultConfig(fitArgs(v1.ScoringStrategy{Type: tt.strategy, Resources: []v1.ResourceSpec{{Name: api.ResourceNvidiaGPU, Weight: 1}}}))
 			f := newFixture(t, cfg, objs...)
 			if res := f.step(); res.SelectedNode != tt.want {
 				t.Errorf("selected %q, want %q\n%s", res.SelectedNode, tt.want, Explain(res))
@@ -472,7 +472,7 @@ func TestParallelFilterIsDeterministic(t *testing.T) {
 	}
 	snap := NewSnapshot(nodes, nil)
 	run := func(par int) *CycleResult {
-		s, err := New(fake.New(), defaultConfig(func(c *Config) { c.Parallelism = par }), Options{Recorder: &events{}})
+		s, err := New(fake.New(), defaultConfig(func(c *config.Config) { c.Parallelism = par }), Options{Recorder: &events{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,16 +9,22 @@
 //
 //	PreEnqueue once per enqueue: may the pod be tried? (no: it waits, gated)
 //
-// One scheduling cycle runs the extension points in this order:
+// A profile (a KubeSchedulerConfiguration's schedulerName) is one
+// Framework: the plugins configured at each extension point. One
+// scheduling cycle runs the extension points in this order:
 //
+//	QueueSort  orders the queue: which pod is tried next (one for all profiles)
 //	PreFilter  once per pod:   compute what Filter needs; may reject the pod outright
 //	Filter     once per node:  can the pod run here? (pass, or a reason)
+//	PostFilter when no node passed: make room (preemption) and nominate a node
+//	PreScore   once per pod, with the nodes that passed: compute what Score needs
 //	Score      once per node that passed: how good is this node? (int64)
 //	NormalizeScore once per plugin: map the plugin's scores to 0..MaxNodeScore
 //	Reserve    on the chosen node: claim what the pod will use
 //	Permit     on the chosen node: bind now, wait (assumed, with a timeout) or reject
 //	PreBind    on the binding goroutine: write what binding needs (a claim's allocation)
 //	Bind       write the decision to the API (pods/NAME/binding)
+//	PostBind   told the pod was bound
 //
 // Unreserve undoes Reserve when anything after it fails (a Permit
 // rejection or timeout included).
@@ -37,6 +43,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"skiff.dev/skiff/api"
 )
@@ -134,33 +142,193 @@ type BindPlugin interface {
 	Bind(ctx context.Context, state *CycleState, pod *api.Pod, nodeName string) *Status
 }
 
+// QueuedPodInfo is a pod waiting in the scheduling queue, as the queue
+// sort plugin sees it.
+type QueuedPodInfo struct {
+	// Info is the pod (shared with the informer: never modify Info.Pod).
+	Info *PodInfo
+	// Enqueued is when the pod last entered activeQ.
+	Enqueued time.Time
+}
+
+// QueueSortPlugin orders the pods ready to be tried: Less reports whether
+// a goes before b. The scheduler has one queue, so every profile has the
+// same, single queue sort plugin (PrioritySort: higher priority first,
+// then first come first served). Less must be cheap and must not block.
+type QueueSortPlugin interface {
+	Plugin
+	Less(a, b *QueuedPodInfo) bool
+}
+
+// NodeStatus is one node's filter verdict, nil Status when it passed.
+type NodeStatus struct {
+	Node   string
+	Status *Status
+}
+
+// PostFilterResult is what a PostFilter plugin did for the pod: the node
+// it made room on (nominated: the pod tries it first next time).
+type PostFilterResult struct {
+	NominatedNodeName string
+}
+
+// PostFilterPlugin runs when no node passed the filters, in order until
+// one returns Success. DefaultPreemption is the classic one: it looks
+// for lower-priority pods whose eviction would make room and nominates
+// that node. filtered holds the verdict of every node looked at. An
+// Unschedulable status says why it could not help; its message joins the
+// FailedScheduling message.
+type PostFilterPlugin interface {
+	Plugin
+	PostFilter(ctx context.Context, state *CycleState, pod *api.Pod, filtered []NodeStatus) (*PostFilterResult, *Status)
+}
+
+// PreScorePlugin runs once per pod before Score, with the nodes that
+// passed the filters: it computes what Score needs (PodTopologySpread's
+// counts per domain). A Skip status turns the plugin's Score off for this
+// pod (nothing to score: every node gets 0 from it).
+type PreScorePlugin interface {
+	Plugin
+	PreScore(ctx context.Context, state *CycleState, pod *api.Pod, nodes []*NodeInfo) *Status
+}
+
+// PostBindPlugin is told a pod was bound (informational, after Bind).
+type PostBindPlugin interface {
+	Plugin
+	PostBind(ctx context.Context, state *CycleState, pod *api.Pod, nodeName string)
+}
+
 // WeightedScorePlugin is a score plugin with its configured weight.
 type WeightedScorePlugin struct {
 	ScorePlugin
 	Weight int64
 }
 
-// Framework holds the plugins of each extension point, in the configured
-// order, and runs them.
+// Extension points, named as in a KubeSchedulerConfiguration profile's
+// plugins.
+const (
+	PointPreEnqueue = "preEnqueue"
+	PointQueueSort  = "queueSort"
+	PointPreFilter  = "preFilter"
+	PointFilter     = "filter"
+	PointPostFilter = "postFilter"
+	PointPreScore   = "preScore"
+	PointScore      = "score"
+	PointReserve    = "reserve"
+	PointPermit     = "permit"
+	PointPreBind    = "preBind"
+	PointBind       = "bind"
+	PointPostBind   = "postBind"
+)
+
+// Points lists the extension points in the order a pod meets them, with
+// the interface name Kubernetes' errors use.
+var Points = []struct{ Name, Interface string }{
+	{PointPreEnqueue, "PreEnqueuePlugin"}, {PointQueueSort, "QueueSortPlugin"},
+	{PointPreFilter, "PreFilterPlugin"}, {PointFilter, "FilterPlugin"},
+	{PointPostFilter, "PostFilterPlugin"}, {PointPreScore, "PreScorePlugin"},
+	{PointScore, "ScorePlugin"}, {PointReserve, "ReservePlugin"},
+	{PointPermit, "PermitPlugin"}, {PointPreBind, "PreBindPlugin"},
+	{PointBind, "BindPlugin"}, {PointPostBind, "PostBindPlugin"},
+}
+
+// Implements reports whether p implements the extension point named point.
+func Implements(p Plugin, point string) bool {
+	var ok bool
+	switch point {
+	case PointPreEnqueue:
+		_, ok = p.(PreEnqueuePlugin)
+	case PointQueueSort:
+		_, ok = p.(QueueSortPlugin)
+	case PointPreFilter:
+		_, ok = p.(PreFilterPlugin)
+	case PointFilter:
+		_, ok = p.(FilterPlugin)
+	case PointPostFilter:
+		_, ok = p.(PostFilterPlugin)
+	case PointPreScore:
+		_, ok = p.(PreScorePlugin)
+	case PointScore:
+		_, ok = p.(ScorePlugin)
+	case PointReserve:
+		_, ok = p.(ReservePlugin)
+	case PointPermit:
+		_, ok = p.(PermitPlugin)
+	case PointPreBind:
+		_, ok = p.(PreBindPlugin)
+	case PointBind:
+		_, ok = p.(BindPlugin)
+	case PointPostBind:
+		_, ok = p.(PostBindPlugin)
+	}
+	return ok
+}
+
+// Framework holds the plugins of each extension point of one profile, in
+// the configured order, and runs them.
 type Framework struct {
-	PreEnqueue []PreEnqueuePlugin
-	PreFilter  []PreFilterPlugin
-	Filter     []FilterPlugin
-	Score      []WeightedScorePlugin
-	Reserve    []ReservePlugin
-	Permit     []PermitPlugin
-	PreBind    []PreBindPlugin
-	Bind       []BindPlugin
+	// ProfileName is the profile's schedulerName.
+	ProfileName string
+	PreEnqueue  []PreEnqueuePlugin
+	QueueSort   []QueueSortPlugin
+	PreFilter   []PreFilterPlugin
+	Filter      []FilterPlugin
+	PostFilter  []PostFilterPlugin
+	PreScore    []PreScorePlugin
+	Score       []WeightedScorePlugin
+	Reserve     []ReservePlugin
+	Permit      []PermitPlugin
+	PreBind     []PreBindPlugin
+	Bind        []BindPlugin
+	PostBind    []PostBindPlugin
 	// EventSources: plugins with informers of their own.
 	EventSources []EventSourcePlugin
 	// Waiting holds the pods Permit made wait (permit.go). New makes an
 	// empty one; a scheduler replaces it with the one its plugins were
-	// given, before the first cycle.
+	// given (one for all its profiles), before the first cycle.
 	Waiting *WaitingPods
 }
 
-// New sorts plugins into the extension points they implement. weights
-// gives each score plugin's weight by name (missing or 0: 1).
+// Append adds p at the extension point named point, after those there;
+// p must implement it (Implements). weight is a score plugin's weight
+// (0: 1); other points ignore it.
+func (f *Framework) Append(point string, p Plugin, weight int64) {
+	switch point {
+	case PointPreEnqueue:
+		f.PreEnqueue = append(f.PreEnqueue, p.(PreEnqueuePlugin))
+	case PointQueueSort:
+		f.QueueSort = append(f.QueueSort, p.(QueueSortPlugin))
+	case PointPreFilter:
+		f.PreFilter = append(f.PreFilter, p.(PreFilterPlugin))
+	case PointFilter:
+		f.Filter = append(f.Filter, p.(FilterPlugin))
+	case PointPostFilter:
+		f.PostFilter = append(f.PostFilter, p.(PostFilterPlugin))
+	case PointPreScore:
+		f.PreScore = append(f.PreScore, p.(PreScorePlugin))
+	case PointScore:
+		if weight == 0 {
+			weight = 1
+		}
+		f.Score = append(f.Score, WeightedScorePlugin{ScorePlugin: p.(ScorePlugin), Weight: weight})
+	case PointReserve:
+		f.Reserve = append(f.Reserve, p.(ReservePlugin))
+	case PointPermit:
+		f.Permit = append(f.Permit, p.(PermitPlugin))
+	case PointPreBind:
+		f.PreBind = append(f.PreBind, p.(PreBindPlugin))
+	case PointBind:
+		f.Bind = append(f.Bind, p.(BindPlugin))
+	case PointPostBind:
+		f.PostBind = append(f.PostBind, p.(PostBindPlugin))
+	}
+}
+
+// New puts each plugin at every extension point it implements, in the
+// order given (a profile's multiPoint). weights gives each score
+// plugin's weight by name (missing or 0: 1). It is the short way to build
+// a framework in tests and tools; the scheduler builds its profiles from
+// their configuration.
 func New(plugins []Plugin, weights map[string]int64) (*Framework, error) {
 	f := &Framework{Waiting: NewWaitingPods()}
 	seen := map[string]bool{}
@@ -169,36 +337,13 @@ func New(plugins []Plugin, weights map[string]int64) (*Framework, error) {
 			return nil, fmt.Errorf("plugin %q given twice", p.Name())
 		}
 		seen[p.Name()] = true
-		if pe, ok := p.(PreEnqueuePlugin); ok {
-			f.PreEnqueue = append(f.PreEnqueue, pe)
-		}
 		if es, ok := p.(EventSourcePlugin); ok {
 			f.EventSources = append(f.EventSources, es)
 		}
-		if pb, ok := p.(PreBindPlugin); ok {
-			f.PreBind = append(f.PreBind, pb)
-		}
-		if pf, ok := p.(PreFilterPlugin); ok {
-			f.PreFilter = append(f.PreFilter, pf)
-		}
-		if fp, ok := p.(FilterPlugin); ok {
-			f.Filter = append(f.Filter, fp)
-		}
-		if sp, ok := p.(ScorePlugin); ok {
-			w := weights[p.Name()]
-			if w == 0 {
-				w = 1
+		for _, pt := range Points {
+			if Implements(p, pt.Name) {
+				f.Append(pt.Name, p, weights[p.Name()])
 			}
-			f.Score = append(f.Score, WeightedScorePlugin{ScorePlugin: sp, Weight: w})
-		}
-		if rp, ok := p.(ReservePlugin); ok {
-			f.Reserve = append(f.Reserve, rp)
-		}
-		if pp, ok := p.(PermitPlugin); ok {
-			f.Permit = append(f.Permit, pp)
-		}
-		if bp, ok := p.(BindPlugin); ok {
-			f.Bind = append(f.Bind, bp)
 		}
 	}
 	if len(f.Bind) == 0 {
@@ -282,6 +427,60 @@ func (f *Framework) RunBind(ctx context.Context, state *CycleState, pod *api.Pod
 		}
 	}
 	return NewStatus(Error, "no bind plugin bound the pod")
+}
+
+// RunPostBind tells every PostBind plugin the pod was bound.
+func (f *Framework) RunPostBind(ctx context.Context, state *CycleState, pod *api.Pod, nodeName string) {
+	for _, p := range f.PostBind {
+		p.PostBind(ctx, state, pod, nodeName)
+	}
+}
+
+// RunPostFilter runs PostFilter plugins in order until one succeeds and
+// returns its result. Otherwise it returns the last rejection, with the
+// messages of all rejections joined (each plugin's account of why it
+// could not help); nil, nil when there is no PostFilter plugin.
+func (f *Framework) RunPostFilter(ctx context.Context, state *CycleState, pod *api.Pod, filtered []NodeStatus) (*PostFilterResult, *Status) {
+	var last *Status
+	var msgs []string
+	for _, p := range f.PostFilter {
+		r, s := p.PostFilter(ctx, state, pod, filtered)
+		if s.IsSuccess() {
+			return r, nil
+		}
+		if s.Code() == Error {
+			return nil, s.WithPlugin(p.Name())
+		}
+		last = s.WithPlugin(p.Name())
+		if m := s.Message(); m != "" {
+			msgs = append(msgs, m)
+		}
+	}
+	if last == nil || len(msgs) < 2 {
+		return nil, last
+	}
+	return nil, NewStatus(last.Code(), strings.Join(msgs, "; ")).WithPlugin(last.Plugin())
+}
+
+// RunPreScore runs every PreScore plugin and returns, by plugin name, the
+// ones that returned Skip (their Score is not run for this pod), or the
+// first failure.
+func (f *Framework) RunPreScore(ctx context.Context, state *CycleState, pod *api.Pod, nodes []*NodeInfo) (map[string]bool, *Status) {
+	var skip map[string]bool
+	for _, p := range f.PreScore {
+		s := p.PreScore(ctx, state, pod, nodes)
+		switch {
+		case s.IsSuccess():
+		case s.Code() == Skip:
+			if skip == nil {
+				skip = map[string]bool{}
+			}
+			skip[p.Name()] = true
+		default:
+			return nil, s.WithPlugin(p.Name())
+		}
+	}
+	return skip, nil
 }
 
 // DefaultNormalizeScore scales scores so the highest becomes maxScore

@@ -73,6 +73,9 @@ type DynamicResources struct {
 	assumed map[string]*resourcev1.AllocationResult
 	// gpus: the GPUs claims hold per node, for NodeResourcesFit; nil: not kept.
 	gpus *ClaimedGPUs
+	// filterTimeout bounds the allocator's search on one node
+	// (DynamicResourcesArgs.filterTimeout); 0: no bound.
+	filterTimeout time.Duration
 }
 
 var (
@@ -87,6 +90,7 @@ var (
 // Kubernetes' words.
 const (
 	ReasonCannotAllocate      = "cannot allocate all claims"
+	ReasonAllocationTimedOut  = "timed out trying to allocate devices"
 	ReasonClaimNotOnNode      = "resourceclaim not available on the node"
 	ReasonClaimInUse          = "resourceclaim in use"
 	ReasonClaimNotCreated     = "ResourceClaim not created yet"
@@ -414,12 +418,22 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 	if len(s.toAllocate) == 0 {
 		return nil
 	}
+	if pl.filterTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pl.filterTimeout)
+		defer cancel()
+	}
 	nodeSlices := pl.slicesFor(ni.Node.Name)
 	alloc, err := structured.NewAllocator(ctx, pl.features, s.allocated, pl, nodeSlices, pl.celCache)
 	if err != nil {
 		return framework.AsStatus(err)
 	}
 	results, err := alloc.Allocate(ctx, node, s.toAllocate)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		// DynamicResourcesArgs.filterTimeout: this node is given up, as
+		// Kubernetes does, rather than holding up every other pod.
+		return framework.NewStatus(framework.Unschedulable, ReasonAllocationTimedOut)
+	}
 	if err != nil && !errors.Is(err, structured.ErrFailedAllocationOnNode) {
 		return framework.AsStatus(err)
 	}

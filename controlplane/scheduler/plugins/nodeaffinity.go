@@ -2,10 +2,15 @@ package plugins
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 
+	v1 "k8s.io/kube-scheduler/config/v1"
+
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -22,7 +27,39 @@ import (
 // scaled so the best node gets 100.
 //
 // "IgnoredDuringExecution": a pod already running stays when labels change.
-type NodeAffinity struct{}
+//
+// NodeAffinityArgs' addedAffinity applies to every pod of the profile on
+// top of its own: a node must match its required terms too ("node(s)
+// didn't match scheduler-enforced node affinity"), and its preferred
+// terms add to the score.
+type NodeAffinity struct {
+	added *api.NodeAffinity // nil: none
+}
+
+// NewNodeAffinity returns the plugin for args (nil: no added affinity).
+func NewNodeAffinity(args *v1.NodeAffinityArgs) (*NodeAffinity, error) {
+	if args == nil || args.AddedAffinity == nil {
+		return &NodeAffinity{}, nil
+	}
+	if _, err := config.ValidArgs(NodeAffinityName, args); err != nil {
+		return nil, err
+	}
+	added := &api.NodeAffinity{}
+	if err := convertJSON(args.AddedAffinity, added); err != nil {
+		return nil, fmt.Errorf("plugin %s: addedAffinity: %w", NodeAffinityName, err)
+	}
+	return &NodeAffinity{added: added}, nil
+}
+
+// convertJSON converts between a Kubernetes type and skiff's twin of it
+// (the same JSON field names).
+func convertJSON(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
 
 var (
 	_ framework.FilterPlugin = (*NodeAffinity)(nil)
@@ -31,6 +68,11 @@ var (
 
 // ReasonNodeAffinity is Kubernetes' wording, for nodeSelector and affinity alike.
 const ReasonNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
+
+// ReasonEnforcedNodeAffinity: the node fails the profile's addedAffinity.
+const ReasonEnforcedNodeAffinity = "node(s) didn't match scheduler-enforced node affinity"
+
+var statusEnforcedNodeAffinity = framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonEnforcedNodeAffinity)
 
 // statusNodeAffinity is shared by every rejected node: a Status never
 // changes once made, and a pod that fits nowhere is rejected by every node
@@ -43,7 +85,10 @@ var statusNodeAffinity = framework.NewStatus(framework.UnschedulableAndUnresolva
 func (*NodeAffinity) Name() string { return NodeAffinityName }
 
 // Filter implements framework.FilterPlugin.
-func (*NodeAffinity) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
+func (pl *NodeAffinity) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
+	if pl.added != nil && !requiredMatches(pl.added, node.Node) {
+		return statusEnforcedNodeAffinity
+	}
 	if !RequiredNodeAffinityMatches(pod, node.Node) {
 		return statusNodeAffinity
 	}
@@ -59,11 +104,20 @@ func RequiredNodeAffinityMatches(pod *api.Pod, node *api.Node) bool {
 		}
 	}
 	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+	if a == nil {
 		return true
 	}
-	for i := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if TermMatches(&a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i], node) {
+	return requiredMatches(a.NodeAffinity, node)
+}
+
+// requiredMatches reports whether node matches one of a's required terms
+// (or a has none).
+func requiredMatches(a *api.NodeAffinity, node *api.Node) bool {
+	if a == nil || a.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	for i := range a.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if TermMatches(&a.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i], node) {
 			return true
 		}
 	}
@@ -71,19 +125,27 @@ func RequiredNodeAffinityMatches(pod *api.Pod, node *api.Node) bool {
 }
 
 // Score implements framework.ScorePlugin.
-func (*NodeAffinity) Score(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil {
-		return 0, nil
+func (pl *NodeAffinity) Score(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
+	sum := preferredSum(pl.added, node.Node)
+	if a := pod.Spec.Affinity; a != nil {
+		sum += preferredSum(a.NodeAffinity, node.Node)
+	}
+	return sum, nil
+}
+
+// preferredSum adds the weights of a's preferred terms node matches.
+func preferredSum(a *api.NodeAffinity, node *api.Node) int64 {
+	if a == nil {
+		return 0
 	}
 	var sum int64
-	for i := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-		t := &a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i]
-		if t.Weight > 0 && TermMatches(&t.Preference, node.Node) {
+	for i := range a.PreferredDuringSchedulingIgnoredDuringExecution {
+		t := &a.PreferredDuringSchedulingIgnoredDuringExecution[i]
+		if t.Weight > 0 && TermMatches(&t.Preference, node) {
 			sum += int64(t.Weight)
 		}
 	}
-	return sum, nil
+	return sum
 }
 
 // NormalizeScore implements framework.ScorePlugin: the best node gets 100.

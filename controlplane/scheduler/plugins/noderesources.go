@@ -2,11 +2,14 @@ package plugins
 
 import (
 	"context"
-	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
+
+	v1 "k8s.io/kube-scheduler/config/v1"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -27,18 +30,29 @@ import (
 // not the device plugin's to give, so its allocatable is read as
 // min(allocatable, capacity − claimed).
 //
-// Score, by the configured strategy, over the configured resources (each
-// resource's score 0..100 weighted by its weight, then averaged):
+// Score, by the configured scoringStrategy (NodeResourcesFitArgs, as
+// Kubernetes), over the configured resources (each resource's score
+// 0..100 weighted by its weight, then averaged):
 //
 //	LeastAllocated (spread):  (allocatable − requested) × 100 / allocatable
 //	MostAllocated (binpack):  requested × 100 / allocatable
+//	RequestedToCapacityRatio: the shape's broken line at requested × 100 / allocatable
+//	                          (its 0..10 scores × 10; resources scoring 0 are left out)
 //
 // where requested includes this pod. A resource the node does not have is
 // left out; an extended resource the pod does not request is left out, so
 // CPU-only pods are not steered by GPU counts.
+//
+// ignoredResources and ignoredResourceGroups (extended resources, or
+// their domain before the "/") are not checked by Filter: something else
+// (a scheduler extender's managedResources) accounts for them.
 type NodeResourcesFit struct {
-	strategy ScoringStrategy
-	gpus     *ClaimedGPUs // nil: claims are not counted
+	strategy      v1.ScoringStrategyType
+	resources     []v1.ResourceSpec
+	shape         []shapePoint // RequestedToCapacityRatio, scores scaled to 0..100
+	ignored       map[string]bool
+	ignoredGroups map[string]bool
+	gpus          *ClaimedGPUs // nil: claims are not counted
 }
 
 var (
@@ -47,78 +61,60 @@ var (
 	_ framework.ScorePlugin     = (*NodeResourcesFit)(nil)
 )
 
-// ScoringStrategyType names a scoring strategy.
-type ScoringStrategyType string
+type shapePoint struct{ utilization, score int64 }
 
-// Scoring strategies.
-const (
-	// LeastAllocated prefers emptier nodes: pods spread out, a node's
-	// failure hurts fewer pods. Kubernetes' default.
-	LeastAllocated ScoringStrategyType = "LeastAllocated"
-	// MostAllocated prefers fuller nodes: pods pack together and whole
-	// nodes stay free for big jobs (an 8-GPU training pod). Common for GPUs.
-	MostAllocated ScoringStrategyType = "MostAllocated"
-)
-
-// ScoringStrategy configures NodeResourcesFit's score.
-type ScoringStrategy struct {
-	// Type: LeastAllocated (default) or MostAllocated.
-	Type ScoringStrategyType `json:"type,omitempty"`
-	// Resources scored, with weights 1..100. Empty: cpu and memory, weight 1 each.
-	Resources []ResourceWeight `json:"resources,omitempty"`
+// DefaultFitArgs are NodeResourcesFit's defaults: LeastAllocated over cpu
+// and memory, weight 1 each, as Kubernetes.
+func DefaultFitArgs() *v1.NodeResourcesFitArgs {
+	return config.DefaultArgs(NodeResourcesFitName).(*v1.NodeResourcesFitArgs)
 }
 
-// ResourceWeight is one scored resource.
-type ResourceWeight struct {
-	Name   string `json:"name"`
-	Weight int64  `json:"weight"`
-}
-
-// DefaultScoringStrategy is Kubernetes' default: spread by cpu and memory.
-func DefaultScoringStrategy() ScoringStrategy {
-	return ScoringStrategy{
-		Type:      LeastAllocated,
-		Resources: []ResourceWeight{{Name: api.ResourceCPU, Weight: 1}, {Name: api.ResourceMemory, Weight: 1}},
+// NewNodeResourcesFit returns the plugin for args (nil: the defaults),
+// which are defaulted and validated as a configuration's are.
+func NewNodeResourcesFit(args *v1.NodeResourcesFitArgs) (*NodeResourcesFit, error) {
+	if args == nil {
+		args = DefaultFitArgs()
 	}
-}
-
-// Validate lists every problem of the strategy.
-func (s ScoringStrategy) Validate() []error {
-	var errs []error
-	switch s.Type {
-	case "", LeastAllocated, MostAllocated:
-	default:
-		errs = append(errs, fmt.Errorf("scoringStrategy.type: %q is not supported (LeastAllocated, MostAllocated)", s.Type))
+	valid, err := config.ValidArgs(NodeResourcesFitName, args)
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]bool{}
-	for i, r := range s.Resources {
-		if r.Name == "" {
-			errs = append(errs, fmt.Errorf("scoringStrategy.resources[%d].name: required", i))
-		}
-		if seen[r.Name] {
-			errs = append(errs, fmt.Errorf("scoringStrategy.resources[%d].name: %q given twice", i, r.Name))
-		}
-		seen[r.Name] = true
-		if r.Weight < 1 || r.Weight > 100 {
-			errs = append(errs, fmt.Errorf("scoringStrategy.resources[%d].weight: %d is not in 1..100", i, r.Weight))
+	a := valid.(*v1.NodeResourcesFitArgs)
+	f := &NodeResourcesFit{strategy: a.ScoringStrategy.Type, resources: a.ScoringStrategy.Resources}
+	if r := a.ScoringStrategy.RequestedToCapacityRatio; r != nil {
+		for _, pt := range r.Shape {
+			f.shape = append(f.shape, shapePoint{utilization: int64(pt.Utilization), score: int64(pt.Score) * (framework.MaxNodeScore / config.MaxCustomPriorityScore)})
 		}
 	}
-	return errs
+	for _, r := range a.IgnoredResources {
+		f.ignored = setAdd(f.ignored, r)
+	}
+	for _, g := range a.IgnoredResourceGroups {
+		f.ignoredGroups = setAdd(f.ignoredGroups, g)
+	}
+	return f, nil
 }
 
-// NewNodeResourcesFit returns the plugin with a validated strategy.
-func NewNodeResourcesFit(s ScoringStrategy) (*NodeResourcesFit, error) {
-	if errs := s.Validate(); len(errs) > 0 {
-		return nil, errs[0]
+func setAdd(m map[string]bool, k string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
 	}
-	def := DefaultScoringStrategy()
-	if s.Type == "" {
-		s.Type = def.Type
+	m[k] = true
+	return m
+}
+
+// isIgnored reports whether Filter leaves the extended resource name to
+// something else.
+func (f *NodeResourcesFit) isIgnored(name string) bool {
+	if f.ignored[name] {
+		return true
 	}
-	if len(s.Resources) == 0 {
-		s.Resources = def.Resources
+	if len(f.ignoredGroups) > 0 {
+		if dom, _, ok := strings.Cut(name, "/"); ok && f.ignoredGroups[dom] {
+			return true
+		}
 	}
-	return &NodeResourcesFit{strategy: s}, nil
+	return false
 }
 
 // Name implements framework.Plugin.
@@ -193,6 +189,9 @@ func (f *NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState
 		reasons = append(reasons, InsufficientReason(api.ResourceMemory))
 	}
 	for _, name := range st.scalarNames {
+		if f.isIgnored(name) {
+			continue
+		}
 		alloc := node.Allocatable.Scalar[name]
 		if name == api.ResourceNvidiaGPU && f.gpus != nil {
 			alloc = f.gpus.Allocatable(node)
@@ -221,7 +220,7 @@ func fits(want, requested, allocatable int64) bool {
 func (f *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	st := fitStateOf(state, pod)
 	var score, weights int64
-	for _, rw := range f.strategy.Resources {
+	for _, rw := range f.resources {
 		alloc := node.Allocatable.Get(rw.Name)
 		if rw.Name == api.ResourceNvidiaGPU && f.gpus != nil {
 			alloc = f.gpus.Allocatable(node)
@@ -242,21 +241,49 @@ func (f *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState,
 			}
 			requested = api.AddAmounts(node.Requested.Get(rw.Name), podReq)
 		}
-		score += resourceScore(f.strategy.Type, requested, alloc) * rw.Weight
+		rs := f.resourceScore(requested, alloc)
+		if f.strategy == v1.RequestedToCapacityRatio && rs <= 0 {
+			continue // as Kubernetes: a resource scoring 0 does not count
+		}
+		score += rs * rw.Weight
 		weights += rw.Weight
 	}
 	if weights == 0 {
 		return 0, nil
 	}
+	if f.strategy == v1.RequestedToCapacityRatio {
+		return (2*score + weights) / (2 * weights), nil // rounded, as Kubernetes' math.Round
+	}
 	return score / weights, nil
 }
 
-func resourceScore(t ScoringStrategyType, requested, alloc int64) int64 {
-	requested = max(min(requested, alloc), 0)
-	if t == MostAllocated {
-		return scaled(requested, alloc)
+func (f *NodeResourcesFit) resourceScore(requested, alloc int64) int64 {
+	switch f.strategy {
+	case v1.MostAllocated:
+		return scaled(max(min(requested, alloc), 0), alloc)
+	case v1.RequestedToCapacityRatio:
+		if requested > alloc {
+			return brokenLinear(f.shape, 100)
+		}
+		return brokenLinear(f.shape, scaled(max(requested, 0), alloc))
 	}
-	return scaled(alloc-requested, alloc)
+	return scaled(alloc-max(min(requested, alloc), 0), alloc)
+}
+
+// brokenLinear is the shape's piecewise linear function at utilization
+// p: the first point's score below it, the last's above, a straight line
+// between points (Kubernetes' BuildBrokenLinearFunction).
+func brokenLinear(shape []shapePoint, p int64) int64 {
+	for i, pt := range shape {
+		if p <= pt.utilization {
+			if i == 0 {
+				return pt.score
+			}
+			prev := shape[i-1]
+			return prev.score + (pt.score-prev.score)*(p-prev.utilization)/(pt.utilization-prev.utilization)
+		}
+	}
+	return shape[len(shape)-1].score
 }
 
 // scaled is part × MaxNodeScore / whole for 0 ≤ part ≤ whole, exact even

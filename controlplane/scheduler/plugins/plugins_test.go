@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "k8s.io/kube-scheduler/config/v1"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
@@ -110,7 +113,7 @@ func TestNodeResourcesFitFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewNodeResourcesFit(ScoringStrategy{})
+			p, err := NewNodeResourcesFit(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,21 +153,36 @@ func TestNodeResourcesFitScore(t *testing.T) {
 	empty := nodeInfo(testNode("empty", alloc))
 	busy := nodeInfo(testNode("busy", alloc), testPod("a", requests("cpu", "5", "memory", "5Gi"), limits(api.ResourceNvidiaGPU, "6")))
 	pod := testPod("p", requests("cpu", "1", "memory", "1Gi"), limits(api.ResourceNvidiaGPU, "1"))
-	gpuOnly := []ResourceWeight{{Name: api.ResourceNvidiaGPU, Weight: 1}}
+	gpuOnly := []v1.ResourceSpec{{Name: api.ResourceNvidiaGPU, Weight: 1}}
+	shape := func(pts ...int32) *v1.RequestedToCapacityRatioParam {
+		r := &v1.RequestedToCapacityRatioParam{}
+		for i := 0; i < len(pts); i += 2 {
+			r.Shape = append(r.Shape, v1.UtilizationShapePoint{Utilization: pts[i], Score: pts[i+1]})
+		}
+		return r
+	}
 	tests := []struct {
 		name        string
-		strategy    ScoringStrategy
+		strategy    v1.ScoringStrategy
 		empty, busy int64
 	}{
 		// (10-1)/10 cpu = 90, mem 90 → 90; busy: (10-6)/10 = 40.
-		{"least allocated spreads", ScoringStrategy{Type: LeastAllocated}, 90, 40},
-		{"most allocated packs", ScoringStrategy{Type: MostAllocated}, 10, 60},
+		{"least allocated spreads", v1.ScoringStrategy{Type: v1.LeastAllocated}, 90, 40},
+		{"most allocated packs", v1.ScoringStrategy{Type: v1.MostAllocated}, 10, 60},
 		// GPUs: empty 1/8 → 12, busy 7/8 → 87.
-		{"most allocated on gpus", ScoringStrategy{Type: MostAllocated, Resources: gpuOnly}, 12, 87},
+		{"most allocated on gpus", v1.ScoringStrategy{Type: v1.MostAllocated, Resources: gpuOnly}, 12, 87},
+		// The docs' bin packing shape (0→0, 100→10, ×10): the same line as
+		// MostAllocated; GPUs 12 and 87.
+		{"requested to capacity ratio packs", v1.ScoringStrategy{Type: v1.RequestedToCapacityRatio, Resources: gpuOnly, RequestedToCapacityRatio: shape(0, 0, 100, 10)}, 12, 87},
+		// Reversed (0→10, 100→0): least allocated; GPUs 7/8 free → 87, 1/8 → 12.
+		{"requested to capacity ratio spreads", v1.ScoringStrategy{Type: v1.RequestedToCapacityRatio, Resources: gpuOnly, RequestedToCapacityRatio: shape(0, 10, 100, 0)}, 88, 13},
+		// A knee: flat 0 up to 50%, then up to 10 at 100%: empty cpu 10%
+		// and memory 10% score 0 (left out) → 0; busy 60% → 20.
+		{"requested to capacity ratio knee", v1.ScoringStrategy{Type: v1.RequestedToCapacityRatio, RequestedToCapacityRatio: shape(50, 0, 100, 10)}, 0, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewNodeResourcesFit(tt.strategy)
+			p, err := NewNodeResourcesFit(&v1.NodeResourcesFitArgs{ScoringStrategy: &tt.strategy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +196,7 @@ func TestNodeResourcesFitScore(t *testing.T) {
 		})
 	}
 	t.Run("exabyte node scores without overflow", func(t *testing.T) {
-		p, _ := NewNodeResourcesFit(ScoringStrategy{Type: MostAllocated, Resources: []ResourceWeight{{Name: api.ResourceMemory, Weight: 1}}})
+		p, _ := NewNodeResourcesFit(&v1.NodeResourcesFitArgs{ScoringStrategy: &v1.ScoringStrategy{Type: v1.MostAllocated, Resources: []v1.ResourceSpec{{Name: api.ResourceMemory, Weight: 1}}}})
 		big := nodeInfo(testNode("big", rl("memory", "9223372036854775807")))
 		half := testPod("h", requests("memory", "4611686018427387904"))
 		state := framework.NewCycleState()
@@ -188,7 +206,7 @@ func TestNodeResourcesFitScore(t *testing.T) {
 		}
 	})
 	t.Run("gpu weight ignored for cpu-only pods", func(t *testing.T) {
-		p, _ := NewNodeResourcesFit(ScoringStrategy{Type: MostAllocated, Resources: gpuOnly})
+		p, _ := NewNodeResourcesFit(&v1.NodeResourcesFitArgs{ScoringStrategy: &v1.ScoringStrategy{Type: v1.MostAllocated, Resources: gpuOnly}})
 		cpuPod := testPod("c", requests("cpu", "1"))
 		state := framework.NewCycleState()
 		p.PreFilter(context.Background(), state, cpuPod)
@@ -198,10 +216,35 @@ func TestNodeResourcesFitScore(t *testing.T) {
 	})
 }
 
-func TestScoringStrategyValidate(t *testing.T) {
-	errs := ScoringStrategy{Type: "Balanced", Resources: []ResourceWeight{{Name: "cpu", Weight: 0}, {Name: "cpu", Weight: 1}}}.Validate()
-	if len(errs) != 3 {
-		t.Errorf("got %d errors, want 3 (type, weight, duplicate): %v", len(errs), errs)
+func TestNodeResourcesFitArgsValidated(t *testing.T) {
+	_, err := NewNodeResourcesFit(&v1.NodeResourcesFitArgs{ScoringStrategy: &v1.ScoringStrategy{Type: "Balanced",
+		Resources: []v1.ResourceSpec{{Name: "cpu", Weight: 200}}}})
+	for _, want := range []string{`args.scoringStrategy.type: Unsupported value: "Balanced"`, "args.scoringStrategy.resources[0].weight: Invalid value: 200"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+func TestNodeResourcesFitIgnoredResources(t *testing.T) {
+	node := nodeInfo(testNode("n", rl("cpu", "4", "memory", "4Gi", "pods", "10")))
+	pod := testPod("p", limits("example.com/foo", "1", "vendor.io/bar", "1"))
+	for _, tc := range []struct {
+		name    string
+		args    v1.NodeResourcesFitArgs
+		reasons []string
+	}{
+		{"both checked", v1.NodeResourcesFitArgs{}, []string{"Insufficient example.com/foo", "Insufficient vendor.io/bar"}},
+		{"one ignored by name", v1.NodeResourcesFitArgs{IgnoredResources: []string{"example.com/foo"}}, []string{"Insufficient vendor.io/bar"}},
+		{"one ignored by group", v1.NodeResourcesFitArgs{IgnoredResourceGroups: []string{"vendor.io"}}, []string{"Insufficient example.com/foo"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewNodeResourcesFit(&tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStatus(t, runFilter(t, p, pod, node), framework.Unschedulable, tc.reasons...)
+		})
 	}
 }
 

@@ -7,14 +7,19 @@
 //	NodeReady          filter: only Ready nodes (skiff's; Kubernetes uses taints for this)
 //	NodeAffinity       filter + score: nodeSelector, required and preferred node affinity
 //	NodePorts          filter: host ports must be free
-//	NodeResourcesFit   filter + score: requests must fit allocatable; LeastAllocated or MostAllocated
+//	PrioritySort       queueSort: higher priority first, then first come first served
+//	NodeResourcesFit   filter + score: requests must fit allocatable; LeastAllocated, MostAllocated or RequestedToCapacityRatio
 //	GPUTopology        score: well-connected GPU sets first (a hook the GPU code fills in)
 //	DynamicResources   preenqueue + prefilter + filter + reserve + prebind: ResourceClaims (DRA)
 //	Coscheduling       prefilter + permit + reserve: a PodGroup's pods run all together or not at all
 //	DefaultBinder      bind: POST pods/NAME/binding
 //
-// A plugin is a small struct made by its factory from Args; Registry maps
-// each name to its factory. The scheduler's configuration chooses which run.
+// A plugin is a small struct made by its factory from Args (the
+// scheduler's handle and the plugin's own args from the profile's
+// pluginConfig); Registry maps each name to its factory. The scheduler's
+// configuration (a KubeSchedulerConfiguration profile) chooses which run
+// where. DefaultPreemption lives in the scheduler package: it is the
+// scheduler's own search, made a PostFilter plugin.
 package plugins
 
 import (
@@ -22,7 +27,11 @@ import (
 	"log/slog"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	v1 "k8s.io/kube-scheduler/config/v1"
+
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -39,16 +48,19 @@ const (
 	DynamicResourcesName  = "DynamicResources"
 	CoschedulingName      = "Coscheduling"
 	DefaultBinderName     = "DefaultBinder"
+	PrioritySortName      = "PrioritySort"
 )
 
 // Args are what plugin factories may need. Zero values are fine except
 // where a plugin says otherwise.
 type Args struct {
+	// PluginArgs are the plugin's own arguments from the profile's
+	// pluginConfig, typed and defaulted by package config
+	// (*v1.NodeResourcesFitArgs, *config.CoschedulingArgs, ...); nil when
+	// none were given and the plugin has no args kind.
+	PluginArgs runtime.Object
 	// Client is used by DefaultBinder (required for it).
 	Client client.Interface
-	// ScoringStrategy of NodeResourcesFit; the zero value is LeastAllocated
-	// over cpu and memory.
-	ScoringStrategy ScoringStrategy
 	// Logger for plugins that log (DynamicResources); nil discards.
 	Logger *slog.Logger
 	// PodGroups, WaitingPods and Activate are the scheduler's handle for
@@ -70,39 +82,94 @@ type Factory func(args Args) (framework.Plugin, error)
 // returns a new map each call: add out-of-tree plugins to it freely.
 func Registry() map[string]Factory {
 	return map[string]Factory{
-		NodeUnschedulableName: func(Args) (framework.Plugin, error) { return &NodeUnschedulable{}, nil },
-		NodeNameName:          func(Args) (framework.Plugin, error) { return &NodeName{}, nil },
-		TaintTolerationName:   func(Args) (framework.Plugin, error) { return &TaintToleration{}, nil },
-		NodeReadyName:         func(Args) (framework.Plugin, error) { return &NodeReady{}, nil },
-		NodeAffinityName:      func(Args) (framework.Plugin, error) { return &NodeAffinity{}, nil },
-		NodePortsName:         func(Args) (framework.Plugin, error) { return &NodePorts{}, nil },
+		NodeUnschedulableName: noArgs(NodeUnschedulableName, func(Args) (framework.Plugin, error) { return &NodeUnschedulable{}, nil }),
+		NodeNameName:          noArgs(NodeNameName, func(Args) (framework.Plugin, error) { return &NodeName{}, nil }),
+		TaintTolerationName:   noArgs(TaintTolerationName, func(Args) (framework.Plugin, error) { return &TaintToleration{}, nil }),
+		NodeReadyName:         noArgs(NodeReadyName, func(Args) (framework.Plugin, error) { return &NodeReady{}, nil }),
+		NodeAffinityName: func(a Args) (framework.Plugin, error) {
+			args, err := argsAs[*v1.NodeAffinityArgs](NodeAffinityName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
+			return NewNodeAffinity(args)
+		},
+		PrioritySortName: noArgs(PrioritySortName, func(Args) (framework.Plugin, error) { return &PrioritySort{}, nil }),
+		NodePortsName:    noArgs(NodePortsName, func(Args) (framework.Plugin, error) { return &NodePorts{}, nil }),
 		NodeResourcesFitName: func(a Args) (framework.Plugin, error) {
-			p, err := NewNodeResourcesFit(a.ScoringStrategy)
+			args, err := argsAs[*v1.NodeResourcesFitArgs](NodeResourcesFitName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
+			p, err := NewNodeResourcesFit(args)
 			if err != nil {
 				return nil, err
 			}
 			p.gpus = a.ClaimedGPUs
 			return p, nil
 		},
-		GPUTopologyName: func(Args) (framework.Plugin, error) { return NewGPUTopology(), nil },
+		GPUTopologyName: noArgs(GPUTopologyName, func(Args) (framework.Plugin, error) { return NewGPUTopology(), nil }),
 		DynamicResourcesName: func(a Args) (framework.Plugin, error) {
 			if a.Client == nil {
 				return nil, fmt.Errorf("%s needs a client", DynamicResourcesName)
 			}
+			args, err := argsAs[*v1.DynamicResourcesArgs](DynamicResourcesName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
 			pl := NewDynamicResources(a.Client, a.Logger)
 			pl.gpus = a.ClaimedGPUs
+			pl.filterTimeout = config.DefaultDRAFilterTimeout
+			if args != nil && args.FilterTimeout != nil {
+				pl.filterTimeout = args.FilterTimeout.Duration
+			}
 			return pl, nil
 		},
 		CoschedulingName: func(a Args) (framework.Plugin, error) {
-			return NewCoscheduling(a.PodGroups, a.WaitingPods, a.Activate)
+			args, err := argsAs[*config.CoschedulingArgs](CoschedulingName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
+			c, err := NewCoscheduling(a.PodGroups, a.WaitingPods, a.Activate)
+			if err != nil {
+				return nil, err
+			}
+			if args != nil {
+				c.timeout = args.PermitWaitingTime()
+			}
+			return c, nil
 		},
-		DefaultBinderName: func(a Args) (framework.Plugin, error) {
+		DefaultBinderName: noArgs(DefaultBinderName, func(a Args) (framework.Plugin, error) {
 			if a.Client == nil {
 				return nil, fmt.Errorf("%s needs a client", DefaultBinderName)
 			}
 			return &DefaultBinder{Client: a.Client}, nil
-		},
+		}),
 	}
+}
+
+// noArgs refuses args for a plugin that takes none: a pluginConfig
+// entry for it would otherwise be silently ignored.
+func noArgs(name string, f Factory) Factory {
+	return func(a Args) (framework.Plugin, error) {
+		if a.PluginArgs != nil {
+			return nil, fmt.Errorf("plugin %s takes no args", name)
+		}
+		return f(a)
+	}
+}
+
+// argsAs returns a plugin's args as the type it takes (nil when none
+// were given).
+func argsAs[T runtime.Object](name string, args runtime.Object) (T, error) {
+	var zero T
+	if args == nil {
+		return zero, nil
+	}
+	t, ok := args.(T)
+	if !ok {
+		return zero, fmt.Errorf("plugin %s: args of kind %q, want %T", name, args.GetObjectKind().GroupVersionKind().Kind, zero)
+	}
+	return t, nil
 }
 
 // Names lists the built-in plugins, sorted.
