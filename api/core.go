@@ -19,6 +19,42 @@ type Namespace struct {
 	Status NamespaceStatus `json:"status,omitempty"`
 }
 
+// The namespaces every Kubernetes cluster has (metav1.NamespaceDefault,
+// NamespaceSystem, NamespacePublic; corev1.NamespaceNodeLease).
+const (
+	// NamespaceDefault is where namespaced objects go when none is named.
+	NamespaceDefault = "default"
+	// NamespaceSystem holds the cluster's own components: node agents
+	// such as NVIDIA's device plugin DaemonSet, the GPU operator's
+	// ConfigMaps. Pod Security does not check it (kube-system is
+	// privileged, as on kubeadm clusters).
+	NamespaceSystem = "kube-system"
+	// NamespacePublic is readable by everyone; it holds the cluster-info
+	// ConfigMap (ClusterInfoConfigMap).
+	NamespacePublic = "kube-public"
+)
+
+// SystemNamespaces are the four namespaces the API server creates at
+// every start (kube-apiserver's system namespaces controller and its
+// kubernetes Service controller): default, kube-system, kube-public and
+// kube-node-lease. The first three may never be deleted
+// (ImmortalNamespaces); kube-node-lease may, and comes back.
+var SystemNamespaces = []string{NamespaceDefault, NamespaceSystem, NamespacePublic, NamespaceNodeLease}
+
+// ImmortalNamespaces may not be deleted: kube-apiserver's
+// NamespaceLifecycle admission answers `namespaces "kube-system" is
+// forbidden: this namespace may not be deleted`.
+var ImmortalNamespaces = []string{NamespaceDefault, NamespaceSystem, NamespacePublic}
+
+// ClusterInfoConfigMap is kube-public/cluster-info as kubeadm writes it:
+// data key ClusterInfoKubeconfigKey holds a kubeconfig with one cluster
+// (named "") that has the API server's address and the cluster CA, and
+// nothing else: what a machine needs to find and trust the cluster.
+const (
+	ClusterInfoConfigMap     = "cluster-info"
+	ClusterInfoKubeconfigKey = "kubeconfig"
+)
+
 // NamespaceSpec of a namespace.
 type NamespaceSpec struct {
 	// Finalizers that must clear before the namespace is removed.

@@ -126,11 +126,12 @@ func contents(t *testing.T, c client.Interface) map[string]string {
 
 // derivedFromServer: objects the control plane writes from where it runs,
 // which a restore into another data dir or port changes: kube-root-ca.crt
-// (the data dir's CA) and default/kubernetes (the API server's address).
+// (the data dir's CA), kube-public/cluster-info (the address and CA) and
+// default/kubernetes (the API server's address).
 func derivedFromServer(k *api.Kind, o api.Object) bool {
 	m := o.GetObjectMeta()
 	if k.Kind == "ConfigMap" {
-		return m.Name == api.RootCAConfigMap
+		return m.Name == api.RootCAConfigMap || (m.Namespace == api.NamespacePublic && m.Name == api.ClusterInfoConfigMap)
 	}
 	return m.Namespace == "default" && m.Name == "kubernetes" && (k.Kind == "Service" || k.Kind == "Endpoints" || k.Kind == "EndpointSlice")
 }

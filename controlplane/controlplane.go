@@ -387,6 +387,13 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		return fail(err)
 	}
 	cp.server = srv
+	infoURL := advURL
+	if infoURL == "" {
+		infoURL = cp.URL()
+	}
+	if err := ensureClusterInfo(ctx, reg, infoURL, ca.CertPEM()); err != nil { // clusterinfo.go
+		lg.Warn("cluster-info not written", "err", err) // the listener is open: nothing to fail on
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	cp.cancel = cancel
 	local := srv.Local()

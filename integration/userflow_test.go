@@ -17,6 +17,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/kubectltest"
 	"skiff.dev/skiff/internal/testwait"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )
@@ -240,6 +241,8 @@ func TestServerKill9KeepsObjectsAndWatchersResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	kc := kubectltest.Use(t, cfg.Server, cfg.CAData, cfg.Token)
+	checkSystemNamespaces(t, kc, "sharing-config")
 	const ns = "durable"
 	for _, obj := range []api.Object{
 		namespace(ns),
@@ -303,6 +306,7 @@ func TestServerKill9KeepsObjectsAndWatchersResume(t *testing.T) {
 		t.Fatalf("skiff up after SIGKILL: %v", p.err)
 	}
 	startSkiffUp(t, bin, home, dataDir, listen)
+	checkSystemNamespaces(t, kc, "sharing-config-2")
 
 	after := snapshot()
 	for key, was := range before {
@@ -331,4 +335,28 @@ func TestServerKill9KeepsObjectsAndWatchersResume(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the watcher did not resume: cm-2 not seen within 30s")
 	}
+}
+
+// checkSystemNamespaces checks with the real kubectl what every Kubernetes
+// cluster has (issue 27): the four system namespaces, kube-public's
+// cluster-info naming this server, kube-system usable (NVIDIA's device
+// plugin and the GPU operator's ConfigMaps live there) and never deleted,
+// in Kubernetes' words.
+func checkSystemNamespaces(t *testing.T, kc *kubectltest.Cluster, configMap string) {
+	t.Helper()
+	got := kc.Must(t, "", "get", "namespaces", "-o", "name")
+	for _, ns := range api.SystemNamespaces {
+		if !strings.Contains(got, "namespace/"+ns+"\n") {
+			t.Errorf("kubectl get namespaces: no %s in\n%s", ns, got)
+		}
+	}
+	info := kc.Must(t, "", "get", "configmap", "cluster-info", "-n", "kube-public", "-o", "jsonpath={.data.kubeconfig}")
+	if !strings.Contains(info, "server: "+kc.URL+"\n") || !strings.Contains(info, "certificate-authority-data: ") || strings.Contains(info, "token") {
+		t.Errorf("kube-public/cluster-info kubeconfig: want server %s and the CA only, got\n%s", kc.URL, info)
+	}
+	r := kc.Run(t, "", "delete", "namespace", "kube-system")
+	if want := `Error from server (Forbidden): namespaces "kube-system" is forbidden: this namespace may not be deleted`; r.Err == nil || strings.TrimSpace(r.Stderr) != want {
+		t.Errorf("kubectl delete namespace kube-system: err %v, stderr %q, want %q", r.Err, r.Stderr, want)
+	}
+	kc.Must(t, "", "create", "configmap", configMap, "-n", "kube-system", "--from-literal=any=version: v1")
 }

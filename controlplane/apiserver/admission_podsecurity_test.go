@@ -376,8 +376,14 @@ func TestPodSecurityPodUpdate(t *testing.T) {
 func TestPodSecurityExemptNamespace(t *testing.T) {
 	e, ctx := psEnv(t)
 	wctx, rec := withRecorder(ctx)
-	ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "kube-system", Labels: map[string]string{psapi.EnforceLevelLabel: "restricted"}}}
-	if _, err := e.reg.Create(wctx, namespaceKind, ns); err != nil {
+	// kube-system exists from the start (EnsureDefaults); label it.
+	cur, err := e.reg.Get(ctx, namespaceKind, "", "kube-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := api.Clone(cur).(*api.Namespace)
+	ns.Labels[psapi.EnforceLevelLabel] = "restricted"
+	if _, err := e.reg.Update(wctx, namespaceKind, ns); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{`namespace "kube-system" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`}

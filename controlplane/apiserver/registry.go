@@ -33,7 +33,7 @@ var (
 )
 
 // DefaultNamespace is where namespaced objects go when none is named.
-const DefaultNamespace = "default"
+const DefaultNamespace = api.NamespaceDefault
 
 // NamespaceFinalizer is the spec finalizer every namespace gets on create;
 // the namespace controller removes it (FinalizeNamespace) once the
@@ -41,7 +41,7 @@ const DefaultNamespace = "default"
 const NamespaceFinalizer = "kubernetes"
 
 // protectedNamespaces may not be deleted, as in Kubernetes.
-var protectedNamespaces = []string{DefaultNamespace, "kube-system", "kube-public"}
+var protectedNamespaces = api.ImmortalNamespaces
 
 // conflictRetries bounds internal retries after a lost optimistic-concurrency
 // race, for writes whose caller did not name a resourceVersion.
@@ -82,12 +82,15 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 	return &Registry{store: st, log: logger, services: newServiceAllocator(), traces: newTraceBook(MaxTracedPods), freshWait: freshnessTimeout}
 }
 
-// EnsureDefaults creates the namespaces that always exist ("default", and
-// "kube-node-lease" for the nodes' heartbeat Leases) and the default
-// StorageClass local-path. It is idempotent;
-// the server calls it at start.
+// EnsureDefaults creates the namespaces every Kubernetes cluster has
+// (api.SystemNamespaces: default, kube-system, kube-public and
+// kube-node-lease, for the nodes' heartbeat Leases) and the default
+// StorageClass local-path. It is idempotent; the server calls it at every
+// start, so a namespace that was deleted (only kube-node-lease may be) is
+// back after a restart; the namespace controller brings it back sooner
+// (controllers.NamespaceController).
 func (r *Registry) EnsureDefaults(ctx context.Context) error {
-	for _, name := range []string{DefaultNamespace, api.NamespaceNodeLease} {
+	for _, name := range api.SystemNamespaces {
 		ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}}
 		if _, err := r.Create(ctx, namespaceKind, ns); err != nil && !api.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %q: %w", name, err)
@@ -329,7 +332,8 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 //   - an object with finalizers gets deletionTimestamp and goes when an
 //     update clears the last one;
 //   - a namespace turns Terminating until its spec finalizers are removed
-//     (FinalizeNamespace); "default" may not be deleted;
+//     (FinalizeNamespace); default, kube-system and kube-public may not
+//     be deleted (api.ImmortalNamespaces);
 //   - anything else is removed at once.
 //
 // It returns the object's last state and whether it is gone.

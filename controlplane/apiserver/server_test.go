@@ -452,10 +452,20 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("finalized namespace: %v", err)
 	}
 
-	st = status(t, e.must(403, "DELETE", "/api/v1/namespaces/default", nil), 403, api.ReasonForbidden)
-	if st.Message != `namespaces "default" is forbidden: this namespace may not be deleted` {
-		t.Errorf("message %q", st.Message)
+	// The immortal namespaces, in NamespaceLifecycle's words; all four
+	// system namespaces exist from the start.
+	for _, name := range api.SystemNamespaces {
+		e.must(200, "GET", "/api/v1/namespaces/"+name, nil)
 	}
+	for _, name := range []string{"default", "kube-system", "kube-public"} {
+		st = status(t, e.must(403, "DELETE", "/api/v1/namespaces/"+name, nil), 403, api.ReasonForbidden)
+		if want := `namespaces "` + name + `" is forbidden: this namespace may not be deleted`; st.Message != want {
+			t.Errorf("message %q, want %q", st.Message, want)
+		}
+	}
+	// kube-node-lease may be deleted, as in Kubernetes (it comes back:
+	// the namespace controller, EnsureDefaults).
+	e.must(202, "DELETE", "/api/v1/namespaces/kube-node-lease", nil)
 }
 
 func TestBinding(t *testing.T) {
@@ -722,7 +732,7 @@ func TestLocal(t *testing.T) {
 	for _, o := range items {
 		names = append(names, o.GetObjectMeta().Name)
 	}
-	if err != nil || rv == "" || !slices.Equal(names, []string{"default", api.NamespaceNodeLease}) {
+	if err != nil || rv == "" || !slices.Equal(names, []string{"default", api.NamespaceNodeLease, api.NamespacePublic, api.NamespaceSystem}) {
 		t.Fatalf("list namespaces: %v %q %v, want the defaults", err, rv, names)
 	}
 	if _, err := e.local.Create(ctx, configMap("nowhere", "x")); !api.IsNotFound(err) {

@@ -35,6 +35,10 @@ type NamespaceFinalizer interface {
 //     then removes them.
 //  3. If anything is left (pods still stopping), look again in a moment.
 //  4. When nothing is left, finalize: the API server deletes the namespace.
+//
+// A system namespace that is gone (kube-node-lease: the others may not be
+// deleted) is created again, as kube-apiserver's system namespaces
+// controller does; here at once, there once a minute.
 type NamespaceController struct {
 	client     client.Interface
 	finalizer  NamespaceFinalizer
@@ -113,7 +117,7 @@ func deletionOrder(kinds []*api.Kind) []*api.Kind {
 func (n *NamespaceController) Reconcile(ctx context.Context, key string) error {
 	ns, ok := getAs[*api.Namespace](n.namespaces, "", key)
 	if !ok {
-		return nil
+		return n.recreateSystem(ctx, key)
 	}
 	if ns.DeletionTimestamp == nil && ns.Status.Phase != api.NamespaceTerminating {
 		logReconcile(n.log, false, key, phaseOr(ns.Status.Phase, api.NamespaceActive), "keep", "none")
@@ -141,6 +145,20 @@ func (n *NamespaceController) Reconcile(ctx context.Context, key string) error {
 		return fmt.Errorf("namespace %s: finalize: %w", key, err)
 	}
 	logReconcile(n.log, true, key, "Terminating and empty", "gone", "finalized")
+	return nil
+}
+
+// recreateSystem creates the namespace name again if it is one of
+// api.SystemNamespaces.
+func (n *NamespaceController) recreateSystem(ctx context.Context, name string) error {
+	if !slices.Contains(api.SystemNamespaces, name) {
+		return nil
+	}
+	_, err := n.client.Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}})
+	if err != nil && !api.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: create system namespace: %w", name, err)
+	}
+	logReconcile(n.log, true, name, "absent", "present (a system namespace)", "created")
 	return nil
 }
 

@@ -198,3 +198,23 @@ func TestNamespaceDeletesFromCaches(t *testing.T) {
 		})
 	}
 }
+
+func TestNamespaceRecreatesSystemNamespaces(t *testing.T) {
+	c := fake.New(namespace("other", false))
+	nc := NewNamespaceController(c, &finalizer{}, fakeLister{c, namespaceKind()}, &events{}, testLogger(t))
+	for _, name := range []string{api.NamespaceNodeLease, "gone"} {
+		if err := nc.Reconcile(t.Context(), name); err != nil {
+			t.Fatalf("reconcile %s: %v", name, err)
+		}
+	}
+	if got, want := writes(c), []string{"create Namespace " + api.NamespaceNodeLease}; !slices.Equal(got, want) {
+		t.Errorf("writes %q, want %q (a system namespace comes back, another does not)", got, want)
+	}
+	// Again: it exists now, nothing to do.
+	if err := nc.Reconcile(t.Context(), api.NamespaceNodeLease); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(c); len(got) != 0 {
+		t.Errorf("second reconcile wrote %q", got)
+	}
+}
