@@ -8,6 +8,8 @@
 #   NODES=500 PODS=1000 hack/bench-scheduler.sh
 #   NOSYNC=1 hack/bench-scheduler.sh        # store without fsync
 #   GOMAXPROCS=2 hack/bench-scheduler.sh    # the issue's "2 cores"
+#   VARIANTS=dra PODS=2000 hack/bench-scheduler.sh   # claims for one GPU each (DRA)
+#   hack/bench-ab.sh REF -benches sched    # the same against another commit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NODES=${NODES:-5000}
@@ -17,7 +19,7 @@ sync_flag=""
 [[ -n "${NOSYNC:-}" ]] && sync_flag="-nosync"
 bin=$(mktemp -d)/bench-scheduler
 trap 'rm -rf "$(dirname "$bin")"' EXIT
-go build -o "$bin" ./hack/bench-scheduler
+go build -tags benchdra -o "$bin" ./hack/bench-scheduler
 
 anchor() { [[ $1 == unschedulable ]] && echo 600 || echo 680; }
 printf '%-14s %6s %6s %5s %5s %9s %8s %9s %7s %8s\n' VARIANT NODES PODS FSYNC PROCS "REGISTER" "PODS/S" "vs ANCHOR" "RSS" "PEAK"

@@ -50,6 +50,10 @@ echo "== unit tests"
 unit_pkgs=$(go list ./... | grep -v -e '/integration' -e '/runtime/containerd')
 go test -race -count=1 -timeout 15m $unit_pkgs
 
+echo "== A/B benchmark harness, smoke (hack/bench-ab.sh: tiny sizes, one round, nothing timed)"
+# So the harness that compares builds never rots; A = B = this tree.
+./hack/bench-ab.sh --smoke >/dev/null
+
 if [[ "${SKIP_INTEGRATION:-}" == 1 ]]; then
   echo "SKIP_INTEGRATION=1: integration tier skipped"
   exit 0

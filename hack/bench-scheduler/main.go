@@ -12,9 +12,13 @@
 // Variants: plain (cpu and memory requests), gpu (one nvidia.com/gpu per
 // pod on 8-GPU nodes), unschedulable (every other pod selects a GPU
 // product no node has; pods/s counts the schedulable half, as
-// scheduler_perf measures its schedulable pods among unschedulable ones).
+// scheduler_perf measures its schedulable pods among unschedulable ones),
+// dra (one GPU per pod through a ResourceClaimTemplate, every node's 8 GPUs
+// published in a gpu.nvidia.com ResourceSlice; built with -tags benchdra,
+// dra.go, since older trees have no DRA).
 //
-// hack/bench-scheduler.sh runs the variants and prints a table.
+// hack/bench-scheduler.sh runs the variants and prints a table;
+// hack/bench-ab.sh builds this same file in two trees and compares them.
 package main
 
 import (
@@ -78,14 +82,19 @@ func run() error {
 		creators  = flag.Int("creators", 16, "concurrent pod creators")
 		timeout   = flag.Duration("timeout", 5*time.Minute, "give up after")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the measured part here")
+		memProf   = flag.String("memprofile", "", "write an allocation profile (allocs) of the run here")
 		blockProf = flag.String("blockprofile", "", "write a block profile (blocking on channels, locks, select) of the run here")
 		mutexProf = flag.String("mutexprofile", "", "write a mutex contention profile of the run here")
 	)
 	flag.Parse()
 	switch *variant {
 	case "plain", "gpu", "unschedulable":
+	case "dra":
+		if !draBuilt {
+			return fmt.Errorf("variant dra: this build has no DRA (build with -tags benchdra on a tree that has it)")
+		}
 	default:
-		return fmt.Errorf("variant %q: want plain, gpu or unschedulable", *variant)
+		return fmt.Errorf("variant %q: want plain, gpu, unschedulable or dra", *variant)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -96,6 +105,9 @@ func run() error {
 	if *mutexProf != "" {
 		runtime.SetMutexProfileFraction(10)
 		defer writeProfile("mutex", *mutexProf)
+	}
+	if *memProf != "" {
+		defer writeProfile("allocs", *memProf)
 	}
 
 	dir, err := os.MkdirTemp("", "skiff-bench-")
@@ -124,6 +136,11 @@ func run() error {
 		return err
 	}
 	defer sim.Stop()
+	if *variant == "dra" {
+		if err := setupDRA(ctx, c, sim.Names()); err != nil {
+			return err
+		}
+	}
 	res := result{Variant: *variant, Nodes: *nodes, Pods: *pods, NoSync: *noSync, GOMAXPROCS: runtime.GOMAXPROCS(0),
 		RegisterSec: time.Since(regStart).Seconds()}
 
@@ -264,6 +281,8 @@ func newPod(variant string, i int) *api.Pod {
 			Resources: api.ResourceRequirements{Requests: api.ResourceList{
 				api.ResourceCPU: resource.MustParse("100m"), api.ResourceMemory: resource.MustParse("500Mi")}}}}}}
 	switch {
+	case variant == "dra":
+		draPod(p)
 	case variant == "gpu":
 		p.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceNvidiaGPU: resource.MustParse("1")}
 	case !isMeasured(variant, i):

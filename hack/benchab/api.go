@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// serverConfig is how to reach a server: the fields of client.Config
+// that every build has (older builds have no CAData and speak plain HTTP;
+// encoding/json matches the names case-insensitively, so both a build's
+// JSON of client.Config and an old YAML config decode into it).
+type serverConfig struct {
+	Server string `json:"server"`
+	Token  string `json:"token"`
+	CAData []byte `json:"caData"`
+}
+
+// httpClient returns a client with a connection of its own (its own TLS
+// handshake, then keep-alive), as each of TestBenchAPI's clients has.
+func (c serverConfig) httpClient() (*http.Client, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute, ForceAttemptHTTP2: false,
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
+	if len(c.CAData) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(c.CAData) {
+			return nil, errors.New("server config: caData holds no PEM certificate")
+		}
+		tr.TLSClientConfig.RootCAs = pool
+	}
+	return &http.Client{Transport: tr, Timeout: time.Minute}, nil
+}
+
+func (c serverConfig) url(path string) string {
+	s := strings.TrimSuffix(c.Server, "/")
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	return s + path
+}
+
+// do sends one request with the bearer token; a status other than those
+// in want is an error carrying the answer.
+func (c serverConfig) do(hc *http.Client, method, path string, body []byte, want ...int) ([]byte, error) {
+	req, err := http.NewRequest(method, c.url(path), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(want, resp.StatusCode) {
+		return nil, fmt.Errorf("%s %s: %d: %s", method, path, resp.StatusCode, tailOf(string(data), 300))
+	}
+	return data, nil
+}
+
+// podJSON is TestBenchAPI's benchPod.
+func podJSON(ns, name string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"labels":{"app":"bench"}},`+
+		`"spec":{"containers":[{"name":"main","image":"busybox:1.36","command":["sleep","3600"]}]}}`, name, ns)
+}
+
+// target is a running `target serve`.
+type target struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+	cfg   serverConfig
+}
+
+func startTarget(b build, dir string, args ...string) (*target, error) {
+	cmd := exec.Command(b.bin("target"), append([]string{"serve", "-dir", dir}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	t := &target{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	if !t.out.Scan() {
+		t.stop()
+		return nil, fmt.Errorf("target serve did not start: %s", tailOf(stderr.String(), 2000))
+	}
+	var ready struct {
+		Config serverConfig `json:"config"`
+	}
+	if err := json.Unmarshal(t.out.Bytes(), &ready); err != nil {
+		t.stop()
+		return nil, fmt.Errorf("target serve: %w: %q", err, t.out.Text())
+	}
+	t.cfg = ready.Config
+	return t, nil
+}
+
+// command sends a command and waits for its "ok".
+func (t *target) command(line string) error {
+	if _, err := fmt.Fprintln(t.stdin, line); err != nil {
+		return err
+	}
+	if !t.out.Scan() {
+		return fmt.Errorf("target: no answer to %q", line)
+	}
+	return nil
+}
+
+func (t *target) stop() error {
+	t.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- t.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		_ = t.cmd.Process.Kill()
+		return <-done
+	}
+}
+
+// runAPI: a control plane alone (scheduler off, bbolt with fsync), and
+// apiClients clients creating apiPerClient pods each, in a row, as
+// TestBenchAPI does; over TLS where the build serves TLS (older builds
+// speak plain HTTP only).
+func runAPI(o *options, b build, profile string) (figures, error) {
+	dir, err := os.MkdirTemp(o.work, "api-"+b.label+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	t, err := startTarget(b, filepath.Join(dir, "data"))
+	if err != nil {
+		return nil, err
+	}
+	defer t.stop()
+	clients := make([]*http.Client, o.apiClients)
+	for i := range clients {
+		if clients[i], err = t.cfg.httpClient(); err != nil {
+			return nil, err
+		}
+	}
+	if profile != "" {
+		if err := t.command("profile-start " + profile); err != nil {
+			return nil, err
+		}
+	}
+	lats := make([][]time.Duration, o.apiClients)
+	errs := make([]error, o.apiClients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range o.apiClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range o.apiPerClient {
+				t0 := time.Now()
+				if _, err := t.cfg.do(clients[w], "POST", "/api/v1/namespaces/default/pods", podJSON("default", fmt.Sprintf("p-%d-%d", w, j)), http.StatusCreated); err != nil {
+					errs[w] = err
+					return
+				}
+				lats[w] = append(lats[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if profile != "" {
+		if err := t.command("profile-stop"); err != nil {
+			return nil, err
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	return figures{
+		"creates_per_s": float64(len(all)) / elapsed.Seconds(),
+		"p50_ms":        msOf(percentile(all, .5)),
+		"p99_ms":        msOf(percentile(all, .99)),
+	}, nil
+}
+
+// runStore: the store alone, ConfigMaps written straight into bbolt by
+// many writers (group commit) and by one (a commit each).
+func runStore(o *options, b build, profile string) (figures, error) {
+	f := figures{}
+	for _, side := range []struct {
+		writers, n int
+		prefix     string
+	}{{o.storeWriters, o.storeN, ""}, {1, o.storeSingleN, "single_"}} {
+		dir, err := os.MkdirTemp(o.work, "store-"+b.label+"-")
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"store", "-dir", dir, "-writers", fmt.Sprint(side.writers), "-n", fmt.Sprint(side.n)}
+		if profile != "" {
+			args = append(args, "-profile", profile+side.prefix)
+		}
+		var r struct {
+			WritesPerS float64 `json:"writes_per_s"`
+			P99        float64 `json:"p99_ms"`
+		}
+		err = jsonLine(exec.Command(b.bin("target"), args...), &r)
+		os.RemoveAll(dir)
+		if err != nil {
+			return nil, err
+		}
+		f[side.prefix+"writes_per_s"] = r.WritesPerS
+		if side.prefix == "" {
+			f["write_p99_ms"] = r.P99
+		}
+	}
+	return f, nil
+}
+
+// schedVariant runs hack/bench-scheduler's variant with GOMAXPROCS=2, as
+// hack/bench-scheduler.sh does for the issue's "2 cores".
+func schedVariant(variant string) func(o *options, b build, profile string) (figures, error) {
+	return func(o *options, b build, profile string) (figures, error) {
+		nodes, pods := o.schedNodes, o.schedPods
+		if variant == "dra" {
+			nodes, pods = o.draNodes, o.draPods
+		}
+		args := []string{"-variant", variant, "-nodes", fmt.Sprint(nodes), "-pods", fmt.Sprint(pods),
+			"-creators", fmt.Sprint(o.schedCreators), "-timeout", o.timeout.String()}
+		if profile != "" {
+			args = append(args, "-cpuprofile", profile+"cpu.pprof", "-memprofile", profile+"allocs.pprof",
+				"-blockprofile", profile+"block.pprof", "-mutexprofile", profile+"mutex.pprof")
+		}
+		cmd := exec.Command(b.bin("bench-scheduler"), args...)
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+		cmd.Dir = o.work
+		var r struct {
+			PodsPerS float64 `json:"pods_per_s"`
+			RSS      float64 `json:"rss_mib"`
+			Peak     float64 `json:"peak_rss_mib"`
+			TimedOut bool    `json:"timed_out"`
+		}
+		if err := jsonLine(cmd, &r); err != nil {
+			return nil, err
+		}
+		if r.TimedOut {
+			return nil, fmt.Errorf("bench-scheduler timed out after %s", o.timeout)
+		}
+		return figures{"pods_per_s": r.PodsPerS, "peak_rss_mib": r.Peak}, nil
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

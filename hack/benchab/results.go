@@ -1,0 +1,182 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// figureInfo says how to print a figure and which way is better.
+type figureInfo struct {
+	label       string
+	lowerBetter bool
+}
+
+// figureInfos by figure name, in the order the table prints them.
+var figureOrder = []string{
+	"creates_per_s", "p50_ms", "p99_ms",
+	"writes_per_s", "write_p99_ms", "single_writes_per_s",
+	"pods_per_s", "rss_mib", "peak_rss_mib",
+	"plateau_mib", "creating_peak_mib", "peak_mib", "ready_s", "delete_s", "store_watchers", "api_watchers",
+}
+
+var figureInfos = map[string]figureInfo{
+	"creates_per_s":       {label: "creates/s"},
+	"p50_ms":              {label: "p50 ms", lowerBetter: true},
+	"p99_ms":              {label: "p99 ms", lowerBetter: true},
+	"writes_per_s":        {label: "writes/s (concurrent writers)"},
+	"write_p99_ms":        {label: "write p99 ms", lowerBetter: true},
+	"single_writes_per_s": {label: "writes/s (one writer)"},
+	"pods_per_s":          {label: "pods/s"},
+	"rss_mib":             {label: "RSS MiB (process at the end)", lowerBetter: true},
+	"peak_rss_mib":        {label: "peak RSS MiB", lowerBetter: true},
+	"plateau_mib":         {label: "server RSS MiB, plateau", lowerBetter: true},
+	"creating_peak_mib":   {label: "server RSS MiB, creating peak", lowerBetter: true},
+	"peak_mib":            {label: "server RSS MiB, peak (deleting included)", lowerBetter: true},
+	"ready_s":             {label: "s until every pod is ready", lowerBetter: true},
+	"delete_s":            {label: "s to delete the namespace", lowerBetter: true},
+	"store_watchers":      {label: "store watch streams (server process)", lowerBetter: true},
+	"api_watchers":        {label: "API watch streams", lowerBetter: true},
+}
+
+// run is one benchmark run's figures.
+type runRecord struct {
+	Bench   string  `json:"bench"`
+	Build   string  `json:"build"`
+	Figures figures `json:"figures"`
+}
+
+type results struct {
+	runs []runRecord
+	// values[bench][figure][build label]
+	values map[string]map[string]map[string][]float64
+}
+
+func newResults() *results {
+	return &results{values: map[string]map[string]map[string][]float64{}}
+}
+
+func (r *results) add(benchName, label string, f figures) {
+	r.runs = append(r.runs, runRecord{Bench: benchName, Build: label, Figures: f})
+	if r.values[benchName] == nil {
+		r.values[benchName] = map[string]map[string][]float64{}
+	}
+	for k, v := range f {
+		if r.values[benchName][k] == nil {
+			r.values[benchName][k] = map[string][]float64{}
+		}
+		r.values[benchName][k][label] = append(r.values[benchName][k][label], v)
+	}
+}
+
+// summary is min / median / max of some runs.
+type summary struct {
+	n                int
+	min, median, max float64
+}
+
+func summarize(vs []float64) summary {
+	if len(vs) == 0 {
+		return summary{}
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return summary{n: len(s), min: s[0], median: med, max: s[len(s)-1]}
+}
+
+func (s summary) String() string {
+	if s.n == 0 {
+		return "—"
+	}
+	if s.n == 1 {
+		return num(s.median)
+	}
+	return num(s.min) + " / " + num(s.median) + " / " + num(s.max)
+}
+
+// ratio is B/A of the medians, "—" when either is missing or A is 0.
+func ratio(a, b summary) string {
+	if a.n == 0 || b.n == 0 || a.median == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(b.median/a.median, 'f', 2, 64) + "×"
+}
+
+// num prints a figure with as many digits as it deserves.
+func num(v float64) string {
+	switch av := max(v, -v); {
+	case av >= 1000:
+		return thousands(strconv.FormatFloat(v, 'f', 0, 64))
+	case av >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case av >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+func thousands(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// print writes the table: a row per benchmark and figure.
+func (r *results) print(w io.Writer, benches []bench, builds [2]build) {
+	fmt.Fprintf(w, "A = %s, B = %s. Each cell: min / median / max over the rounds; B/A: ratio of the medians (↓: lower is better).\n\n", builds[0].name, builds[1].name)
+	fmt.Fprintf(w, "| benchmark | figure | A | B | B/A |\n|---|---|---|---|---|\n")
+	for _, bn := range benches {
+		figs := r.values[bn.name]
+		for _, k := range orderedFigures(figs) {
+			info, ok := figureInfos[k]
+			if !ok {
+				info = figureInfo{label: k}
+			}
+			label := info.label
+			if info.lowerBetter {
+				label += " ↓"
+			}
+			a, b := summarize(figs[k]["A"]), summarize(figs[k]["B"])
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", bn.name, label, a, b, ratio(a, b))
+		}
+		if len(figs) == 0 {
+			fmt.Fprintf(w, "| %s | (not run: neither build has it) | — | — | — |\n", bn.name)
+		}
+	}
+}
+
+// orderedFigures lists the figures of a benchmark, known ones first in
+// figureOrder, then the rest sorted.
+func orderedFigures(figs map[string]map[string][]float64) []string {
+	var out []string
+	for _, k := range figureOrder {
+		if _, ok := figs[k]; ok {
+			out = append(out, k)
+		}
+	}
+	var rest []string
+	for k := range figs {
+		if !slices.Contains(figureOrder, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}

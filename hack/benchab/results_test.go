@@ -1,0 +1,95 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want summary
+	}{
+		{nil, summary{}},
+		{[]float64{5}, summary{1, 5, 5, 5}},
+		{[]float64{3, 1, 2}, summary{3, 1, 2, 3}},
+		{[]float64{4, 1, 3, 2}, summary{4, 1, 2.5, 4}},
+	} {
+		if got := summarize(tc.in); got != tc.want {
+			t.Errorf("summarize(%v) = %+v; want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRatioAndNumbers(t *testing.T) {
+	a, b := summarize([]float64{1000, 2000, 3000}), summarize([]float64{2600, 2500, 2400})
+	if got := ratio(a, b); got != "1.25×" {
+		t.Errorf("ratio = %q; want 1.25×", got)
+	}
+	if got := ratio(summary{}, b); got != "—" {
+		t.Errorf("ratio without A = %q; want —", got)
+	}
+	if got := a.String(); got != "1,000 / 2,000 / 3,000" {
+		t.Errorf("summary = %q", got)
+	}
+	for v, want := range map[float64]string{1234567: "1,234,567", 250.4: "250", 38.71: "38.7", 0.126: "0.13", -1500: "-1,500"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%v) = %q; want %q", v, got, want)
+		}
+	}
+}
+
+func TestMetricSum(t *testing.T) {
+	text := `# HELP apiserver_watchers Open watch streams by resource.
+apiserver_watchers{resource="pods"} 3
+apiserver_watchers{resource="nodes"} 2
+apiserver_watchers_other 100
+skiff_store_watchers 17
+`
+	if got := metricSum(text, "apiserver_watchers"); got != 5 {
+		t.Errorf("apiserver_watchers = %v; want 5", got)
+	}
+	if got := metricSum(text, "skiff_store_watchers"); got != 17 {
+		t.Errorf("skiff_store_watchers = %v; want 17", got)
+	}
+}
+
+func TestTablePrintsEveryFigureWithItsRatio(t *testing.T) {
+	r := newResults()
+	r.add("api", "A", figures{"creates_per_s": 2000, "p99_ms": 40})
+	r.add("api", "B", figures{"creates_per_s": 3000, "p99_ms": 20})
+	r.add("sched-dra", "B", figures{"pods_per_s": 50})
+	var sb strings.Builder
+	benches, err := selectBenches("api,sched-dra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.print(&sb, benches, [2]build{{name: "old"}, {name: "new"}})
+	out := sb.String()
+	for _, want := range []string{
+		"| api | creates/s | 2,000 | 3,000 | 1.50× |",
+		"| api | p99 ms ↓ | 40.0 | 20.0 | 0.50× |",
+		"| sched-dra | pods/s | — | 50.0 | — |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSelectBenches(t *testing.T) {
+	got, err := selectBenches("sched,api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range got {
+		names = append(names, b.name)
+	}
+	if strings.Join(names, ",") != "sched-plain,sched-gpu,sched-unschedulable,sched-dra,api" {
+		t.Errorf("selected %v", names)
+	}
+	if _, err := selectBenches("api,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown benchmark: err = %v", err)
+	}
+}
