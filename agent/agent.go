@@ -183,7 +183,7 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 		claims = cfg.Claims
 	}
 	a.worker = podworker.New(podworker.Config{
-		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Client: c, Runtime: rt, Recorder: a.rec,
+		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Client: c, Runtime: rt, Recorder: a.rec, Simulated: cfg.Simulated,
 		Network: cfg.Network, Devices: cfg.Devices, Claims: claims,
 		VolumeDir:   volumeDir(cfg.DataDir),
 		BaseBackoff: cfg.BaseBackoff, MaxBackoff: cfg.MaxBackoff, Log: lg,

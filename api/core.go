@@ -290,6 +290,12 @@ const (
 	LabelArch           = "kubernetes.io/arch"
 	LabelGPUProduct     = "nvidia.com/gpu.product"
 	LabelSkiffSimulated = "skiff.dev/simulated"
+	// AnnotationSimulatedProbeFailure, on a pod of a simulated node,
+	// lists the probes ("startup", "liveness", "readiness", comma
+	// separated) that fail: nothing listens in a simulated container, so
+	// its HTTP, TCP and exec probes pass unless this fault says otherwise
+	// (as KWOK simulates them). It may change while the pod runs.
+	AnnotationSimulatedProbeFailure = "skiff.dev/simulated-probe-failure"
 	// LabelSkiffPodNetwork is a node's pod network, set by its agent:
 	// PodNetworkCNI (a network namespace and an IP per pod) or
 	// PodNetworkNone (pods share the node's network, so every

@@ -35,6 +35,7 @@ func Validate(obj Object) FieldErrors {
 	case *Pod:
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
 		errs = append(errs, validatePodSpec(&o.Spec, "spec")...)
+		errs = append(errs, validateSimulatedProbeFailure(o.Annotations, "")...)
 	case *Deployment:
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
 		errs = append(errs, validateDeploymentSpec(&o.Spec)...)
@@ -473,6 +474,7 @@ func validateSelectorAndTemplate(sel *LabelSelector, t *PodTemplateSpec, path st
 			errs = append(errs, Invalid(tp+".metadata.annotations", k, msg))
 		}
 	}
+	errs = append(errs, validateSimulatedProbeFailure(t.Annotations, tp+".")...)
 	errs = append(errs, validatePodSpec(&t.Spec, tp+".spec")...)
 	if rp := t.Spec.RestartPolicy; rp != "" && rp != RestartAlways {
 		errs = append(errs, NotSupported(tp+".spec.restartPolicy", rp, RestartAlways))

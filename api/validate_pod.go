@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -709,4 +710,41 @@ func validateDivisor(name string, d Quantity, path string) FieldErrors {
 		values = allowed[0] + " and " + allowed[1]
 	}
 	return FieldErrors{Invalid(path, name, fmt.Sprintf("only divisor's values %s are supported with the %s resource", values, what))}
+}
+
+// ProbeKinds are the probes a container may have, as the
+// AnnotationSimulatedProbeFailure fault names them.
+var ProbeKinds = []string{"startup", "liveness", "readiness"}
+
+// SimulatedProbeFailures parses AnnotationSimulatedProbeFailure: the set
+// of probe kinds that fail on a simulated node. Unknown words are left
+// out (validation refuses them on write).
+func SimulatedProbeFailures(annotations map[string]string) map[string]bool {
+	v, ok := annotations[AnnotationSimulatedProbeFailure]
+	if !ok {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, k := range strings.Split(v, ",") {
+		if k = strings.TrimSpace(k); slices.Contains(ProbeKinds, k) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// validateSimulatedProbeFailure checks the fault annotation of a pod (or
+// pod template: prefix "spec.template.").
+func validateSimulatedProbeFailure(annotations map[string]string, prefix string) FieldErrors {
+	v, ok := annotations[AnnotationSimulatedProbeFailure]
+	if !ok {
+		return nil
+	}
+	var errs FieldErrors
+	for _, k := range strings.Split(v, ",") {
+		if k = strings.TrimSpace(k); !slices.Contains(ProbeKinds, k) {
+			errs = append(errs, NotSupported(prefix+"metadata.annotations["+AnnotationSimulatedProbeFailure+"]", k, ProbeKinds...))
+		}
+	}
+	return errs
 }

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -297,6 +299,7 @@ func describePod(ctx context.Context, w *describeWriter, cl client.Interface, p 
 	controlledBy(w, p)
 	printContainers(w, 0, "Init Containers", p.Spec.InitContainers, p.Status.InitContainerStatuses, time.Now())
 	printContainers(w, 0, "Containers", p.Spec.Containers, p.Status.ContainerStatuses, time.Now())
+	describeSimulatedProbes(ctx, w, cl, p)
 	if len(p.Status.Conditions) > 0 {
 		w.line(0, "Conditions:\n")
 		w.line(1, "Type\tStatus\n")
@@ -618,4 +621,26 @@ func withPercent(rl, alloc api.ResourceList, k string) string {
 		pct = qa * 100 / aa
 	}
 	return fmt.Sprintf("%s (%d%%)", quantityOr0(rl, k), pct)
+}
+
+// describeSimulatedProbes says, for a pod with probes on a simulated node,
+// that its probe results are simulated: no process runs there to answer.
+func describeSimulatedProbes(ctx context.Context, w *describeWriter, cl client.Interface, p *api.Pod) {
+	probes := false
+	for _, c := range p.Spec.Containers {
+		probes = probes || c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil
+	}
+	if !probes || p.Spec.NodeName == "" {
+		return
+	}
+	o, err := cl.Get(ctx, api.MustKindOf(&api.Node{}), "", p.Spec.NodeName)
+	if err != nil || o.(*api.Node).Labels[api.LabelSkiffSimulated] != "true" {
+		return
+	}
+	fails := "none"
+	if f := api.SimulatedProbeFailures(p.Annotations); len(f) > 0 {
+		fails = strings.Join(slices.Sorted(maps.Keys(f)), ", ")
+	}
+	w.line(0, "Probes:\tsimulated (node %s runs no processes: probes pass unless annotation %s names them; failing: %s)\n",
+		p.Spec.NodeName, api.AnnotationSimulatedProbeFailure, fails)
 }

@@ -354,3 +354,20 @@ func TestTraceExplainsTheLastFailedAttempt(t *testing.T) {
 		})
 	}
 }
+
+// describe pod says when a pod's probes are simulated, and which fail.
+func TestDescribePodSimulatedProbes(t *testing.T) {
+	p := runningPod("default", "web", "sim-1", "10.0.0.1", time.Minute)
+	p.Spec.Containers[0].ReadinessProbe = &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: api.IntOrString{IntVal: 80}}}
+	p.Annotations = map[string]string{api.AnnotationSimulatedProbeFailure: "readiness"}
+	sim := &api.Node{ObjectMeta: meta("", "sim-1", time.Hour)}
+	sim.Labels = map[string]string{api.LabelSkiffSimulated: "true"}
+	res := run(t, newFake(p, sim), "", "describe", "pod", "web")
+	wantContainsLoose(t, res.out, "Probes: simulated (node sim-1 runs no processes: probes pass unless annotation skiff.dev/simulated-probe-failure names them; failing: readiness)\n")
+
+	real := &api.Node{ObjectMeta: meta("", "sim-1", time.Hour)}
+	res = run(t, newFake(p, real), "", "describe", "pod", "web")
+	if strings.Contains(res.out, "Probes:") {
+		t.Errorf("a pod on a real node described as simulated:\n%s", res.out)
+	}
+}

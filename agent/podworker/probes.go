@@ -30,6 +30,13 @@ import (
 //
 // A change of result calls Config.Enqueue (the agent enqueues the
 // pod), so Sync reads results; it never waits for a probe.
+//
+// On a simulated node (Config.Simulated) no process runs, so nothing
+// could answer: every probe passes, unless the pod's
+// api.AnnotationSimulatedProbeFailure fault names its kind (as KWOK
+// simulates probes). The fault is read again at every sync, so
+// `kubectl annotate pod P skiff.dev/simulated-probe-failure=liveness`
+// makes a running container fail its liveness probe and restart.
 
 type probeKind string
 
@@ -55,6 +62,10 @@ type probeEntry struct {
 	probe                  api.Probe
 	podIP                  string
 	ports                  []api.ContainerPort
+
+	// simFail: on a simulated node, this probe fails (the pod's fault
+	// annotation names its kind); set by ensure at every sync.
+	simFail bool
 
 	timer     *time.Timer
 	successes int32
@@ -89,17 +100,19 @@ func probeOf(c *api.Container, k probeKind) *api.Probe {
 func (p *prober) ensure(pod *api.Pod, c *api.Container, cs runtime.ContainerStatus, podIP string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	faults := api.SimulatedProbeFailures(pod.Annotations)
 	for _, k := range []probeKind{probeStartup, probeLiveness, probeReadiness} {
 		pr := probeOf(c, k)
 		if pr == nil {
 			continue
 		}
 		key := cs.ID + "/" + string(k)
-		if _, ok := p.entries[key]; ok {
+		if e, ok := p.entries[key]; ok {
+			e.simFail = faults[string(k)]
 			continue
 		}
 		e := &probeEntry{podUID: pod.UID, podNS: pod.Namespace, podName: pod.Name, container: c.Name,
-			containerID: cs.ID, kind: k, probe: *pr, podIP: podIP, ports: c.Ports}
+			containerID: cs.ID, kind: k, probe: *pr, podIP: podIP, ports: c.Ports, simFail: faults[string(k)]}
 		p.entries[key] = e
 		delay := time.Duration(pr.InitialDelaySeconds) * time.Second
 		// The delay counts from the container's start, as the kubelet's does.
@@ -171,11 +184,21 @@ func (p *prober) run(e *probeEntry) {
 		return
 	}
 	gatedByStartup := e.kind != probeStartup && p.startupPendingLocked(e.containerID)
+	simFail := e.simFail
 	p.mu.Unlock()
 
 	period := time.Duration(max(e.probe.PeriodSeconds, 1)) * time.Second
 	if !gatedByStartup {
-		ok, msg := p.check(e)
+		var ok bool
+		var msg string
+		if p.w.cfg.Simulated {
+			ok = !simFail
+			if !ok {
+				msg = fmt.Sprintf("simulated failure (annotation %s)", api.AnnotationSimulatedProbeFailure)
+			}
+		} else {
+			ok, msg = p.check(e)
+		}
 		p.record(e, ok, msg)
 	}
 	p.mu.Lock()

@@ -89,7 +89,11 @@ type Config struct {
 	// NodeName is this node's name; NodeIP its address.
 	NodeName, NodeIP string
 	Client           client.Interface
-	Runtime          runtime.Runtime
+	// Simulated: Runtime runs no processes (runtime/fake), so nothing
+	// answers a probe: probes pass unless the pod's
+	// api.AnnotationSimulatedProbeFailure names them (probes.go).
+	Simulated bool
+	Runtime   runtime.Runtime
 	// Recorder posts Events; nil posts none.
 	Recorder *client.Recorder
 	// Network, or nil: pods then share the node's network namespace (as

@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )
@@ -489,5 +491,51 @@ func TestCleanupPodRemovesAForceDeletedPodOnly(t *testing.T) {
 	// Nothing left: a second call is a no-op.
 	if err := f.w.CleanupPod(context.Background(), "default", "b"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// On a simulated node nothing listens, yet HTTP and TCP probes pass (a
+// helm chart's probes, a course Deployment's), until the pod's fault
+// annotation makes one fail: then liveness restarts the container as on a
+// real node.
+func TestSimulatedProbes(t *testing.T) {
+	f, _ := probeFixture(t, func([]string) int { return 1 }, newPod("web", func(p *api.Pod) {
+		c := &p.Spec.Containers[0]
+		c.ReadinessProbe = &api.Probe{HTTPGet: &api.HTTPGetAction{Path: "/", Port: api.IntOrString{IntVal: 1}}, PeriodSeconds: 1, FailureThreshold: 1}
+		c.LivenessProbe = &api.Probe{TCPSocket: &api.TCPSocketAction{Port: api.IntOrString{IntVal: 1}}, PeriodSeconds: 1, FailureThreshold: 1}
+	}))
+	cfg := f.w.cfg
+	f.w.Close()
+	cfg.Simulated = true
+	f.w = New(cfg)
+	t.Cleanup(f.w.Close)
+	f.sync("web")
+	first := f.running("web").ID
+	// Port 1: nothing could answer for real.
+	probeIs := func(k probeKind, want probeResult) {
+		t.Helper()
+		testwait.Until(t, 10*time.Second, func() (bool, string) {
+			r, msg, _ := f.w.probes.result(first, k)
+			return r == want, fmt.Sprintf("%s probe: result %d (%s), want %d", k, r, msg, want)
+		})
+	}
+	probeIs(probeReadiness, resultSuccess)
+	f.sync("web")
+	if cs := f.pod("web").Status.ContainerStatuses[0]; !cs.Ready {
+		t.Fatalf("simulated readiness probe passed but the container is not ready: %+v", cs)
+	}
+
+	p := f.pod("web")
+	p.Annotations = map[string]string{api.AnnotationSimulatedProbeFailure: "liveness"}
+	if _, err := f.c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	f.sync("web") // reads the fault
+	probeIs(probeLiveness, resultFailure)
+	f.sync("web") // kills the unhealthy container
+	f.sync("web") // restarts it (first restart is immediate)
+	cs := f.pod("web").Status.ContainerStatuses[0]
+	if cs.RestartCount != 1 || cs.State.Running == nil || f.running("web").ID == first {
+		t.Fatalf("after the simulated liveness failure: %+v; want a new running container with 1 restart", cs)
 	}
 }
