@@ -382,6 +382,9 @@ func (a *Agent) runtimeEvents(ctx context.Context) {
 		if name != "" {
 			a.loop.Enqueue(api.Key(ns, name))
 		}
+		if ev.Type == runtime.EventStarted {
+			a.stats.kick() // stats.go: its first samples now, not at the next tick
+		}
 	}
 }
 

@@ -33,7 +33,10 @@ import (
 // CPU time used between the two newest samples divided by the time
 // between them. A container seen once has no rate yet and is left out of
 // the summary's CPU figures (metrics-server then skips it, as for a
-// container that just started).
+// container that just started). So that `kubectl top pods` answers a
+// few seconds after a pod starts, not a whole interval later, a started
+// container kicks a sample at once, and a sample that saw a container
+// without a rate is followed by another newSampleDelay later.
 //
 // Where the figures come from: containers from the runtime
 // (runtime.StatsProvider: the container's cgroup on containerd; zeros on
@@ -44,6 +47,10 @@ import (
 const (
 	statsInterval  = 10 * time.Second
 	minStatsWindow = time.Second
+	// newSampleDelay: the second sample of a new container comes this
+	// soon, so it has a CPU rate (its first two samples are at least
+	// minStatsWindow apart).
+	newSampleDelay = 2 * minStatsWindow
 )
 
 // cpuSample is one reading of a cumulative CPU counter.
@@ -95,6 +102,9 @@ type containerSample struct {
 // statsSampler holds the agent's samples; the zero value is ready. Safe
 // for concurrent use.
 type statsSampler struct {
+	kickOnce sync.Once
+	kicks    chan struct{} // a container started: sample now
+
 	mu         sync.Mutex
 	last       time.Time
 	node       series
@@ -103,19 +113,56 @@ type statsSampler struct {
 	containers map[string]containerSample
 }
 
-// statsLoop samples every statsInterval until ctx ends.
-func (a *Agent) statsLoop(ctx context.Context) {
-	t := time.NewTicker(statsInterval)
-	defer t.Stop()
-	for {
-		if err := a.sample(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			a.log.Debug("sample resource usage", "err", err)
+// kickC is the channel a started container kicks; made once.
+func (s *statsSampler) kickC() chan struct{} {
+	s.kickOnce.Do(func() { s.kicks = make(chan struct{}, 1) })
+	return s.kicks
+}
+
+// kick asks statsLoop for a sample now; it never blocks.
+func (s *statsSampler) kick() {
+	select {
+	case s.kickC() <- struct{}{}:
+	default: // one is already asked for
+	}
+}
+
+// rateless reports whether the newest sample saw a container it has no
+// CPU rate for yet (seen once).
+func (s *statsSampler) rateless() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.containers {
+		if x := s.cpu[id]; x == nil || x.prev.t.IsZero() {
+			return true
 		}
+	}
+	return false
+}
+
+// statsLoop samples every statsInterval until ctx ends, at once when a
+// container starts, and newSampleDelay after a sample that saw a new
+// container.
+func (a *Agent) statsLoop(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	kicks := a.stats.kickC()
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kicks:
+			t.Stop()
 		}
+		if err := a.sample(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			a.log.Debug("sample resource usage", "err", err)
+		}
+		next := statsInterval
+		if a.stats.rateless() {
+			next = newSampleDelay
+		}
+		t.Reset(next)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
 )
@@ -113,4 +114,39 @@ func TestSummaryFromTwoSamples(t *testing.T) {
 	if s.Node.NodeName != testNode || s.Node.CPU.UsageNanoCores == nil || *s.Node.CPU.UsageNanoCores != 500e6 || *s.Node.Memory.WorkingSetBytes != 80<<20 {
 		t.Errorf("simulated node %+v cpu %v, want the sum of its pods", s.Node, s.Node.CPU)
 	}
+}
+
+// A container that starts is sampled at once and again newSampleDelay
+// later, so `kubectl top pods` has its CPU rate within seconds of the
+// start, long before the next statsInterval tick.
+func TestStartedContainerSampledSoon(t *testing.T) {
+	rt := rtfake.New(rtfake.Config{Images: []string{"nginx:1"}})
+	cfg := testConfig(t)
+	cfg.Simulated = true
+	a, err := New(cfg, fake.New(), rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.runtimeEvents(ctx)
+	go a.statsLoop(ctx)
+	testwait.For(t, 5*time.Second, "the first sample", func() bool {
+		a.stats.mu.Lock()
+		defer a.stats.mu.Unlock()
+		return !a.stats.last.IsZero()
+	})
+	runContainer(t, rt, testNode, "default", "web", "uid-web")
+	// The next tick is statsInterval (10 s) away: only the kick and the
+	// follow-up sample can give a rate before it.
+	testwait.Until(t, statsInterval-time.Second, func() (bool, string) {
+		a.stats.mu.Lock()
+		defer a.stats.mu.Unlock()
+		for id, c := range a.stats.containers {
+			if x := a.stats.cpu[id]; c.pod.Name == "web" && x != nil && !x.prev.t.IsZero() {
+				return true, ""
+			}
+		}
+		return false, "no CPU rate for the started container yet"
+	})
 }
