@@ -286,6 +286,7 @@ const (
 	ResourcePods        = "pods"
 	ResourceNvidiaGPU   = "nvidia.com/gpu"
 	LabelHostname       = "kubernetes.io/hostname"
+	LabelTopologyZone   = "topology.kubernetes.io/zone"
 	LabelOS             = "kubernetes.io/os"
 	LabelArch           = "kubernetes.io/arch"
 	LabelGPUProduct     = "nvidia.com/gpu.product"

@@ -44,8 +44,13 @@ type PodSpec struct {
 	HostNetwork bool `json:"hostNetwork,omitempty"`
 	// Hostname of the pod (default: the pod name).
 	Hostname string `json:"hostname,omitempty"`
-	// Affinity: node affinity rules for the scheduler.
+	// Affinity: node affinity, pod affinity and pod anti-affinity rules
+	// for the scheduler.
 	Affinity *Affinity `json:"affinity,omitempty"`
+	// TopologySpreadConstraints: how evenly the pods a selector matches
+	// must (DoNotSchedule) or should (ScheduleAnyway) spread over the
+	// domains of a node label (PodTopologySpread).
+	TopologySpreadConstraints []TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	// Tolerations let the pod schedule onto nodes with matching taints.
 	Tolerations []Toleration `json:"tolerations,omitempty"`
 	// SchedulerName picks the scheduler profile (a KubeSchedulerConfiguration
@@ -329,7 +334,85 @@ type TCPSocketAction struct {
 type Affinity struct {
 	// NodeAffinity constrains or prefers nodes by label.
 	NodeAffinity *NodeAffinity `json:"nodeAffinity,omitempty"`
+	// PodAffinity: run in the same topology domain as pods matching a
+	// selector (InterPodAffinity).
+	PodAffinity *PodAffinity `json:"podAffinity,omitempty"`
+	// PodAntiAffinity: stay out of the topology domains of pods matching
+	// a selector (InterPodAffinity).
+	PodAntiAffinity *PodAntiAffinity `json:"podAntiAffinity,omitempty"`
 }
+
+// PodAffinity: required terms filter nodes, preferred terms score them.
+type PodAffinity struct {
+	// RequiredDuringSchedulingIgnoredDuringExecution: every term must be
+	// met by a node's domain.
+	RequiredDuringSchedulingIgnoredDuringExecution []PodAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	// PreferredDuringSchedulingIgnoredDuringExecution: each term met adds
+	// its weight to the node's score.
+	PreferredDuringSchedulingIgnoredDuringExecution []WeightedPodAffinityTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// PodAntiAffinity: as PodAffinity, with the opposite meaning.
+type PodAntiAffinity struct {
+	// RequiredDuringSchedulingIgnoredDuringExecution: no term may be met
+	// by a node's domain.
+	RequiredDuringSchedulingIgnoredDuringExecution []PodAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	// PreferredDuringSchedulingIgnoredDuringExecution: each term met
+	// subtracts its weight from the node's score.
+	PreferredDuringSchedulingIgnoredDuringExecution []WeightedPodAffinityTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// PodAffinityTerm: the pods matching LabelSelector in Namespaces (or
+// NamespaceSelector; neither: the pod's own namespace), counted per
+// domain of the node label TopologyKey.
+type PodAffinityTerm struct {
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
+	Namespaces    []string       `json:"namespaces,omitempty"`
+	TopologyKey   string         `json:"topologyKey"`
+	// NamespaceSelector: namespaces by label; {} is every namespace.
+	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
+	// MatchLabelKeys: the pod's own values of these labels are added to
+	// LabelSelector (key In [value]); MismatchLabelKeys: key NotIn [value].
+	MatchLabelKeys    []string `json:"matchLabelKeys,omitempty"`
+	MismatchLabelKeys []string `json:"mismatchLabelKeys,omitempty"`
+}
+
+// WeightedPodAffinityTerm is a preferred term with its weight (1-100).
+type WeightedPodAffinityTerm struct {
+	Weight          int32           `json:"weight"`
+	PodAffinityTerm PodAffinityTerm `json:"podAffinityTerm"`
+}
+
+// TopologySpreadConstraint: the pods LabelSelector matches in the pod's
+// namespace, counted per domain of the node label TopologyKey, may differ
+// by at most MaxSkew between domains once this pod is placed.
+type TopologySpreadConstraint struct {
+	MaxSkew     int32  `json:"maxSkew"`
+	TopologyKey string `json:"topologyKey"`
+	// WhenUnsatisfiable: DoNotSchedule (a filter) or ScheduleAnyway (a score).
+	WhenUnsatisfiable string         `json:"whenUnsatisfiable"`
+	LabelSelector     *LabelSelector `json:"labelSelector,omitempty"`
+	// MinDomains: with fewer eligible domains, the global minimum counts
+	// as 0 (DoNotSchedule only).
+	MinDomains *int32 `json:"minDomains,omitempty"`
+	// NodeAffinityPolicy: Honor (default: only nodes matching the pod's
+	// nodeSelector and node affinity count) or Ignore.
+	NodeAffinityPolicy *string `json:"nodeAffinityPolicy,omitempty"`
+	// NodeTaintsPolicy: Ignore (default) or Honor (nodes whose taints the
+	// pod does not tolerate do not count).
+	NodeTaintsPolicy *string `json:"nodeTaintsPolicy,omitempty"`
+	// MatchLabelKeys: the pod's own values of these labels narrow
+	// LabelSelector (key In [value]), e.g. pod-template-hash.
+	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
+}
+
+// Topology spread values, as Kubernetes.
+const (
+	DoNotSchedule  = "DoNotSchedule"
+	ScheduleAnyway = "ScheduleAnyway"
+	PolicyHonor    = "Honor"
+	PolicyIgnore   = "Ignore"
+)
 
 // NodeAffinity: required rules filter nodes, preferred rules score them.
 type NodeAffinity struct {

@@ -85,6 +85,15 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	if s.Affinity != nil && s.Affinity.NodeAffinity != nil {
 		errs = append(errs, validateNodeAffinity(s.Affinity.NodeAffinity, p+".affinity.nodeAffinity")...)
 	}
+	if s.Affinity != nil && s.Affinity.PodAffinity != nil {
+		pa := s.Affinity.PodAffinity
+		errs = append(errs, validatePodAffinityTerms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, p+".affinity.podAffinity")...)
+	}
+	if s.Affinity != nil && s.Affinity.PodAntiAffinity != nil {
+		pa := s.Affinity.PodAntiAffinity
+		errs = append(errs, validatePodAffinityTerms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, p+".affinity.podAntiAffinity")...)
+	}
+	errs = append(errs, validateTopologySpread(s.TopologySpreadConstraints, p+".topologySpreadConstraints")...)
 	for i, t := range s.Tolerations {
 		errs = append(errs, validateToleration(t, fmt.Sprintf("%s.tolerations[%d]", p, i))...)
 	}
@@ -603,6 +612,130 @@ func validateNodeAffinity(na *NodeAffinity, p string) FieldErrors {
 			errs = append(errs, Invalid(tp+".weight", t.Weight, "must be in the range 1-100"))
 		}
 		errs = append(errs, validateNodeSelectorTerm(t.Preference, tp+".preference")...)
+	}
+	return errs
+}
+
+// validatePodAffinityTerms validates pod (anti-)affinity as Kubernetes'
+// validatePodAffinityTerm.
+func validatePodAffinityTerms(required []PodAffinityTerm, preferred []WeightedPodAffinityTerm, p string) FieldErrors {
+	var errs FieldErrors
+	for i, t := range required {
+		errs = append(errs, validatePodAffinityTerm(t, fmt.Sprintf("%s.requiredDuringSchedulingIgnoredDuringExecution[%d]", p, i))...)
+	}
+	for i, w := range preferred {
+		wp := fmt.Sprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%d]", p, i)
+		if w.Weight < 1 || w.Weight > 100 {
+			errs = append(errs, Invalid(wp+".weight", w.Weight, "must be in the range 1-100"))
+		}
+		errs = append(errs, validatePodAffinityTerm(w.PodAffinityTerm, wp+".podAffinityTerm")...)
+	}
+	return errs
+}
+
+func validatePodAffinityTerm(t PodAffinityTerm, p string) FieldErrors {
+	var errs FieldErrors
+	if t.LabelSelector != nil {
+		errs = append(errs, validateLabelSelector(t.LabelSelector, p+".labelSelector")...)
+	}
+	if t.NamespaceSelector != nil {
+		errs = append(errs, validateLabelSelector(t.NamespaceSelector, p+".namespaceSelector")...)
+	}
+	for i, ns := range t.Namespaces {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, Invalid(fmt.Sprintf("%s.namespaces[%d]", p, i), ns, msg))
+		}
+	}
+	if t.TopologyKey == "" {
+		errs = append(errs, Required(p+".topologyKey", "can not be empty"))
+	} else {
+		for _, msg := range validation.IsQualifiedName(t.TopologyKey) {
+			errs = append(errs, Invalid(p+".topologyKey", t.TopologyKey, msg))
+		}
+	}
+	errs = append(errs, validateLabelKeys(t.MatchLabelKeys, t.LabelSelector, p+".matchLabelKeys")...)
+	errs = append(errs, validateLabelKeys(t.MismatchLabelKeys, t.LabelSelector, p+".mismatchLabelKeys")...)
+	for i, k := range t.MatchLabelKeys {
+		if slices.Contains(t.MismatchLabelKeys, k) {
+			errs = append(errs, Invalid(fmt.Sprintf("%s.matchLabelKeys[%d]", p, i), k, "exists in both matchLabelKeys and mismatchLabelKeys"))
+		}
+	}
+	return errs
+}
+
+// validateLabelKeys checks matchLabelKeys / mismatchLabelKeys: label
+// names, only beside a labelSelector, not already in its expressions.
+func validateLabelKeys(keys []string, sel *LabelSelector, p string) FieldErrors {
+	var errs FieldErrors
+	if len(keys) > 0 && sel == nil {
+		errs = append(errs, Forbidden(p, "must not be specified when labelSelector is not set"))
+		return errs
+	}
+	for i, k := range keys {
+		kp := fmt.Sprintf("%s[%d]", p, i)
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, Invalid(kp, k, msg))
+		}
+		if sel == nil {
+			continue
+		}
+		for _, e := range sel.MatchExpressions {
+			if e.Key == k {
+				errs = append(errs, Invalid(kp, k, "exists in both matchLabelKeys and labelSelector"))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// validateTopologySpread validates topologySpreadConstraints as
+// Kubernetes' validateTopologySpreadConstraints.
+func validateTopologySpread(cs []TopologySpreadConstraint, p string) FieldErrors {
+	var errs FieldErrors
+	for i, c := range cs {
+		cp := fmt.Sprintf("%s[%d]", p, i)
+		if c.MaxSkew <= 0 {
+			errs = append(errs, Invalid(cp+".maxSkew", c.MaxSkew, "must be greater than zero"))
+		}
+		if c.TopologyKey == "" {
+			errs = append(errs, Required(cp+".topologyKey", "can not be empty"))
+		} else {
+			for _, msg := range validation.IsQualifiedName(c.TopologyKey) {
+				errs = append(errs, Invalid(cp+".topologyKey", c.TopologyKey, msg))
+			}
+		}
+		switch c.WhenUnsatisfiable {
+		case "":
+			errs = append(errs, Required(cp+".whenUnsatisfiable", "can not be empty"))
+		case DoNotSchedule, ScheduleAnyway:
+		default:
+			errs = append(errs, NotSupported(cp+".whenUnsatisfiable", c.WhenUnsatisfiable, DoNotSchedule, ScheduleAnyway))
+		}
+		if c.MinDomains != nil {
+			if *c.MinDomains <= 0 {
+				errs = append(errs, Invalid(cp+".minDomains", *c.MinDomains, "must be greater than zero"))
+			}
+			if c.WhenUnsatisfiable != DoNotSchedule {
+				errs = append(errs, Invalid(cp+".minDomains", *c.MinDomains, fmt.Sprintf("can only use minDomains if whenUnsatisfiable=%s, not %s", DoNotSchedule, c.WhenUnsatisfiable)))
+			}
+		}
+		for j := range i {
+			if cs[j].TopologyKey == c.TopologyKey && cs[j].WhenUnsatisfiable == c.WhenUnsatisfiable {
+				errs = append(errs, Duplicate(cp, fmt.Sprintf("{%v, %v}", c.TopologyKey, c.WhenUnsatisfiable)))
+				break
+			}
+		}
+		if v := c.NodeAffinityPolicy; v != nil && *v != PolicyHonor && *v != PolicyIgnore {
+			errs = append(errs, NotSupported(cp+".nodeAffinityPolicy", *v, PolicyHonor, PolicyIgnore))
+		}
+		if v := c.NodeTaintsPolicy; v != nil && *v != PolicyHonor && *v != PolicyIgnore {
+			errs = append(errs, NotSupported(cp+".nodeTaintsPolicy", *v, PolicyHonor, PolicyIgnore))
+		}
+		if c.LabelSelector != nil {
+			errs = append(errs, validateLabelSelector(c.LabelSelector, cp+".labelSelector")...)
+		}
+		errs = append(errs, validateLabelKeys(c.MatchLabelKeys, c.LabelSelector, cp+".matchLabelKeys")...)
 	}
 	return errs
 }

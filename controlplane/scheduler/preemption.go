@@ -248,10 +248,37 @@ func (a *algorithm) selectVictims(ctx context.Context, state *framework.CycleSta
 	if sim == ni {
 		sim = ni.Clone()
 	}
-	for _, p := range potential {
-		sim.RemovePod(p.Key)
+	// The PreFilter plugins that count pods (InterPodAffinity,
+	// PodTopologySpread) are told of every imagined change, on a copy.
+	st := state
+	if a.extensions {
+		st = state.Clone()
+		for _, p := range a.nominatedFor(pod, ni) {
+			if s := a.fwk.RunPreFilterAddPod(ctx, st, pod, p, sim); !s.IsSuccess() {
+				return nil, framework.NewStatus(framework.Error, s.Message())
+			}
+		}
 	}
-	if s, _ := a.fwk.RunFilter(ctx, state, pod, sim); !s.IsSuccess() {
+	remove := func(p *framework.PodInfo) *framework.Status {
+		sim.RemovePod(p.Key)
+		if a.extensions {
+			return a.fwk.RunPreFilterRemovePod(ctx, st, pod, p, sim)
+		}
+		return nil
+	}
+	add := func(p *framework.PodInfo) *framework.Status {
+		sim.AddPod(p)
+		if a.extensions {
+			return a.fwk.RunPreFilterAddPod(ctx, st, pod, p, sim)
+		}
+		return nil
+	}
+	for _, p := range potential {
+		if s := remove(p); !s.IsSuccess() {
+			return nil, framework.NewStatus(framework.Error, s.Message())
+		}
+	}
+	if s, _ := a.fwk.RunFilter(ctx, st, pod, sim); !s.IsSuccess() {
 		return nil, s
 	}
 	// Put back the most important pods first; those that no longer fit are victims.
@@ -263,9 +290,13 @@ func (a *algorithm) selectVictims(ctx context.Context, state *framework.CycleSta
 	})
 	var victims []*framework.PodInfo
 	for _, p := range potential {
-		sim.AddPod(p)
-		if s, _ := a.fwk.RunFilter(ctx, state, pod, sim); !s.IsSuccess() {
-			sim.RemovePod(p.Key)
+		if s := add(p); !s.IsSuccess() {
+			return nil, framework.NewStatus(framework.Error, s.Message())
+		}
+		if s, _ := a.fwk.RunFilter(ctx, st, pod, sim); !s.IsSuccess() {
+			if s := remove(p); !s.IsSuccess() {
+				return nil, framework.NewStatus(framework.Error, s.Message())
+			}
 			victims = append(victims, p)
 		}
 	}

@@ -23,6 +23,8 @@ type profile struct {
 	// percentage: the profile's percentageOfNodesToScore, else the
 	// configuration's (0: adaptive).
 	percentage int32
+	// extensions: fwk.HasPreFilterExtensions(), computed once.
+	extensions bool
 }
 
 // profileName is the profile a pod asks for ("" is default-scheduler,
@@ -227,7 +229,7 @@ func buildProfiles(cfg *config.Config, registry map[string]plugins.Factory, args
 		if p.PercentageOfNodesToScore != nil {
 			pct = *p.PercentageOfNodesToScore
 		}
-		out[p.SchedulerName] = &profile{fwk: f, percentage: pct}
+		out[p.SchedulerName] = &profile{fwk: f, percentage: pct, extensions: f.HasPreFilterExtensions()}
 	}
 	return out, b.sources, nil
 }

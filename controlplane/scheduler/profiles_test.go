@@ -37,6 +37,8 @@ func TestDocsConfigurationsBuild(t *testing.T) {
 		"valid-docs-binpack-requestedtocapacityratio.yaml": "",
 		"valid-docs-config-minimal.yaml":                   "",
 		"valid-docs-config-multiple-profiles.yaml":         "",
+		"valid-docs-spread-default-constraints.yaml":       "",
+		"valid-docs-spread-no-defaults.yaml":               "",
 		"valid-docs-config-score-custom.yaml":              `creating profile for scheduler name default-scheduler: ScorePlugin "MyCustomPluginA" does not exist`,
 		"valid-docs-config-multipoint.yaml":                `creating profile for scheduler name multipoint-scheduler: PreFilterPlugin "MyPlugin" does not exist`,
 		"valid-docs-config-non-multipoint.yaml":            `PreFilterPlugin "MyPlugin" does not exist`,
@@ -95,10 +97,10 @@ profiles:
 		t.Fatal(err)
 	}
 	def := s.profiles["default-scheduler"].fwk
-	if got, want := pluginNames(def.Filter), "NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,NodePorts,NodeResourcesFit,DynamicResources"; got != want {
+	if got, want := pluginNames(def.Filter), "NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,NodePorts,NodeResourcesFit,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
 		t.Errorf("default filters = %s, want %s", got, want)
 	}
-	if got, want := scoreNames(def.Score), "TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,GPUTopology=2"; got != want {
+	if got, want := scoreNames(def.Score), "TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1,GPUTopology=2"; got != want {
 		t.Errorf("default scores = %s, want %s", got, want)
 	}
 	if got := pluginNames(def.PostFilter); got != DefaultPreemptionName {
@@ -112,17 +114,17 @@ profiles:
 	}
 	r := s.profiles["reordered"].fwk
 	// An extension point that names a multiPoint plugin moves it first.
-	if got, want := pluginNames(r.Filter), "NodeResourcesFit,NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,DynamicResources"; got != want {
+	if got, want := pluginNames(r.Filter), "NodeResourcesFit,NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
 		t.Errorf("reordered filters = %s, want %s", got, want)
 	}
-	if got, want := scoreNames(r.Score), "GPUTopology=5,TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1"; got != want {
+	if got, want := scoreNames(r.Score), "GPUTopology=5,TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1"; got != want {
 		t.Errorf("reordered scores = %s, want %s", got, want)
 	}
 	if len(r.PostFilter) != 0 {
 		t.Errorf("reordered postFilter = %s", pluginNames(r.PostFilter))
 	}
 	// Plugins configured alike are made once: DRA's state is the scheduler's.
-	if def.Reserve[0] != r.Reserve[0] || len(s.sources) != 1 {
+	if def.Reserve[0] != r.Reserve[0] || len(s.sources) != 3 { // DynamicResources, InterPodAffinity, PodTopologySpread
 		t.Errorf("DynamicResources made per profile: %d event sources", len(s.sources))
 	}
 }

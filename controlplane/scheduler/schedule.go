@@ -100,6 +100,9 @@ type algorithm struct {
 	nominated map[string][]*framework.PodInfo
 	// noVictims is the shared "No preemption victims" status.
 	noVictims *framework.Status
+	// extensions: some PreFilter plugin counts pods across nodes
+	// (PreFilterExtensions), so imagined pods must be told to it.
+	extensions bool
 }
 
 // numFeasibleNodesToFind is how many feasible nodes are enough, as
@@ -136,6 +139,7 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 		res.FilterEnd, res.ScoreEnd = now(), now()
 		return res, 0, nil
 	}
+	state.SetNodes(nodes)
 	if s, plugin := a.fwk.RunPreFilter(ctx, state, pod); !s.IsSuccess() {
 		if s.Code() == framework.Error {
 			return nil, 0, fmt.Errorf("prefilter %s: %w", plugin, s.AsError())
@@ -185,34 +189,56 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 }
 
 // filterNode runs the filters on one node. Pods nominated to the node with
-// at least this pod's priority count as if they were already there.
+// at least this pod's priority count as if they were already there (and
+// the PreFilter plugins that count pods are told so, on a copy of state).
 func (a *algorithm) filterNode(ctx context.Context, state *framework.CycleState, pod *api.Pod, ni *framework.NodeInfo) NodeFilterResult {
-	ni = a.withNominated(pod, ni)
+	name := ni.Node.Name
+	if noms := a.nominatedFor(pod, ni); len(noms) > 0 {
+		ni = ni.Clone()
+		if a.extensions {
+			state = state.Clone()
+		}
+		for _, p := range noms {
+			ni.AddPod(p)
+			if a.extensions {
+				if s := a.fwk.RunPreFilterAddPod(ctx, state, pod, p, ni); !s.IsSuccess() {
+					return NodeFilterResult{Node: name, Plugin: 0, Status: framework.NewStatus(framework.Error, s.Message())}
+				}
+			}
+		}
+	}
 	s, i := a.fwk.RunFilter(ctx, state, pod, ni)
-	return NodeFilterResult{Node: ni.Node.Name, Plugin: i, Status: s}
+	return NodeFilterResult{Node: name, Plugin: i, Status: s}
 }
 
-func (a *algorithm) withNominated(pod *api.Pod, ni *framework.NodeInfo) *framework.NodeInfo {
+// nominatedFor lists the pods nominated to ni that count for pod: of at
+// least its priority, not itself.
+func (a *algorithm) nominatedFor(pod *api.Pod, ni *framework.NodeInfo) []*framework.PodInfo {
 	if len(a.nominated) == 0 {
-		return ni
+		return nil
 	}
 	noms := a.nominated[ni.Node.Name]
 	if len(noms) == 0 {
-		return ni
+		return nil
 	}
 	key, prio := api.Key(pod.Namespace, pod.Name), framework.PodPriority(pod)
-	var out *framework.NodeInfo
+	var out []*framework.PodInfo
 	for _, p := range noms {
-		if p.Key == key || p.Priority < prio {
-			continue
+		if p.Key != key && p.Priority >= prio {
+			out = append(out, p)
 		}
-		if out == nil {
-			out = ni.Clone()
-		}
-		out.AddPod(p)
 	}
-	if out == nil {
+	return out
+}
+
+func (a *algorithm) withNominated(pod *api.Pod, ni *framework.NodeInfo) *framework.NodeInfo {
+	noms := a.nominatedFor(pod, ni)
+	if len(noms) == 0 {
 		return ni
+	}
+	out := ni.Clone()
+	for _, p := range noms {
+		out.AddPod(p)
 	}
 	return out
 }

@@ -177,7 +177,7 @@ func (s *Scheduler) Queue() *Queue { return s.queue }
 
 func (s *Scheduler) algorithm(p *profile) *algorithm {
 	return &algorithm{fwk: p.fwk, percentage: p.percentage, parallelism: s.cfg.Parallelism, nominated: s.queue.NominatedPods(),
-		noVictims: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims)}
+		noVictims: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims), extensions: p.extensions}
 }
 
 // ScheduleOne runs one scheduling decision for pod on snap: PreFilter,

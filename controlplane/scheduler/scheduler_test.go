@@ -445,9 +445,10 @@ func TestExplain(t *testing.T) {
 		"Pod gpu-demo/p: 2 nodes, 2 looked at",
 		"cpu-1  no      NodeResourcesFit  Insufficient nvidia.com/gpu",
 		"gpu-1  fits",
-		"gpu-1  TaintToleration   0    100         3       300",
-		"       NodeResourcesFit  98   98          1       98",
-		"       TOTAL                                      398",
+		"gpu-1  TaintToleration                  0    100         3       300",
+		"       NodeResourcesFit                 98   98          1       98",
+		"       NodeResourcesBalancedAllocation  0    0           1       0",
+		"       TOTAL                                                     398",
 		"Selected node: gpu-1",
 	} {
 		if !strings.Contains(out, want) {

@@ -40,7 +40,8 @@ const (
 //	               the same and changes nothing)
 //
 // Kubernetes' volume plugins (VolumeRestrictions, NodeVolumeLimits,
-// VolumeZone), ImageLocality and SchedulingGates are not in skiff:
+// VolumeZone, VolumeBinding until it lands), ImageLocality and
+// SchedulingGates are not in skiff:
 // disabling them is allowed (a no-op), enabling them fails with
 // Kubernetes' "does not exist". A filter stops at the first rejection,
 // so the order changes speed and which reason a node reports, never the
@@ -60,10 +61,13 @@ func DefaultPlugins() *v1.Plugins {
 		{Name: "NodePorts"},
 		{Name: "Coscheduling"},
 		{Name: "NodeResourcesFit", Weight: w(1)},
+		{Name: "PodTopologySpread", Weight: w(2)},
+		{Name: "InterPodAffinity", Weight: w(2)},
 		// Before DefaultPreemption, as Kubernetes: ResourceClaims are the
 		// costliest filter; pods without claims skip it.
 		{Name: "DynamicResources"},
 		{Name: "DefaultPreemption"},
+		{Name: "NodeResourcesBalancedAllocation", Weight: w(1)},
 		{Name: "GPUTopology", Weight: w(2)},
 		{Name: "DefaultBinder"},
 	}}}

@@ -21,7 +21,20 @@ type StateData interface {
 // shared lock would be touched once per node per plugin).
 type CycleState struct {
 	data map[StateKey]StateData
+	// nodes: the cycle's snapshot of every node, for plugins that count
+	// pods across the cluster (InterPodAffinity, PodTopologySpread).
+	nodes []*NodeInfo
+	// skipFilter: the plugins whose PreFilter returned Skip; their
+	// Filter does not run for this pod (nil: none).
+	skipFilter map[string]bool
 }
+
+// SetNodes records the cycle's snapshot of every node; the scheduler
+// calls it before PreFilter.
+func (c *CycleState) SetNodes(nodes []*NodeInfo) { c.nodes = nodes }
+
+// Nodes returns every node of the cycle's snapshot (do not change them).
+func (c *CycleState) Nodes() []*NodeInfo { return c.nodes }
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState {
@@ -40,7 +53,7 @@ func (c *CycleState) Read(key StateKey) (StateData, bool) {
 // Clone copies the state (each entry through its Clone), for preemption's
 // what-if runs.
 func (c *CycleState) Clone() *CycleState {
-	out := &CycleState{data: make(map[StateKey]StateData, len(c.data))}
+	out := &CycleState{data: make(map[StateKey]StateData, len(c.data)), nodes: c.nodes, skipFilter: c.skipFilter}
 	for k, v := range c.data {
 		out.data[k] = v.Clone()
 	}

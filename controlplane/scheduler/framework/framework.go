@@ -70,10 +70,23 @@ type PreEnqueuePlugin interface {
 
 // PreFilterPlugin runs once per pod before any Filter. It usually computes
 // something from the pod and stores it in state. A rejecting status fails
-// the pod on every node at once ("0/3 nodes are available: REASON.").
+// the pod on every node at once ("0/3 nodes are available: REASON."); a
+// Skip status says the plugin has nothing to check for this pod: its
+// Filter is not run.
 type PreFilterPlugin interface {
 	Plugin
 	PreFilter(ctx context.Context, state *CycleState, pod *api.Pod) *Status
+}
+
+// PreFilterExtensions is implemented by PreFilter plugins whose state
+// counts pods across nodes (InterPodAffinity, PodTopologySpread): when the
+// scheduler imagines a pod added to a node (a nominated pod) or removed
+// from it (preemption's victims), it calls AddPod or RemovePod on a clone
+// of the cycle state, so that Filter, run on the changed NodeInfo with
+// that state, sees the changed counts.
+type PreFilterExtensions interface {
+	AddPod(ctx context.Context, state *CycleState, podToSchedule *api.Pod, podToAdd *PodInfo, node *NodeInfo) *Status
+	RemovePod(ctx context.Context, state *CycleState, podToSchedule *api.Pod, podToRemove *PodInfo, node *NodeInfo) *Status
 }
 
 // FilterPlugin decides whether pod can run on node. It returns nil to
@@ -375,10 +388,19 @@ func (f *Framework) RunPreBind(ctx context.Context, state *CycleState, pod *api.
 }
 
 // RunPreFilter runs every PreFilter plugin; it stops at the first that does
-// not succeed and returns its status and name.
+// not succeed and returns its status and name. A Skip is not a failure:
+// that plugin's Filter is left out for this pod.
 func (f *Framework) RunPreFilter(ctx context.Context, state *CycleState, pod *api.Pod) (*Status, string) {
 	for _, p := range f.PreFilter {
-		if s := p.PreFilter(ctx, state, pod); !s.IsSuccess() {
+		s := p.PreFilter(ctx, state, pod)
+		if s.Code() == Skip {
+			if state.skipFilter == nil {
+				state.skipFilter = map[string]bool{}
+			}
+			state.skipFilter[p.Name()] = true
+			continue
+		}
+		if !s.IsSuccess() {
 			return s, p.Name()
 		}
 	}
@@ -391,11 +413,50 @@ func (f *Framework) RunPreFilter(ctx context.Context, state *CycleState, pod *ap
 // (nil, -1) when the node passes.
 func (f *Framework) RunFilter(ctx context.Context, state *CycleState, pod *api.Pod, node *NodeInfo) (*Status, int) {
 	for i, p := range f.Filter {
+		if state.skipFilter != nil && state.skipFilter[p.Name()] {
+			continue
+		}
 		if s := p.Filter(ctx, state, pod, node); !s.IsSuccess() {
 			return s, i
 		}
 	}
 	return nil, -1
+}
+
+// HasPreFilterExtensions reports whether some PreFilter plugin keeps
+// counts that AddPod and RemovePod must update.
+func (f *Framework) HasPreFilterExtensions() bool {
+	for _, p := range f.PreFilter {
+		if _, ok := p.(PreFilterExtensions); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// RunPreFilterAddPod tells the PreFilter plugins that keep counts that
+// podToAdd is imagined on node (state is the caller's clone).
+func (f *Framework) RunPreFilterAddPod(ctx context.Context, state *CycleState, pod *api.Pod, podToAdd *PodInfo, node *NodeInfo) *Status {
+	for _, p := range f.PreFilter {
+		if e, ok := p.(PreFilterExtensions); ok && (state.skipFilter == nil || !state.skipFilter[p.Name()]) {
+			if s := e.AddPod(ctx, state, pod, podToAdd, node); !s.IsSuccess() {
+				return s.WithPlugin(p.Name())
+			}
+		}
+	}
+	return nil
+}
+
+// RunPreFilterRemovePod is RunPreFilterAddPod for a pod imagined gone.
+func (f *Framework) RunPreFilterRemovePod(ctx context.Context, state *CycleState, pod *api.Pod, podToRemove *PodInfo, node *NodeInfo) *Status {
+	for _, p := range f.PreFilter {
+		if e, ok := p.(PreFilterExtensions); ok && (state.skipFilter == nil || !state.skipFilter[p.Name()]) {
+			if s := e.RemovePod(ctx, state, pod, podToRemove, node); !s.IsSuccess() {
+				return s.WithPlugin(p.Name())
+			}
+		}
+	}
+	return nil
 }
 
 // RunReserve runs Reserve plugins in order; on a failure it unreserves

@@ -269,18 +269,25 @@ type PodInfo struct {
 	NonZero  Resource
 	Ports    []HostPort
 	Priority int32
+	// WithAffinity: the pod has pod affinity or anti-affinity terms;
+	// WithRequiredAntiAffinity: required anti-affinity ones (other pods
+	// must keep out of its domain).
+	WithAffinity, WithRequiredAntiAffinity bool
 }
 
 // NewPodInfo derives a PodInfo.
 func NewPodInfo(pod *api.Pod) *PodInfo {
 	req, nz := PodRequests(pod)
 	return &PodInfo{
-		Pod:      pod,
-		Key:      api.Key(pod.Namespace, pod.Name),
-		Requests: req,
-		NonZero:  nz,
-		Ports:    PodHostPorts(pod),
-		Priority: PodPriority(pod),
+		Pod:          pod,
+		Key:          api.Key(pod.Namespace, pod.Name),
+		Requests:     req,
+		NonZero:      nz,
+		Ports:        PodHostPorts(pod),
+		Priority:     PodPriority(pod),
+		WithAffinity: pod.Spec.Affinity != nil && (pod.Spec.Affinity.PodAffinity != nil || pod.Spec.Affinity.PodAntiAffinity != nil),
+		WithRequiredAntiAffinity: pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil &&
+			len(pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0,
 	}
 }
 
@@ -302,6 +309,10 @@ type NodeInfo struct {
 	NonZeroRequested Resource
 	// UsedPorts are the host ports taken by the pods; nil when none.
 	UsedPorts map[HostPort]int
+	// PodsWithAffinity and PodsWithRequiredAntiAffinity count the pods
+	// with such terms (PodInfo.WithAffinity...): InterPodAffinity skips
+	// nodes without any.
+	PodsWithAffinity, PodsWithRequiredAntiAffinity int
 }
 
 // NewNodeInfo returns the NodeInfo of a node with no pods.
@@ -341,6 +352,9 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Allocatable:      n.Allocatable.Clone(),
 		Requested:        n.Requested.Clone(),
 		NonZeroRequested: n.NonZeroRequested.Clone(),
+
+		PodsWithAffinity:             n.PodsWithAffinity,
+		PodsWithRequiredAntiAffinity: n.PodsWithRequiredAntiAffinity,
 	}
 	if n.UsedPorts != nil {
 		c.UsedPorts = make(map[HostPort]int, len(n.UsedPorts))
@@ -354,6 +368,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 // AddPod counts a pod on the node.
 func (n *NodeInfo) AddPod(p *PodInfo) {
 	n.Pods = append(n.Pods, p)
+	n.countAffinity(p, 1)
 	n.Requested.Add(p.Requests)
 	n.NonZeroRequested.Add(p.NonZero)
 	for _, hp := range p.Ports {
@@ -361,6 +376,15 @@ func (n *NodeInfo) AddPod(p *PodInfo) {
 			n.UsedPorts = map[HostPort]int{}
 		}
 		n.UsedPorts[hp]++
+	}
+}
+
+func (n *NodeInfo) countAffinity(p *PodInfo, d int) {
+	if p.WithAffinity {
+		n.PodsWithAffinity += d
+	}
+	if p.WithRequiredAntiAffinity {
+		n.PodsWithRequiredAntiAffinity += d
 	}
 }
 
@@ -372,6 +396,7 @@ func (n *NodeInfo) RemovePod(key string) bool {
 	}
 	p := n.Pods[i]
 	n.Pods = slices.Delete(n.Pods, i, i+1)
+	n.countAffinity(p, -1)
 	if n.Requested.saturated() || n.NonZeroRequested.saturated() {
 		// The sums stopped at a bound: subtracting would undercount.
 		n.Requested, n.NonZeroRequested = Resource{}, Resource{}

@@ -460,3 +460,37 @@ func TestRegistry(t *testing.T) {
 		}
 	}
 }
+
+func TestBalancedAllocationScore(t *testing.T) {
+	p, err := NewBalancedAllocation(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := nodeInfo(testNode("n", rl("cpu", "10", "memory", "10Gi", "pods", "10")), testPod("a", requests("cpu", "4", "memory", "1Gi")))
+	for _, tc := range []struct {
+		name string
+		pod  *api.Pod
+		want int64
+		skip bool
+	}{
+		// cpu (4+2)/10 = 0.6, memory (1+0.5)/10 = 0.15: std 0.225 → 77.
+		{"cpu heavy", testPod("p", requests("cpu", "2", "memory", "512Mi")), 77, false},
+		// cpu 0.5, memory (1+4)/10 = 0.5: balanced → 100.
+		{"balancing", testPod("p", requests("cpu", "1", "memory", "4Gi")), 100, false},
+		{"best effort is skipped", testPod("p"), 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := framework.NewCycleState()
+			st := p.PreScore(context.Background(), state, tc.pod, nil)
+			if (st.Code() == framework.Skip) != tc.skip {
+				t.Fatalf("PreScore = %v, want skip %v", st, tc.skip)
+			}
+			if tc.skip {
+				return
+			}
+			if got, _ := p.Score(context.Background(), state, tc.pod, node); got != tc.want {
+				t.Errorf("score = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

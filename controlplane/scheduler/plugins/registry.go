@@ -9,6 +9,9 @@
 //	NodePorts          filter: host ports must be free
 //	PrioritySort       queueSort: higher priority first, then first come first served
 //	NodeResourcesFit   filter + score: requests must fit allocatable; LeastAllocated, MostAllocated or RequestedToCapacityRatio
+//	NodeResourcesBalancedAllocation  score: resources used evenly (cpu and memory alike)
+//	PodTopologySpread  filter + score: spread matching pods over nodes, zones, NVLink domains
+//	InterPodAffinity   filter + score: near (podAffinity) or away from (podAntiAffinity) other pods
 //	GPUTopology        score: well-connected GPU sets first (a hook the GPU code fills in)
 //	DynamicResources   preenqueue + prefilter + filter + reserve + prebind: ResourceClaims (DRA)
 //	Coscheduling       prefilter + permit + reserve: a PodGroup's pods run all together or not at all
@@ -37,18 +40,21 @@ import (
 
 // Plugin names.
 const (
-	NodeUnschedulableName = "NodeUnschedulable"
-	NodeNameName          = "NodeName"
-	TaintTolerationName   = "TaintToleration"
-	NodeReadyName         = "NodeReady"
-	NodeAffinityName      = "NodeAffinity"
-	NodePortsName         = "NodePorts"
-	NodeResourcesFitName  = "NodeResourcesFit"
-	GPUTopologyName       = "GPUTopology"
-	DynamicResourcesName  = "DynamicResources"
-	CoschedulingName      = "Coscheduling"
-	DefaultBinderName     = "DefaultBinder"
-	PrioritySortName      = "PrioritySort"
+	NodeUnschedulableName  = "NodeUnschedulable"
+	NodeNameName           = "NodeName"
+	TaintTolerationName    = "TaintToleration"
+	NodeReadyName          = "NodeReady"
+	NodeAffinityName       = "NodeAffinity"
+	NodePortsName          = "NodePorts"
+	NodeResourcesFitName   = "NodeResourcesFit"
+	GPUTopologyName        = "GPUTopology"
+	DynamicResourcesName   = "DynamicResources"
+	CoschedulingName       = "Coscheduling"
+	DefaultBinderName      = "DefaultBinder"
+	PrioritySortName       = "PrioritySort"
+	PodTopologySpreadName  = "PodTopologySpread"
+	InterPodAffinityName   = "InterPodAffinity"
+	BalancedAllocationName = "NodeResourcesBalancedAllocation"
 )
 
 // Args are what plugin factories may need. Zero values are fine except
@@ -92,6 +98,32 @@ func Registry() map[string]Factory {
 				return nil, err
 			}
 			return NewNodeAffinity(args)
+		},
+		PodTopologySpreadName: func(a Args) (framework.Plugin, error) {
+			args, err := argsAs[*v1.PodTopologySpreadArgs](PodTopologySpreadName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
+			return NewPodTopologySpread(args, a.Client, a.Logger)
+		},
+		InterPodAffinityName: func(a Args) (framework.Plugin, error) {
+			args, err := argsAs[*v1.InterPodAffinityArgs](InterPodAffinityName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
+			return NewInterPodAffinity(args, a.Client, a.Logger)
+		},
+		BalancedAllocationName: func(a Args) (framework.Plugin, error) {
+			args, err := argsAs[*v1.NodeResourcesBalancedAllocationArgs](BalancedAllocationName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
+			p, err := NewBalancedAllocation(args)
+			if err != nil {
+				return nil, err
+			}
+			p.gpus = a.ClaimedGPUs
+			return p, nil
 		},
 		PrioritySortName: noArgs(PrioritySortName, func(Args) (framework.Plugin, error) { return &PrioritySort{}, nil }),
 		NodePortsName:    noArgs(NodePortsName, func(Args) (framework.Plugin, error) { return &NodePorts{}, nil }),

@@ -1,0 +1,158 @@
+package plugins
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+)
+
+// affinityTerm is a PodAffinityTerm made ready to match pods: the
+// namespaces it looks in, its label selector (with matchLabelKeys and
+// mismatchLabelKeys resolved against the term's owner) and its topology key.
+type affinityTerm struct {
+	namespaces  map[string]bool
+	nsSelector  labels.Selector // nil: only namespaces; Everything for {}
+	selector    labels.Selector
+	topologyKey string
+	weight      int64 // preferred terms; required ones of existing pods: hardPodAffinityWeight
+}
+
+// newAffinityTerm processes term of owner, as Kubernetes'
+// NewAffinityTerm: no namespaces and no namespaceSelector mean the
+// owner's namespace; a nil labelSelector matches no pod.
+func newAffinityTerm(owner *api.Pod, t *api.PodAffinityTerm, weight int64) (*affinityTerm, error) {
+	sel, err := t.LabelSelector.AsSelector()
+	if err != nil {
+		return nil, err
+	}
+	if t.LabelSelector != nil {
+		for _, k := range t.MatchLabelKeys {
+			if v, ok := owner.Labels[k]; ok {
+				r, err := labels.NewRequirement(k, selection.In, []string{v})
+				if err != nil {
+					return nil, err
+				}
+				sel = sel.Add(*r)
+			}
+		}
+		for _, k := range t.MismatchLabelKeys {
+			if v, ok := owner.Labels[k]; ok {
+				r, err := labels.NewRequirement(k, selection.NotIn, []string{v})
+				if err != nil {
+					return nil, err
+				}
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	at := &affinityTerm{selector: sel, topologyKey: t.TopologyKey, weight: weight, namespaces: map[string]bool{}}
+	for _, ns := range t.Namespaces {
+		at.namespaces[ns] = true
+	}
+	if t.NamespaceSelector != nil {
+		if at.nsSelector, err = t.NamespaceSelector.AsSelector(); err != nil {
+			return nil, err
+		}
+	} else if len(t.Namespaces) == 0 {
+		at.namespaces[owner.Namespace] = true
+	}
+	return at, nil
+}
+
+// matches reports whether pod is in the term's namespaces and matches its
+// selector (topology aside).
+func (t *affinityTerm) matches(pod *api.Pod, ns namespaceLabels) bool {
+	if !t.namespaces[pod.Namespace] {
+		if t.nsSelector == nil || !t.nsSelector.Matches(labels.Set(ns.labels(pod.Namespace))) {
+			return false
+		}
+	}
+	return t.selector.Matches(labels.Set(pod.Labels))
+}
+
+func requiredTerms(owner *api.Pod, terms []api.PodAffinityTerm, weight int64) ([]*affinityTerm, error) {
+	var out []*affinityTerm
+	for i := range terms {
+		t, err := newAffinityTerm(owner, &terms[i], weight)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func weightedTerms(owner *api.Pod, terms []api.WeightedPodAffinityTerm) ([]*affinityTerm, error) {
+	var out []*affinityTerm
+	for i := range terms {
+		t, err := newAffinityTerm(owner, &terms[i].PodAffinityTerm, int64(terms[i].Weight))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// namespaceLabels knows each namespace's labels, for namespaceSelector.
+type namespaceLabels interface {
+	labels(ns string) map[string]string
+}
+
+// namespaces watches Namespaces for their labels (InterPodAffinity's
+// namespaceSelector).
+type namespaces struct {
+	inf *client.Informer
+	mu  sync.RWMutex
+	by  map[string]map[string]string
+}
+
+func newNamespaces(c client.Interface, log *slog.Logger) *namespaces {
+	n := &namespaces{by: map[string]map[string]string{}}
+	if c == nil {
+		return n
+	}
+	n.inf = client.NewInformer(c, api.MustKindOf(&api.Namespace{}), "", api.ListOptions{}, log)
+	set := func(o api.Object) {
+		ns := o.(*api.Namespace)
+		n.mu.Lock()
+		n.by[ns.Name] = ns.Labels
+		n.mu.Unlock()
+	}
+	n.inf.AddHandler(client.Handler{OnAdd: set, OnUpdate: func(_, o api.Object) { set(o) }, OnDelete: func(o api.Object) {
+		n.mu.Lock()
+		delete(n.by, o.(*api.Namespace).Name)
+		n.mu.Unlock()
+	}})
+	return n
+}
+
+func (n *namespaces) labels(ns string) map[string]string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.by[ns]
+}
+
+func (n *namespaces) run(ctx context.Context, moved func()) {
+	if n.inf == nil {
+		return
+	}
+	// A namespace's labels changing may let a pod with a namespaceSelector fit.
+	n.inf.AddHandler(client.Handler{OnUpdate: func(o, c api.Object) {
+		if !maps.Equal(o.(*api.Namespace).Labels, c.(*api.Namespace).Labels) {
+			moved()
+		}
+	}})
+	n.inf.Run(ctx)
+}
+
+func (n *namespaces) waitForSync(ctx context.Context) bool {
+	return n.inf == nil || n.inf.WaitForSync(ctx)
+}
