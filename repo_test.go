@@ -59,8 +59,9 @@ func TestTrackedFilesAreSmallText(t *testing.T) {
 // layers orders skiff's top-level packages: a package may import one of a
 // lower layer, or one under its own top-level directory, and nothing else.
 // So imports point one way (api → pki, membership → client → runtime →
-// agent, controlplane → node, dashboard → cli → main), and a student can
-// read each layer knowing only those below it. Tests are held to the same order.
+// agent, controlplane → node, dashboard → cluster → cli → main), and a
+// student can read each layer knowing only those below it. Tests are held
+// to the same order.
 var layers = [][]string{
 	{"internal"},                    // helpers with no skiff imports
 	{"api"},                         // object types, wire names, file formats
@@ -69,6 +70,7 @@ var layers = [][]string{
 	{"runtime"},                     // containers
 	{"agent", "controlplane"},       // the node agent; the server's pieces
 	{"node", "dashboard"},           // assembly of a node; the web dashboard
+	{"cluster"},                     // assembly of the processes: up, server, agent
 	{"cli"},                         // the commands
 	{""},                            // main
 	{"integration", "hack", "docs"}, // end-to-end tests, tools, doc checks
@@ -142,5 +144,34 @@ func TestImportLayers(t *testing.T) {
 		if !seen[key] {
 			t.Errorf("import exception %q no longer occurs: remove it from importExceptions", key)
 		}
+	}
+}
+
+// maxCLIImports bounds the skiff packages cli imports: a thin CLI, as
+// kind's and k3s's, parses flags and prints, and leaves the work to the
+// package of its concept.
+const maxCLIImports = 10
+
+// TestCLIImports fails when package cli (its non-test files) imports more
+// than maxCLIImports skiff packages.
+func TestCLIImports(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not installed")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./cli").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var skiff []string
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.HasPrefix(imp, "skiff.dev/skiff/") {
+			skiff = append(skiff, strings.TrimPrefix(imp, "skiff.dev/skiff/"))
+		}
+	}
+	if len(skiff) > maxCLIImports {
+		t.Errorf("cli imports %d skiff packages, at most %d allowed: %s\n"+
+			"The CLI parses flags and prints: move the logic the new import serves into the package of its concept "+
+			"(cluster for what up/server/agent run, client/kubectl for kubectl's client-side logic, api for shared names and formats) "+
+			"and call it from there.", len(skiff), maxCLIImports, strings.Join(skiff, ", "))
 	}
 }

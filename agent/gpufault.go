@@ -9,19 +9,8 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 )
-
-// GPUFaultResult is the answer of POST /gpus/{index}/fault: the GPU after
-// the fault was injected or cleared.
-type GPUFaultResult struct {
-	Node    string `json:"node"`
-	Index   int    `json:"index"`
-	UUID    string `json:"uuid,omitempty"`
-	Healthy bool   `json:"healthy"`
-	Xid     uint64 `json:"xid,omitempty"`
-	// Reason is a sentence for people: "Xid 79: GPU has fallen off the bus".
-	Reason string `json:"reason"`
-}
 
 // serveGPUFault injects an Xid into a simulated GPU (?xid=N) or makes it
 // healthy again (?clear=true). The health change travels the way a real
@@ -72,7 +61,7 @@ func (a *Agent) serveGPUFault(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, api.NewInternal(fmt.Errorf("GPU %d fault: %w", index, err)))
 		return
 	}
-	res := GPUFaultResult{Node: a.cfg.NodeName, Index: index, Healthy: true, Xid: xid, Reason: "cleared: healthy again"}
+	res := gputopology.FaultResult{Node: a.cfg.NodeName, Index: index, Healthy: true, Xid: xid, Reason: "cleared: healthy again"}
 	if xid != 0 {
 		res.Healthy = !gpu.IsCriticalXid(xid)
 		res.Reason = fmt.Sprintf("Xid %d: %s", xid, gpu.XidReason(xid))

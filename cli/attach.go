@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/skiff/agent/remotecommand"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // attachCmd is `skiff attach`: stream the output of a running container,
@@ -57,7 +57,7 @@ func (a *attachCmd) Run(ctx context.Context, target string) error {
 	if name == "" {
 		name = defaultContainer(pod, a.r.Stderr)
 	}
-	if _, err := a.r.stream(ctx, pod, "attach", remotecommand.Options{Container: name}, a.stdin, a.tty); err != nil {
+	if _, err := a.r.stream(ctx, pod, "attach", kubectl.ExecOptions{Container: name}, a.stdin, a.tty); err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted: kubectl ends quietly too
 		}

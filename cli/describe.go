@@ -15,7 +15,6 @@ import (
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane/scheduler"
 )
 
 // describeCmd is `skiff describe`: kubectl-like sections per kind, always
@@ -348,7 +347,7 @@ func printScheduling(ctx context.Context, w *describeWriter, cl client.Interface
 		w.line(1, "%s:\t%s\n", line, orDefault(s.Message, "-"))
 	}
 	// The per-node, per-plugin record of that attempt, as the scheduler renders it.
-	if table := scheduler.ExplainTrace(p.Name, spans); table != "" {
+	if table := api.ExplainSchedulingTrace(p.Name, spans); table != "" {
 		for _, l := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
 			w.line(1, "%s\n", l)
 		}

@@ -2,28 +2,22 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/skiff/agent"
-	"skiff.dev/skiff/agent/devices"
-	"skiff.dev/skiff/agent/devices/gpuplugin"
-	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/cluster"
 )
 
 // devicePluginCmd runs the built-in GPU device plugin on its own, as a
-// separate process, the way NVIDIA's device plugin runs beside a kubelet.
+// separate process, the way NVIDIA's device plugin runs beside a kubelet
+// (cluster.DevicePlugin).
 type devicePluginCmd struct {
-	r         *Root
-	gpus      string
-	pluginDir string
-	nodeName  string
+	r   *Root
+	cfg cluster.DevicePluginConfig
 }
 
 func newDevicePluginCmd(r *Root) *cobra.Command {
-	d := &devicePluginCmd{r: r}
+	d := &devicePluginCmd{r: r, cfg: cluster.DefaultDevicePluginConfig()}
 	cmd := &cobra.Command{
 		Use:   "device-plugin",
 		Short: "Run the GPU device plugin alone: it registers nvidia.com/gpu with the node's device manager (kubelet.sock)",
@@ -39,32 +33,15 @@ watching the Register → ListAndWatch → Allocate sequence on its own.`,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return d.Run(cmd.Context()) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&d.gpus, "gpus", "auto", "GPUs to advertise: auto, nvml, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
-	fl.StringVar(&d.pluginDir, "plugin-dir", devices.DefaultDir, "the device plugin directory, where the agent's kubelet.sock is")
-	fl.StringVar(&d.nodeName, "node-name", "", "node name that seeds simulated GPU UUIDs (must match the agent's; default: the hostname)")
+	fl.StringVar(&d.cfg.GPUs, "gpus", d.cfg.GPUs, "GPUs to advertise: auto, nvml, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
+	fl.StringVar(&d.cfg.PluginDir, "plugin-dir", d.cfg.PluginDir, "the device plugin directory, where the agent's kubelet.sock is")
+	fl.StringVar(&d.cfg.NodeName, "node-name", "", "node name that seeds simulated GPU UUIDs (must match the agent's; default: the hostname)")
 	return cmd
 }
 
 // Run serves the plugin until ctx ends.
 func (d *devicePluginCmd) Run(ctx context.Context) error {
-	lg := d.r.Logger()
-	node := d.nodeName
-	if node == "" {
-		node = agent.DefaultConfig().NodeName
-	}
-	src, msg, err := gpu.Open(d.gpus, gpu.Options{NodeName: node, Logger: lg})
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	fmt.Fprintln(d.r.Stdout, msg)
-	if devs, err := src.Devices(ctx); err != nil || len(devs) == 0 {
-		return errors.New("no GPUs to advertise")
-	}
-	p, err := gpuplugin.New(gpuplugin.Config{Source: src, Dir: d.pluginDir, Log: lg})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(d.r.Stdout, "serving %s on %s; registering with %s\n", gpuplugin.ResourceName, p.SocketPath(), d.pluginDir+"/"+devices.SocketName)
-	return p.Run(ctx)
+	cfg := d.cfg
+	cfg.Log, cfg.Out = d.r.Logger(), d.r.Stdout
+	return cluster.DevicePlugin(ctx, cfg)
 }

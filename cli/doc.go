@@ -1,6 +1,17 @@
 // Package cli is skiff's command line: the kubectl-compatible verbs (apply,
 // get, describe, delete, scale, rollout, explain, ...) plus skiff's own
-// (trace, and up/server/agent/version added by the binary's owner).
+// (trace, and up/server/agent/version: cluster_commands.go).
+//
+// # A thin CLI
+//
+// As kind's and k3s's, the CLI parses flags and prints; the work is in the
+// package of its concept: the processes `up`, `server`, `agent` and
+// `device-plugin` run are package cluster's (a cluster.Config per
+// command), the join and TLS bootstrap node's, client-side apply, drain
+// and the exec/port-forward connections client/kubectl's, snapshots
+// controlplane/store/snapshot's, the scheduling explanation api's. A new
+// verb follows suit: flags and printing here, anything else below.
+// repo_test.go holds cli to ten skiff packages (TestCLIImports).
 //
 // # Shape
 //

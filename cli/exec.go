@@ -13,9 +13,9 @@ import (
 	"golang.org/x/term"
 	kremotecommand "k8s.io/client-go/tools/remotecommand"
 
-	"skiff.dev/skiff/agent/remotecommand"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // execCmd is `skiff exec`: run a command in a running container, through
@@ -78,7 +78,7 @@ func (e *execCmd) Run(ctx context.Context, target string, command []string) erro
 	if name == "" {
 		name = defaultContainer(pod, e.r.Stderr)
 	}
-	code, err := e.r.stream(ctx, pod, "exec", remotecommand.Options{Command: command, Container: name}, e.stdin, e.tty)
+	code, err := e.r.stream(ctx, pod, "exec", kubectl.ExecOptions{Command: command, Container: name}, e.stdin, e.tty)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (e *execCmd) Run(ctx context.Context, target string, command []string) erro
 // stream runs an exec or attach (sub) of pod with client-go's executor, the
 // one kubectl uses: WebSocket v5, SPDY when the upgrade is refused
 // (agent/remotecommand). It returns the command's exit code.
-func (r *Root) stream(ctx context.Context, pod *api.Pod, sub string, o remotecommand.Options, stdin, tty bool) (int, error) {
+func (r *Root) stream(ctx context.Context, pod *api.Pod, sub string, o kubectl.ExecOptions, stdin, tty bool) (int, error) {
 	cfg, err := r.ClientConfig()
 	if err != nil {
 		return 0, err
@@ -120,12 +120,12 @@ func (r *Root) stream(ctx context.Context, pod *api.Pod, sub string, o remotecom
 			so.TerminalSizeQueue = q
 		}
 	}
-	rc := remotecommand.RESTConfig(cfg)
-	u, err := remotecommand.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, sub), o.Query())
+	rc := kubectl.RESTConfig(cfg)
+	u, err := kubectl.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, sub), o.Query())
 	if err != nil {
 		return 0, err
 	}
-	ex, err := remotecommand.NewExecutor(rc, u)
+	ex, err := kubectl.NewExecutor(rc, u)
 	if err != nil {
 		return 0, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // `skiff gpu fault NODE GPU --xid 79` breaks a simulated GPU the way a real
@@ -96,7 +96,7 @@ func (g *gpuFaultCmd) Run(ctx context.Context, node, index string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	var res agent.GPUFaultResult
+	var res gputopology.FaultResult
 	if err := decodeJSON(resp.Body, &res); err != nil {
 		return fmt.Errorf("gpu fault: read the agent's answer: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"skiff.dev/skiff/cluster"
 )
 
 // The etcd-only flags of `skiff server` are refused on a bbolt server
@@ -23,13 +25,13 @@ func TestHAFlagsNeedEtcd(t *testing.T) {
 		{"external etcd with a lease TTL", []string{"--etcd-endpoints=http://127.0.0.1:2379", "--leader-lease-ttl=9s"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var h haFlags
+			h := clusterFlags{cfg: cluster.DefaultConfig()}
 			cmd := &cobra.Command{Use: "server"}
-			h.register(cmd)
+			h.registerHA(cmd)
 			if err := cmd.Flags().Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			err := h.validate()
+			err := h.validateHA()
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("validate() = %v, want nil", err)

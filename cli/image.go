@@ -2,17 +2,15 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	ctrd "skiff.dev/skiff/runtime/containerd"
+	"skiff.dev/skiff/cluster"
 )
 
 // imageCmd manages the images of this machine's containerd, for lab rooms
@@ -50,8 +48,8 @@ On a machine with internet access, make the archive with
 or  ctr images export nginx-alpine.tar docker.io/library/nginx:alpine`,
 	}
 	ic.cmd = cmd
-	cmd.PersistentFlags().StringVar(&ic.address, "containerd-address", ctrd.DefaultConfig().Address, "containerd socket (default: the local node's)")
-	cmd.PersistentFlags().StringVar(&ic.namespace, "containerd-namespace", ctrd.DefaultConfig().Namespace, "containerd namespace of skiff's images (default: the local node's)")
+	cmd.PersistentFlags().StringVar(&ic.address, "containerd-address", cluster.DefaultContainerd().Address, "containerd socket (default: the local node's)")
+	cmd.PersistentFlags().StringVar(&ic.namespace, "containerd-namespace", cluster.DefaultContainerd().Namespace, "containerd namespace of skiff's images (default: the local node's)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "import FILE...",
 		Short: "Import images from OCI or docker archives",
@@ -69,9 +67,9 @@ or  ctr images export nginx-alpine.tar docker.io/library/nginx:alpine`,
 
 // runtimeConfig is the containerd the images go to: flags given on the
 // command line first, then what the local node recorded, then the defaults.
-func (ic *imageCmd) runtimeConfig() ctrd.Config {
-	cfg := ctrd.DefaultConfig()
-	if rec, err := loadNodeContainerd(); err == nil {
+func (ic *imageCmd) runtimeConfig() cluster.Containerd {
+	cfg := cluster.DefaultContainerd()
+	if rec, err := cluster.RecordedContainerd(); err == nil {
 		if rec.Address != "" {
 			cfg.Address = rec.Address
 		}
@@ -91,65 +89,9 @@ func (ic *imageCmd) runtimeConfig() ctrd.Config {
 	return cfg
 }
 
-func (ic *imageCmd) runtime(ctx context.Context) (*ctrd.Runtime, error) {
-	cfg := ic.runtimeConfig()
-	rt, err := ctrd.New(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("containerd at %s: %w (images need containerd; run as root)", cfg.Address, err)
-	}
-	return rt, nil
-}
-
-// nodeContainerd is the containerd a node on this machine runs pods on,
-// recorded for `skiff image` in ~/.skiff/containerd.json.
-type nodeContainerd struct {
-	Address   string `json:"address"`
-	Namespace string `json:"namespace"`
-}
-
-func nodeContainerdPath() (string, error) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(home, ".skiff", "containerd.json"), nil
-}
-
-// saveNodeContainerd records the local node's containerd.
-func saveNodeContainerd(address, namespace string) error {
-	p, err := nodeContainerdPath()
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(nodeContainerd{Address: address, Namespace: namespace})
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(p, append(b, '\n'), 0o600)
-}
-
-func loadNodeContainerd() (nodeContainerd, error) {
-	var nc nodeContainerd
-	p, err := nodeContainerdPath()
-	if err != nil {
-		return nc, err
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nc, err
-	}
-	if err := json.Unmarshal(b, &nc); err != nil {
-		return nc, fmt.Errorf("%s: %w", p, err)
-	}
-	return nc, nil
-}
-
 // Import reads each archive and prints the names it brought in.
 func (ic *imageCmd) Import(ctx context.Context, files []string) error {
-	rt, err := ic.runtime(ctx)
+	rt, err := cluster.OpenImages(ctx, ic.runtimeConfig())
 	if err != nil {
 		return err
 	}
@@ -181,7 +123,7 @@ func (ic *imageCmd) Import(ctx context.Context, files []string) error {
 
 // List prints the images with their digest and size.
 func (ic *imageCmd) List(ctx context.Context) error {
-	rt, err := ic.runtime(ctx)
+	rt, err := cluster.OpenImages(ctx, ic.runtimeConfig())
 	if err != nil {
 		return err
 	}

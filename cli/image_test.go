@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"testing"
+
+	"skiff.dev/skiff/cluster"
 )
 
 // skiff image finds the containerd the local node runs on: flags first,
@@ -10,15 +12,15 @@ import (
 func TestImageRuntimeConfig(t *testing.T) {
 	tests := []struct {
 		name          string
-		recorded      *nodeContainerd
+		recorded      *cluster.Containerd
 		args          []string
 		wantAddr, wNS string
 	}{
 		{"defaults", nil, nil, "/run/containerd/containerd.sock", "skiff"},
-		{"the node's", &nodeContainerd{Address: "/run/lab/containerd.sock", Namespace: "lab"}, nil, "/run/lab/containerd.sock", "lab"},
-		{"flags win", &nodeContainerd{Address: "/run/lab/containerd.sock", Namespace: "lab"},
+		{"the node's", &cluster.Containerd{Address: "/run/lab/containerd.sock", Namespace: "lab"}, nil, "/run/lab/containerd.sock", "lab"},
+		{"flags win", &cluster.Containerd{Address: "/run/lab/containerd.sock", Namespace: "lab"},
 			[]string{"--containerd-namespace", "other", "--containerd-address", "/run/other.sock"}, "/run/other.sock", "other"},
-		{"one flag, the rest the node's", &nodeContainerd{Address: "/run/lab/containerd.sock", Namespace: "lab"},
+		{"one flag, the rest the node's", &cluster.Containerd{Address: "/run/lab/containerd.sock", Namespace: "lab"},
 			[]string{"--containerd-namespace", "other"}, "/run/lab/containerd.sock", "other"},
 		{"flags without a node", nil, []string{"--containerd-namespace", "other"}, "/run/containerd/containerd.sock", "other"},
 	}
@@ -26,7 +28,7 @@ func TestImageRuntimeConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("HOME", t.TempDir())
 			if tt.recorded != nil {
-				if err := saveNodeContainerd(tt.recorded.Address, tt.recorded.Namespace); err != nil {
+				if err := cluster.RecordContainerd(*tt.recorded); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -4,32 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/cluster"
 )
 
-// Environment variables a token may come from instead of a file: a token
-// never goes on a command line, where `ps` shows it to every user.
-const (
-	// adminTokenEnv holds the admin token (`skiff server --join-server`).
-	adminTokenEnv = "SKIFF_TOKEN"
-	// joinTokenEnv holds the join token (`skiff agent`).
-	joinTokenEnv = "SKIFF_JOIN_TOKEN"
-)
-
-// kubeconfigFile is the kubeconfig's name in the data dir.
-const kubeconfigFile = "kubeconfig"
-
-// readTokenFlag returns the token in file (when given), else in $env,
-// else "". An empty file is an error.
+// readTokenFlag returns the token in file (when given), else in $env
+// (cluster.AdminTokenEnv, cluster.JoinTokenEnv), else "": a token never
+// goes on a command line, where `ps` shows it to every user. An empty
+// file is an error.
 func readTokenFlag(file, env string) (string, error) {
 	if file == "" {
 		return strings.TrimSpace(os.Getenv(env)), nil
@@ -43,59 +30,6 @@ func readTokenFlag(file, env string) (string, error) {
 		return "", fmt.Errorf("read token %s: file is empty", file)
 	}
 	return tok, nil
-}
-
-// writeKubeconfigs writes cc as a kubeconfig into the data dir and
-// $HOME/.skiff/kubeconfig, and merges it into ~/.kube/config when merge;
-// started with sudo, the same again in the sudo user's home, owned by
-// them (their own skiff and kubectl run as themselves).
-func writeKubeconfigs(cc client.Config, dataDir string, merge bool, lg *slog.Logger) error {
-	if err := client.WriteKubeconfig(filepath.Join(dataDir, kubeconfigFile), cc); err != nil {
-		return err
-	}
-	if home, err := os.UserHomeDir(); err == nil && home != "" {
-		if err := writeHomeKubeconfigs(cc, home, merge, nil); err != nil {
-			return err
-		}
-	}
-	if name := os.Getenv("SUDO_USER"); name != "" && name != "root" {
-		u, err := user.Lookup(name)
-		if err == nil {
-			err = writeHomeKubeconfigs(cc, u.HomeDir, merge, u)
-		}
-		if err != nil {
-			lg.Warn("write the kubeconfig for the sudo user", "user", name, "err", err)
-		}
-	}
-	return nil
-}
-
-// writeHomeKubeconfigs writes home/.skiff/kubeconfig and merges into
-// home/.kube/config; owner, when set, is given the files and directories.
-func writeHomeKubeconfigs(cc client.Config, home string, merge bool, owner *user.User) error {
-	paths := []string{filepath.Join(home, ".skiff", kubeconfigFile)}
-	if err := client.WriteKubeconfig(paths[0], cc); err != nil {
-		return err
-	}
-	if merge {
-		p := filepath.Join(home, ".kube", "config")
-		if err := client.MergeKubeconfig(p, cc); err != nil {
-			return err
-		}
-		paths = append(paths, p)
-	}
-	if owner == nil {
-		return nil
-	}
-	uid, _ := strconv.Atoi(owner.Uid)
-	gid, _ := strconv.Atoi(owner.Gid)
-	for _, p := range paths {
-		_ = os.Chown(filepath.Dir(p), uid, gid)
-		if err := os.Chown(p, uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // kubeconfigCmd prints the kubeconfig the server wrote into its data dir.
@@ -123,7 +57,7 @@ cluster "skiff" (the API server's https URL and the cluster CA), user "skiff-adm
 
 // Run prints the file.
 func (k *kubeconfigCmd) Run() error {
-	p := filepath.Join(k.dataDir, kubeconfigFile)
+	p := filepath.Join(k.dataDir, cluster.KubeconfigFile)
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no kubeconfig in %s: start the cluster with `skiff up` (or pass the server's --data-dir)", k.dataDir)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // labelCmd is `skiff label TYPE NAME... k=v... k-... [--overwrite]`, as
@@ -97,7 +98,7 @@ func (c *labelCmd) Run(ctx context.Context, args []string) error {
 		ns := c.root.namespaceFor(ref.Kind, false)
 		for _, name := range ref.Names {
 			var missing []string
-			changed, err := updateObject(ctx, cl, ref.Kind, ns, name, func(o api.Object) (bool, error) {
+			changed, err := kubectl.Update(ctx, cl, ref.Kind, ns, name, func(o api.Object) (bool, error) {
 				missing = nil
 				m := o.GetObjectMeta()
 				changed := false

@@ -7,19 +7,18 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane"
 )
 
 // serverLeader asks the server c talks to who leads the control plane
 // (GET /skiff/v1/leader, served by servers on etcd). ok is false when the
 // server does not serve it: one server on bbolt, which runs everything
 // itself.
-func serverLeader(ctx context.Context, c client.Interface) (ls controlplane.LeaderStatus, ok bool, err error) {
+func serverLeader(ctx context.Context, c client.Interface) (ls api.LeaderStatus, ok bool, err error) {
 	cl, isClient := c.(*client.Client)
 	if !isClient {
 		return ls, false, nil
 	}
-	resp, err := cl.Do(ctx, "GET", controlplane.LeaderPath, nil)
+	resp, err := cl.Do(ctx, "GET", api.LeaderPath, nil)
 	if api.IsNotFound(err) {
 		return ls, false, nil
 	}
@@ -34,7 +33,7 @@ func serverLeader(ctx context.Context, c client.Interface) (ls controlplane.Lead
 }
 
 // describeServer is "NAME (URL)".
-func describeServer(li controlplane.LeaderInfo) string {
+func describeServer(li api.LeaderInfo) string {
 	if li.APIServer == "" {
 		return li.Name
 	}

@@ -19,7 +19,7 @@ import (
 // It prints any error the kubectl way and returns it; pass it to ExitCode.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r := NewRoot(stdout, stderr)
-	r.AddCommand(r.serverCommands()...)
+	r.AddCommand(r.clusterCommands()...)
 	return r.Execute(ctx, args)
 }
 
@@ -60,7 +60,7 @@ func ExitCode(err error) int {
 // verb needs (output streams, the API client, the clock).
 //
 // The binary's owner adds more commands (up, server, agent, version) with
-// AddCommand; Main adds those returned by serverCommands (server_commands.go).
+// AddCommand; Main adds those returned by clusterCommands (cluster_commands.go).
 type Root struct {
 	Stdout io.Writer
 	Stderr io.Writer

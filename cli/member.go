@@ -4,20 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/client/backoff"
-	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/cluster"
 )
 
 // removeMemberCmd takes a server's etcd member out of a cluster on
 // embedded etcd, for good: the way to replace a server whose machine is
 // lost (docs/stores.md). It asks the running server of the CLI config
-// (DELETE controlplane.MemberPath(NAME), with the token), which removes the
+// (DELETE api.MemberPath(NAME), with the token), which removes the
 // member and the server's record; etcd's own check refuses a removal that
 // would break the quorum of the members left, which the server answers
 // with 503, and the command asks again until --timeout.
@@ -71,21 +69,12 @@ func (rc *removeMemberCmd) Run(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
 	defer cancel()
 	told := false
-	b := &backoff.Backoff{Policy: backoff.Policy{Initial: time.Second, Max: time.Second}}
-	err = b.Retry(ctx, controlplane.IsBusy,
-		func(err error) {
-			if !told {
-				fmt.Fprintf(rc.r.Stderr, "etcd cannot remove %s yet (%v); asking again every second for up to %v\n", name, err, rc.timeout)
-				told = true
-			}
-		},
-		func(ctx context.Context) error {
-			resp, err := c.Do(ctx, http.MethodDelete, controlplane.MemberPath(name), nil)
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err
-		})
+	err = cluster.RemoveMember(ctx, c, name, func(err error) {
+		if !told {
+			fmt.Fprintf(rc.r.Stderr, "etcd cannot remove %s yet (%v); asking again every second for up to %v\n", name, err, rc.timeout)
+			told = true
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("remove etcd member %s: %w", name, err)
 	}

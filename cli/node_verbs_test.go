@@ -11,13 +11,13 @@ import (
 	"skiff.dev/skiff/client"
 )
 
-// runNode is run with the commands Main adds (server_commands.go), where
+// runNode is run with the commands Main adds (cluster_commands.go), where
 // the node verbs are registered.
 func runNode(t testing.TB, fc client.Interface, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	r := NewRoot(&out, &errb)
-	r.AddCommand(r.serverCommands()...)
+	r.AddCommand(r.clusterCommands()...)
 	r.Now = func() time.Time { return testNow }
 	r.NewClient = func() (client.Interface, error) { return fc, nil }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -5,13 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 	psapi "k8s.io/pod-security-admission/api"
-
-	"skiff.dev/skiff/controlplane/apiserver"
 )
 
 // podSecurityFlag is --pod-security-default of `up` and `server`: the Pod
 // Security level of every namespace without pod-security.kubernetes.io
-// labels (controlplane/apiserver/admission_podsecurity.go).
+// labels (controlplane/apiserver/admission_podsecurity.go), which
+// cluster.Config.PodSecurityDefault carries to the API server.
 type podSecurityFlag struct {
 	level string
 }
@@ -32,13 +31,4 @@ func (p *podSecurityFlag) validate() error {
 		return fmt.Errorf("--pod-security-default %q: %w", p.level, err)
 	}
 	return nil
-}
-
-// apply sets the API server's Pod Security configuration.
-func (p *podSecurityFlag) apply(cfg *apiserver.Config) {
-	if p.level == "" {
-		return // the server's default
-	}
-	ps := apiserver.PodSecurityAt(p.level)
-	cfg.PodSecurity = &ps
 }

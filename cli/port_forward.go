@@ -9,10 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	kportforward "k8s.io/client-go/tools/portforward"
 
-	"skiff.dev/skiff/agent/portforward"
-	"skiff.dev/skiff/agent/remotecommand"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // portForwardCmd is `skiff port-forward`: listen on local ports and carry
@@ -139,12 +138,12 @@ func (p *portForwardCmd) Run(ctx context.Context, target string, specs []string)
 	if err != nil {
 		return err
 	}
-	rc := remotecommand.RESTConfig(cfg)
-	u, err := remotecommand.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, "portforward"), nil)
+	rc := kubectl.RESTConfig(cfg)
+	u, err := kubectl.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), pod.Namespace, pod.Name, "portforward"), nil)
 	if err != nil {
 		return err
 	}
-	dialer, err := portforward.NewDialer(rc, u)
+	dialer, err := kubectl.NewPortForwardDialer(rc, u)
 	if err != nil {
 		return err
 	}

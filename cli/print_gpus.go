@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strconv"
 
-	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/api/table"
@@ -31,7 +30,7 @@ func describeNodeGPUs(w *describeWriter, n *api.Node) {
 		}
 	}
 	w.line(0, "GPUs:\n")
-	if n.Labels[gpu.LabelSimulated] == "true" {
+	if n.Labels[gputopology.LabelSimulated] == "true" {
 		w.line(1, "(simulated GPUs)\n")
 	}
 	w.line(1, "Index\tModel\tUUID\tHealth\tPod\n")

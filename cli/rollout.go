@@ -14,6 +14,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // newRolloutCmd is `skiff rollout status|history|undo|restart`.
@@ -92,7 +93,7 @@ func sameTemplate(a, b api.PodTemplateSpec) bool {
 		api.SetDefaults(rs)
 		return rs
 	}
-	same, err := sameObject(wrap(a), wrap(b))
+	same, err := kubectl.SameObject(wrap(a), wrap(b))
 	return err == nil && same
 }
 

@@ -48,7 +48,7 @@ func runCLI(t testing.TB, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	r := NewRoot(&out, &errb)
-	r.AddCommand(r.serverCommands()...)
+	r.AddCommand(r.clusterCommands()...)
 	r.Now = func() time.Time { return testNow }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

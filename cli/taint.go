@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // taintCmd is `skiff taint nodes NODE key=value:Effect... key:Effect-...`,
@@ -99,7 +100,7 @@ func (c *taintCmd) Run(ctx context.Context, args []string) error {
 	}
 	adding := false
 	var editErr error
-	_, err = updateNode(ctx, cl, node, func(n *api.Node) bool {
+	_, err = kubectl.UpdateNode(ctx, cl, node, func(n *api.Node) bool {
 		editErr, adding = nil, false
 		taints := append([]api.Taint(nil), n.Spec.Taints...)
 		for _, s := range specs {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/controlplane/scheduler"
 	"skiff.dev/skiff/dashboard"
 )
 
@@ -112,7 +111,7 @@ func (c *traceCmd) Run(ctx context.Context) error {
 		// Why no node took it: the last attempt's per-node record (for a
 		// claim, which request, selector or constraint ruled out which
 		// devices), as describe pod shows it.
-		if table := scheduler.ExplainTrace(name, tr.Spans); table != "" {
+		if table := api.ExplainSchedulingTrace(name, tr.Spans); table != "" {
 			fmt.Fprintf(c.root.Stdout, "\nLast scheduling attempt:\n%s", table)
 		}
 	}

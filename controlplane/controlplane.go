@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/controllers"
@@ -375,7 +376,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		cfg.API.Dashboard = dash
 	}
 	if eb != nil {
-		self := LeaderInfo{Name: eb.name, APIServer: advURL}
+		self := api.LeaderInfo{Name: eb.name, APIServer: advURL}
 		cp.elector = &elector{cli: eb.client, self: self, ttl: cfg.Etcd.LeaderLeaseTTL, log: lg.With("component", "leader-election")}
 		cfg.API.Skiff = cp.skiffHandler()
 	}

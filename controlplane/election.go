@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"skiff.dev/skiff/api"
 )
 
 // Leader election: with several servers sharing one etcd, every server
@@ -53,18 +55,10 @@ import (
 // ElectionPrefix is the etcd key prefix of the leader election.
 const ElectionPrefix = "/skiff/leader/"
 
-// LeaderInfo names a leader: what its election key holds.
-type LeaderInfo struct {
-	// Name is the server's name (its gossip member name).
-	Name string `json:"name"`
-	// APIServer is the URL of its API server.
-	APIServer string `json:"apiServer,omitempty"`
-}
-
 // elector campaigns for leadership and runs lead while it holds it.
 type elector struct {
 	cli  *clientv3.Client
-	self LeaderInfo
+	self api.LeaderInfo
 	ttl  time.Duration
 	log  *slog.Logger
 
@@ -237,17 +231,17 @@ func (e *elector) Leading() bool { return e.leading.Load() }
 
 // currentLeader reads who leads: the election key with the lowest creation
 // revision. ok is false when nobody does.
-func currentLeader(ctx context.Context, cli *clientv3.Client) (LeaderInfo, bool, error) {
+func currentLeader(ctx context.Context, cli *clientv3.Client) (api.LeaderInfo, bool, error) {
 	resp, err := cli.Get(ctx, ElectionPrefix, clientv3.WithFirstCreate()...)
 	if err != nil {
-		return LeaderInfo{}, false, fmt.Errorf("read leader: %w", err)
+		return api.LeaderInfo{}, false, fmt.Errorf("read leader: %w", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return LeaderInfo{}, false, nil
+		return api.LeaderInfo{}, false, nil
 	}
-	var li LeaderInfo
+	var li api.LeaderInfo
 	if err := json.Unmarshal(resp.Kvs[0].Value, &li); err != nil {
-		return LeaderInfo{}, false, fmt.Errorf("decode leader %q: %w", resp.Kvs[0].Value, err)
+		return api.LeaderInfo{}, false, fmt.Errorf("decode leader %q: %w", resp.Kvs[0].Value, err)
 	}
 	return li, true, nil
 }

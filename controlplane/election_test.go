@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/pkg/v3/proxy"
 	"go.uber.org/zap"
 
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/etcd/etcdtest"
 	"skiff.dev/skiff/internal/testwait"
 )
@@ -64,7 +65,7 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	const ttl = 2 * time.Second
 	l := &leaders{}
 	start := func(name string, cli *clientv3.Client) (*elector, context.CancelFunc, chan error) {
-		e := &elector{cli: cli, self: LeaderInfo{Name: name, APIServer: "http://" + name}, ttl: ttl, log: slog.New(slog.DiscardHandler)}
+		e := &elector{cli: cli, self: api.LeaderInfo{Name: name, APIServer: "http://" + name}, ttl: ttl, log: slog.New(slog.DiscardHandler)}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- e.run(ctx, l.lead(name)) }()
@@ -127,7 +128,7 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 // startElector runs an elector named name on cli until the test ends.
 func startElector(t *testing.T, l *leaders, name string, cli *clientv3.Client, ttl time.Duration) *elector {
 	t.Helper()
-	e := &elector{cli: cli, self: LeaderInfo{Name: name, APIServer: "http://" + name}, ttl: ttl, log: slog.New(slog.DiscardHandler)}
+	e := &elector{cli: cli, self: api.LeaderInfo{Name: name, APIServer: "http://" + name}, ttl: ttl, log: slog.New(slog.DiscardHandler)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -63,7 +62,7 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, ca *pki.CA, l
 		case ec.ClusterInit:
 			mc.InitialCluster = name + "=" + peer
 		default:
-			jr, err := requestJoinRetry(ctx, ec.JoinServer, token, ca, JoinRequest{Name: name, PeerURL: peer}, lg)
+			jr, err := requestJoinRetry(ctx, ec.JoinServer, token, ca, api.JoinRequest{Name: name, PeerURL: peer}, lg)
 			if err != nil {
 				return nil, err
 			}
@@ -115,12 +114,12 @@ func promote(ctx context.Context, m *etcd.Server, joinServer, name, token string
 	}
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
-	err = busyRetry().Retry(ctx, IsBusy,
+	err = busyRetry().Retry(ctx, api.IsServiceUnavailable,
 		func(err error) {
 			lg.Info("the cluster cannot promote this member yet; asking again", "through", joinServer, "err", err)
 		},
 		func(ctx context.Context) error {
-			resp, err := c.Do(ctx, http.MethodPost, MemberPath(name)+"/promote", nil)
+			resp, err := c.Do(ctx, http.MethodPost, api.MemberPath(name)+"/promote", nil)
 			if err == nil {
 				resp.Body.Close()
 			}
@@ -135,12 +134,6 @@ func promote(ctx context.Context, m *etcd.Server, joinServer, name, token string
 	lg.Info("promoted to a voting etcd member", "through", joinServer)
 	return nil
 }
-
-// MemberPath is the API path of the etcd member name, below JoinPath:
-// POST MemberPath(name)+"/promote" makes the learner a voting member (a
-// joining server asks once its member runs), DELETE removes the member
-// (`skiff server remove-member`). Both take the token, as JoinPath.
-func MemberPath(name string) string { return JoinPath + "/" + url.PathEscape(name) }
 
 // close closes the store, the client and the member. Safe twice.
 func (b *etcdBackend) close() error {
@@ -190,13 +183,13 @@ func (b *etcdBackend) meetServers(ctx context.Context, name, apiURL string, m *m
 	return nil
 }
 
-// skiffHandler serves JoinPath and LeaderPath (behind the API token).
+// skiffHandler serves api.JoinPath and api.LeaderPath (behind the API token).
 func (cp *ControlPlane) skiffHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+JoinPath, cp.serveJoin)
-	mux.HandleFunc("POST "+JoinPath+"/{name}/promote", cp.servePromote)
-	mux.HandleFunc("DELETE "+JoinPath+"/{name}", cp.serveRemoveMember)
-	mux.HandleFunc("GET "+LeaderPath, cp.serveLeader)
+	mux.HandleFunc("POST "+api.JoinPath, cp.serveJoin)
+	mux.HandleFunc("POST "+api.JoinPath+"/{name}/promote", cp.servePromote)
+	mux.HandleFunc("DELETE "+api.JoinPath+"/{name}", cp.serveRemoveMember)
+	mux.HandleFunc("GET "+api.LeaderPath, cp.serveLeader)
 	mux.HandleFunc("GET "+SecretsPath, cp.serveSecrets) // bootstrap.go
 	return mux
 }
@@ -206,7 +199,7 @@ func (cp *ControlPlane) serveJoin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this server uses an external etcd: start the new server with the same --etcd-endpoints", http.StatusBadRequest)
 		return
 	}
-	var req JoinRequest
+	var req api.JoinRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
 		http.Error(w, fmt.Sprintf("decode join request: %v", err), http.StatusBadRequest)
 		return
@@ -238,7 +231,7 @@ func (cp *ControlPlane) serveJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	cp.log.Info("added etcd member", "name", req.Name, "peer", req.PeerURL)
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(JoinResponse{InitialCluster: initial})
+	_ = json.NewEncoder(w).Encode(api.JoinResponse{InitialCluster: initial})
 }
 
 // memberTimeout bounds a promotion or removal the API waits for: etcd's
@@ -316,5 +309,5 @@ func (cp *ControlPlane) serveLeader(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(LeaderStatus{Leader: li, Self: cp.elector.self, Leading: cp.elector.Leading()})
+	_ = json.NewEncoder(w).Encode(api.LeaderStatus{Leader: li, Self: cp.elector.self, Leading: cp.elector.Leading()})
 }

@@ -36,9 +36,9 @@ import (
 //     to add this server as an etcd member, a learner; the answer
 //     is the member list to start with, and this server then starts its
 //     own member (state "existing") and asks for its promotion to a
-//     voting member (POST MemberPath(name)+"/promote") once it has caught
+//     voting member (POST api.MemberPath(name)+"/promote") once it has caught
 //     up. The cluster keeps its majority throughout: a learner does not
-//     vote. `skiff server remove-member NAME` (DELETE MemberPath(name))
+//     vote. `skiff server remove-member NAME` (DELETE api.MemberPath(name))
 //     takes a lost server's member out;
 //   - `skiff server --etcd-endpoints a,b` uses an external etcd: no member
 //     of its own.
@@ -194,37 +194,6 @@ func memberDataExists(dir string) bool {
 	return err == nil
 }
 
-// JoinPath is the API path a joining server posts JoinRequest to.
-const JoinPath = "/skiff/v1/etcd/members"
-
-// LeaderPath answers who leads (LeaderStatus).
-const LeaderPath = "/skiff/v1/leader"
-
-// JoinRequest asks a server to add a member to the cluster's etcd.
-type JoinRequest struct {
-	// Name of the new member, unique in the cluster.
-	Name string `json:"name"`
-	// PeerURL the other members reach it at.
-	PeerURL string `json:"peerURL"`
-}
-
-// JoinResponse is what the new member starts with.
-type JoinResponse struct {
-	// InitialCluster is etcd's --initial-cluster: every member,
-	// name=peerURL, comma-separated, the new one included.
-	InitialCluster string `json:"initialCluster"`
-}
-
-// LeaderStatus is the answer of LeaderPath.
-type LeaderStatus struct {
-	// Leader is who leads now; empty while nobody does.
-	Leader LeaderInfo `json:"leader"`
-	// Self is the server that answered.
-	Self LeaderInfo `json:"self"`
-	// Leading reports whether the server that answered leads.
-	Leading bool `json:"leading"`
-}
-
 // errJoinBusy is a join the cluster cannot take yet (503: a member added
 // a moment ago is still connecting).
 var errJoinBusy = errors.New("the cluster cannot add a member yet")
@@ -235,10 +204,10 @@ const joinTimeout = time.Minute
 
 // requestJoinRetry is requestJoin, asked again every second while the
 // cluster answers busy, up to joinTimeout.
-func requestJoinRetry(ctx context.Context, base, token string, ca *pki.CA, req JoinRequest, lg *slog.Logger) (JoinResponse, error) {
+func requestJoinRetry(ctx context.Context, base, token string, ca *pki.CA, req api.JoinRequest, lg *slog.Logger) (api.JoinResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
-	var jr JoinResponse
+	var jr api.JoinResponse
 	err := busyRetry().Retry(ctx, func(err error) bool { return errors.Is(err, errJoinBusy) },
 		func(err error) {
 			lg.Info("the cluster cannot add this member yet; asking again", "through", base, "err", err)
@@ -257,48 +226,44 @@ func busyRetry() *backoff.Backoff {
 	return &backoff.Backoff{Policy: backoff.Policy{Initial: time.Second, Max: time.Second}}
 }
 
-// IsBusy reports whether err is a 503 Service Unavailable answer: the
-// cluster cannot do it yet, ask again.
-func IsBusy(err error) bool { return api.StatusOf(err).Code == http.StatusServiceUnavailable }
-
-// requestJoin posts a JoinRequest to the server at base (verified
+// requestJoin posts a api.JoinRequest to the server at base (verified
 // against ca).
-func requestJoin(ctx context.Context, base, token string, ca *pki.CA, req JoinRequest) (JoinResponse, error) {
+func requestJoin(ctx context.Context, base, token string, ca *pki.CA, req api.JoinRequest) (api.JoinResponse, error) {
 	hc, err := client.Config{Server: base, CAData: ca.CertPEM()}.HTTPClient()
 	if err != nil {
-		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+		return api.JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
 	}
 	defer hc.CloseIdleConnections()
 	body, err := json.Marshal(req)
 	if err != nil {
-		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+		return api.JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+JoinPath, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+api.JoinPath, bytes.NewReader(body))
 	if err != nil {
-		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+		return api.JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Authorization", "Bearer "+token)
 	resp, err := hc.Do(hreq)
 	if err != nil {
-		return JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
+		return api.JoinResponse{}, fmt.Errorf("join %s: %w", base, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return JoinResponse{}, fmt.Errorf("join %s: the admin token was refused (use the first server's DATA-DIR/token)", base)
+		return api.JoinResponse{}, fmt.Errorf("join %s: the admin token was refused (use the first server's DATA-DIR/token)", base)
 	case resp.StatusCode == http.StatusServiceUnavailable:
-		return JoinResponse{}, fmt.Errorf("join %s: %w: %s", base, errJoinBusy, bytes.TrimSpace(data))
+		return api.JoinResponse{}, fmt.Errorf("join %s: %w: %s", base, errJoinBusy, bytes.TrimSpace(data))
 	case resp.StatusCode != http.StatusOK:
-		return JoinResponse{}, fmt.Errorf("join %s: %s: %s", base, resp.Status, bytes.TrimSpace(data))
+		return api.JoinResponse{}, fmt.Errorf("join %s: %s: %s", base, resp.Status, bytes.TrimSpace(data))
 	}
-	var jr JoinResponse
+	var jr api.JoinResponse
 	if err := json.Unmarshal(data, &jr); err != nil {
-		return JoinResponse{}, fmt.Errorf("join %s: decode answer: %w", base, err)
+		return api.JoinResponse{}, fmt.Errorf("join %s: decode answer: %w", base, err)
 	}
 	if jr.InitialCluster == "" {
-		return JoinResponse{}, fmt.Errorf("join %s: the answer has no member list", base)
+		return api.JoinResponse{}, fmt.Errorf("join %s: the answer has no member list", base)
 	}
 	return jr, nil
 }

@@ -14,10 +14,10 @@ import (
 	kremotecommand "k8s.io/client-go/tools/remotecommand"
 
 	"skiff.dev/skiff/agent"
-	"skiff.dev/skiff/agent/remotecommand"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/kubectl"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
@@ -30,14 +30,14 @@ import (
 // loopback port. Requests go CLI/client → API server → proxy → agent →
 // runtime and back.
 
-type cluster struct {
+type fakeCluster struct {
 	cp  *controlplane.ControlPlane
 	c   *client.Client
 	rt  *rtfake.Runtime
 	dir string
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t *testing.T) *fakeCluster {
 	t.Helper()
 	dir := t.TempDir()
 	cp, c := startControlPlane(t, nil)
@@ -48,10 +48,10 @@ func startCluster(t *testing.T) *cluster {
 	cfg.RuntimeSimulated = true
 	cfg.Listen, cfg.Credentials = "127.0.0.1:0", nodeCredentials(t, cp, cfg.Name, "127.0.0.1")
 	startNode(t, cp, cfg)
-	return &cluster{cp: cp, c: c, rt: rt, dir: dir}
+	return &fakeCluster{cp: cp, c: c, rt: rt, dir: dir}
 }
 
-func (cl *cluster) runPod(t *testing.T, name, script string) *api.Pod {
+func (cl *fakeCluster) runPod(t *testing.T, name, script string) *api.Pod {
 	t.Helper()
 	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name}}}
 	p.Spec.Containers = []api.Container{{Name: "main", Image: "busybox:1.36", Command: []string{"sh", "-c", script}}}
@@ -67,7 +67,7 @@ func (cl *cluster) runPod(t *testing.T, name, script string) *api.Pod {
 	return out
 }
 
-func (cl *cluster) containerID(t *testing.T, p *api.Pod) string {
+func (cl *fakeCluster) containerID(t *testing.T, p *api.Pod) string {
 	t.Helper()
 	var id string
 	testwait.For(t, 20*time.Second, "the running container of "+p.Name, func() bool {
@@ -86,7 +86,7 @@ func (cl *cluster) containerID(t *testing.T, p *api.Pod) string {
 	return id
 }
 
-func (cl *cluster) logs(t *testing.T, ctx context.Context, name, query string) (string, error) {
+func (cl *fakeCluster) logs(t *testing.T, ctx context.Context, name, query string) (string, error) {
 	t.Helper()
 	body, err := cl.c.Stream(ctx, "/api/v1/namespaces/default/pods/"+name+"/log"+query)
 	if err != nil {
@@ -171,17 +171,17 @@ func TestExecThroughTheAPIServer(t *testing.T) {
 	cl.runPod(t, "shell", "sleep 3600")
 	path := "/api/v1/namespaces/default/pods/shell/exec"
 	// client-go's executor, kubectl's: WebSocket v5, SPDY as the fallback.
-	exec := func(token string, o remotecommand.Options, stdin io.Reader) (string, string, int, error) {
+	exec := func(token string, o kubectl.ExecOptions, stdin io.Reader) (string, string, int, error) {
 		t.Helper()
 		cfg := cl.cp.ClientConfig()
 		cfg.Token = token
-		rc := remotecommand.RESTConfig(cfg)
+		rc := kubectl.RESTConfig(cfg)
 		o.Stdout, o.Stderr, o.Stdin = true, true, stdin != nil
-		u, err := remotecommand.URL(rc, path, o.Query())
+		u, err := kubectl.URL(rc, path, o.Query())
 		if err != nil {
 			return "", "", 0, err
 		}
-		ex, err := remotecommand.NewExecutor(rc, u)
+		ex, err := kubectl.NewExecutor(rc, u)
 		if err != nil {
 			return "", "", 0, err
 		}
@@ -195,18 +195,18 @@ func TestExecThroughTheAPIServer(t *testing.T) {
 	}
 	token := cl.cp.ClientConfig().Token
 
-	out, _, code, err := exec(token, remotecommand.Options{Command: []string{"sh", "-c", "echo hi there; exit 3"}}, nil)
+	out, _, code, err := exec(token, kubectl.ExecOptions{Command: []string{"sh", "-c", "echo hi there; exit 3"}}, nil)
 	if err != nil || out != "hi there\n" || code != 3 {
 		t.Errorf("exec sh -c: %q, code %d, %v; want hi there and exit code 3", out, code, err)
 	}
-	out, _, code, err = exec(token, remotecommand.Options{Command: []string{"cat"}, Container: "main"}, strings.NewReader("ping\npong\n"))
+	out, _, code, err = exec(token, kubectl.ExecOptions{Command: []string{"cat"}, Container: "main"}, strings.NewReader("ping\npong\n"))
 	if err != nil || out != "ping\npong\n" || code != 0 {
 		t.Errorf("exec cat with stdin: %q, code %d, %v", out, code, err)
 	}
-	if _, _, _, err := exec(token, remotecommand.Options{Command: []string{"true"}, Container: "nope"}, nil); err == nil || !strings.Contains(err.Error(), "container nope is not valid") {
+	if _, _, _, err := exec(token, kubectl.ExecOptions{Command: []string{"true"}, Container: "nope"}, nil); err == nil || !strings.Contains(err.Error(), "container nope is not valid") {
 		t.Errorf("exec in an unknown container: %v", err)
 	}
-	if _, _, _, err := exec("wrong", remotecommand.Options{Command: []string{"true"}}, nil); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+	if _, _, _, err := exec("wrong", kubectl.ExecOptions{Command: []string{"true"}}, nil); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 		t.Errorf("exec with a wrong token: %v, want Unauthorized", err)
 	}
 }

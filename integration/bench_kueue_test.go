@@ -13,6 +13,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/cluster"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/controlplane/simnodes"
@@ -46,11 +47,8 @@ func TestBenchKueueAdmission(t *testing.T) {
 	ctx := t.Context()
 	scfg := simnodes.DefaultConfig()
 	scfg.Count = benchKueueNodes
-	sim, err := simnodes.New(scfg, c)
+	sim, err := cluster.StartSimNodes(ctx, scfg, c)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Stop)

@@ -18,7 +18,6 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/etcd/etcdtest"
 	"skiff.dev/skiff/internal/testwait"
 )
@@ -164,17 +163,17 @@ func (h *haCluster) waitAPI(t testing.TB, s *haServer) {
 }
 
 // leader asks server s who leads.
-func (h *haCluster) leader(ctx context.Context, s *haServer) (controlplane.LeaderStatus, error) {
+func (h *haCluster) leader(ctx context.Context, s *haServer) (api.LeaderStatus, error) {
 	c, err := client.New(client.Config{Server: s.apiURL, Token: h.token, CAData: h.ca})
 	if err != nil {
-		return controlplane.LeaderStatus{}, err
+		return api.LeaderStatus{}, err
 	}
-	resp, err := c.Do(ctx, "GET", controlplane.LeaderPath, nil)
+	resp, err := c.Do(ctx, "GET", api.LeaderPath, nil)
 	if err != nil {
-		return controlplane.LeaderStatus{}, err
+		return api.LeaderStatus{}, err
 	}
 	defer resp.Body.Close()
-	var ls controlplane.LeaderStatus
+	var ls api.LeaderStatus
 	err = json.NewDecoder(resp.Body).Decode(&ls)
 	return ls, err
 }

@@ -16,6 +16,7 @@ import (
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/cluster"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/node"
@@ -24,7 +25,8 @@ import (
 )
 
 // startControlPlane runs a control plane on a loopback port with its data in
-// a temp dir; tune adjusts the config first. It stops at cleanup.
+// a temp dir, assembled as `skiff up` does (cluster.StartControlPlane);
+// tune adjusts the config first. It stops at cleanup.
 func startControlPlane(t testing.TB, tune func(*controlplane.Config)) (*controlplane.ControlPlane, *client.Client) {
 	t.Helper()
 	cfg := controlplane.DefaultConfig(filepath.Join(t.TempDir(), "server"))
@@ -32,7 +34,7 @@ func startControlPlane(t testing.TB, tune func(*controlplane.Config)) (*controlp
 	if tune != nil {
 		tune(&cfg)
 	}
-	cp, err := controlplane.Start(context.Background(), cfg)
+	cp, err := cluster.StartControlPlane(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,24 +96,21 @@ func testNodeConfig(rt runtime.Runtime, name, dataDir string, tune func(*agent.C
 }
 
 // startNode runs a node against cp over HTTP, as `skiff agent` does
-// (node.Start), and waits until its Node is Ready, so that a test's first
-// pod does not meet a cluster without nodes (and the scheduler's backoff).
-// Killed at cleanup.
+// (cluster.StartNode: node.Start, then wait until its Node is Ready, so
+// that a test's first pod does not meet a cluster without nodes and the
+// scheduler's backoff). Killed at cleanup.
 func startNode(t testing.TB, cp *controlplane.ControlPlane, cfg node.Config) *runningAgent {
 	t.Helper()
 	c, err := client.New(cp.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(context.Background(), cfg, c)
+	n, err := cluster.StartNode(context.Background(), cfg, c, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ra := &runningAgent{name: cfg.Name, node: n}
 	t.Cleanup(func() { ra.kill(t) })
-	if err := n.WaitReady(context.Background(), 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	return ra
 }
 

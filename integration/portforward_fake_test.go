@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"skiff.dev/skiff/agent/portforward"
-	"skiff.dev/skiff/agent/remotecommand"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/kubectl"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -160,9 +159,9 @@ func TestPortForwardFake(t *testing.T) {
 	} {
 		cc := cl.cp.ClientConfig()
 		cc.Token = tc.token
-		rc := remotecommand.RESTConfig(cc)
-		u, _ := remotecommand.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), "default", "nope", "portforward"), nil)
-		d, err := portforward.NewDialer(rc, u)
+		rc := kubectl.RESTConfig(cc)
+		u, _ := kubectl.URL(rc, client.PathFor(api.MustKindOf(&api.Pod{}), "default", "nope", "portforward"), nil)
+		d, err := kubectl.NewPortForwardDialer(rc, u)
 		if err != nil {
 			t.Fatal(err)
 		}

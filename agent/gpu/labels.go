@@ -3,6 +3,8 @@ package gpu
 import (
 	"strconv"
 	"strings"
+
+	"skiff.dev/skiff/api/gputopology"
 )
 
 // Label keys, as NVIDIA's GPU feature discovery writes them, plus skiff's
@@ -22,7 +24,7 @@ const (
 	// and the CUDA version the driver supports "cuda.runtime": 12.4 → 12, 4.
 	LabelRuntimeMajor = "nvidia.com/cuda.runtime.major"
 	LabelRuntimeMinor = "nvidia.com/cuda.runtime.minor"
-	LabelSimulated    = "skiff.dev/gpu.simulated"
+	LabelSimulated    = gputopology.LabelSimulated
 )
 
 // Labels are the node labels for these GPUs, in the form GPU feature

@@ -20,6 +20,8 @@ import (
 	kportforward "k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // echoServer is the "pod": it answers each line with "echo: LINE", and
@@ -81,7 +83,7 @@ var dialers = []struct {
 		}
 		return spdy.NewDialerForStreaming(up, &http.Client{Transport: tr}, http.MethodPost, u), nil
 	}},
-	{"kubectl fallback", NewDialer},
+	{"kubectl fallback", kubectl.NewPortForwardDialer},
 }
 
 // forward starts client-go's port forwarder to remote and returns the
@@ -160,7 +162,7 @@ func TestPortForwardRefused(t *testing.T) {
 	pod := echoServer(t)
 	rc := agentServer(t, 80, pod)
 	u, _ := url.Parse(rc.Host + "/portforward")
-	d, err := NewDialer(rc, u)
+	d, err := kubectl.NewPortForwardDialer(rc, u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	kremotecommand "k8s.io/client-go/tools/remotecommand"
 	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
+
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // The clients kubectl and the Python client use, each against the agent's
@@ -39,7 +41,7 @@ var clients = []struct {
 	{"spdy v4", true, func(rc *rest.Config, u *url.URL) (kremotecommand.Executor, error) {
 		return kremotecommand.NewSPDYExecutor(rc, "POST", u)
 	}},
-	{"kubectl fallback", true, NewExecutor},
+	{"kubectl fallback", true, kubectl.NewExecutor},
 }
 
 // fakeCommand is what the tests' ExecFunc runs, by its first word.
@@ -137,7 +139,7 @@ func TestExecClients(t *testing.T) {
 				continue
 			}
 			t.Run(cl.name+"/"+tc.name, func(t *testing.T) {
-				u, err := URL(rc, "/exec", tc.opts.Query())
+				u, err := kubectl.URL(rc, "/exec", kubectl.ExecOptions(tc.opts).Query())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -194,7 +196,7 @@ func TestAttachClients(t *testing.T) {
 	rc := &rest.Config{Host: srv.URL}
 	for _, cl := range clients {
 		t.Run(cl.name, func(t *testing.T) {
-			u, _ := URL(rc, "/attach", Options{Stdout: true}.Query())
+			u, _ := kubectl.URL(rc, "/attach", kubectl.ExecOptions{Stdout: true}.Query())
 			ex, err := cl.new(rc, u)
 			if err != nil {
 				t.Fatal(err)
@@ -238,8 +240,8 @@ func TestParseOptions(t *testing.T) {
 			if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("ParseOptions(%s) = %+v, %v; want %+v", tc.query, got, err, tc.want)
 			}
-			// Query is ParseOptions' inverse.
-			again, err := ParseOptions(got.Query(), tc.exec)
+			// The client's query (client/kubectl) is ParseOptions' inverse.
+			again, err := ParseOptions(kubectl.ExecOptions(got).Query(), tc.exec)
 			if err != nil || fmt.Sprint(again) != fmt.Sprint(got) {
 				t.Errorf("ParseOptions(Query()) = %+v, %v; want %+v", again, err, got)
 			}

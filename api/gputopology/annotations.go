@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Node annotations an agent publishes about its GPUs, so that the
+// Node annotations (and a label) an agent publishes about its GPUs, so that the
 // scheduler can rank nodes by the GPU sets they can still offer, and
 // `skiff describe node` can say which pod holds which GPU. The agent
 // rewrites them whenever a GPU's health or an allocation changes.
@@ -15,7 +15,23 @@ const (
 	// AnnotationAllocations holds a JSON object from GPU UUID to the pod
 	// ("namespace/name") the device manager gave it to.
 	AnnotationAllocations = "skiff.dev/gpu-allocations"
+	// LabelSimulated ("true") marks a node whose GPUs are simulated
+	// (agent/gpu's simulator), beside GPU feature discovery's labels.
+	LabelSimulated = "skiff.dev/gpu.simulated"
 )
+
+// FaultResult is the answer of a node agent's POST /gpus/{index}/fault
+// (`skiff gpu fault`, through the nodes/proxy subresource): the GPU after
+// the fault was injected or cleared.
+type FaultResult struct {
+	Node    string `json:"node"`
+	Index   int    `json:"index"`
+	UUID    string `json:"uuid,omitempty"`
+	Healthy bool   `json:"healthy"`
+	Xid     uint64 `json:"xid,omitempty"`
+	// Reason is a sentence for people: "Xid 79: GPU has fallen off the bus".
+	Reason string `json:"reason"`
+}
 
 // NodeGPUs is the value of AnnotationTopology: the node's GPUs, the link
 // matrix between them, and which are healthy and free (healthy and held by

@@ -45,7 +45,7 @@ func (f *fixture) explain(tk *task) string {
 	if err != nil {
 		return ""
 	}
-	return ExplainTrace(tk.qp.Info.Key, tr.Spans)
+	return api.ExplainSchedulingTrace(tk.qp.Info.Key, tr.Spans)
 }
 
 // addNode creates a node and tells the scheduler.

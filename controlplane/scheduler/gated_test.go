@@ -46,7 +46,7 @@ func TestGatedPodReported(t *testing.T) {
 	if i < 0 || !strings.Contains(tr.Spans[i].Message, "PreEnqueue DynamicResources") || !strings.Contains(tr.Spans[i].Message, msg) {
 		t.Fatalf("no queue span naming the plugin and message: %+v", tr.Spans)
 	}
-	if got := ExplainTrace("p", tr.Spans); got != "" {
+	if got := api.ExplainSchedulingTrace("p", tr.Spans); got != "" {
 		t.Errorf("ExplainTrace of a pod never tried: %q", got)
 	}
 

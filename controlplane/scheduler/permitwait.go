@@ -25,11 +25,11 @@ import (
 //     the PodScheduled condition and a FailedScheduling event say why, and
 //     the pod waits in the queue to be tried again.
 
-// Permit outcomes in the trace.
+// Permit outcomes in the trace (api.SchedulingPermitDetails).
 const (
-	permitWaiting  = "waiting"
-	permitAllowed  = "allowed"
-	permitRejected = "rejected"
+	permitWaiting  = api.PermitWaiting
+	permitAllowed  = api.PermitAllowed
+	permitRejected = api.PermitRejected
 )
 
 // ReasonWaitingOnPermit is the Event a pod held at Permit gets (skiff's;
@@ -43,13 +43,6 @@ type permitResult struct {
 	message string
 	start   time.Time
 	end     time.Time
-}
-
-// permitDetails is the "permit" span's Details.
-type permitDetails struct {
-	Outcome string   `json:"outcome"`
-	Plugins []string `json:"plugins,omitempty"`
-	Message string   `json:"message,omitempty"`
 }
 
 // permit runs the Permit plugins for an assumed pod on the scheduling

@@ -63,11 +63,9 @@ type NodeFilterResult struct {
 // Feasible reports whether every filter passed.
 func (r NodeFilterResult) Feasible() bool { return r.Plugin < 0 }
 
-// ScorePluginInfo names a score plugin and its weight.
-type ScorePluginInfo struct {
-	Name   string
-	Weight int64
-}
+// ScorePluginInfo names a score plugin and its weight (in the trace:
+// api.SchedulingScoreDetails).
+type ScorePluginInfo = api.SchedulingScorePlugin
 
 // NodeScoreResult is one feasible node's scores, indexed like ScorePlugins.
 type NodeScoreResult struct {

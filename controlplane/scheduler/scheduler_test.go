@@ -459,7 +459,7 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ExplainTrace("gpu-demo/p", tr.Spans); got != out {
+	if got := api.ExplainSchedulingTrace("gpu-demo/p", tr.Spans); got != out {
 		t.Errorf("ExplainTrace differs from Explain:\n%s\n---\n%s", got, out)
 	}
 }

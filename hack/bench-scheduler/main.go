@@ -1,7 +1,8 @@
 // Command bench-scheduler measures the scheduler the way Kubernetes'
 // scheduler_perf does: the real control plane in process (bbolt store,
-// API server logic, controllers, scheduler), N simulated nodes
-// (controlplane/simnodes, pods not run), and P pods created through the
+// API server logic, controllers, scheduler), assembled as `skiff up`
+// does (cluster.StartControlPlane), N simulated nodes
+// (controlplane/simnodes through cluster.StartSimNodes, pods not run), and P pods created through the
 // in-process client as fast as the API takes them. Every binding goes
 // through the API's binding subresource and is committed to the store.
 //
@@ -39,6 +40,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/cluster"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/simnodes"
 )
@@ -118,7 +120,7 @@ func run() error {
 	cfg := controlplane.DefaultConfig(dir)
 	cfg.API.Listen = "127.0.0.1:0"
 	cfg.Store.NoSync = *noSync
-	cp, err := controlplane.Start(context.Background(), cfg)
+	cp, err := cluster.StartControlPlane(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
@@ -127,12 +129,9 @@ func run() error {
 
 	scfg := simnodes.DefaultConfig()
 	scfg.Count, scfg.RunPods = *nodes, false
-	sim, err := simnodes.New(scfg, c)
-	if err != nil {
-		return err
-	}
 	regStart := time.Now()
-	if err := sim.Start(context.Background()); err != nil {
+	sim, err := cluster.StartSimNodes(context.Background(), scfg, c)
+	if err != nil {
 		return err
 	}
 	defer sim.Stop()

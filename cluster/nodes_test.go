@@ -1,4 +1,4 @@
-package cli
+package cluster
 
 import (
 	"slices"
@@ -44,13 +44,16 @@ func TestNodeGPUSpecs(t *testing.T) {
 }
 
 // Bad cluster flags are all reported before anything starts.
-func TestClusterFlagsValidate(t *testing.T) {
-	good := clusterFlags{runtime: "auto", network: "auto", nodes: 1, gpus: "auto-sim"}
-	if err := good.validate(); err != nil {
+func TestConfigValidate(t *testing.T) {
+	good := Config{Runtime: "auto", Network: "auto", Nodes: 1, GPUs: "auto-sim"}
+	if err := good.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	bad := clusterFlags{runtime: "docker", network: "flannel", nodes: 2, gpus: "none,none,none"}
-	err := bad.validate()
+	if def := DefaultConfig(); def.Validate() != nil {
+		t.Fatalf("DefaultConfig: %v", def.Validate())
+	}
+	bad := Config{Runtime: "docker", Network: "flannel", Nodes: 2, GPUs: "none,none,none"}
+	err := bad.Validate()
 	for _, want := range []string{`--runtime "docker"`, `--network "flannel"`, "3 values for 2 nodes"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate() = %v; want it to mention %s", err, want)
@@ -62,7 +65,7 @@ func TestClusterFlagsValidate(t *testing.T) {
 // the first runs the machine's service proxy. One node keeps the flags'
 // name and data dir.
 func TestLocalNodeConfigs(t *testing.T) {
-	f := clusterFlags{dataDir: "/d", nodeName: "lab", runtime: "auto", network: "auto", containerd: "/c.sock", ctrdNS: "ns", gpus: "sim:dgxa100,none", nodes: 2}
+	f := Config{DataDir: "/d", NodeName: "lab", Runtime: "auto", Network: "auto", ContainerdAddress: "/c.sock", ContainerdNamespace: "ns", GPUs: "sim:dgxa100,none", Nodes: 2}
 	ca := pkitest.CA(t)
 	cfgs, err := localNodeConfigs(f, ca.IssueNode)
 	if err != nil {
@@ -88,7 +91,7 @@ func TestLocalNodeConfigs(t *testing.T) {
 			}
 		}
 	}
-	f.nodes, f.gpus = 1, "none"
+	f.Nodes, f.GPUs = 1, "none"
 	cfgs, err = localNodeConfigs(f, ca.IssueNode)
 	if err != nil || len(cfgs) != 1 || cfgs[0].Name != "lab" || cfgs[0].DataDir != "/d" {
 		t.Fatalf("one node: %+v, %v; want lab in /d", cfgs, err)
@@ -99,7 +102,7 @@ func TestLocalNodeConfigs(t *testing.T) {
 // labels; a node count that differs from --nodes is refused, naming the file.
 func TestLocalNodeConfigsClusterFile(t *testing.T) {
 	path := "../examples/homework/task3/cluster-4x-a100.yaml"
-	f := clusterFlags{dataDir: "/d", nodeName: "hw", runtime: "auto", network: "auto", gpus: "auto-sim", nodes: 4, fabric: path}
+	f := Config{DataDir: "/d", NodeName: "hw", Runtime: "auto", Network: "auto", GPUs: "auto-sim", Nodes: 4, ClusterFile: path}
 	ca := pkitest.CA(t)
 	cfgs, err := localNodeConfigs(f, ca.IssueNode)
 	if err != nil {
@@ -111,8 +114,40 @@ func TestLocalNodeConfigsClusterFile(t *testing.T) {
 			t.Errorf("node %s: gpus %q labels %v; want sim:dgxa100 in %s", c.Name, c.GPUs, c.Labels, wantDomain[i])
 		}
 	}
-	f.nodes = 3
+	f.Nodes = 3
 	if _, err := localNodeConfigs(f, ca.IssueNode); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "--nodes is 3") {
 		t.Errorf("3 nodes with a 4-node file: %v", err)
+	}
+}
+
+func TestAdvertiseURL(t *testing.T) {
+	cases := []struct{ url, advertise, want string }{
+		{"http://127.0.0.1:7443", "", "http://127.0.0.1:7443"},
+		{"http://0.0.0.0:7443", "10.1.2.3", "http://10.1.2.3:7443"},
+		{"http://10.0.0.5:7443", "10.1.2.3", "http://10.0.0.5:7443"},
+		{"http://:7443", "10.1.2.3", "http://10.1.2.3:7443"},
+	}
+	for _, tc := range cases {
+		if got := advertiseURL(tc.url, tc.advertise); got != tc.want {
+			t.Errorf("advertiseURL(%q, %q) = %q, want %q", tc.url, tc.advertise, got, tc.want)
+		}
+	}
+}
+
+// --pod-security-default sets every mode (enforce, warn, audit) of the
+// API server's default level; unset, the server keeps its own default.
+func TestPodSecurityDefault(t *testing.T) {
+	for _, level := range []string{"", "baseline", "privileged", "restricted"} {
+		t.Run(level, func(t *testing.T) {
+			c := DefaultConfig()
+			c.PodSecurityDefault = level
+			cfg := c.controlPlaneConfig("m")
+			switch {
+			case level == "" && cfg.API.PodSecurity != nil:
+				t.Errorf("config set for the default: %+v", cfg.API.PodSecurity)
+			case level != "" && (cfg.API.PodSecurity == nil || cfg.API.PodSecurity.Defaults.Enforce != level || cfg.API.PodSecurity.Defaults.Warn != level || cfg.API.PodSecurity.Defaults.Audit != level):
+				t.Errorf("config = %+v, want every mode %s", cfg.API.PodSecurity, level)
+			}
+		})
 	}
 }

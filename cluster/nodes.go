@@ -1,23 +1,24 @@
-package cli
+package cluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/api/fabric"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/node"
 	"skiff.dev/skiff/pki"
 )
 
-// Several nodes on one machine (`skiff up --nodes 3`).
+// Several nodes on one machine (`skiff up --nodes 3`), moved here from
+// cli/up_nodes.go.
 //
 // Each node is a whole agent in this process: its own name (NAME-1..N,
 // where NAME is --node-name or the hostname), its own data directory
@@ -89,42 +90,42 @@ func localNodeNames(base string, n int) []string {
 // NAME-1..N, each under DATA/nodes/NAME-i with a bridge of its own
 // (skiff0, skiff1, ...); only the first runs the machine's routes and
 // service proxy.
-func localNodeConfigs(f clusterFlags, issue func(name string, addrs []string) (pki.NodeCredentials, error)) ([]node.Config, error) {
+func localNodeConfigs(f Config, issue func(name string, addrs []string) (pki.NodeCredentials, error)) ([]node.Config, error) {
 	var fab *fabric.Cluster
-	if f.fabric != "" {
+	if f.ClusterFile != "" {
 		var err error
-		if fab, err = fabric.Load(f.fabric); err != nil {
+		if fab, err = fabric.Load(f.ClusterFile); err != nil {
 			return nil, err
 		}
-		if fab.Nodes != f.nodes {
-			return nil, fmt.Errorf("cluster file %s: nodes: %d, but --nodes is %d", f.fabric, fab.Nodes, f.nodes)
+		if fab.Nodes != f.Nodes {
+			return nil, fmt.Errorf("cluster file %s: nodes: %d, but --nodes is %d", f.ClusterFile, fab.Nodes, f.Nodes)
 		}
 		if fab.GPUs != "" {
-			f.gpus = fab.GPUs
+			f.GPUs = fab.GPUs
 		}
 	}
-	specs, err := nodeGPUSpecs(f.gpus, f.nodes)
+	specs, err := nodeGPUSpecs(f.GPUs, f.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	names, dirs := []string{f.baseName()}, []string{f.dataDir}
-	if f.nodes != 1 {
-		names = localNodeNames(f.baseName(), f.nodes)
+	names, dirs := []string{f.baseName()}, []string{f.DataDir}
+	if f.Nodes != 1 {
+		names = localNodeNames(f.baseName(), f.Nodes)
 		dirs = make([]string, len(names))
 		for i, name := range names {
-			dirs[i] = filepath.Join(f.dataDir, "nodes", name)
+			dirs[i] = filepath.Join(f.DataDir, "nodes", name)
 		}
 	}
 	cfgs := make([]node.Config, len(names))
 	for i, name := range names {
 		c := node.DefaultConfig(dirs[i])
-		c.Name, c.Runtime, c.GPUs = name, f.runtime, specs[i]
+		c.Name, c.Runtime, c.GPUs = name, f.Runtime, specs[i]
 		if fab != nil {
 			c.Labels = fab.NodeLabels(i + 1)
 		}
-		c.ContainerdAddress, c.ContainerdNamespace = f.containerd, f.ctrdNS
-		if f.network != "" {
-			c.Network = f.network
+		c.ContainerdAddress, c.ContainerdNamespace = f.ContainerdAddress, f.ContainerdNamespace
+		if f.Network != "" {
+			c.Network = f.Network
 		}
 		c.Bridge = fmt.Sprintf("skiff%d", i)
 		c.NoServiceProxy = i > 0
@@ -151,8 +152,9 @@ func localNodeConfigs(f clusterFlags, issue func(name string, addrs []string) (p
 // control plane, waits until each is Ready, and prints what each has and,
 // in one line, which labs cannot work on them. On error none is left
 // running.
-func startLocalNodes(ctx context.Context, out io.Writer, f clusterFlags, cp *controlplane.ControlPlane, lg *slog.Logger, start time.Time) ([]*node.Node, error) {
-	cfgs, err := localNodeConfigs(f, cp.IssueNodeCredentials)
+func startLocalNodes(ctx context.Context, f *Config, cp *controlplane.ControlPlane, start time.Time) ([]*node.Node, error) {
+	out, lg := f.out(), f.log()
+	cfgs, err := localNodeConfigs(*f, cp.IssueNodeCredentials)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +179,7 @@ func startLocalNodes(ctx context.Context, out io.Writer, f clusterFlags, cp *con
 	info := nodes[0].Info()
 	if !info.Simulated {
 		// `skiff image import` on this machine finds the nodes' containerd.
-		if err := saveNodeContainerd(f.containerd, f.ctrdNS); err != nil {
+		if err := RecordContainerd(Containerd{Address: f.ContainerdAddress, Namespace: f.ContainerdNamespace}); err != nil {
 			lg.Warn("record the node's containerd for skiff image", "err", err)
 		}
 	}
@@ -194,7 +196,7 @@ func startLocalNodes(ctx context.Context, out io.Writer, f clusterFlags, cp *con
 			fmt.Fprintf(out, "  %-*s --gpus %-12s %s\n", maxLen(names), n.Name(), cfgs[i].GPUs, firstLine(n.Info().GPUs))
 		}
 		fmt.Fprintf(out, "Choose other GPUs per node with --gpus, one value for all or one per node, e.g. --nodes %d --gpus %s\n", len(nodes), exampleGPUs(len(nodes)))
-		if info.NetworkNote != "" && info.PodNetwork == networkCNI {
+		if info.NetworkNote != "" && info.PodNetwork == node.NetworkCNI {
 			info.NetworkNote += "; one bridge per node (skiff0, skiff1, ...)"
 		}
 		printNote(out, info.NetworkNote)
@@ -267,4 +269,20 @@ func exampleGPUs(n int) string {
 	}
 	parts[n-1] = "none"
 	return strings.Join(parts, ",")
+}
+
+// StartNode starts a node against c (node.Start) and waits, up to ready,
+// until its Node is Ready, so that a first pod does not meet a cluster
+// without nodes (and the scheduler's backoff). On error the node is
+// stopped. The integration tests start their nodes here.
+func StartNode(ctx context.Context, cfg node.Config, c client.Interface, ready time.Duration) (*node.Node, error) {
+	n, err := node.Start(ctx, cfg, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.WaitReady(ctx, ready); err != nil {
+		_ = n.Stop()
+		return nil, err
+	}
+	return n, nil
 }

@@ -1,16 +1,24 @@
-package remotecommand
+package kubectl
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
 	"k8s.io/client-go/rest"
+	kportforward "k8s.io/client-go/tools/portforward"
 	kremotecommand "k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
 
 	"skiff.dev/skiff/client"
 )
+
+// The client side of exec, attach and port-forward: the connections
+// kubectl 1.32 opens to a pod's subresources, which the API server passes
+// on to the node's agent (agent/remotecommand, agent/portforward serve
+// them).
 
 // RESTConfig is client-go's view of a skiff client config: the server,
 // the bearer token and the TLS material. The streaming clients of client-go
@@ -63,9 +71,21 @@ func NewExecutor(rc *rest.Config, u *url.URL) (kremotecommand.Executor, error) {
 	return kremotecommand.NewFallbackExecutor(ws, sp, ShouldFallback)
 }
 
+// ExecOptions are an exec or attach request (PodExecOptions,
+// PodAttachOptions), as agent/remotecommand.Options reads them back on
+// the node: the same fields, so one converts to the other.
+type ExecOptions struct {
+	Command   []string // exec only
+	Container string
+	Stdin     bool
+	Stdout    bool
+	Stderr    bool // always false with TTY: a terminal has one output
+	TTY       bool
+}
+
 // Query is the exec (command set) or attach request's query for o, in
 // PodExecOptions' names.
-func (o Options) Query() url.Values {
+func (o ExecOptions) Query() url.Values {
 	q := url.Values{}
 	for _, c := range o.Command {
 		q.Add("command", c)
@@ -79,4 +99,20 @@ func (o Options) Query() url.Values {
 		}
 	}
 	return q
+}
+
+// NewPortForwardDialer is kubectl 1.32's port-forward connection: SPDY tunnelled over
+// WebSocket first, plain SPDY when the WebSocket upgrade fails. u is the
+// pod's portforward subresource (URL).
+func NewPortForwardDialer(rc *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+	tunnel, err := kportforward.NewSPDYOverWebsocketDialerForStreaming(u, rc)
+	if err != nil {
+		return nil, fmt.Errorf("port-forward websocket dialer: %w", err)
+	}
+	transport, upgrader, err := spdy.RoundTripperFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("port-forward spdy dialer: %w", err)
+	}
+	plain := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	return kportforward.NewFallbackDialerForStreaming(tunnel, plain, ShouldFallback), nil
 }

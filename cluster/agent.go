@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/membership"
+	"skiff.dev/skiff/node"
+	"skiff.dev/skiff/pki"
+)
+
+// AgentConfig is what `skiff agent` runs: a node that joins a cluster
+// through any of its members. Start from DefaultAgentConfig.
+type AgentConfig struct {
+	// Join is a member of the cluster: HOST or HOST:PORT (gossip).
+	Join string
+	// Token is the join token (the server's DATA-DIR/join-token).
+	Token string
+	// CAHash pins the cluster CA (sha256:HEX); UnsafeSkipCA trusts any.
+	CAHash       string
+	UnsafeSkipCA bool
+	// NodeName ("" = the hostname), Runtime, containerd, DataDir, GPUs
+	// and Network of the node (node.Config).
+	NodeName                               string
+	Runtime                                string
+	ContainerdAddress, ContainerdNamespace string
+	DataDir                                string
+	GPUs, Network                          string
+	// GossipPort of this agent's member; Advertise is the address other
+	// machines reach this node at ("" = the default route's).
+	GossipPort int
+	Advertise  string
+	// ListenAgent is the address of the agent's logs/exec server.
+	ListenAgent string
+	// JoinTimeout bounds the wait for gossip to name the API server.
+	JoinTimeout time.Duration
+	Log         *slog.Logger
+	Out         io.Writer
+}
+
+// DefaultAgentConfig returns `skiff agent`'s defaults (DataDir is left to
+// the caller: the CLI's is ~/.skiff/agent).
+func DefaultAgentConfig() AgentConfig {
+	nc := node.DefaultConfig("")
+	return AgentConfig{
+		Runtime:             nc.Runtime,
+		ContainerdAddress:   nc.ContainerdAddress,
+		ContainerdNamespace: nc.ContainerdNamespace,
+		GPUs:                "auto",
+		Network:             nc.Network,
+		GossipPort:          membership.DefaultPort,
+		ListenAgent:         "0.0.0.0:10250",
+		JoinTimeout:         30 * time.Second,
+	}
+}
+
+// nodeConfig is the node this agent runs (without credentials: they come
+// from the join).
+func (a *AgentConfig) nodeConfig() node.Config {
+	cfg := node.DefaultConfig(a.DataDir)
+	if a.NodeName != "" {
+		cfg.Name = a.NodeName
+	}
+	cfg.NodeIP = a.Advertise
+	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = a.Runtime, a.ContainerdAddress, a.ContainerdNamespace
+	cfg.GPUs, cfg.Network = a.GPUs, a.Network
+	cfg.Listen, cfg.Log = a.ListenAgent, a.Log
+	return cfg
+}
+
+// Validate reports every problem of the node's configuration at once
+// (the token and the pin are the caller's to check: they come from files
+// and flags).
+func (a *AgentConfig) Validate() error {
+	cfg := a.nodeConfig()
+	// Credentials come from the join; a placeholder lets Validate check
+	// the rest first.
+	cfg.Credentials = &pki.NodeCredentials{}
+	return cfg.Validate()
+}
+
+// Agent joins the cluster (node.Join, node.Credentials) and runs the node
+// until ctx ends or the node stops. Call Validate first: bad flags change
+// nothing, not even a gossip join.
+func Agent(ctx context.Context, a AgentConfig) error {
+	lg, out := a.Log, a.Out
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	cfg := a.nodeConfig()
+	m, apiURL, err := node.Join(ctx, node.JoinConfig{
+		Name: cfg.Name, Join: a.Join, Token: a.Token,
+		Port: a.GossipPort, Advertise: a.Advertise, Timeout: a.JoinTimeout, Log: lg,
+	})
+	if err != nil {
+		return err
+	}
+	defer m.Stop() // leave: the server sees Left, not a crash
+	fmt.Fprintf(out, "joined the cluster through %s (%d members); API server at %s\n", a.Join, len(m.Members()), apiURL)
+
+	nodeIP := cfg.NodeIP
+	if nodeIP == "" {
+		nodeIP = agent.DefaultConfig().NodeIP
+	}
+	creds, err := node.Credentials(ctx, node.BootstrapConfig{DataDir: a.DataDir, Server: apiURL, Token: a.Token, CAHash: a.CAHash,
+		UnsafeSkipCA: a.UnsafeSkipCA, Name: cfg.Name, Addresses: []string{nodeIP}, Log: lg})
+	if err != nil {
+		return err
+	}
+	cfg.Credentials = &creds
+	c, err := client.New(client.Config{Server: apiURL, Servers: m.APIServers(), CAData: creds.CA, CertData: creds.ClientCert, KeyData: creds.ClientKey})
+	if err != nil {
+		return err
+	}
+	n, err := node.Start(ctx, cfg, c)
+	if err != nil {
+		return err
+	}
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go node.FollowAPIServers(followCtx, m, c, lg)
+	info := n.Info()
+	if !info.Simulated {
+		if err := RecordContainerd(Containerd{Address: a.ContainerdAddress, Namespace: a.ContainerdNamespace}); err != nil {
+			lg.Warn("record the node's containerd for skiff image", "err", err)
+		}
+	}
+	for _, s := range []string{info.GPUs, info.RuntimeNote, info.NetworkNote, info.Limits} {
+		printNote(out, s)
+	}
+	fmt.Fprintf(out, "node %s: agent running (%s; logs and exec served on %s)\n", info.Name, info.Runtime, info.Addr)
+	select {
+	case <-ctx.Done():
+	case <-n.Done():
+	}
+	return n.Stop()
+}

@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/agent/devices"
+	"skiff.dev/skiff/agent/devices/gpuplugin"
+	"skiff.dev/skiff/agent/gpu"
+)
+
+// DevicePluginConfig is what `skiff device-plugin` runs: the built-in GPU
+// device plugin as its own process, registering with a node's device
+// manager the way NVIDIA's device plugin registers with a kubelet.
+type DevicePluginConfig struct {
+	// GPUs to advertise (agent/gpu.Open: auto, nvml, sim:NAME, ...).
+	GPUs string
+	// PluginDir is the device plugin directory, where the agent's
+	// kubelet.sock is.
+	PluginDir string
+	// NodeName seeds simulated GPU UUIDs (must match the agent's; "" =
+	// the hostname).
+	NodeName string
+	Log      *slog.Logger
+	Out      io.Writer
+}
+
+// DefaultDevicePluginConfig returns the defaults of `skiff device-plugin`.
+func DefaultDevicePluginConfig() DevicePluginConfig {
+	return DevicePluginConfig{GPUs: "auto", PluginDir: devices.DefaultDir}
+}
+
+// DevicePlugin serves the plugin until ctx ends.
+func DevicePlugin(ctx context.Context, d DevicePluginConfig) error {
+	lg, out := d.Log, d.Out
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	node := d.NodeName
+	if node == "" {
+		node = agent.DefaultConfig().NodeName
+	}
+	src, msg, err := gpu.Open(d.GPUs, gpu.Options{NodeName: node, Logger: lg})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	fmt.Fprintln(out, msg)
+	if devs, err := src.Devices(ctx); err != nil || len(devs) == 0 {
+		return errors.New("no GPUs to advertise")
+	}
+	p, err := gpuplugin.New(gpuplugin.Config{Source: src, Dir: d.PluginDir, Log: lg})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "serving %s on %s; registering with %s\n", gpuplugin.ResourceName, p.SocketPath(), d.PluginDir+"/"+devices.SocketName)
+	return p.Run(ctx)
+}
