@@ -101,6 +101,13 @@ type Config struct {
 	// allocations), written at registration and after every
 	// DevicesChanged; keys it returns are set, others left alone. nil: none.
 	Annotations func(ctx context.Context) (map[string]string, error)
+	// DeviceLabels are the node labels the devices define now (GPU
+	// feature discovery's, which follow the sharing config and MIG),
+	// written with the annotations. Keys OwnedLabel accepts that it no
+	// longer returns are removed; Labels (the user's) always win. nil: none.
+	DeviceLabels func() map[string]string
+	// OwnedLabel says which label keys DeviceLabels owns.
+	OwnedLabel func(key string) bool
 }
 
 // ClaimManager is the kubelet side of DRA (agent/dra.Manager): the

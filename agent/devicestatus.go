@@ -17,15 +17,15 @@ import (
 // setAnnotations puts the agent's own annotations (Config.Annotations) on
 // n, reporting whether anything changed. n must be the agent's own copy.
 func (a *Agent) setAnnotations(ctx context.Context, n *api.Node) bool {
+	changed := a.setDeviceLabels(n)
 	if a.cfg.Annotations == nil {
-		return false
+		return changed
 	}
 	ann, err := a.cfg.Annotations(ctx)
 	if err != nil {
 		a.log.Warn("node annotations", "err", err)
-		return false
+		return changed
 	}
-	changed := false
 	for k, v := range ann {
 		if n.Annotations[k] != v {
 			if n.Annotations == nil {
@@ -34,6 +34,36 @@ func (a *Agent) setAnnotations(ctx context.Context, n *api.Node) bool {
 			n.Annotations[k] = v
 			changed = true
 		}
+	}
+	return changed
+}
+
+// setDeviceLabels puts Config.DeviceLabels on n and removes the owned
+// ones it no longer has, leaving the user's labels (Config.Labels) alone.
+func (a *Agent) setDeviceLabels(n *api.Node) bool {
+	if a.cfg.DeviceLabels == nil {
+		return false
+	}
+	want := a.cfg.DeviceLabels()
+	changed := false
+	for k := range n.Labels {
+		if _, user := a.cfg.Labels[k]; user {
+			continue
+		}
+		if _, keep := want[k]; !keep && a.cfg.OwnedLabel != nil && a.cfg.OwnedLabel(k) {
+			delete(n.Labels, k)
+			changed = true
+		}
+	}
+	for k, v := range want {
+		if _, user := a.cfg.Labels[k]; user || n.Labels[k] == v {
+			continue
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[k] = v
+		changed = true
 	}
 	return changed
 }

@@ -47,6 +47,11 @@ type GPUConfig struct {
 	// the node's ResourceSlice and reads claims with it, and the DRA
 	// manager reads the pods' claims. nil: no DRA on this node.
 	Client client.Interface
+	// DevicePluginConfig is the ConfigMap of device plugin configs, NAME
+	// (in kube-system) or NAMESPACE/NAME; "" is
+	// kube-system/nvidia-device-plugin-config (api.NVIDIADevicePluginConfigMap).
+	// It is read with Client.
+	DevicePluginConfig string
 	// Labels are the node's labels (the GPU driver reads the NVLink clique).
 	Labels map[string]string
 	// Log, or discard.
@@ -74,20 +79,31 @@ type GPUs struct {
 	// Driver is the built-in gpu.nvidia.com DRA driver; nil without GPUs
 	// or without DRA.
 	Driver *gpudriver.Driver
+	// Plugins are the NVIDIA device plugins under the sharing config in
+	// force (one per resource); nil without GPUs.
+	Plugins *gpuplugin.Set
 	// Meter samples what the GPUs do (agent/gpu/usage): the driver's
 	// sensors on real GPUs, the simulator's model over the containers'
 	// gpu-load on simulated ones; nil without GPUs.
 	Meter *usage.Meter
 
 	labels    map[string]string
+	devs      []gpu.Device // the GPUs at setup (identity does not change)
+	cdi       *cdi.Config  // the simulated driver's spec (nil on real GPUs)
+	dataDir   string
+	log       *slog.Logger
+	sharing   sharingState          // where the config in force came from
 	loadRoot  string                // the simulated loads' directories ("" on real GPUs)
 	topo      *gputopology.Topology // of the GPUs at setup, for the annotations
 	cancel    context.CancelFunc
 	draCancel context.CancelFunc
 	wg        sync.WaitGroup
 	once      sync.Once
-	// meterCancel stops the sweeper of simulated loads.
+	// meterCancel stops the sweeper of simulated loads; cfgCancel the
+	// config watch.
 	meterCancel context.CancelFunc
+	cfgCancel   context.CancelFunc
+	smu         sync.Mutex // sharing
 }
 
 // SetUpGPUs opens the GPUs of --gpus, writes the CDI spec of simulated
@@ -103,13 +119,14 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GPUs{Source: src, Message: msg, labels: map[string]string{}}
+	g := &GPUs{Source: src, Message: msg, labels: map[string]string{}, dataDir: cfg.DataDir, log: lg}
 	devs, err := src.Devices(ctx)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("list GPUs: %w", err)
 	}
 	g.labels = gpu.Labels(devs, src.Simulated())
+	g.devs = devs
 	if len(devs) > 0 {
 		if g.topo, err = src.Topology(ctx); err != nil {
 			lg.Warn("GPU topology unknown: the scheduler cannot rank this node's GPU sets", "err", err)
@@ -133,6 +150,7 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		}
 		g.CDISpecDir = ccfg.SpecDir
 		g.loadRoot = ccfg.LoadRoot()
+		g.cdi = &ccfg
 	} else if len(devs) > 0 {
 		if err := cdi.RealCDIAvailable(); err != nil {
 			lg.Warn("GPU containers will not start until a CDI spec exists", "err", err)
@@ -148,11 +166,11 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 	dcfg.Log = lg
 	// One GPU inventory: the GPUs DRA claims hold are not the device
 	// plugin's to hand out (the driver is made below, before any pod).
-	dcfg.Unavailable = func(resource string) map[string]string {
-		if resource != gpuplugin.ResourceName || g.Driver == nil {
+	dcfg.Unavailable = func(resource string, held []devices.Holding) map[string]string {
+		if len(devs) == 0 {
 			return nil
 		}
-		return g.Driver.Held()
+		return g.unavailable(resource, held)
 	}
 	m, err := devices.New(dcfg)
 	if err == nil {
@@ -180,30 +198,14 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		g.Close()
 		return nil, err
 	}
-	p, err := gpuplugin.New(gpuplugin.Config{Source: src, Dir: dcfg.Dir, Log: lg})
-	if err != nil {
+	if err := g.startPlugins(ctx, dcfg.Dir, lg); err != nil {
 		g.Close()
 		return nil, err
 	}
-	if err := p.Serve(); err != nil {
-		g.Close()
-		return nil, err
-	}
-	pctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := p.Run(pctx); err != nil {
-			lg.Error("GPU device plugin", "err", err)
-		}
-	}()
-	// Wait for the first device list, so the node registers with its GPUs.
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	err = m.Wait(wctx, func(s devices.Snapshot) bool { return len(s[gpuplugin.ResourceName].Devices) == len(devs) })
-	if err != nil {
-		lg.Warn("GPU device plugin has not listed its GPUs yet", "err", err)
+	if cfg.Client != nil {
+		wctx, cancel := context.WithCancel(context.Background())
+		g.cfgCancel = cancel
+		g.watchConfig(wctx, cfg.Client, cfg.NodeName, cfg.DevicePluginConfig, lg)
 	}
 	return g, nil
 }
@@ -213,7 +215,7 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 // pod's devices were released) and every second (a gpu-load killed inside
 // a running container).
 func (g *GPUs) startMeter() error {
-	m, err := usage.New(usage.Config{Source: g.Source, Root: g.loadRoot, Holders: g.holders})
+	m, err := usage.New(usage.Config{Source: g.Source, Root: g.loadRoot, Holders: g.holders, Layout: g.layoutNow})
 	if err != nil {
 		return err
 	}
@@ -295,12 +297,10 @@ func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *s
 	}
 	drv, err := gpudriver.New(gpudriver.Config{
 		Source: g.Source, NodeName: cfg.NodeName, Client: cfg.Client,
-		Dir:         plugDir,
-		RegistryDir: mcfg.RegistryDir,
-		CDISpecDir:  specDir,
-		HeldByDevicePlugin: func() map[string]string {
-			return g.Manager.Snapshot()[gpuplugin.ResourceName].Allocated
-		},
+		Dir:                 plugDir,
+		RegistryDir:         mcfg.RegistryDir,
+		CDISpecDir:          specDir,
+		HeldByDevicePlugin:  g.heldByDevicePlugin,
 		DevicePluginChanged: g.Manager.Changed,
 		OnChange:            g.Manager.Notify,
 		Labels:              cfg.Labels,
@@ -354,15 +354,9 @@ func (g *GPUs) Configure(c *Config) {
 	if fi, err := g.Faults(); err == nil {
 		c.GPUFaults = fi
 	}
-	if len(g.labels) > 0 {
-		l := make(map[string]string, len(c.Labels)+len(g.labels))
-		for k, v := range g.labels {
-			l[k] = v
-		}
-		for k, v := range c.Labels {
-			l[k] = v // the user's labels win
-		}
-		c.Labels = l
+	if len(g.devs) > 0 {
+		c.DeviceLabels = g.Labels // GFD's labels follow the config (devicestatus.go)
+		c.OwnedLabel = gpuplugin.OwnedLabel
 	}
 }
 
@@ -381,7 +375,16 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 	if len(devs) != g.topo.N() {
 		return nil, fmt.Errorf("GPU annotations: %d GPUs, topology of %d", len(devs), g.topo.N())
 	}
-	rs := g.Manager.Snapshot()[gpuplugin.ResourceName]
+	snap := g.Manager.Snapshot()
+	// The device manager's view of health is what allocation uses: a GPU
+	// is healthy when its plugin said so last of one of its devices.
+	healthyGPU := map[string]bool{}
+	for _, sd := range g.layoutNow() {
+		if snap[sd.Resource].Devices[sd.ID] == pluginapi.Healthy {
+			healthyGPU[sd.ParentUUID] = true
+		}
+	}
+	heldBy := g.heldByDevicePlugin() // any part of the GPU
 	var claimed map[string]string
 	if g.Driver != nil {
 		claimed = g.Driver.Held() // "claim NS/NAME"
@@ -389,11 +392,9 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 	ng := gputopology.NodeGPUs{Topology: g.topo, Healthy: []int{}, Free: []int{}}
 	allocs := map[string]string{}
 	for _, d := range devs {
-		// The device manager's view of health is what allocation uses:
-		// a GPU is healthy when the plugin said so last.
-		healthy := rs.Devices[d.UUID] == pluginapi.Healthy
+		healthy := healthyGPU[d.UUID]
 		ng.Devices = append(ng.Devices, gputopology.NodeGPU{Index: d.Index, UUID: d.UUID, Name: d.Name, Healthy: healthy, LastXid: d.LastXid})
-		pod, held := rs.Allocated[d.UUID]
+		pod, held := heldBy[d.UUID]
 		if held {
 			allocs[d.UUID] = pod
 		} else if claim, ok := claimed[d.UUID]; ok {
@@ -447,7 +448,13 @@ func (g *GPUs) Close() {
 		if g.meterCancel != nil {
 			g.meterCancel()
 		}
+		if g.cfgCancel != nil {
+			g.cfgCancel()
+		}
 		g.wg.Wait()
+		if g.Plugins != nil {
+			g.Plugins.Stop()
+		}
 		if g.Driver != nil {
 			g.Driver.Stop()
 		}

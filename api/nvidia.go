@@ -26,3 +26,37 @@ func NVIDIAGPUDeviceClass() *DeviceClass {
 		}}},
 	}
 }
+
+// Names of NVIDIA's GPU sharing stack (the device plugin's config, GPU
+// feature discovery's labels, the MIG manager's), shared by the agent,
+// which applies and publishes them, and the control plane and CLI, which
+// read them.
+const (
+	// NVIDIAConfigNamespace is where the GPU configs live (the GPU
+	// operator keeps them in its own namespace; skiff in kube-system).
+	NVIDIAConfigNamespace = "kube-system"
+	// NVIDIADevicePluginConfigMap is the ConfigMap of device plugin
+	// configs, one per key (the agent's --device-plugin-config names
+	// another).
+	NVIDIADevicePluginConfigMap = "nvidia-device-plugin-config"
+	// NVIDIADevicePluginConfigDefaultKey is the key used when a node has
+	// no LabelDevicePluginConfig.
+	NVIDIADevicePluginConfigDefaultKey = "default"
+	// LabelDevicePluginConfig picks a node's key in the ConfigMap.
+	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
+
+	// GPU feature discovery's labels of sharing.
+	LabelGPUReplicas        = "nvidia.com/gpu.replicas"
+	LabelGPUSharingStrategy = "nvidia.com/gpu.sharing-strategy"
+	LabelMPSCapable         = "nvidia.com/mps.capable"
+	LabelMIGCapable         = "nvidia.com/mig.capable"
+	LabelMIGStrategy        = "nvidia.com/mig.strategy"
+
+	// The MIG manager's: the geometry asked for (a name in the mig-parted
+	// config) and how applying it went (pending, success, failed).
+	LabelMIGConfig      = "nvidia.com/mig.config"
+	LabelMIGConfigState = "nvidia.com/mig.config.state"
+	// NVIDIAMIGPartedConfigMap overrides the built-in mig-parted config
+	// (key config.yaml), as the GPU operator's custom config does.
+	NVIDIAMIGPartedConfigMap = "custom-mig-parted-config"
+)

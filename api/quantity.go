@@ -58,6 +58,18 @@ func AddAmounts(a, b int64) int64 {
 	return s
 }
 
+// MulAmounts returns a*b for non-negative a and b, saturated at
+// math.MaxInt64.
+func MulAmounts(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
 // SubAmounts returns a-b, saturated like AddAmounts.
 func SubAmounts(a, b int64) int64 {
 	if b == math.MinInt64 {

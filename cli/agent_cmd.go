@@ -61,6 +61,7 @@ its data dir (pki/); a restarted agent reuses them.`,
 	fl.StringVar(&c.ListenAgent, "listen-agent", c.ListenAgent, "address of the agent's logs/exec server (host:port), which the API server calls")
 	fl.DurationVar(&c.JoinTimeout, "join-timeout", c.JoinTimeout, "how long to wait for gossip to name the API server")
 	fl.StringVar(&c.GPUs, "gpus", c.GPUs, "GPUs of this node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
+	fl.StringVar(&c.DevicePluginConfig, "device-plugin-config", c.DevicePluginConfig, "ConfigMap of NVIDIA device plugin configs (GPU sharing, MIG strategy): NAME in kube-system, or NAMESPACE/NAME; the node label nvidia.com/device-plugin.config picks the key, else \"default\"")
 	fl.StringVar(&c.Network, "network", c.Network, networkFlagHelp)
 	fl.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace of skiff's images and containers")
 	_ = cmd.MarkFlagRequired("join")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/membership"
 	"skiff.dev/skiff/node"
@@ -31,6 +32,9 @@ type AgentConfig struct {
 	ContainerdAddress, ContainerdNamespace string
 	DataDir                                string
 	GPUs, Network                          string
+	// DevicePluginConfig is the ConfigMap of NVIDIA device plugin configs
+	// (node.Config.DevicePluginConfig).
+	DevicePluginConfig string
 	// GossipPort of this agent's member; Advertise is the address other
 	// machines reach this node at ("" = the default route's).
 	GossipPort int
@@ -52,6 +56,7 @@ func DefaultAgentConfig() AgentConfig {
 		ContainerdAddress:   nc.ContainerdAddress,
 		ContainerdNamespace: nc.ContainerdNamespace,
 		GPUs:                "auto",
+		DevicePluginConfig:  api.NVIDIADevicePluginConfigMap,
 		Network:             nc.Network,
 		GossipPort:          membership.DefaultPort,
 		ListenAgent:         "0.0.0.0:10250",
@@ -69,6 +74,7 @@ func (a *AgentConfig) nodeConfig() node.Config {
 	cfg.NodeIP = a.Advertise
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = a.Runtime, a.ContainerdAddress, a.ContainerdNamespace
 	cfg.GPUs, cfg.Network = a.GPUs, a.Network
+	cfg.DevicePluginConfig = a.DevicePluginConfig
 	cfg.Listen, cfg.Log = a.ListenAgent, a.Log
 	return cfg
 }

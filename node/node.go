@@ -93,6 +93,10 @@ type Config struct {
 	// manager, for external device plugins. "" runs no GPU stack at all
 	// (tests that give the agent their own devices through TuneAgent).
 	GPUs string
+	// DevicePluginConfig is the ConfigMap of NVIDIA device plugin configs
+	// (sharing, MIG strategy): NAME in kube-system, or NAMESPACE/NAME; ""
+	// is kube-system/nvidia-device-plugin-config.
+	DevicePluginConfig string
 	// Network is NetworkAuto, NetworkNone or NetworkCNI.
 	Network string
 	// Bridge is the CNI bridge of this node's pods (skiff0); nodes sharing
@@ -258,7 +262,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	}()
 
 	if cfg.GPUs != "" {
-		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Labels: cfg.Labels, Log: lg})
+		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, DevicePluginConfig: cfg.DevicePluginConfig, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Labels: cfg.Labels, Log: lg})
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 		}

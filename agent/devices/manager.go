@@ -59,13 +59,15 @@ type Config struct {
 	// the caller listed just before it was created and allocated is not
 	// freed by a resync that raced with it (30 s: far longer than that race).
 	RetainGrace time.Duration
-	// Unavailable returns, for a resource, the devices (by ID) held
-	// elsewhere, to who holds each: the GPUs that DRA claims prepared
-	// (agent/dra/gpudriver Driver.Held), so one GPU inventory serves both
-	// APIs. They are never picked, and not allocatable. It is called
-	// under the manager's lock: it must not call back into the manager.
-	// nil: none.
-	Unavailable func(resource string) map[string]string
+	// Unavailable returns, for a resource, the devices (by ID) that a
+	// holding elsewhere rules out, to who holds it: the GPUs that DRA
+	// claims prepared (agent/dra/gpudriver Driver.Held), a device of
+	// another resource on the same GPU (a whole GPU against its
+	// replicas), so one GPU inventory serves every API and sharing mode.
+	// held is the manager's own allocations. They are never picked, and
+	// not allocatable. It is called under the manager's lock: it must not
+	// call back into the manager. nil: none.
+	Unavailable func(resource string, held []Holding) map[string]string
 }
 
 // DefaultConfig listens in DefaultDir.
@@ -96,6 +98,7 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
+	reserveMu sync.Mutex // reserve: one at a time
 	mu        sync.Mutex
 	resources map[string]*plugin // by resource name; kept after the plugin goes
 	ck        checkpoint
@@ -110,7 +113,10 @@ type Manager struct {
 	wg     sync.WaitGroup
 }
 
-var _ podworker.DeviceAllocator = (*Manager)(nil)
+var (
+	_ podworker.DeviceAllocator = (*Manager)(nil)
+	_ podworker.DeviceAdmitter  = (*Manager)(nil)
+)
 
 type respKey struct{ uid, container string }
 
@@ -455,6 +461,10 @@ type Holding struct {
 func (m *Manager) Holdings() []Holding {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.holdingsLocked()
+}
+
+func (m *Manager) holdingsLocked() []Holding {
 	out := make([]Holding, 0, len(m.ck.Entries))
 	for _, e := range m.ck.Entries {
 		out = append(out, Holding{Resource: e.Resource, Namespace: e.Namespace, Pod: e.PodName,
@@ -545,6 +555,12 @@ func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) 
 			if fresh {
 				m.unreserve(pod.UID, c.Name, name)
 			}
+			if refused(err) {
+				// The kubelet's words (admission_failure_handler): the pod
+				// fails with UnexpectedAdmissionError, never retried.
+				return podworker.Allocation{}, &podworker.AdmissionError{
+					Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", errors.Unwrap(err))}
+			}
 			return podworker.Allocation{}, fmt.Errorf("allocate %s for pod %s container %s: %w", name, api.KeyOf(pod), c.Name, err)
 		}
 		if opts.GetPreStartRequired() {
@@ -568,9 +584,42 @@ func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) 
 	return out, nil
 }
 
+// refused reports whether a plugin's Allocate error is its answer (the
+// request is wrong: codes Unknown, as a plain Go error comes back, and
+// InvalidArgument) rather than a passing failure to reach it.
+func refused(err error) bool {
+	st, ok := status.FromError(errors.Unwrap(err))
+	return ok && (st.Code() == codes.Unknown || st.Code() == codes.InvalidArgument)
+}
+
+// Admit allocates the devices of every container of pod (init containers
+// first), as the kubelet's device manager does when it admits a pod. A
+// plugin's refusal is a *podworker.AdmissionError: the pod fails. Each
+// container's allocation is kept (Allocate is idempotent), so a second
+// Admit, and the Allocate of each container later, answer the same.
+func (m *Manager) Admit(ctx context.Context, pod *api.Pod) error {
+	for _, cs := range [][]api.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			reqs, err := m.requests(&cs[i])
+			if err != nil || len(reqs) == 0 {
+				continue // nothing of this node's plugins: Allocate says why later
+			}
+			if _, err := m.Allocate(ctx, pod, &cs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // reserve returns the devices of (pod, container) for a resource: those in
 // the checkpoint, or n new ones it records there. fresh is true for new ones.
 func (m *Manager) reserve(ctx context.Context, pod *api.Pod, container, name string, n int) (ids []string, fresh bool, err error) {
+	// One reservation at a time, as the kubelet admits one pod at a time:
+	// the plugin's preferred choice is made over what is really free (two
+	// at once would both be told the same least-used GPU).
+	m.reserveMu.Lock()
+	defer m.reserveMu.Unlock()
 	m.mu.Lock()
 	if e := m.ck.find(pod.UID, container, name); e != nil {
 		ids = slices.Clone(e.DeviceIDs)
@@ -668,7 +717,7 @@ func (m *Manager) unavailableLocked(name string) map[string]string {
 	if m.cfg.Unavailable == nil {
 		return nil
 	}
-	return m.cfg.Unavailable(name)
+	return m.cfg.Unavailable(name, m.holdingsLocked())
 }
 
 // Notify wakes every Wait and Changed, as a change of the manager's own

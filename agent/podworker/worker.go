@@ -47,6 +47,26 @@ type DeviceAllocator interface {
 	Retain(live map[string]bool) error
 }
 
+// AdmissionError is a device plugin's refusal of a pod's devices (its
+// Allocate answered an error): the kubelet fails such a pod at admission,
+// with reason UnexpectedAdmissionError, and never retries it. Message is
+// the kubelet's sentence ("Allocate failed due to rpc error: ..., which
+// is unexpected").
+type AdmissionError struct{ Message string }
+
+func (e *AdmissionError) Error() string { return e.Message }
+
+// ReasonUnexpectedAdmissionError is the pod's status.reason and the
+// event's reason when its devices were refused at admission.
+const ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+
+// DeviceAdmitter is a DeviceAllocator that allocates every container's
+// devices when the pod is admitted, as the kubelet's device manager does;
+// an *AdmissionError fails the pod, any other error is retried.
+type DeviceAdmitter interface {
+	Admit(ctx context.Context, pod *api.Pod) error
+}
+
 // Allocation is what a device plugin answered for one container.
 type Allocation struct {
 	// CDIDevices are fully qualified CDI names, e.g. nvidia.com/gpu=0.
@@ -326,6 +346,12 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		}
 	}
 
+	// Admission: the devices of every container, as the kubelet's device
+	// manager allocates them; a plugin's refusal fails the pod for good.
+	if failed, err := w.admit(ctx, pod); failed || err != nil {
+		return 0, err
+	}
+
 	// Dynamic resources next, before anything is set up for the
 	// containers: the kubelet's NodePrepareResources (agent/dra).
 	if len(pod.Spec.ResourceClaims) > 0 && st.claims == nil {
@@ -478,6 +504,44 @@ func shouldRestart(policy string, exitCode int, isInit bool) bool {
 }
 
 // start pulls the image, creates and starts attempt n of a container.
+// admit asks the device manager to admit the pod (DeviceAdmitter). A
+// refusal (*AdmissionError) makes the pod Failed with reason
+// UnexpectedAdmissionError and a Warning event of the same reason, and
+// failed is true; any other error is returned, to retry.
+func (w *Worker) admit(ctx context.Context, pod *api.Pod) (failed bool, err error) {
+	a, ok := w.cfg.Devices.(DeviceAdmitter)
+	if !ok || w.cfg.Devices == nil || !podNeedsDevices(pod) {
+		return false, nil
+	}
+	err = a.Admit(ctx, pod)
+	var ae *AdmissionError
+	if !errors.As(err, &ae) {
+		return false, err
+	}
+	w.event(ctx, pod, api.EventWarning, ReasonUnexpectedAdmissionError, "%s", ae.Message)
+	p := api.Clone(pod)
+	p.Status.Phase = api.PodFailed
+	p.Status.Reason, p.Status.Message = ReasonUnexpectedAdmissionError, ae.Message
+	if _, err := w.writeStatus(ctx, pod, p); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+func podNeedsDevices(pod *api.Pod) bool {
+	for i := range pod.Spec.InitContainers {
+		if needsDevices(&pod.Spec.InitContainers[i]) {
+			return true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if needsDevices(&pod.Spec.Containers[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n int, st *podState) (time.Duration, error) {
 	now := w.cfg.Now()
 	if pf, ok := st.pull[c.Name]; ok && now.Before(pf.until) {

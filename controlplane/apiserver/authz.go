@@ -27,7 +27,9 @@ import (
 //     it (read, status, delete, evict), storage as its local-path
 //     provisioner needs (authz_storage.go), events, reading nodes, services,
 //     endpoints and endpointslices, and getting the secrets, configmaps and
-//     serviceaccounts its own pods use (and their tokens), nothing else;
+//     serviceaccounts its own pods use (and their tokens), reading the
+//     ConfigMaps of kube-system and gpu-operator (the GPU sharing and MIG
+//     configs), nothing else;
 //   - a service account (system:serviceaccount:NS:NAME) every verb on the
 //     namespaced resources of its own namespace, nothing elsewhere;
 //   - every authenticated user discovery, /openapi, /version and the
@@ -237,6 +239,12 @@ func (s *Server) authorizeNode(ctx context.Context, node string, a attributes) (
 		}
 		return s.nodeUses(ctx, node, a)
 	case "/secrets", "/configmaps", "/serviceaccounts":
+		if a.resource == "configmaps" && gpuConfigNamespace(a.namespace) && a.sub == "" && read {
+			// Beyond the Node authorizer: skiff's in-process NVIDIA
+			// device plugin and MIG manager read their configs (the GPU
+			// operator grants its service account the same).
+			return true, "", nil
+		}
 		if a.resource == "serviceaccounts" && a.sub == "token" {
 			if verb != "create" || a.name == "" {
 				return false, "can only create tokens for individual service accounts", nil
@@ -252,6 +260,12 @@ func (s *Server) authorizeNode(ctx context.Context, node string, a attributes) (
 		return s.nodeUses(ctx, node, a)
 	}
 	return false, "", nil
+}
+
+// gpuConfigNamespace: the namespaces of the GPU stack's ConfigMaps
+// (the device plugin's sharing configs, mig-parted's), which a node reads.
+func gpuConfigNamespace(ns string) bool {
+	return ns == api.NVIDIAConfigNamespace || ns == "gpu-operator"
 }
 
 // authorizeNodePod: a node reads, updates the status of, deletes, evicts

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,18 @@ func withGPUs(capacity, allocatable int64) func(*api.Node) {
 	return func(n *api.Node) {
 		n.Status.Capacity = api.ResourceList{api.ResourceNvidiaGPU: *resource.NewQuantity(capacity, resource.DecimalSI)}
 		n.Status.Allocatable[api.ResourceNvidiaGPU] = *resource.NewQuantity(allocatable, resource.DecimalSI)
+	}
+}
+
+// timeSliced labels a node as GPU feature discovery does under
+// time-slicing with replicas per GPU.
+func timeSliced(replicas int) func(*api.Node) {
+	return func(n *api.Node) {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[api.LabelGPUSharingStrategy] = "time-slicing"
+		n.Labels[api.LabelGPUReplicas] = fmt.Sprint(replicas)
 	}
 }
 
@@ -58,6 +71,11 @@ func TestNodeResourcesFitCountsClaimedGPUs(t *testing.T) {
 			objs: []api.Object{claimOnNode("c", "dgx-2", "gpu-0", "gpu-1")}, gpus: 2, want: "dgx-1"},
 		{name: "an unhealthy GPU: allocatable still bounds", node: gpuNode("dgx-1", 0, withGPUs(4, 3)),
 			objs: []api.Object{claimOnNode("c", "dgx-1", "gpu-0")}, gpus: 3, want: "dgx-1"},
+		// Time-slicing, 4 replicas of each GPU: a claimed GPU is 4 of them.
+		{name: "time-sliced: a claim takes a GPU's 4 replicas", node: gpuNode("dgx-1", 0, withGPUs(16, 16), timeSliced(4)),
+			objs: []api.Object{claimOnNode("c", "dgx-1", "gpu-0")}, gpus: 13},
+		{name: "time-sliced: 12 replicas left", node: gpuNode("dgx-1", 0, withGPUs(16, 16), timeSliced(4)),
+			objs: []api.Object{claimOnNode("c", "dgx-1", "gpu-0")}, gpus: 12, want: "dgx-1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

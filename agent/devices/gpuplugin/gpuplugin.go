@@ -29,6 +29,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,10 +62,27 @@ type Config struct {
 	Source gpu.Source
 	// Dir is the plugin directory, where the manager's kubelet.sock is.
 	Dir string
-	// Socket is the plugin's socket name in Dir (default nvidia-gpu.sock).
+	// Socket is the plugin's socket name in Dir (default SocketFor(Resource)).
 	Socket string
+	// Resource is the extended resource it serves (default nvidia.com/gpu).
+	Resource string
+	// Devices are the devices it advertises (the node's layout for
+	// Resource, gpuplugin.Layout); nil: every GPU of Source, whole.
+	Devices []gpu.SubDevice
+	// FailRequestsGreaterThanOne refuses a container more than one shared
+	// device (the sharing config's flag).
+	FailRequestsGreaterThanOne bool
+	// AllocationPolicy for replicas: AllocationDistributed (default) or
+	// AllocationPacked.
+	AllocationPolicy string
 	// Log, or discard.
 	Log *slog.Logger
+}
+
+// SocketFor is the socket name of a resource's plugin, as NVIDIA's plugin
+// names them: nvidia-gpu.sock, nvidia-gpu.shared.sock, nvidia-mig-1g.5gb.sock.
+func SocketFor(resource string) string {
+	return "nvidia-" + strings.TrimPrefix(resource, "nvidia.com/") + ".sock"
 }
 
 // Plugin is the GPU device plugin server.
@@ -92,8 +110,11 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("gpu device plugin: the plugin directory is required")
 	}
+	if cfg.Resource == "" {
+		cfg.Resource = ResourceName
+	}
 	if cfg.Socket == "" {
-		cfg.Socket = SocketName
+		cfg.Socket = SocketFor(cfg.Resource)
 	}
 	lg := cfg.Log
 	if lg == nil {
@@ -151,13 +172,13 @@ func (p *Plugin) Register(ctx context.Context) error {
 	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
 		Version:      pluginapi.Version,
 		Endpoint:     p.cfg.Socket,
-		ResourceName: ResourceName,
+		ResourceName: p.cfg.Resource,
 		Options:      options(),
 	})
 	if err != nil {
-		return fmt.Errorf("register %s with %s: %w", ResourceName, kubelet, err)
+		return fmt.Errorf("register %s with %s: %w", p.cfg.Resource, kubelet, err)
 	}
-	p.log.Info("registered with the device manager", "resource", ResourceName, "socket", p.SocketPath())
+	p.log.Info("registered with the device manager", "resource", p.cfg.Resource, "socket", p.SocketPath(), "devices", len(p.cfg.Devices))
 	return nil
 }
 
@@ -287,17 +308,21 @@ func sameDevices(a, b []*pluginapi.Device) bool {
 }
 
 func (p *Plugin) devices(ctx context.Context) ([]*pluginapi.Device, error) {
-	devs, err := p.cfg.Source.Devices(ctx)
+	gpus, err := p.cfg.Source.Devices(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*pluginapi.Device, 0, len(devs))
-	for _, d := range devs {
+	out := make([]*pluginapi.Device, 0, len(p.cfg.Devices))
+	for _, sd := range p.layout(gpus) {
+		if sd.ParentIndex < 0 || sd.ParentIndex >= len(gpus) {
+			continue
+		}
+		d := gpus[sd.ParentIndex]
 		health := pluginapi.Healthy
 		if !d.Healthy {
-			health = pluginapi.Unhealthy
+			health = pluginapi.Unhealthy // every device of a broken GPU
 		}
-		pd := &pluginapi.Device{ID: d.UUID, Health: health}
+		pd := &pluginapi.Device{ID: sd.ID, Health: health}
 		if d.NUMANode >= 0 {
 			pd.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(d.NUMANode)}}}
 		}
@@ -306,89 +331,183 @@ func (p *Plugin) devices(ctx context.Context) ([]*pluginapi.Device, error) {
 	return out, nil
 }
 
-// byUUID maps the Source's UUIDs to devices.
-func (p *Plugin) byUUID(ctx context.Context) (map[string]gpu.Device, error) {
-	devs, err := p.cfg.Source.Devices(ctx)
+// layout is Config.Devices, or every GPU whole.
+func (p *Plugin) layout(gpus []gpu.Device) []gpu.SubDevice {
+	if p.cfg.Devices != nil {
+		return p.cfg.Devices
+	}
+	return gpu.WholeGPUs(gpus, p.cfg.Resource)
+}
+
+// known maps the plugin's device IDs to their devices, with the GPUs.
+func (p *Plugin) known(ctx context.Context) (map[string]gpu.SubDevice, []gpu.Device, error) {
+	gpus, err := p.cfg.Source.Devices(ctx)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "list GPUs: %v", err)
+		return nil, nil, status.Errorf(codes.Unavailable, "list GPUs: %v", err)
 	}
-	out := make(map[string]gpu.Device, len(devs))
-	for _, d := range devs {
-		out[d.UUID] = d
+	out := map[string]gpu.SubDevice{}
+	for _, sd := range p.layout(gpus) {
+		out[sd.ID] = sd
 	}
-	return out, nil
+	return out, gpus, nil
 }
 
-func indexes(ids []string, devs map[string]gpu.Device) ([]int, error) {
-	out := make([]int, 0, len(ids))
-	for _, id := range ids {
-		d, ok := devs[id]
-		if !ok {
-			return nil, status.Errorf(codes.InvalidArgument, "unknown GPU %q", id)
-		}
-		out = append(out, d.Index)
-	}
-	return out, nil
-}
-
-// GetPreferredAllocation picks the best-connected set of the available GPUs.
+// GetPreferredAllocation picks, for whole GPUs, the best-connected set of
+// the available ones; for replicas, NVIDIA's policy: one at a time from
+// the GPU with the fewest replicas allocated (distributed; packed: the
+// most), ties to the GPU picked from least in this request, then by
+// index; for MIG devices, in order.
 func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
-	devs, err := p.byUUID(ctx)
+	known, gpus, err := p.known(ctx)
 	if err != nil {
 		return nil, err
 	}
-	topo, err := p.cfg.Source.Topology(ctx)
-	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "GPU topology: %v", err)
-	}
-	uuidOf := map[int]string{}
-	for _, d := range devs {
-		uuidOf[d.Index] = d.UUID
-	}
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, cr := range req.ContainerRequests {
-		avail, err := indexes(cr.AvailableDeviceIDs, devs)
-		if err != nil {
-			return nil, err
+		for _, id := range append(slices.Clone(cr.AvailableDeviceIDs), cr.MustIncludeDeviceIDs...) {
+			if _, ok := known[id]; !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "unknown device %q", id)
+			}
 		}
-		must, err := indexes(cr.MustIncludeDeviceIDs, devs)
-		if err != nil {
-			return nil, err
-		}
-		set := gputopology.PreferredSet(topo, avail, must, int(cr.AllocationSize))
-		ids := make([]string, 0, len(set))
-		for _, i := range set {
-			ids = append(ids, uuidOf[i])
+		var ids []string
+		switch {
+		case p.replicated():
+			ids = pickReplicas(p.layout(gpus), cr.AvailableDeviceIDs, cr.MustIncludeDeviceIDs, int(cr.AllocationSize), p.cfg.AllocationPolicy == AllocationPacked)
+		case p.cfg.Devices != nil && len(known) > 0 && anyMIG(known):
+			ids = pickInOrder(cr.AvailableDeviceIDs, cr.MustIncludeDeviceIDs, int(cr.AllocationSize))
+		default:
+			if ids, err = p.preferredWhole(ctx, known, cr); err != nil {
+				return nil, err
+			}
 		}
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
 	}
 	return resp, nil
 }
 
-// Allocate answers with CDI names and NVIDIA_VISIBLE_DEVICES. An unhealthy
-// GPU is refused: the manager should not have picked it.
+func anyMIG(known map[string]gpu.SubDevice) bool {
+	for _, sd := range known {
+		if sd.MIG != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// replicated: the plugin's devices are replicas (time-slicing or MPS).
+func (p *Plugin) replicated() bool {
+	for _, sd := range p.cfg.Devices {
+		if sd.Sharing == gpu.SharingTimeSlicing || sd.Sharing == gpu.SharingMPS {
+			return true
+		}
+	}
+	return false
+}
+
+// preferredWhole is the best-connected set of whole GPUs.
+func (p *Plugin) preferredWhole(ctx context.Context, known map[string]gpu.SubDevice, cr *pluginapi.ContainerPreferredAllocationRequest) ([]string, error) {
+	topo, err := p.cfg.Source.Topology(ctx)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "GPU topology: %v", err)
+	}
+	idOf := map[int]string{}
+	index := func(ids []string) []int {
+		out := make([]int, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, known[id].ParentIndex)
+			idOf[known[id].ParentIndex] = id
+		}
+		return out
+	}
+	avail, must := index(cr.AvailableDeviceIDs), index(cr.MustIncludeDeviceIDs)
+	set := gputopology.PreferredSet(topo, avail, must, int(cr.AllocationSize))
+	ids := make([]string, 0, len(set))
+	for _, i := range set {
+		ids = append(ids, idOf[i])
+	}
+	return ids, nil
+}
+
+// Allocate answers with CDI names and NVIDIA_VISIBLE_DEVICES (and, for
+// MPS, the share's limits). An unhealthy GPU is refused: the manager
+// should not have picked it. More than one shared device for a container
+// is refused, in NVIDIA's words, when FailRequestsGreaterThanOne is set.
 func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
-	devs, err := p.byUUID(ctx)
+	known, gpus, err := p.known(ctx)
 	if err != nil {
 		return nil, err
 	}
 	resp := &pluginapi.AllocateResponse{}
 	for _, cr := range req.ContainerRequests {
-		car := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
+		var sds []gpu.SubDevice
 		for _, id := range cr.DevicesIds {
-			d, ok := devs[id]
+			sd, ok := known[id]
 			if !ok {
-				return nil, status.Errorf(codes.InvalidArgument, "unknown GPU %q", id)
+				return nil, fmt.Errorf("invalid allocation request for %q: invalid request: unknown device: %s", p.cfg.Resource, id)
 			}
-			if !d.Healthy {
-				return nil, status.Errorf(codes.FailedPrecondition, "GPU %d (%s) is unhealthy (Xid %d)", d.Index, id, d.LastXid)
+			if d := gpus[sd.ParentIndex]; !d.Healthy {
+				return nil, status.Errorf(codes.FailedPrecondition, "GPU %d (%s) is unhealthy (Xid %d)", d.Index, d.UUID, d.LastXid)
 			}
-			car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: cdi.DeviceName(strconv.Itoa(d.Index))})
+			sds = append(sds, sd)
 		}
-		car.Envs[EnvVisibleDevices] = strings.Join(cr.DevicesIds, ",")
-		resp.ContainerResponses = append(resp.ContainerResponses, car)
+		if p.replicated() && p.cfg.FailRequestsGreaterThanOne && len(sds) > 1 {
+			// NVIDIA's resource manager (internal/rm ValidateRequest), wrapped by its Allocate.
+			return nil, fmt.Errorf("invalid allocation request for %q: invalid request: maximum request size for shared resources is 1; found %d", p.cfg.Resource, len(sds))
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, p.containerResponse(sds))
 	}
 	return resp, nil
+}
+
+// MPSPipeDirectory is where NVIDIA's plugin tells MPS clients the control
+// daemon's pipe is, per resource: /mps/<resource>/pipe.
+func MPSPipeDirectory(resource string) string { return "/mps/" + resource + "/pipe" }
+
+// containerResponse is one container's answer: CDI devices (the
+// simulated driver defines one per device; nvidia-ctk's real spec one per
+// GPU and per MIG device, so a replica gets its GPU's), the visible
+// devices, and for MPS the limits the control daemon would set.
+func (p *Plugin) containerResponse(sds []gpu.SubDevice) *pluginapi.ContainerAllocateResponse {
+	car := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{}}
+	var visible, limits []string
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen["cdi:"+name] {
+			seen["cdi:"+name] = true
+			car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: name})
+		}
+	}
+	sim := p.cfg.Source.Simulated()
+	for i, sd := range sds {
+		switch {
+		case sd.Sharing == gpu.SharingNone:
+			add(cdi.DeviceName(strconv.Itoa(sd.ParentIndex)))
+		case sim:
+			add(cdi.DeviceName(sd.ID))
+		case sd.MIG != nil:
+			add(cdi.DeviceName(cdi.MIGDeviceName(sd)))
+		default:
+			add(cdi.DeviceName(strconv.Itoa(sd.ParentIndex)))
+		}
+		v := sd.ParentUUID
+		if sd.MIG != nil {
+			v = sd.MIG.UUID
+		}
+		if !seen[v] {
+			seen[v] = true
+			visible = append(visible, v)
+		}
+		if sd.Sharing == gpu.SharingMPS {
+			limits = append(limits, fmt.Sprintf("%d=%dM", i, sd.MemoryMiB))
+			car.Envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = strconv.Itoa(sd.SMPercent)
+		}
+	}
+	car.Envs[EnvVisibleDevices] = strings.Join(visible, ",")
+	if len(limits) > 0 {
+		car.Envs["CUDA_MPS_PIPE_DIRECTORY"] = MPSPipeDirectory(p.cfg.Resource)
+		car.Envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = strings.Join(limits, ",")
+	}
+	return car
 }
 
 // PreStartContainer is not required (see GetDevicePluginOptions).

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"strconv"
 	"sync"
 
 	"skiff.dev/skiff/api"
@@ -76,11 +77,29 @@ func (c *ClaimedGPUs) Allocatable(ni *framework.NodeInfo) int64 {
 	if claimed == 0 {
 		return alloc
 	}
+	claimed = api.MulAmounts(claimed, replicasPerGPU(ni.Node))
 	capacity := alloc
 	if q, ok := ni.Node.Status.Capacity[api.ResourceNvidiaGPU]; ok {
 		capacity, _ = api.ResourceAmount(api.ResourceNvidiaGPU, q)
 	}
 	return max(0, min(alloc, api.SubAmounts(capacity, claimed)))
+}
+
+// replicasPerGPU is how many nvidia.com/gpu one GPU is on a node whose
+// device plugin shares GPUs (time-slicing or MPS): its GPU feature
+// discovery label nvidia.com/gpu.replicas. A claim takes a GPU whole, so
+// it takes that many of them. 1 without sharing.
+func replicasPerGPU(n *api.Node) int64 {
+	switch n.Labels[api.LabelGPUSharingStrategy] {
+	case "time-slicing", "mps":
+	default:
+		return 1
+	}
+	r, err := strconv.ParseInt(n.Labels[api.LabelGPUReplicas], 10, 64)
+	if err != nil || r < 1 {
+		return 1
+	}
+	return r
 }
 
 // effective is what claim uid counts: its written allocation, else the

@@ -1,0 +1,202 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/agent/gpu/usage"
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/cli"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/testwait"
+	"skiff.dev/skiff/node"
+)
+
+// GPU sharing end to end (issue 22's "Done when"), on one cluster: an
+// in-process control plane and one agent on real containerd with a
+// simulated DGX A100, its device plugin reading the GPU operator docs'
+// time-slicing ConfigMap. Subtests run in order on the same node.
+
+// shareStartAgent starts the node with --device-plugin-config ref.
+func (g *gpuCluster) shareStartAgent(t *testing.T, ref string) {
+	t.Helper()
+	cfg := testNodeConfig(nil, gpuNode, g.dataDir, func(c *agent.Config) { c.HeartbeatInterval = 10 * time.Second })
+	cfg.GPUs, cfg.DevicePluginConfig = "sim:dgxa100", ref
+	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = node.RuntimeContainerd, g.ctrd.addr, g.ctrd.ns
+	cfg.Listen, cfg.Credentials = "127.0.0.1:0", nodeCredentials(t, g.cp, cfg.Name, "127.0.0.1")
+	g.agent = startNode(t, g.cp, cfg)
+}
+
+func nodeQuantity(n *api.Node, res string) (capacity, allocatable int64) {
+	c, a := n.Status.Capacity[res], n.Status.Allocatable[res]
+	return c.Value(), a.Value()
+}
+
+// sample is the node's Meter now.
+func (g *gpuCluster) sample(t *testing.T) *usage.Sample {
+	t.Helper()
+	s, err := g.agent.node.GPUs().Meter.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var smiUUID = regexp.MustCompile(`GPU 0: [^(]+\(UUID: (GPU-[0-9a-f-]+)\)`)
+
+func TestGPUSharingTimeSlicing(t *testing.T) {
+	e := newCtrdEnv(t)
+	cp, c := startControlPlane(t, nil)
+	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
+	g.cfgPath = filepath.Join(g.dataDir, "cli-config")
+	if err := client.WriteKubeconfig(g.cfgPath, cp.ClientConfig()); err != nil {
+		t.Fatal(err)
+	}
+	g.shareStartAgent(t, "time-slicing-config-all")
+	gpuImportImage(t, g.agent.node.Runtime())
+
+	g.cli(t, "apply", "-n", "kube-system", "-f", "../examples/gpu-sharing/time-slicing-config-all.yaml")
+	if c, _ := nodeQuantity(g.node(t), api.ResourceNvidiaGPU); c != 8 {
+		t.Fatalf("before the label: nvidia.com/gpu capacity %d, want 8 (no key \"default\": no sharing)", c)
+	}
+	g.cli(t, "label", "node", gpuNode, "nvidia.com/device-plugin.config=any")
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		n := g.node(t)
+		c, a := nodeQuantity(n, api.ResourceNvidiaGPU)
+		return c == 32 && a == 32 && n.Labels["nvidia.com/gpu.replicas"] == "4", fmt.Sprintf("capacity %d allocatable %d labels %v", c, a, n.Labels)
+	})
+	n := g.node(t)
+	for k, want := range map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-SHARED", "nvidia.com/gpu.sharing-strategy": "time-slicing"} {
+		if n.Labels[k] != want {
+			t.Errorf("label %s = %q, want %q", k, n.Labels[k], want)
+		}
+	}
+	if !hasEvent(t, c, "default", gpuNode, agent.ReasonDevicePluginConfigApplied, "time-slicing") {
+		t.Errorf("no %s event on the node", agent.ReasonDevicePluginConfigApplied)
+	}
+
+	t.Run("NinePodsShareEightGPUs", func(t *testing.T) {
+		for i := range 9 {
+			g.create(t, gpuPod(fmt.Sprintf("ts-%d", i), 1, "nvidia-smi -L; exec gpu-load --util 50 --mem 1000"))
+		}
+		testwait.Until(t, 60*time.Second, func() (bool, string) {
+			ps := listPods(t, g.c, gpuNS, "app=gpu-test")
+			running := 0
+			for _, p := range ps {
+				if p.Status.Phase == api.PodRunning {
+					running++
+				}
+			}
+			return running == 9, podSummary(ps)
+		})
+		byGPU := map[string][]string{}
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			clear(byGPU)
+			for i := range 9 {
+				name := fmt.Sprintf("ts-%d", i)
+				m := smiUUID.FindStringSubmatch(g.logs(t, name))
+				if m == nil {
+					return false, name + " has not printed nvidia-smi -L yet"
+				}
+				byGPU[m[1]] = append(byGPU[m[1]], name)
+			}
+			return true, ""
+		})
+		shared := ""
+		for uuid, pods := range byGPU {
+			if len(pods) >= 2 {
+				shared = uuid
+			}
+			if len(pods) > 4 {
+				t.Errorf("GPU %s holds %d pods, more than its 4 replicas: %v", uuid, len(pods), pods)
+			}
+		}
+		if len(byGPU) != 8 || shared == "" {
+			t.Fatalf("9 pods on %d GPUs (want all 8, one shared): %v", len(byGPU), byGPU)
+		}
+		// The two on one GPU share its SMs: 50 % + 50 %.
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			for _, gs := range g.sample(t).GPUs {
+				if gs.UUID == shared {
+					return gs.UtilPercent == 100 && gs.MemoryUsedMiB == 2000 && len(gs.Holders()) == 2,
+						fmt.Sprintf("GPU %s: %d%% %d MiB holders %v", shared, gs.UtilPercent, gs.MemoryUsedMiB, gs.Holders())
+				}
+			}
+			return false, "no GPU " + shared
+		})
+	})
+
+	t.Run("NeighbourRunsOutOfMemory", func(t *testing.T) {
+		// Fill the shared GPU's memory from one of its pods, then ask more
+		// from the other: CUDA's out of memory.
+		var pods []string
+		for _, gs := range g.sample(t).GPUs {
+			if hs := gs.Holders(); len(hs) == 2 {
+				pods = []string{hs[0].Pod, hs[1].Pod}
+			}
+		}
+		if pods == nil {
+			t.Fatal("no shared GPU")
+		}
+		g.cli(t, "exec", pods[0], "--", "sh", "-c", "gpu-load --util 10 --mem 38000 --seconds 600 >/dev/null 2>&1 &")
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			for _, gs := range g.sample(t).GPUs {
+				if len(gs.Holders()) == 2 {
+					return gs.MemoryUsedMiB == 40000, fmt.Sprintf("%d MiB used", gs.MemoryUsedMiB)
+				}
+			}
+			return false, "no shared GPU"
+		})
+		out, err := g.cliErr("exec", pods[1], "--", "sh", "-c", "gpu-load --util 10 --mem 2000 --seconds 1 2>&1")
+		if err == nil || !strings.Contains(out, "CUDA error: out of memory") || !strings.Contains(out, "960 MiB free of 40960 MiB") {
+			t.Errorf("the neighbour's 2000 MiB with 960 free: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("WrongConfigRefused", func(t *testing.T) {
+		cm, err := client.Get[*api.ConfigMap](context.Background(), c, "kube-system", "time-slicing-config-all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm = api.Clone(cm)
+		cm.Data["any"] = strings.Replace(cm.Data["any"], "replicas: 4", "replicas: 1", 1)
+		if _, err := c.Update(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			return hasEvent(t, c, "default", gpuNode, agent.ReasonInvalidDevicePluginConfig, "number of replicas must be >= 2"), "no refusal event yet"
+		})
+		if cap, _ := nodeQuantity(g.node(t), api.ResourceNvidiaGPU); cap != 32 {
+			t.Errorf("after a wrong config: capacity %d, want the last good config's 32", cap)
+		}
+		if ps := listPods(t, g.c, gpuNS, "app=gpu-test"); len(ps) != 9 {
+			t.Errorf("pods %s", podSummary(ps))
+		}
+	})
+}
+
+// cliErr runs the CLI and returns its output (stdout and stderr) and error.
+func (g *gpuCluster) cliErr(args ...string) (string, error) {
+	var out bytes.Buffer
+	err := cli.Main(context.Background(), append([]string{"--kubeconfig", g.cfgPath}, args...), &out, &out)
+	return out.String(), err
+}
+
+// hasEvent reports whether obj (namespace/name) has an event of reason
+// whose message contains text.
+func hasEvent(t *testing.T, c *client.Client, ns, name, reason, text string) bool {
+	t.Helper()
+	for _, ev := range eventsFor(t, c, ns, name) {
+		if ev.Reason == reason && strings.Contains(ev.Message, text) {
+			return true
+		}
+	}
+	return false
+}
