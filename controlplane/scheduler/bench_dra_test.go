@@ -74,7 +74,7 @@ func benchDRA(b *testing.B, nodes, pods int) {
 			}
 			runCtx, cancel := context.WithCancel(ctx)
 			for _, es := range s.sources {
-				go es.Run(runCtx, func() { s.queue.Move(ClaimsChanged) })
+				go es.Run(runCtx, func() { s.queue.Move(wildCard, nil, nil) })
 				if !es.WaitForSync(runCtx) {
 					b.Fatal("DRA informers did not sync")
 				}

@@ -177,19 +177,19 @@ func (c *Cache) IsAssumed(key string) bool {
 }
 
 // Cleanup drops assumed pods whose binding finished before now − TTL and
-// were never confirmed; it returns their keys.
-func (c *Cache) Cleanup(now time.Time) []string {
+// were never confirmed; it returns them, by key.
+func (c *Cache) Cleanup(now time.Time) []*framework.PodInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var expired []string
-	for key, p := range c.pods {
+	var expired []*framework.PodInfo
+	for _, p := range c.pods {
 		if p.assumed && !p.deadline.IsZero() && now.After(p.deadline) {
-			expired = append(expired, key)
+			expired = append(expired, p.info)
 		}
 	}
-	slices.Sort(expired)
-	for _, key := range expired {
-		c.removeLocked(key)
+	slices.SortFunc(expired, func(a, b *framework.PodInfo) int { return strings.Compare(a.Key, b.Key) })
+	for _, p := range expired {
+		c.removeLocked(p.Key)
 	}
 	return expired
 }

@@ -62,7 +62,7 @@ func TestCacheAssumeLifecycle(t *testing.T) {
 	if got := c.Cleanup(now.Add(29 * time.Second)); len(got) != 0 {
 		t.Fatalf("expired early: %v", got)
 	}
-	if got := c.Cleanup(now.Add(31 * time.Second)); len(got) != 1 || got[0] != d.Key || gpusOn(c, "n1") != 2 {
+	if got := c.Cleanup(now.Add(31 * time.Second)); len(got) != 1 || got[0].Key != d.Key || gpusOn(c, "n1") != 2 {
 		t.Fatalf("cleanup: %v, %d GPUs", got, gpusOn(c, "n1"))
 	}
 

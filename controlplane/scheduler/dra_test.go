@@ -11,6 +11,8 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -107,7 +109,10 @@ func newDRAFixture(t *testing.T, objs ...api.Object) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, es := range f.s.sources {
-		go es.Run(ctx, func() { f.s.queue.Move(ClaimsChanged) })
+		if em, ok := es.(framework.EventEmitter); ok {
+			em.SetEventSink(func(ev framework.ClusterEvent, o, n any) { f.s.queue.Move(ev, o, n) })
+		}
+		go es.Run(ctx, func() { f.s.queue.Move(wildCard, nil, nil) })
 		if !es.WaitForSync(ctx) {
 			t.Fatal("DRA informers did not sync")
 		}
@@ -285,9 +290,54 @@ func (f *fixture) createTemplateClaim() {
 	}
 	f.sync(old)
 	testwait.For(f.t, 5*time.Second, "the pod leaves the gate", func() bool {
-		f.s.queue.Move(ClaimsChanged)
 		return f.s.queue.Where("gpu-demo/p") == "active"
 	})
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The pod of NVIDIA's quick start (a claim from a template) is bound as
+// soon as the resourceclaim controller has made its claim: the claim's
+// creation and the pod's resourceClaimStatuses requeue it (queueing hints),
+// with no periodic flush (MaxUnschedulable is an hour here).
+func TestTemplateClaimPodRequeuedByEvents(t *testing.T) {
+	tmpl := "single-gpu"
+	pod := gpuPod("p", 0, func(p *api.Pod) {
+		p.Spec.ResourceClaims = []api.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+		p.Spec.Containers[0].Resources.Claims = []api.ContainerResourceClaim{{Name: "gpu"}}
+	})
+	c := fake.New(gpuNode("dgx-1", 0), gpuClass(), gpuSlice("dgx-1", "nvl-0"), pod)
+	s, err := New(c, nil, Options{Recorder: &events{}, MaxUnschedulable: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	testwait.For(t, 15*time.Second, "the pod gated", func() bool { return s.queue.Gated("gpu-demo/p") != "" })
+	// The resourceclaim controller: the claim, then the pod's status.
+	p, err := client.Get[*api.Pod](ctx, c, "gpu-demo", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := gpuClaim("p-gpu-abcde")
+	claim.OwnerReferences = []api.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: p.UID, Controller: ptrTo(true)}}
+	if _, err := c.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	name := claim.Name
+	p.Status.ResourceClaimStatuses = []api.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+	if _, err := c.UpdateStatus(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 15*time.Second, "the pod bound", func() bool {
+		p, err := client.Get[*api.Pod](ctx, c, "gpu-demo", "p")
+		return err == nil && p.Spec.NodeName == "dgx-1"
+	})
+}

@@ -76,7 +76,7 @@ func (s *Scheduler) permit(ctx context.Context, t *task) bool {
 		now := s.now()
 		t.permit = &permitResult{outcome: permitRejected, plugins: []string{st.Plugin()}, message: st.Message(), start: now, end: now}
 		t.result.Message = permitFitMessage(st)
-		s.queue.AddUnschedulable(t.qp, false)
+		s.queue.AddUnschedulable(t.qp, []string{st.Plugin()})
 		return false
 	}
 	t.err = fmt.Errorf("permit on node %q: %w", t.node, st.AsError())
@@ -108,7 +108,7 @@ func (s *Scheduler) waitOnPermit(ctx context.Context, t *task) bool {
 	}
 	t.fwk.RunUnreserve(ctx, t.state, pod, t.node)
 	s.cache.ForgetPod(key)
-	s.queue.Move(ResourcesFreed) // the room it held is free again
+	s.podGone(t.assumed.Pod) // the room it held is free again
 	if ctx.Err() != nil {
 		return false // the scheduler is stopping
 	}
@@ -123,7 +123,7 @@ func (s *Scheduler) waitOnPermit(ctx context.Context, t *task) bool {
 		t.permit.plugins = []string{p}
 	}
 	msg := permitFitMessage(st)
-	s.queue.AddUnschedulable(t.qp, false)
+	s.queue.AddUnschedulable(t.qp, []string{st.Plugin()})
 	cond := api.PodCondition{Type: api.PodScheduled, Status: api.ConditionFalse, Reason: "Unschedulable", Message: msg}
 	if err := s.updateStatus(ctx, t.qp.Info.Pod, cond, ""); err != nil && !api.IsNotFound(err) {
 		s.log.Error("update pod status", "pod", key, "err", err)

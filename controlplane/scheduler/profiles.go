@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -25,6 +26,8 @@ type profile struct {
 	percentage int32
 	// extensions: fwk.HasPreFilterExtensions(), computed once.
 	extensions bool
+	// hints: the queueing hints of the profile's plugins.
+	hints framework.Hints
 }
 
 // profileName is the profile a pod asks for ("" is default-scheduler,
@@ -208,6 +211,32 @@ func (b *profileBuilder) build(p *config.Profile, waiting *framework.WaitingPods
 	return f, nil
 }
 
+// profilePlugins lists every plugin of a framework once.
+func (b *profileBuilder) profilePlugins(f *framework.Framework) []framework.Plugin {
+	var out []framework.Plugin
+	add := func(p framework.Plugin) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range f.PreEnqueue {
+		add(p)
+	}
+	for _, p := range f.PreFilter {
+		add(p)
+	}
+	for _, p := range f.Filter {
+		add(p)
+	}
+	for _, p := range f.Reserve {
+		add(p)
+	}
+	for _, p := range f.Permit {
+		add(p)
+	}
+	return out
+}
+
 // buildProfiles makes every profile of cfg. All profiles must share their
 // queue sort plugin: the scheduler has one queue.
 func buildProfiles(cfg *config.Config, registry map[string]plugins.Factory, args plugins.Args) (map[string]*profile, []framework.EventSourcePlugin, error) {
@@ -229,7 +258,7 @@ func buildProfiles(cfg *config.Config, registry map[string]plugins.Factory, args
 		if p.PercentageOfNodesToScore != nil {
 			pct = *p.PercentageOfNodesToScore
 		}
-		out[p.SchedulerName] = &profile{fwk: f, percentage: pct, extensions: f.HasPreFilterExtensions()}
+		out[p.SchedulerName] = &profile{fwk: f, percentage: pct, extensions: f.HasPreFilterExtensions(), hints: framework.HintsOf(context.Background(), b.profilePlugins(f))}
 	}
 	return out, b.sources, nil
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -20,41 +22,35 @@ import (
 // Queue holds the pods waiting for a node, in three parts, as Kubernetes'
 // scheduling queue:
 //
-//	activeQ         ready to try now; highest priority first, then first come first served
+//	activeQ         ready to try now; ordered by the queue sort plugin
+//	                (PrioritySort: highest priority first, then first come)
 //	backoffQ        failed recently; each waits 1s, 2s, 4s ... up to 10s before going back to activeQ
 //	unschedulableQ  fit nowhere; they wait for the cluster to change
 //
 // An unschedulable pod is not retried on a timer: it would fail the same
-// way. It is moved back (to activeQ, or to backoffQ if its backoff has not
-// run out) when something happens that could make it fit (Move, with a
-// ClusterEvent), and only then:
-//
-//	NodeChanged     a node is added or changes (allocatable, labels, taints,
-//	                cordon, readiness): every unschedulable pod moves.
-//	ResourcesFreed  a pod leaves a node (deleted, finished, binding failed):
-//	                only pods that some node turned away for lack of room
-//	                (Insufficient cpu, a host port in use: status
-//	                Unschedulable) move. A pod every node rejected for a
-//	                reason no departing pod can fix (its nodeSelector or
-//	                affinity, a taint, a cordon: UnschedulableAndUnresolvable)
-//	                stays; retrying it would fail the same way.
-//
-// Kubernetes asks each plugin which events matter to which pod ("queueing
-// hints"); this is the same idea with one bit per pod, which is what keeps
-// a cluster with many pods that can never schedule from retrying all of
-// them each time any pod is bound or deleted. As a safety net for changes
-// no event reports, Flush moves pods that have waited longer than
+// way. It remembers the plugins that turned it away (Rejectors: the
+// PreFilter plugin, or each node's rejecting Filter plugin, or the
+// PreEnqueue gate), and is moved back (to activeQ, or to backoffQ if its
+// backoff has not run out) only when a cluster event comes (Move) that
+// one of those plugins says may help it: Kubernetes' queueing hints
+// (framework/events.go). A GPU pod rejected for "Insufficient
+// nvidia.com/gpu" moves when a pod holding GPUs goes away or a node with
+// GPUs comes, not when a label changes; a pod whose nodeSelector no node
+// matches moves when a node's labels change, not when a pod is deleted.
+// A plugin that registers no hints gets every event. As a safety net for
+// changes no event reports, Flush moves pods that have waited longer than
 // MaxUnschedulable.
 //
-// A pod popped for a cycle is "in flight". If a move request that would
-// have moved it arrives while it is in flight and the cycle then fails, the
-// pod goes to backoffQ rather than unschedulableQ, so the change it may
-// have missed is not lost.
+// A pod popped for a cycle is "in flight". Events that arrive while some
+// pod is in flight are kept; when a cycle fails, the pod's hints are asked
+// about the events it missed, and if one may help it goes to backoffQ
+// rather than unschedulableQ, so the change is not lost.
 //
-// Pods are keyed by namespace/name. An update replaces the queued pod
-// (a spec change also moves it out of unschedulableQ: it may fit now); a
-// status-only update (such as the scheduler's own PodScheduled condition)
-// never moves it. A delete removes it, even while in flight.
+// Pods are keyed by namespace/name. An update replaces the queued pod (a
+// change of its spec, labels or generated claims also moves it out of
+// unschedulableQ: it may fit now); another status-only update (such as the
+// scheduler's own PodScheduled condition) never moves it. A delete removes
+// it, even while in flight.
 type Queue struct {
 	now        func() time.Time
 	podBackoff backoff.Policy // podInitialBackoff doubling to podMaxBackoff, by Attempts
@@ -66,8 +62,10 @@ type Queue struct {
 	unschedulable map[string]*QueuedPod
 	pods          map[string]*QueuedPod // every pod the queue knows, in flight included
 	cycle         int64                 // bumped by each Pop
-	nodeCycle     int64                 // cycle of the last NodeChanged
-	freedCycle    int64                 // cycle of the last ResourcesFreed
+	inFlight      int                   // pods popped and not back yet
+	missed        []queuedEvent         // events while pods were in flight
+	missedLost    int64                 // the cycle up to which events were dropped (too many)
+	requeue       RequeueFunc
 	nominated     map[string]map[string]*framework.PodInfo
 	preEnqueue    func(*api.Pod) *framework.Status
 	wake          chan struct{}
@@ -88,10 +86,9 @@ type QueuedPod struct {
 	UnschedulableSince time.Time
 	// Cycle is the queue cycle of its last Pop.
 	Cycle int64
-	// Unresolvable: its last attempt was turned away by every node for
-	// reasons only a node change can fix, so ResourcesFreed leaves it in
-	// unschedulableQ.
-	Unresolvable bool
+	// Rejectors: the plugins that turned its last attempt away (or gate
+	// it): only their queueing hints can move it. None: any event does.
+	Rejectors []string
 	// Gated: the PreEnqueue message keeping it out of activeQ ("" when
 	// not gated), GatedBy the plugin, GatedSince when that message began.
 	Gated      string
@@ -112,36 +109,22 @@ const (
 	inFlight
 )
 
-// ClusterEvent is a change in the cluster that may let unschedulable pods
-// fit; see Queue for which pods each one moves.
-type ClusterEvent int
+// RequeueFunc reports whether a cluster event may let a waiting pod fit:
+// the queueing hints of the plugins that rejected it (the scheduler asks
+// its pod's profile). It runs under the queue's lock and must be quick.
+type RequeueFunc func(qp *QueuedPod, ev framework.ClusterEvent, oldObj, newObj any) bool
 
-const (
-	// NodeChanged: a node was added, or changed in a way a filter reads.
-	NodeChanged ClusterEvent = iota + 1
-	// ResourcesFreed: a pod left a node, freeing its requests and ports.
-	ResourcesFreed
-	// ClaimsChanged: a ResourceClaim, DeviceClass or ResourceSlice
-	// changed (DynamicResources): every unschedulable or gated pod moves.
-	ClaimsChanged
-)
-
-func (e ClusterEvent) String() string {
-	switch e {
-	case NodeChanged:
-		return "NodeChanged"
-	case ResourcesFreed:
-		return "ResourcesFreed"
-	case ClaimsChanged:
-		return "ClaimsChanged"
-	}
-	return "unknown"
+// queuedEvent is an event kept for the pods in flight.
+type queuedEvent struct {
+	cycle          int64 // the queue's cycle when it came
+	ev             framework.ClusterEvent
+	oldObj, newObj any
 }
 
-// helps reports whether event e may let a pod rejected as qp was fit.
-func (e ClusterEvent) helps(unresolvable bool) bool {
-	return e == NodeChanged || e == ClaimsChanged || !unresolvable
-}
+// maxMissed bounds the events kept while pods are in flight (a gang held
+// at Permit can stay in flight a while); past it, a failed pod simply
+// goes to backoffQ.
+const maxMissed = 4096
 
 // ErrQueueClosed is returned by Pop after Close.
 var ErrQueueClosed = errors.New("scheduling queue closed")
@@ -157,6 +140,19 @@ type QueueOptions struct {
 	// Less orders activeQ (the profiles' queue sort plugin); nil:
 	// PrioritySort's.
 	Less func(a, b *framework.QueuedPodInfo) bool
+}
+
+// SetRequeue sets the function that decides, from the rejecting plugins'
+// queueing hints, which waiting pods an event moves. Without one every
+// event moves every waiting pod. Call before the first Add.
+func (q *Queue) SetRequeue(f RequeueFunc) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.requeue = f
+}
+
+func (q *Queue) helps(qp *QueuedPod, ev framework.ClusterEvent, oldObj, newObj any) bool {
+	return q.requeue == nil || q.requeue(qp, ev, oldObj, newObj)
 }
 
 // NewQueue returns an empty queue. now may be nil (time.Now).
@@ -187,7 +183,7 @@ func (q *Queue) Add(pod *api.Pod) {
 	defer q.mu.Unlock()
 	key := api.Key(pod.Namespace, pod.Name)
 	if qp, ok := q.pods[key]; ok {
-		q.updateLocked(qp, pod, specChanged(qp.Info.Pod, pod))
+		q.updateLocked(qp, pod, podUpdateMatters(qp.Info.Pod, pod))
 		return
 	}
 	qp := &QueuedPod{QueuedPodInfo: framework.QueuedPodInfo{Info: framework.NewPodInfo(pod)}}
@@ -212,7 +208,16 @@ func (q *Queue) Update(oldPod, newPod *api.Pod) {
 		q.toActiveLocked(qp)
 		return
 	}
-	q.updateLocked(qp, newPod, specChanged(oldPod, newPod))
+	q.updateLocked(qp, newPod, podUpdateMatters(oldPod, newPod))
+}
+
+// podUpdateMatters reports whether a pending pod's update may change its
+// fate: its spec, labels (affinity to itself, spread) or the claims made
+// for it (status.resourceClaimStatuses, which the DynamicResources gate
+// waits for).
+func podUpdateMatters(a, b *api.Pod) bool {
+	return specChanged(a, b) || !maps.Equal(a.Labels, b.Labels) ||
+		!reflect.DeepEqual(a.Status.ResourceClaimStatuses, b.Status.ResourceClaimStatuses)
 }
 
 // specChanged compares specs as JSON: resource.Quantity values that are
@@ -224,7 +229,7 @@ func specChanged(a, b *api.Pod) bool {
 	return err1 != nil || err2 != nil || !bytes.Equal(ja, jb)
 }
 
-func (q *Queue) updateLocked(qp *QueuedPod, pod *api.Pod, specChanged bool) {
+func (q *Queue) updateLocked(qp *QueuedPod, pod *api.Pod, matters bool) {
 	q.untrackNominatedLocked(qp.Info)
 	qp.Info = framework.NewPodInfo(pod)
 	q.trackNominatedLocked(qp.Info)
@@ -234,7 +239,7 @@ func (q *Queue) updateLocked(qp *QueuedPod, pod *api.Pod, specChanged bool) {
 	case inBackoff:
 		heap.Fix(&q.backoff, qp.index)
 	case inUnschedulable:
-		if specChanged {
+		if matters {
 			delete(q.unschedulable, qp.Info.Key)
 			q.moveLocked(qp)
 		}
@@ -268,6 +273,8 @@ func (q *Queue) deleteLocked(key string) {
 		heap.Remove(&q.backoff, qp.index)
 	case inUnschedulable:
 		delete(q.unschedulable, key)
+	case inFlight:
+		q.landedLocked()
 	}
 	q.untrackNominatedLocked(qp.Info)
 	qp.where = inNone
@@ -305,28 +312,55 @@ func (q *Queue) TryPop() (*QueuedPod, error) {
 	qp.Attempts++
 	qp.LastAttempt = q.now()
 	qp.where = inFlight
+	q.inFlight++
 	return qp, nil
 }
 
-// AddUnschedulable takes back a pod whose cycle found no node.
-// unresolvable says every node rejected it for a reason only a node change
-// can fix (see Queue). If an event that may help it happened while it was
-// in flight, it goes to backoffQ (it may fit now); otherwise to
-// unschedulableQ to wait for one. A pod deleted meanwhile is dropped.
-func (q *Queue) AddUnschedulable(qp *QueuedPod, unresolvable bool) {
+// landedLocked notes that a pod left the in-flight state; with none left
+// in flight, the kept events are no longer needed.
+func (q *Queue) landedLocked() {
+	q.inFlight--
+	if q.inFlight <= 0 {
+		q.inFlight = 0
+		q.missed, q.missedLost = q.missed[:0], 0
+	}
+}
+
+// AddUnschedulable takes back a pod whose cycle found no node. rejectors
+// are the plugins that turned it away. If an event that one of them says
+// may help it came while it was in flight, it goes to backoffQ (it may fit
+// now); otherwise to unschedulableQ to wait for one. A pod deleted
+// meanwhile is dropped.
+func (q *Queue) AddUnschedulable(qp *QueuedPod, rejectors []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pods[qp.Info.Key] != qp || qp.where != inFlight {
 		return
 	}
-	qp.Unresolvable = unresolvable
-	if q.nodeCycle >= qp.Cycle || (q.freedCycle >= qp.Cycle && ResourcesFreed.helps(unresolvable)) {
+	qp.Rejectors = rejectors
+	missed := q.missedHelpsLocked(qp)
+	q.landedLocked()
+	if missed {
 		q.toBackoffLocked(qp)
 		return
 	}
 	qp.where = inUnschedulable
 	qp.UnschedulableSince = q.now()
 	q.unschedulable[qp.Info.Key] = qp
+}
+
+// missedHelpsLocked reports whether an event kept since qp was popped may
+// help it.
+func (q *Queue) missedHelpsLocked(qp *QueuedPod) bool {
+	if q.missedLost >= qp.Cycle {
+		return true // events were dropped: assume one helps
+	}
+	for _, e := range q.missed {
+		if e.cycle >= qp.Cycle && q.helps(qp, e.ev, e.oldObj, e.newObj) {
+			return true
+		}
+	}
+	return false
 }
 
 // AddBackoff takes back a pod whose cycle failed for another reason (an
@@ -337,25 +371,29 @@ func (q *Queue) AddBackoff(qp *QueuedPod) {
 	if q.pods[qp.Info.Key] != qp || qp.where != inFlight {
 		return
 	}
+	q.landedLocked()
 	q.toBackoffLocked(qp)
 }
 
-// Move is called on cluster events that may make unschedulable pods fit.
-// It moves the pods the event may help (see the type's doc) out of
-// unschedulableQ: those whose backoff is over to activeQ, the others to
-// backoffQ. The order does not matter: activeQ orders them.
-func (q *Queue) Move(e ClusterEvent) {
+// Move is called on a cluster event (oldObj → newObj; nil for Add and
+// Delete respectively) that may let waiting pods fit. It moves the pods
+// the event may help, by the queueing hints of the plugins that rejected
+// them, out of unschedulableQ: those whose backoff is over to activeQ,
+// the others to backoffQ. The order does not matter: activeQ orders them.
+// It returns how many pods it moved.
+func (q *Queue) Move(ev framework.ClusterEvent, oldObj, newObj any) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch e {
-	case NodeChanged, ClaimsChanged:
-		q.nodeCycle = q.cycle
-	case ResourcesFreed:
-		q.freedCycle = q.cycle
+	if q.inFlight > 0 {
+		if len(q.missed) < maxMissed {
+			q.missed = append(q.missed, queuedEvent{cycle: q.cycle, ev: ev, oldObj: oldObj, newObj: newObj})
+		} else {
+			q.missedLost = q.cycle
+		}
 	}
 	var moving []*QueuedPod // collected first: a gated pod goes straight back
 	for key, qp := range q.unschedulable {
-		if e.helps(qp.Unresolvable) {
+		if q.helps(qp, ev, oldObj, newObj) {
 			delete(q.unschedulable, key)
 			moving = append(moving, qp)
 		}
@@ -363,6 +401,7 @@ func (q *Queue) Move(e ClusterEvent) {
 	for _, qp := range moving {
 		q.moveLocked(qp)
 	}
+	return len(moving)
 }
 
 // SetPreEnqueue sets the PreEnqueue gate (the framework's PreEnqueue
@@ -497,6 +536,7 @@ func (q *Queue) toActiveLocked(qp *QueuedPod) {
 				qp.GatedSince = q.now()
 			}
 			qp.Gated, qp.GatedBy = st.Message(), st.Plugin()
+			qp.Rejectors = []string{st.Plugin()}
 			qp.where = inUnschedulable
 			qp.UnschedulableSince = q.now()
 			q.unschedulable[qp.Info.Key] = qp

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+	"skiff.dev/skiff/controlplane/scheduler/plugins"
 )
 
 type testClock struct{ t time.Time }
@@ -65,7 +67,7 @@ func TestQueueUnschedulable(t *testing.T) {
 	p := gpuPod("p", 1)
 	q.Add(p)
 	qp, _ := q.TryPop()
-	q.AddUnschedulable(qp, false)
+	q.AddUnschedulable(qp, nil)
 	if w := q.Where("gpu-demo/p"); w != "unschedulable" {
 		t.Fatalf("in %q", w)
 	}
@@ -90,7 +92,7 @@ func TestQueueUnschedulable(t *testing.T) {
 	c.t = c.t.Add(2 * time.Second)
 	q.Flush()
 	qp, _ = q.TryPop()
-	q.AddUnschedulable(qp, false)
+	q.AddUnschedulable(qp, nil)
 	c.t = c.t.Add(DefaultMaxUnschedulable)
 	q.Flush()
 	if w := q.Where("gpu-demo/p"); w != "active" {
@@ -103,67 +105,100 @@ func TestQueueUnschedulable(t *testing.T) {
 	}
 }
 
+// hintedQueue is a queue whose requeue asks the queueing hints of
+// NodeResourcesFit and NodeAffinity, as a scheduler's profile would.
+func hintedQueue(t *testing.T) (*Queue, *testClock) {
+	q, c := newTestQueue()
+	fit, err := plugins.NewNodeResourcesFit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hints := framework.HintsOf(t.Context(), []framework.Plugin{fit, &plugins.NodeAffinity{}})
+	q.SetRequeue(func(qp *QueuedPod, ev framework.ClusterEvent, o, n any) bool {
+		return hints.Requeue(qp.Info.Pod, qp.Rejectors, ev, o, n)
+	})
+	return q, c
+}
+
+var (
+	podDeleted  = framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}
+	nodeRelabel = framework.ClusterEvent{Resource: framework.Node, ActionType: framework.UpdateNodeLabel}
+)
+
+func wantProduct(p *api.Pod) { p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "H100"} }
+
 // A cluster event while the pod is in flight must not be lost: the pod
-// goes to backoff, not to unschedulableQ.
+// goes to backoff, not to unschedulableQ, when the event may help it.
 func TestQueueMoveDuringCycle(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := hintedQueue(t)
 	q.Add(gpuPod("p", 1))
 	qp, _ := q.TryPop()
-	q.Move(ResourcesFreed) // e.g. a GPU pod deleted during the cycle
-	q.AddUnschedulable(qp, false)
+	q.Move(podDeleted, gpuPod("gpu-holder", 1, onNode("n1")), nil) // a GPU pod deleted during the cycle
+	q.AddUnschedulable(qp, []string{plugins.NodeResourcesFitName})
 	if w := q.Where("gpu-demo/p"); w != "backoff" {
 		t.Fatalf("in %q, want backoff", w)
 	}
 }
 
-// Which unschedulable pods each cluster event moves: freed resources move
-// only pods some node turned away for lack of room; a node change moves
-// every pod. Nothing else (no event) moves any.
+// Which unschedulable pods each event moves: the hints of the plugins
+// that rejected them decide. A deleted GPU pod moves the pod that lacked
+// a GPU, not the one no node's labels match, nor is a GPU pod moved by a
+// CPU-only pod going; a relabelled node moves the pod whose selector it
+// now matches.
 func TestQueueMoveIsSelective(t *testing.T) {
-	q, c := newTestQueue()
-	q.Add(gpuPod("full", 1))       // rejected for Insufficient nvidia.com/gpu
-	q.Add(gpuPod("no-product", 1)) // rejected by every node's labels
+	q, c := hintedQueue(t)
+	q.Add(gpuPod("full", 1))                    // rejected for Insufficient nvidia.com/gpu
+	q.Add(gpuPod("no-product", 1, wantProduct)) // rejected by every node's labels
 	full, _ := q.TryPop()
 	noProduct, _ := q.TryPop()
-	q.AddUnschedulable(full, false)
-	q.AddUnschedulable(noProduct, true)
+	q.AddUnschedulable(full, []string{plugins.NodeResourcesFitName})
+	q.AddUnschedulable(noProduct, []string{plugins.NodeAffinityName})
 	c.t = c.t.Add(2 * time.Second) // past the first backoff
 
-	q.Move(ResourcesFreed) // a GPU pod deleted
+	if n := q.Move(podDeleted, gpuPod("web", 0, cpu("1"), onNode("n1")), nil); n != 0 {
+		t.Errorf("a CPU-only pod's deletion moved %d pods", n)
+	}
+	q.Move(podDeleted, gpuPod("gpu-holder", 1, onNode("n1")), nil)
 	if w := q.Where("gpu-demo/full"); w != "active" {
-		t.Errorf("after ResourcesFreed the pod that lacked a GPU is in %q, want active", w)
+		t.Errorf("after a GPU pod went the pod that lacked a GPU is in %q, want active", w)
 	}
 	if w := q.Where("gpu-demo/no-product"); w != "unschedulable" {
-		t.Errorf("after ResourcesFreed the pod no node's labels match is in %q, want unschedulable", w)
+		t.Errorf("after a GPU pod went the pod no node's labels match is in %q, want unschedulable", w)
 	}
 
-	q.Move(NodeChanged) // a node added or relabelled
+	old := gpuNode("n1", 8)
+	other := gpuNode("n1", 8, labels(api.LabelGPUProduct, "A100"))
+	if n := q.Move(nodeRelabel, old, other); n != 0 {
+		t.Errorf("a label the pod does not want moved %d pods", n)
+	}
+	q.Move(nodeRelabel, other, gpuNode("n1", 8, labels(api.LabelGPUProduct, "H100")))
 	if w := q.Where("gpu-demo/no-product"); w != "active" {
-		t.Errorf("after NodeChanged the pod is in %q, want active", w)
+		t.Errorf("after the node got the product label the pod is in %q, want active", w)
 	}
 }
 
 // An event during a cycle sends the pod to backoffQ only if it may help
-// that pod: resources freed while an unresolvable pod was in flight do not.
+// that pod: a GPU freed while an unresolvable pod was in flight does not.
 func TestQueueMoveDuringCycleIsSelective(t *testing.T) {
-	q, c := newTestQueue()
-	q.Add(gpuPod("no-product", 1))
+	q, c := hintedQueue(t)
+	q.Add(gpuPod("no-product", 1, wantProduct))
 	qp, _ := q.TryPop()
-	q.Move(ResourcesFreed)
-	q.AddUnschedulable(qp, true)
+	q.Move(podDeleted, gpuPod("gpu-holder", 1, onNode("n1")), nil)
+	q.AddUnschedulable(qp, []string{plugins.NodeAffinityName})
 	if w := q.Where("gpu-demo/no-product"); w != "unschedulable" {
 		t.Fatalf("in %q, want unschedulable", w)
 	}
 
 	c.t = c.t.Add(2 * time.Second) // past the first backoff
-	q.Move(NodeChanged)
+	h100 := gpuNode("n2", 8, labels(api.LabelGPUProduct, "H100"))
+	q.Move(framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}, nil, h100)
 	if qp, _ = q.TryPop(); qp == nil {
-		t.Fatal("NodeChanged did not make the pod active")
+		t.Fatal("a matching node did not make the pod active")
 	}
-	q.Move(NodeChanged)
-	q.AddUnschedulable(qp, true)
+	q.Move(framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}, nil, gpuNode("n3", 8, labels(api.LabelGPUProduct, "H100")))
+	q.AddUnschedulable(qp, []string{plugins.NodeAffinityName})
 	if w := q.Where("gpu-demo/no-product"); w != "backoff" {
-		t.Fatalf("node changed during the cycle: in %q, want backoff", w)
+		t.Fatalf("node added during the cycle: in %q, want backoff", w)
 	}
 }
 
@@ -173,7 +208,7 @@ func TestQueueDeleteInFlight(t *testing.T) {
 	q.Add(p)
 	qp, _ := q.TryPop()
 	q.Delete(p)
-	q.AddUnschedulable(qp, false)
+	q.AddUnschedulable(qp, nil)
 	if a, b, u := q.Len(); a+b+u != 0 || q.Where("gpu-demo/p") != "" {
 		t.Fatalf("deleted in-flight pod came back: %d %d %d", a, b, u)
 	}
@@ -185,5 +220,30 @@ func TestQueueClose(t *testing.T) {
 	q.Close()
 	if _, err := q.Pop(t.Context()); err != ErrQueueClosed {
 		t.Fatalf("Pop after Close: %v", err)
+	}
+}
+
+// A pod gated until its template claim is recorded in its status (the
+// DynamicResources gate) leaves the gate on that status update, with no
+// other event: the status update alone moves it.
+func TestQueueGatedPodMovesOnGeneratedClaim(t *testing.T) {
+	q, _ := hintedQueue(t)
+	q.SetPreEnqueue(func(p *api.Pod) *framework.Status {
+		if len(p.Status.ResourceClaimStatuses) == 0 {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, "ResourceClaim not created yet").WithPlugin(plugins.DynamicResourcesName)
+		}
+		return nil
+	})
+	p := gpuPod("p", 0)
+	q.Add(p)
+	if q.Gated("gpu-demo/p") == "" {
+		t.Fatal("not gated")
+	}
+	withClaim := api.Clone(p)
+	name := "p-gpu-abcde"
+	withClaim.Status.ResourceClaimStatuses = []api.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+	q.Update(p, withClaim)
+	if w := q.Where("gpu-demo/p"); w != "active" {
+		t.Fatalf("after its claim was recorded the pod is in %q, want active", w)
 	}
 }

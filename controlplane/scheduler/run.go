@@ -11,6 +11,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
 // Run schedules pods until ctx ends. It starts and owns every goroutine it
@@ -50,7 +51,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	wg.Go(func() { pods.Run(ctx) })
 	wg.Go(func() { groups.Run(ctx) })
 	for _, es := range s.sources { // DynamicResources: claims, classes, slices
-		wg.Go(func() { es.Run(ctx, func() { s.queue.Move(ClaimsChanged) }) })
+		if em, ok := es.(framework.EventEmitter); ok {
+			em.SetEventSink(func(ev framework.ClusterEvent, oldObj, newObj any) { s.queue.Move(ev, oldObj, newObj) })
+		}
+		wg.Go(func() { es.Run(ctx, func() { s.queue.Move(wildCard, nil, nil) }) })
 	}
 	if s.ownRec != nil {
 		wg.Go(func() { _ = s.ownRec.Run(ctx) })
@@ -87,9 +91,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				if reporting.CompareAndSwap(false, true) { // gated.go; one report at a time
 					wg.Go(func() { defer reporting.Store(false); s.reportGated(ctx) })
 				}
-				for _, key := range s.cache.Cleanup(s.now()) {
-					s.log.Warn("assumed pod expired: its binding was never confirmed", "pod", key)
-					s.queue.Move(ResourcesFreed)
+				for _, p := range s.cache.Cleanup(s.now()) {
+					s.log.Warn("assumed pod expired: its binding was never confirmed", "pod", p.Key)
+					s.podGone(p.Pod)
 				}
 			}
 		}
@@ -122,30 +126,51 @@ func (s *Scheduler) responsible(pod *api.Pod) bool {
 }
 
 func (s *Scheduler) onNodeAdd(obj api.Object) {
-	s.cache.AddNode(obj.(*api.Node))
-	s.queue.Move(NodeChanged)
+	node := obj.(*api.Node)
+	s.cache.AddNode(node)
+	s.queue.Move(framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}, nil, node)
 }
 
 func (s *Scheduler) onNodeUpdate(oldObj, newObj api.Object) {
 	old, node := oldObj.(*api.Node), newObj.(*api.Node)
 	s.cache.AddNode(node)
-	if nodeSchedulingChanged(old, node) {
-		s.queue.Move(NodeChanged)
+	if a := nodeChange(old, node); a != 0 {
+		s.queue.Move(framework.ClusterEvent{Resource: framework.Node, ActionType: a}, old, node)
 	}
 }
 
 func (s *Scheduler) onNodeDelete(obj api.Object) {
-	s.cache.RemoveNode(obj.(*api.Node).Name)
+	node := obj.(*api.Node)
+	s.cache.RemoveNode(node.Name)
+	s.queue.Move(framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Delete}, node, nil)
+}
+
+// nodeChange says what a node update changed that a plugin reads (0:
+// nothing, a heartbeat).
+func nodeChange(old, node *api.Node) framework.ActionType {
+	var a framework.ActionType
+	if old.Spec.Unschedulable != node.Spec.Unschedulable || !reflect.DeepEqual(old.Spec.Taints, node.Spec.Taints) {
+		a |= framework.UpdateNodeTaint
+	}
+	if !maps.Equal(old.Labels, node.Labels) {
+		a |= framework.UpdateNodeLabel
+	}
+	if !sameResources(old.Status.Allocatable, node.Status.Allocatable) || !sameResources(old.Status.Capacity, node.Status.Capacity) {
+		a |= framework.UpdateNodeAllocatable
+	}
+	if readyStatus(old) != readyStatus(node) {
+		a |= framework.UpdateNodeCondition
+	}
+	if !maps.Equal(old.Annotations, node.Annotations) {
+		a |= framework.UpdateNodeAnnotation
+	}
+	return a
 }
 
 // nodeSchedulingChanged reports whether a node update can change a
 // scheduling decision; heartbeats alone do not.
 func nodeSchedulingChanged(old, node *api.Node) bool {
-	return old.Spec.Unschedulable != node.Spec.Unschedulable ||
-		!maps.Equal(old.Labels, node.Labels) ||
-		!reflect.DeepEqual(old.Spec.Taints, node.Spec.Taints) ||
-		!sameResources(old.Status.Allocatable, node.Status.Allocatable) ||
-		readyStatus(old) != readyStatus(node)
+	return nodeChange(old, node)&^framework.UpdateNodeAnnotation != 0
 }
 
 // sameResources compares quantities by value (reflect.DeepEqual would see
@@ -177,6 +202,9 @@ func (s *Scheduler) onPodAdd(obj api.Object) {
 	switch {
 	case pod.Spec.NodeName != "":
 		s.cache.AddPod(pod)
+		if !isTerminal(pod) {
+			s.queue.Move(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Add}, nil, pod)
+		}
 	case s.responsible(pod):
 		s.queue.Add(pod)
 	}
@@ -190,8 +218,13 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj api.Object) {
 			s.queue.Delete(pod) // bound: it leaves the queue
 		}
 		s.cache.AddPod(pod) // confirms an assumed pod; drops a finished one
-		if isTerminal(pod) && !isTerminal(old) {
-			s.queue.Move(ResourcesFreed) // its resources are free
+		switch {
+		case isTerminal(pod) && !isTerminal(old):
+			s.podGone(old) // its resources are free
+		case old.Spec.NodeName == "":
+			s.queue.Move(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Add}, nil, pod)
+		case !maps.Equal(old.Labels, pod.Labels):
+			s.queue.Move(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.UpdatePodLabel}, old, pod)
 		}
 		return
 	}
@@ -201,6 +234,16 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj api.Object) {
 		s.queue.Delete(pod)
 	}
 }
+
+// podGone tells the queue a pod left its node (deleted, finished, its
+// binding failed or expired): its room, ports and labels are gone.
+func (s *Scheduler) podGone(pod *api.Pod) {
+	s.queue.Move(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, pod, nil)
+}
+
+// wildCard moves every waiting pod: an event source that cannot say what
+// changed.
+var wildCard = framework.ClusterEvent{Resource: framework.WildCard, ActionType: framework.All}
 
 // onPodGroupAdd records a PodGroup (added or changed) and has its pending
 // members tried again: a lower minMember may complete the gang now.
@@ -220,6 +263,6 @@ func (s *Scheduler) onPodDelete(obj api.Object) {
 	key := api.Key(pod.Namespace, pod.Name)
 	if pod.Spec.NodeName != "" || s.cache.IsAssumed(key) {
 		s.cache.RemovePod(pod)
-		s.queue.Move(ResourcesFreed) // its resources are free
+		s.podGone(pod)
 	}
 }

@@ -50,6 +50,22 @@ type CycleResult struct {
 	Start, FilterEnd, ScoreEnd time.Time
 }
 
+// rejectors lists the plugins that turned the pod away: the PreFilter
+// plugin, or every node's rejecting Filter plugin (once each); the
+// queueing hints of these decide when it is tried again.
+func (r *CycleResult) rejectors() []string {
+	if r.PreFilterPlugin != "" {
+		return []string{r.PreFilterPlugin}
+	}
+	var out []string
+	for _, n := range r.Nodes {
+		if n.Plugin >= 0 && n.Plugin < len(r.FilterPlugins) && !slices.Contains(out, r.FilterPlugins[n.Plugin]) {
+			out = append(out, r.FilterPlugins[n.Plugin])
+		}
+	}
+	return out
+}
+
 // NodeFilterResult is one node's filter verdict.
 type NodeFilterResult struct {
 	Node string

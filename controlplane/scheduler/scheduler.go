@@ -151,6 +151,7 @@ func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, erro
 		break
 	}
 	s.queue.SetPreEnqueue(s.preEnqueue)
+	s.queue.SetRequeue(s.requeue)
 	return s, nil
 }
 
@@ -161,6 +162,16 @@ func (s *Scheduler) preEnqueue(pod *api.Pod) *framework.Status {
 		return nil
 	}
 	return p.fwk.RunPreEnqueue(context.Background(), pod)
+}
+
+// requeue asks the queueing hints of the plugins that rejected a waiting
+// pod, in its profile, whether ev may let it fit.
+func (s *Scheduler) requeue(qp *QueuedPod, ev framework.ClusterEvent, oldObj, newObj any) bool {
+	p := s.profileOf(qp.Info.Pod)
+	if p == nil {
+		return true
+	}
+	return p.hints.Requeue(qp.Info.Pod, qp.Rejectors, ev, oldObj, newObj)
 }
 
 // profileOf returns the pod's profile, nil when it names none of ours.
@@ -259,7 +270,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
 		s.log.Debug("unschedulable", "pod", qp.Info.Key, "message", res.Message)
 		// Rejected everywhere for reasons eviction cannot fix: freeing
 		// resources cannot help either, only a node change can.
-		s.queue.AddUnschedulable(qp, notHelpfulAnywhere(res, res.NumNodes))
+		s.queue.AddUnschedulable(qp, res.rejectors())
 		return &task{qp: qp, result: res, fwk: p.fwk}
 	}
 
@@ -317,7 +328,7 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 		s.log.Info("binding failed", "pod", key, "node", t.node, "err", err)
 		t.fwk.RunUnreserve(ctx, t.state, pod, t.node)
 		s.cache.ForgetPod(key)
-		s.queue.Move(ResourcesFreed) // the room it held is free again
+		s.podGone(pod) // the room it held is free again
 		if api.IsNotFound(err) {
 			s.queue.Done(key)
 			return

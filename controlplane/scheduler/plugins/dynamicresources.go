@@ -76,6 +76,8 @@ type DynamicResources struct {
 	// filterTimeout bounds the allocator's search on one node
 	// (DynamicResourcesArgs.filterTimeout); 0: no bound.
 	filterTimeout time.Duration
+	// sink receives the informers' changes (SetEventSink); nil: moved.
+	sink framework.EventSink
 }
 
 var (
@@ -85,6 +87,8 @@ var (
 	_ framework.ReservePlugin     = (*DynamicResources)(nil)
 	_ framework.PreBindPlugin     = (*DynamicResources)(nil)
 	_ framework.EventSourcePlugin = (*DynamicResources)(nil)
+	_ framework.EventEmitter      = (*DynamicResources)(nil)
+	_ framework.EnqueueExtensions = (*DynamicResources)(nil)
 )
 
 // Kubernetes' words.
@@ -133,24 +137,56 @@ func NewDynamicResources(c client.Interface, log *slog.Logger) *DynamicResources
 // Name implements framework.Plugin.
 func (*DynamicResources) Name() string { return DynamicResourcesName }
 
-// Run implements framework.EventSourcePlugin: the three informers; any
+// Run implements framework.EventSourcePlugin: the three informers; a
 // change may let a waiting pod fit (a claim created or deallocated, a
-// slice published, a class added).
+// slice published, a class added). With an event sink (SetEventSink) each
+// change is reported as what it is, for the queueing hints; else moved.
 func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
+	emit := func(r framework.EventResource, a framework.ActionType, o, n any) {
+		if pl.sink != nil {
+			pl.sink(framework.ClusterEvent{Resource: r, ActionType: a}, o, n)
+			return
+		}
+		moved()
+	}
 	pl.claims.AddHandler(client.Handler{
-		OnAdd:    func(o api.Object) { pl.claimChanged(o.(*api.ResourceClaim), false); moved() },
-		OnUpdate: func(_, o api.Object) { pl.claimChanged(o.(*api.ResourceClaim), false); moved() },
-		OnDelete: func(o api.Object) { pl.claimChanged(o.(*api.ResourceClaim), true); moved() },
+		OnAdd: func(o api.Object) {
+			pl.claimChanged(o.(*api.ResourceClaim), false)
+			emit(framework.ResourceClaim, framework.Add, nil, o)
+		},
+		OnUpdate: func(old, o api.Object) {
+			pl.claimChanged(o.(*api.ResourceClaim), false)
+			emit(framework.ResourceClaim, framework.UpdateOther, old, o)
+		},
+		OnDelete: func(o api.Object) {
+			pl.claimChanged(o.(*api.ResourceClaim), true)
+			emit(framework.ResourceClaim, framework.Delete, o, nil)
+		},
 	})
 	pl.classes.AddHandler(client.Handler{
-		OnAdd:    func(o api.Object) { pl.classChanged(o.(*api.DeviceClass), false); moved() },
-		OnUpdate: func(_, o api.Object) { pl.classChanged(o.(*api.DeviceClass), false); moved() },
+		OnAdd: func(o api.Object) {
+			pl.classChanged(o.(*api.DeviceClass), false)
+			emit(framework.DeviceClass, framework.Add, nil, o)
+		},
+		OnUpdate: func(old, o api.Object) {
+			pl.classChanged(o.(*api.DeviceClass), false)
+			emit(framework.DeviceClass, framework.UpdateOther, old, o)
+		},
 		OnDelete: func(o api.Object) { pl.classChanged(o.(*api.DeviceClass), true) },
 	})
 	pl.slices.AddHandler(client.Handler{
-		OnAdd:    func(o api.Object) { pl.sliceChanged(o.(*api.ResourceSlice), false); moved() },
-		OnUpdate: func(_, o api.Object) { pl.sliceChanged(o.(*api.ResourceSlice), false); moved() },
-		OnDelete: func(o api.Object) { pl.sliceChanged(o.(*api.ResourceSlice), true); moved() },
+		OnAdd: func(o api.Object) {
+			pl.sliceChanged(o.(*api.ResourceSlice), false)
+			emit(framework.ResourceSlice, framework.Add, nil, o)
+		},
+		OnUpdate: func(old, o api.Object) {
+			pl.sliceChanged(o.(*api.ResourceSlice), false)
+			emit(framework.ResourceSlice, framework.UpdateOther, old, o)
+		},
+		OnDelete: func(o api.Object) {
+			pl.sliceChanged(o.(*api.ResourceSlice), true)
+			emit(framework.ResourceSlice, framework.Delete, o, nil)
+		},
 	})
 	var wg sync.WaitGroup
 	for _, inf := range []*client.Informer{pl.claims, pl.classes, pl.slices} {

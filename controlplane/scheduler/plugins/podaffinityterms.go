@@ -11,6 +11,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
 // affinityTerm is a PodAffinityTerm made ready to match pods: the
@@ -109,9 +110,10 @@ type namespaceLabels interface {
 // namespaces watches Namespaces for their labels (InterPodAffinity's
 // namespaceSelector).
 type namespaces struct {
-	inf *client.Informer
-	mu  sync.RWMutex
-	by  map[string]map[string]string
+	inf  *client.Informer
+	mu   sync.RWMutex
+	by   map[string]map[string]string
+	sink framework.EventSink // nil: moved
 }
 
 func newNamespaces(c client.Interface, log *slog.Logger) *namespaces {
@@ -146,9 +148,14 @@ func (n *namespaces) run(ctx context.Context, moved func()) {
 	}
 	// A namespace's labels changing may let a pod with a namespaceSelector fit.
 	n.inf.AddHandler(client.Handler{OnUpdate: func(o, c api.Object) {
-		if !maps.Equal(o.(*api.Namespace).Labels, c.(*api.Namespace).Labels) {
-			moved()
+		if maps.Equal(o.(*api.Namespace).Labels, c.(*api.Namespace).Labels) {
+			return
 		}
+		if n.sink != nil {
+			n.sink(framework.ClusterEvent{Resource: framework.Namespace, ActionType: framework.UpdateOther}, o, c)
+			return
+		}
+		moved()
 	}})
 	n.inf.Run(ctx)
 }
