@@ -192,7 +192,7 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 	a.worker = podworker.New(podworker.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Client: c, Runtime: rt, Recorder: a.rec, Simulated: cfg.Simulated,
 		Network: cfg.Network, Devices: cfg.Devices, Claims: claims,
-		VolumeDir:   volumeDir(cfg.DataDir),
+		VolumeDir: volumeDir(cfg.DataDir), SeccompDir: seccompDir(cfg.DataDir),
 		BaseBackoff: cfg.BaseBackoff, MaxBackoff: cfg.MaxBackoff, Log: lg,
 		Enqueue: func(ns, name string) { a.loop.Enqueue(api.Key(ns, name)) },
 	})
@@ -209,6 +209,16 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 		OnDelete: enqueue,
 	})
 	return a, nil
+}
+
+// seccompDir is where the node's seccomp profiles are (DATA-DIR/seccomp,
+// the kubelet's /var/lib/kubelet/seccomp): a pod's seccompProfile of type
+// Localhost names a file below it.
+func seccompDir(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	return dataDir + "/seccomp"
 }
 
 func volumeDir(dataDir string) string {

@@ -180,6 +180,9 @@ func defaultPodSpec(s *PodSpec) {
 	if s.EnableServiceLinks == nil {
 		s.EnableServiceLinks = ptr(true)
 	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &PodSecurityContext{}
+	}
 	// serviceAccount is the deprecated alias of serviceAccountName: the
 	// new name wins, and both read the same (Kubernetes' conversion).
 	if s.ServiceAccountName == "" {

@@ -16,7 +16,7 @@ func TestDecodeJSONWithFieldValidation(t *testing.T) {
 	const (
 		typo      = `{"metadata":{"name":"d"},"spec":{"replica":3,"replicas":2,"selector":{"matchLabels":{"a":"b"}}}}`
 		dup       = `{"metadata":{"name":"d"},"spec":{"replicas":1,"replicas":4}}`
-		unsupp    = `{"metadata":{"name":"d"},"spec":{"template":{"spec":{"securityContext":{}}}}}`
+		unsupp    = `{"metadata":{"name":"d"},"spec":{"template":{"spec":{"securityContext":{"seLinuxOptions":{}}}}}}`
 		wrongType = `{"metadata":{"name":"d"},"spec":{"replicas":"3","foo":1}}`
 	)
 	tests := []struct {

@@ -79,6 +79,9 @@ type PodSpec struct {
 	// ResourceClaims the pod's containers may use (DRA, resource.go): an
 	// existing ResourceClaim or a ResourceClaimTemplate per entry.
 	ResourceClaims []PodResourceClaim `json:"resourceClaims,omitempty"`
+	// SecurityContext: the pod's user, groups, fsGroup, sysctls and
+	// seccomp profile (security.go); defaulted to {}.
+	SecurityContext *PodSecurityContext `json:"securityContext,omitempty"`
 }
 
 // Container is one process tree in a pod.
@@ -121,6 +124,9 @@ type Container struct {
 	TerminationMessagePath string `json:"terminationMessagePath,omitempty"`
 	// TerminationMessagePolicy is accepted for compatibility; only the default is allowed.
 	TerminationMessagePolicy string `json:"terminationMessagePolicy,omitempty"`
+	// SecurityContext: the container's user, capabilities, privileges,
+	// read-only root filesystem and seccomp profile (security.go).
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 }
 
 // ContainerPort is a port a container listens on.

@@ -55,6 +55,7 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 		errs = append(errs, validateContainer(&s.Containers[i], fmt.Sprintf("%s.containers[%d]", p, i), s, volumes, names)...)
 	}
 	errs = append(errs, validatePodTotals(s, p)...)
+	errs = append(errs, validatePodSecurity(s.SecurityContext, s.HostNetwork, p+".securityContext")...) // security.go
 	switch s.RestartPolicy {
 	case "", RestartAlways, RestartOnFailure, RestartNever:
 	default:
@@ -240,6 +241,7 @@ func validateContainer(c *Container, cp string, spec *PodSpec, volumes, names ma
 		}
 		names[c.Name] = true
 	}
+	errs = append(errs, validateContainerSecurity(c.SecurityContext, cp+".securityContext")...) // security.go
 	if c.Image == "" {
 		errs = append(errs, Required(cp+".image", ""))
 	} else if strings.TrimSpace(c.Image) != c.Image {

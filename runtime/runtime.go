@@ -155,6 +155,9 @@ type ImageInfo struct {
 	Cmd        []string
 	Env        []string
 	WorkingDir string
+	// User is the image config's user ("1000", "1000:1000", "nobody",
+	// "" for root), what the kubelet reads for runAsNonRoot.
+	User string
 }
 
 // ContainerSpec is what a container is created from.
@@ -198,6 +201,9 @@ type ContainerSpec struct {
 	LogPath string
 	// TTY gives the process a terminal; its output still goes to the log.
 	TTY bool
+	// Security is the process's user, groups, capabilities and
+	// confinement (security.go); nil keeps the runtime's defaults.
+	Security *SecuritySpec
 }
 
 // Mount is a bind mount of a host path or a tmpfs.

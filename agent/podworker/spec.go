@@ -60,6 +60,9 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 		Hostname:   pod.Name,
 		TTY:        c.TTY,
 	}
+	if spec.Security, err = w.securitySpec(pod, c, img); err != nil { // security.go
+		return runtime.ContainerSpec{}, err
+	}
 	if pod.Spec.Hostname != "" {
 		spec.Hostname = pod.Spec.Hostname
 	}

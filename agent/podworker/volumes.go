@@ -73,6 +73,7 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 	case v.PersistentVolumeClaim != nil:
 		return w.claimPath(ctx, pod, v.PersistentVolumeClaim) // claims.go
 	case v.EmptyDir != nil:
+		_, statErr := os.Stat(dir)
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return "", err
 		}
@@ -84,6 +85,9 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 			if err := unix.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
 				return "", fmt.Errorf("mount tmpfs for emptyDir medium Memory (needs root): %w", err)
 			}
+		}
+		if os.IsNotExist(statErr) { // made now: give it to fsGroup once (security.go)
+			return dir, applyFSGroup(pod, dir, false)
 		}
 		return dir, nil
 	case v.ConfigMap != nil:
@@ -101,7 +105,7 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 				files[k] = val
 			}
 		}
-		return dir, writeFiles(dir, files, v.ConfigMap.Items, v.ConfigMap.DefaultMode, "configmap "+v.ConfigMap.Name)
+		return dir, ownedFiles(pod, dir, writeFiles(dir, files, v.ConfigMap.Items, v.ConfigMap.DefaultMode, "configmap "+v.ConfigMap.Name))
 	case v.Secret != nil:
 		files := map[string][]byte{}
 		s, err := w.secret(ctx, pod.Namespace, v.Secret.SecretName)
@@ -114,7 +118,7 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 				files[k] = val
 			}
 		}
-		return dir, writeFiles(dir, files, v.Secret.Items, v.Secret.DefaultMode, "secret "+v.Secret.SecretName)
+		return dir, ownedFiles(pod, dir, writeFiles(dir, files, v.Secret.Items, v.Secret.DefaultMode, "secret "+v.Secret.SecretName))
 	case v.Projected != nil:
 		if _, err := os.Stat(dir); err == nil && w.tokensCurrent(v, st) {
 			return dir, nil // written for another container, tokens not due (serviceaccount.go)
@@ -123,9 +127,18 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 		if err != nil {
 			return "", err
 		}
-		return dir, writeFiles(dir, files, items, v.Projected.DefaultMode, "projected volume "+v.Name)
+		return dir, ownedFiles(pod, dir, writeFiles(dir, files, items, v.Projected.DefaultMode, "projected volume "+v.Name))
 	}
 	return "", fmt.Errorf("volume %q has no supported source", v.Name)
+}
+
+// ownedFiles gives a read-only volume just written (err: how the write
+// went) to the pod's fsGroup (security.go).
+func ownedFiles(pod *api.Pod, dir string, err error) error {
+	if err != nil {
+		return err
+	}
+	return applyFSGroup(pod, dir, true)
 }
 
 // prepareHostPath makes or checks a hostPath as its type asks.

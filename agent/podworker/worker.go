@@ -125,6 +125,10 @@ type Config struct {
 	Claims ClaimPreparer
 	// VolumeDir holds pod volumes: VolumeDir/<pod uid>/volumes/<name>.
 	VolumeDir string
+	// SeccompDir holds the node's seccomp profiles (the kubelet's
+	// /var/lib/kubelet/seccomp): a container's seccompProfile of type
+	// Localhost names a file below it (security.go). "": none.
+	SeccompDir string
 	// BaseBackoff and MaxBackoff bound the restart and image pull backoff
 	// (kubelet: 10 s doubling to 5 min; zero takes those).
 	BaseBackoff, MaxBackoff time.Duration
@@ -322,9 +326,13 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		return 0, nil
 	}
 
-	// The first time the agent sees the pod: say ContainerCreating at once,
-	// so `get pods -w` shows the step before a long image pull.
+	// The first time the agent sees the pod: admit it (its sysctls,
+	// security.go), then say ContainerCreating at once, so `get pods -w`
+	// shows the step before a long image pull.
 	if pod.Status.Phase == "" || pod.Status.Phase == api.PodPending && pod.Status.StartTime == nil {
+		if msg := admitSysctls(pod, pod.Spec.HostNetwork || w.cfg.Network == nil); msg != "" {
+			return 0, w.reject(ctx, pod, sysctlForbiddenReason, msg)
+		}
 		now := api.NewTime(w.cfg.Now())
 		p := api.Clone(pod)
 		p.Status.StartTime = &now

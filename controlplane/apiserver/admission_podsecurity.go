@@ -59,13 +59,15 @@ import (
 // typed clientset (about 17 MB of binary) for a namespace getter and a pod
 // lister that skiff reads from its store.
 //
-// skiff refuses securityContext ("not supported by skiff") when it decodes
-// a pod, so privileged containers, added capabilities and the like never
-// reach admission, and no skiff pod can satisfy restricted (which requires
-// securityContext.runAsNonRoot, seccompProfile, capabilities.drop and
-// allowPrivilegeEscalation=false): restricted warns about every pod. The
-// baseline checks skiff pods can fail are host namespaces (hostNetwork),
-// hostPath volumes, host ports and probe hosts.
+// Pods carry Kubernetes' securityContext (api/security.go), so every
+// check applies as on a real cluster: baseline refuses privileged
+// containers (`privileged (container "c" must not set
+// securityContext.privileged=true)`), added capabilities beyond the
+// baseline set, host namespaces, hostPath volumes, host ports, unsafe
+// sysctls and seccomp Unconfined; restricted also requires runAsNonRoot,
+// seccompProfile RuntimeDefault or Localhost, allowPrivilegeEscalation
+// false and capabilities drop ALL. (SELinux and AppArmor options are
+// refused when skiff decodes a pod, so their checks always pass.)
 var podSecurityKinds = []*api.Kind{namespaceKind, podKind, deploymentKind, replicaSetKind, daemonSetKind}
 
 // PodSecurityConfig is the configuration of kube-apiserver's PodSecurity
@@ -82,9 +84,10 @@ type PodSecurityConfig = psadmission.PodSecurityConfiguration
 // DefaultPodSecurity is skiff's default: every namespace at baseline for
 // enforce, warn and audit, kube-system exempt.
 //
-// Baseline refuses what would hand a student the node (a hostPath volume
-// of "/", the node's network, its ports) and accepts every lab of the
-// course; restricted would refuse every skiff pod (see above). A teacher
+// Baseline refuses what would hand a student the node (a privileged
+// container, a hostPath volume of "/", the node's network, its ports) and
+// accepts every lab of the course; restricted also asks each pod to run
+// as non-root without capabilities (see above). A teacher
 // lifts it per namespace with the label
 // pod-security.kubernetes.io/enforce=privileged (warn and audit stay at
 // the default until labelled too), or for the whole cluster with

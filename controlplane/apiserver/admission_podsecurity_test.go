@@ -190,14 +190,61 @@ func TestPodSecurityBaselineRefusesHostAccess(t *testing.T) {
 	}
 }
 
-// skiff cannot express a privileged container: securityContext is
-// refused as it is decoded, before admission.
-func TestPodSecurityPrivilegedRefusedAtDecode(t *testing.T) {
-	e, _ := psEnv(t)
-	body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"priv"},"spec":{"containers":[{"name":"c","image":"busybox","securityContext":{"privileged":true}}]}}`
-	code, b := e.do("POST", "/api/v1/namespaces/students/pods", body)
-	if code != http.StatusBadRequest || !strings.Contains(string(b), "securityContext") {
-		t.Fatalf("privileged pod: %d %s, want 400 naming securityContext", code, b)
+// A privileged container, and a privileged hostPath one, are refused at
+// baseline with Pod Security's own words (issue 20); kube-system takes
+// them (the device plugin DaemonSet's namespace).
+func TestPodSecurityPrivileged(t *testing.T) {
+	e, ctx := psEnv(t)
+	priv := nginx("students", "priv")
+	priv.Spec.Containers[0].Name = "c"
+	priv.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)}
+	_, err := e.reg.Create(ctx, podKind, priv)
+	if want := `pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`; err == nil || err.Error() != want {
+		t.Errorf("privileged pod: %v, want %s", err, want)
+	}
+	both := hostPathPod("students", "node-agent")
+	both.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)}
+	_, err = e.reg.Create(ctx, podKind, both)
+	want := libraryMessage(t, psapi.LevelBaseline, corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}},
+		Volumes:    []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}},
+	})
+	if err == nil || err.Error() != `pods "node-agent" is forbidden: `+want {
+		t.Errorf("privileged hostPath pod: %v, want %s", err, want)
+	}
+	if !strings.HasSuffix(want, `: hostPath volumes (volume "root"), privileged (container "web" must not set securityContext.privileged=true)`) {
+		t.Errorf("library message %q", want)
+	}
+	sys := api.Clone(both)
+	sys.Namespace = api.NamespaceSystem
+	if _, err := e.reg.Create(ctx, podKind, sys); err != nil {
+		t.Errorf("privileged hostPath pod in kube-system: %v", err)
+	}
+}
+
+// A pod that meets restricted (runAsNonRoot, seccomp RuntimeDefault, no
+// privilege escalation, every capability dropped) is created in a
+// restricted namespace without a warning; the same pod without its
+// securityContext is refused there with the library's message.
+func TestPodSecurityRestrictedPod(t *testing.T) {
+	e, ctx := psEnv(t)
+	labelNamespace(t, e, ctx, "students", map[string]string{psapi.EnforceLevelLabel: "restricted", psapi.WarnLevelLabel: "restricted"})
+	p := nginx("students", "ok")
+	p.Spec.SecurityContext = &api.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr[int64](1000),
+		SeccompProfile: &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}}
+	p.Spec.Containers[0].SecurityContext = &api.SecurityContext{AllowPrivilegeEscalation: ptr(false),
+		Capabilities: &api.Capabilities{Drop: []string{"ALL"}}}
+	wctx, rec := withRecorder(ctx)
+	if _, err := e.reg.Create(wctx, podKind, p); err != nil {
+		t.Fatalf("restricted-compliant pod: %v", err)
+	}
+	if w := warningsOf(t, rec.Header()); len(w) != 0 {
+		t.Errorf("restricted-compliant pod warned: %q", w)
+	}
+	_, err := e.reg.Create(ctx, podKind, nginx("students", "plain"))
+	want := libraryMessage(t, psapi.LevelRestricted, corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}})
+	if err == nil || err.Error() != `pods "plain" is forbidden: `+want {
+		t.Errorf("plain pod at restricted: %v, want %s", err, want)
 	}
 }
 
@@ -536,3 +583,5 @@ func TestWarningRecorder(t *testing.T) {
 	}
 	addWarning(context.Background(), "no recorder: dropped") // must not panic
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -145,8 +145,8 @@ func TestKubectlOpenAPI(t *testing.T) {
 			t.Errorf("explain pod.spec.containers does not list %s:\n%s", f.Name, got)
 		}
 	}
-	if strings.Contains(got, "securityContext") {
-		t.Errorf("explain pod.spec.containers lists securityContext, which skiff does not implement:\n%s", got)
+	if strings.Contains(got, "lifecycle") {
+		t.Errorf("explain pod.spec.containers lists lifecycle, which skiff does not implement:\n%s", got)
 	}
 
 	// kubectl edit: the editor changes the file; kubectl patches the change.

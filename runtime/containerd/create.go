@@ -172,7 +172,11 @@ func (r *Runtime) specOpts(img containerd.Image, spec runtime.ContainerSpec, arg
 	if len(mounts) > 0 {
 		opts = append(opts, oci.WithMounts(mounts))
 	}
-	return opts, nil
+	sec, err := securityOpts(spec.Security) // security.go
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, sec...), nil
 }
 
 // withCDI resolves CDI devices against the spec directories, applies their

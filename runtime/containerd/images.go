@@ -102,6 +102,7 @@ func (r *Runtime) imageInfo(ctx context.Context, img containerd.Image) (runtime.
 	info.Cmd = spec.Config.Cmd
 	info.Env = spec.Config.Env
 	info.WorkingDir = spec.Config.WorkingDir
+	info.User = spec.Config.User
 	return info, nil
 }
 

@@ -121,4 +121,5 @@ func setConfig(img *runtime.ImageInfo, cfg ocispec.Image) {
 	img.Cmd = cfg.Config.Cmd
 	img.Env = cfg.Config.Env
 	img.WorkingDir = cfg.Config.WorkingDir
+	img.User = cfg.Config.User
 }

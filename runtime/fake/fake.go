@@ -229,6 +229,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 			edits.Env = append(edits.Env, "SKIFF_SIMULATED_DEVICE="+dev)
 		}
 	}
+	sec, err := recordSecurity(spec.Security, img) // security.go
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", spec.ID, err)
+	}
+	spec.Security = sec
 	spec.Labels = maps.Clone(spec.Labels)
 	spec.Command = runtime.ResolveArgs(img.Entrypoint, img.Cmd, spec.Command, spec.Args)
 	spec.Args = nil
@@ -287,7 +292,7 @@ func (r *Runtime) run(c *container) {
 		// simulation can tell (nginx:alpine). It runs until stopped.
 		return
 	}
-	code, done := interpret(args, c.spec.Env, c.spec.WorkingDir, nil, &out)
+	code, done := interpret(args, c.spec.Env, c.spec.WorkingDir, idOutput(c.spec.Security), nil, &out)
 	c.log.Write(out.Bytes())
 	if done {
 		r.exit(c, code, "")
@@ -490,9 +495,9 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 		err = fmt.Errorf("container %s: %w", id, runtime.ErrNotRunning)
 	}
 	var env []string
-	var wd string
+	var wd, idOut string
 	if err == nil {
-		env, wd = slices.Clone(c.spec.Env), c.spec.WorkingDir
+		env, wd, idOut = slices.Clone(c.spec.Env), c.spec.WorkingDir, idOutput(c.spec.Security)
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -508,7 +513,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	code, _ := interpret(opts.Cmd, env, wd, opts.Stdin, stdout)
+	code, _ := interpret(opts.Cmd, env, wd, idOut, opts.Stdin, stdout)
 	return code, nil
 }
 
@@ -580,14 +585,14 @@ func (r *Runtime) get(id string) (*container, error) {
 
 // interpret runs args in the simulated shell and returns the exit code and
 // whether the process ended (false: it sleeps until stopped).
-func interpret(args, env []string, wd string, stdin io.Reader, out io.Writer) (code int, done bool) {
+func interpret(args, env []string, wd, id string, stdin io.Reader, out io.Writer) (code int, done bool) {
 	if len(args) == 0 {
 		return 0, true
 	}
 	name := args[0][strings.LastIndexByte(args[0], '/')+1:]
 	if (name == "sh" || name == "bash" || name == "ash") && len(args) >= 3 && args[1] == "-c" {
 		for _, stmt := range splitScript(args[2]) {
-			c, d, exit := statement(strings.Fields(stmt), env, wd, stdin, out)
+			c, d, exit := statement(strings.Fields(stmt), env, wd, id, stdin, out)
 			code = c
 			if !d {
 				return code, false
@@ -599,8 +604,8 @@ func interpret(args, env []string, wd string, stdin io.Reader, out io.Writer) (c
 		return code, true
 	}
 	switch name {
-	case "echo", "true", "false", "exit", "env", "pwd", "cat", "sleep":
-		c, d, _ := statement(append([]string{name}, args[1:]...), env, wd, stdin, out)
+	case "echo", "true", "false", "exit", "env", "pwd", "cat", "sleep", "id":
+		c, d, _ := statement(append([]string{name}, args[1:]...), env, wd, id, stdin, out)
 		return c, d
 	}
 	return 0, false // a server of some kind: runs until stopped
@@ -612,7 +617,7 @@ func splitScript(s string) []string {
 }
 
 // statement runs one simple command; exit reports `exit`.
-func statement(f, env []string, wd string, stdin io.Reader, out io.Writer) (code int, done, exit bool) {
+func statement(f, env []string, wd, id string, stdin io.Reader, out io.Writer) (code int, done, exit bool) {
 	if len(f) == 0 {
 		return 0, true, false
 	}
@@ -638,6 +643,8 @@ func statement(f, env []string, wd string, stdin io.Reader, out io.Writer) (code
 		}
 	case "pwd":
 		fmt.Fprintln(out, wd)
+	case "id":
+		fmt.Fprintln(out, id) // security.go
 	case "cat":
 		if stdin != nil && len(f) == 1 {
 			_, _ = io.Copy(out, stdin)
