@@ -2,11 +2,12 @@
 // controllers, the scheduler, the agent and the CLI: no server, no network,
 // no sleeps.
 //
-// It keeps the API server's rules by calling them: the rules on
-// server-owned fields are the registry's own functions (apiserver.
-// PrepareForCreate, CarryOver, SpecChanged, CheckPrecondition, GracePeriod,
-// ...), and client/clienttest runs one suite against this fake and against
-// apiserver.Local over a real store. So, as on the server:
+// It keeps the API server's rules by calling them: the registry's rules on
+// a write are package api/strategy's (PrepareForCreate, PrepareForUpdate,
+// CheckPrecondition, GracePeriod, ValidateBinding, Bind, ParseSelectors,
+// ...), which the registry calls too, and client/clienttest runs one suite
+// against this fake and against the API server's Local over a real store.
+// So, as on the server:
 //
 //   - one revision counter: every write gets the next resourceVersion;
 //   - optimistic concurrency: an Update, UpdateStatus, UpdateScale or Delete
@@ -62,12 +63,9 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/strategy"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane/apiserver"
 )
 
 var (
@@ -347,7 +345,7 @@ func ownCopy(obj api.Object) (*api.Kind, api.Object, *api.ObjectMeta, error) {
 }
 
 // Create implements client.Interface, with the registry's create rules:
-// server-owned metadata set, status reset (apiserver.PrepareForCreate),
+// server-owned metadata set, status reset (strategy.PrepareForCreate),
 // defaults applied, validated.
 func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error) {
 	k, o, m, err := ownCopy(obj)
@@ -361,19 +359,17 @@ func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error)
 		return nil, err
 	}
 	if k.Internal {
-		return nil, apiserver.MethodNotAllowed("create", k)
+		return nil, strategy.MethodNotAllowed("create", k)
 	}
-	if m.ResourceVersion != "" {
-		return nil, api.NewBadRequest("resourceVersion should not be set on objects to be created")
+	if err := strategy.PrepareForCreate(k, o); err != nil {
+		return nil, err
 	}
-	m.Generation = 1
-	m.DeletionTimestamp, m.DeletionGracePeriodSeconds, m.ManagedFields = nil, nil, nil
-	apiserver.PrepareForCreate(k, o)
+	m.ManagedFields = nil
 	if m.Name == "" && m.GenerateName != "" {
 		m.Name = f.generateName(m.GenerateName)
 	}
-	if m.Name == "" {
-		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
+	if err := strategy.RequireName(k, m); err != nil {
+		return nil, err
 	}
 	job, isJob := o.(*api.Job)
 	if isJob {
@@ -381,6 +377,7 @@ func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error)
 		api.GenerateJobSelector(job)
 	}
 	api.SetDefaults(o)
+	strategy.PrepareStrategy(o, nil)
 	if errs := api.Validate(o); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
@@ -399,20 +396,16 @@ func (f *Client) Create(ctx context.Context, obj api.Object) (api.Object, error)
 	if pod, ok := o.(*api.Pod); ok {
 		// The registry's own span for a new pod; it starts a fresh trace.
 		now := f.now()
-		f.traces[key] = []api.TraceSpan{{
-			Component: "apiserver", Step: "create",
-			Start: api.MicroTime{Time: now}, End: api.MicroTime{Time: now},
-			Node:    pod.Spec.NodeName,
-			Message: "admitted, defaulted, validated and stored at resourceVersion " + pod.ResourceVersion,
-		}}
+		f.traces[key] = []api.TraceSpan{strategy.CreateSpan(pod, now, now)}
 	}
 	return api.Clone(o), nil
 }
 
 // Update implements client.Interface, with the registry's update rules:
 // server-owned metadata, the status (for kinds with a status subresource)
-// and what the server assigned (apiserver.CarryOver: a bound pod's node, a
-// service's cluster IPs and node ports, a namespace's finalizers) are kept.
+// and what the server assigned (strategy.PrepareForUpdate: a bound pod's
+// node, a service's cluster IPs and node ports, a namespace's finalizers)
+// are kept.
 func (f *Client) Update(ctx context.Context, obj api.Object) (api.Object, error) {
 	k, o, m, err := ownCopy(obj)
 	if err != nil {
@@ -425,7 +418,7 @@ func (f *Client) Update(ctx context.Context, obj api.Object) (api.Object, error)
 		return nil, err
 	}
 	if k.Internal {
-		return nil, apiserver.MethodNotAllowed("update", k)
+		return nil, strategy.MethodNotAllowed("update", k)
 	}
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "")})
@@ -435,27 +428,19 @@ func (f *Client) Update(ctx context.Context, obj api.Object) (api.Object, error)
 	if !ok {
 		return nil, api.NewNotFound(k, m.Name)
 	}
-	if err := apiserver.CheckPrecondition(k, stored, m.UID, m.ResourceVersion); err != nil {
+	if err := strategy.CheckPrecondition(k, stored, m.UID, m.ResourceVersion); err != nil {
 		return nil, err
 	}
-	sm := stored.GetObjectMeta()
-	// Metadata the server owns.
-	m.UID, m.CreationTimestamp, m.Generation = sm.UID, sm.CreationTimestamp, sm.Generation
-	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = sm.DeletionTimestamp, sm.DeletionGracePeriodSeconds
+	strategy.PrepareForUpdate(k, o, stored)
 	m.ManagedFields = nil
-	if k.HasStatus {
-		setField(o, api.Clone(stored), "Status")
-	}
-	apiserver.CarryOver(o, stored)
-	m.ResourceVersion = sm.ResourceVersion
+	m.ResourceVersion = stored.GetObjectMeta().ResourceVersion
 	api.SetDefaults(o)
-	if apiserver.SpecChanged(o, stored) {
-		m.Generation = sm.Generation + 1
-	}
+	strategy.PrepareStrategy(o, stored)
+	strategy.BumpGeneration(o, stored)
 	if errs := api.ValidateUpdate(o, stored); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
-	if apiserver.SameObject(o, stored) {
+	if strategy.SameObject(o, stored) {
 		return api.Clone(stored), nil
 	}
 	return f.write(k, key, o, stored), nil
@@ -467,7 +452,7 @@ func (f *Client) write(k *api.Kind, key string, o, stored api.Object) api.Object
 	f.rev++
 	m := o.GetObjectMeta()
 	m.ResourceVersion = strconv.FormatInt(f.rev, 10)
-	if finalized(o) {
+	if strategy.Finalized(o) {
 		f.store(k)[key] = o
 		f.emit(k, api.Modified, o, stored)
 		return f.remove(k, key, o)
@@ -489,14 +474,6 @@ func (f *Client) remove(k *api.Kind, key string, o api.Object) api.Object {
 	return api.Clone(o)
 }
 
-// finalized: a deleting object with no finalizers and no grace period left
-// goes, as in the registry.
-func finalized(o api.Object) bool {
-	m := o.GetObjectMeta()
-	return m.DeletionTimestamp != nil && !apiserver.HasFinalizers(o) &&
-		(m.DeletionGracePeriodSeconds == nil || *m.DeletionGracePeriodSeconds == 0)
-}
-
 // UpdateStatus implements client.Interface: only the status of obj is
 // written; it is defaulted and validated as on the server.
 func (f *Client) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, error) {
@@ -511,10 +488,10 @@ func (f *Client) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, 
 		return nil, err
 	}
 	if !k.HasStatus {
-		return nil, apiserver.NotFoundPath()
+		return nil, strategy.NotFoundPath()
 	}
 	if k.Internal {
-		return nil, apiserver.MethodNotAllowed("update", k)
+		return nil, strategy.MethodNotAllowed("update", k)
 	}
 	if m.Name == "" {
 		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "")})
@@ -524,16 +501,16 @@ func (f *Client) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, 
 	if !ok {
 		return nil, api.NewNotFound(k, m.Name)
 	}
-	if err := apiserver.CheckPrecondition(k, stored, m.UID, m.ResourceVersion); err != nil {
+	if err := strategy.CheckPrecondition(k, stored, m.UID, m.ResourceVersion); err != nil {
 		return nil, err
 	}
 	o := api.Clone(stored)
-	setField(o, in, "Status")
+	strategy.SetStatus(o, in)
 	api.SetDefaults(o)
 	if errs := api.ValidateUpdate(o, stored); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
-	if apiserver.SameObject(o, stored) {
+	if strategy.SameObject(o, stored) {
 		return api.Clone(stored), nil
 	}
 	return f.write(k, key, o, stored), nil
@@ -552,54 +529,40 @@ func (f *Client) Delete(ctx context.Context, k *api.Kind, namespace, name string
 		return err
 	}
 	if k.Internal {
-		return apiserver.MethodNotAllowed("delete", k)
+		return strategy.MethodNotAllowed("delete", k)
 	}
-	if err := api.CheckPropagationPolicy(opts.PropagationPolicy); err != nil {
+	if err := strategy.CheckDelete(k, name, opts); err != nil {
 		return err
-	}
-	if k.Kind == "Namespace" && apiserver.IsProtectedNamespace(name) {
-		return apiserver.Forbidden(k, name, "this namespace may not be deleted")
-	}
-	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
-		return api.NewBadRequest(fmt.Sprintf("gracePeriodSeconds %d: must not be negative", *g))
 	}
 	key := api.Key(ns, name)
 	stored, ok := f.store(k)[key]
 	if !ok {
 		return api.NewNotFound(k, name)
 	}
-	var uid, rv string
-	if p := opts.Preconditions; p != nil {
-		if p.UID != nil {
-			uid = *p.UID
-		}
-		if p.ResourceVersion != nil {
-			rv = *p.ResourceVersion
-		}
-	}
-	if err := apiserver.CheckPrecondition(k, stored, uid, rv); err != nil {
+	uid, rv := strategy.DeletePreconditions(opts)
+	if err := strategy.CheckDeletePrecondition(k, stored, uid, rv); err != nil {
 		return err
 	}
-	grace := apiserver.GracePeriod(stored, opts)
+	grace := strategy.GracePeriod(stored, opts)
 	o := api.Clone(stored)
-	if grace == 0 && !apiserver.HasFinalizers(stored) {
+	if grace == 0 && !strategy.HasFinalizers(stored) {
 		f.remove(k, key, o)
 		return nil
 	}
-	apiserver.MarkDeleting(o, grace, f.now())
-	if apiserver.SameObject(o, stored) {
+	strategy.MarkDeleting(o, grace, f.now())
+	if strategy.SameObject(o, stored) {
 		return nil // already deleting, waiting
 	}
 	o = f.write(k, key, o, stored)
-	if _, isPod := o.(*api.Pod); isPod && f.stopPodsAtOnce && !apiserver.HasFinalizers(o) {
+	if _, isPod := o.(*api.Pod); isPod && f.stopPodsAtOnce && !strategy.HasFinalizers(o) {
 		// Stand in for the pod's node: stopped at once, deleted with grace 0.
 		f.remove(k, key, o)
 	}
 	return nil
 }
 
-// FinalizeNamespace removes a namespace's spec finalizers, as
-// apiserver.Local's: a Terminating namespace is then removed. It satisfies
+// FinalizeNamespace removes a namespace's spec finalizers, as the API
+// server's Local: a Terminating namespace is then removed. It satisfies
 // the namespace controller's NamespaceFinalizer.
 func (f *Client) FinalizeNamespace(ctx context.Context, name string) error {
 	k := api.MustKindOf(&api.Namespace{})
@@ -645,21 +608,9 @@ func (f *Client) Get(ctx context.Context, k *api.Kind, namespace, name string) (
 	return api.Clone(o), nil
 }
 
-func selectors(k *api.Kind, opts api.ListOptions) (labels.Selector, fields.Selector, error) {
-	ls, err := api.ParseSelector(opts.LabelSelector)
-	if err != nil {
-		return nil, nil, api.NewBadRequest(err.Error())
-	}
-	fs, err := api.ParseFieldSelector(k, opts.FieldSelector)
-	if err != nil {
-		return nil, nil, api.NewBadRequest(err.Error())
-	}
-	return ls, fs, nil
-}
-
 // List implements client.Interface; objects are sorted by key.
 func (f *Client) List(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions) ([]api.Object, string, error) {
-	ls, fs, err := selectors(k, opts)
+	ls, fs, err := strategy.ParseSelectors(k, opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -690,11 +641,11 @@ func sortedKeys(m map[string]api.Object) []string {
 	return keys
 }
 
-// Watch implements client.Interface. As apiserver.Local: a resourceVersion
+// Watch implements client.Interface. As the API server's Local: a resourceVersion
 // older than the kept history gives a watcher that ends at once with a Gone
 // Err, and opts.TimeoutSeconds ends the watch normally.
 func (f *Client) Watch(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions) (client.Watcher, error) {
-	ls, fs, err := selectors(k, opts)
+	ls, fs, err := strategy.ParseSelectors(k, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -756,42 +707,21 @@ func (f *Client) Bind(ctx context.Context, b *api.Binding) error {
 	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: ns, Name: b.Name, Subresource: "binding", Object: api.Clone(b)}); err != nil {
 		return err
 	}
-	var errs api.FieldErrors
-	if b.Name == "" {
-		errs = append(errs, api.Required("metadata.name", "name of the pod"))
-	}
-	if b.Target.Name == "" {
-		errs = append(errs, api.Required("target.name", "name of the node"))
-	}
-	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		errs = append(errs, api.NotSupported("target.kind", b.Target.Kind, "Node"))
-	}
-	if len(errs) > 0 {
-		return api.NewInvalid(&api.Kind{Kind: "Binding", Resource: "bindings", Version: "v1"}, b.Name, errs)
+	if err := strategy.ValidateBinding(b); err != nil {
+		return err
 	}
 	key := api.Key(ns, b.Name)
 	stored, ok := f.store(k)[key]
 	if !ok {
 		return api.NewNotFound(k, b.Name)
 	}
-	if err := apiserver.CheckPrecondition(k, stored, b.UID, ""); err != nil {
+	pod, err := strategy.Bind(stored.(*api.Pod), b, f.now())
+	if err != nil {
 		return err
 	}
-	pod := api.Clone(stored.(*api.Pod))
-	if pod.DeletionTimestamp != nil {
-		return api.NewConflict(k, pod.Name, fmt.Sprintf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
-	}
-	if pod.Spec.NodeName != "" {
-		return api.NewConflict(k, pod.Name, fmt.Sprintf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
-	}
-	pod.Spec.NodeName = b.Target.Name
-	apiserver.SetPodCondition(pod, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, LastTransitionTime: api.NewTime(f.now().Truncate(time.Second))})
 	f.write(k, key, pod, stored)
 	return nil
 }
-
-// scalable: the kinds with a scale subresource.
-func scalable(k *api.Kind) bool { return k.Kind == "Deployment" || k.Kind == "ReplicaSet" }
 
 // GetScale implements client.Interface.
 func (f *Client) GetScale(ctx context.Context, k *api.Kind, namespace, name string) (*api.Scale, error) {
@@ -801,14 +731,14 @@ func (f *Client) GetScale(ctx context.Context, k *api.Kind, namespace, name stri
 	if err := f.begin(Action{Verb: "get", Kind: k.Kind, Namespace: ns, Name: name, Subresource: "scale"}); err != nil {
 		return nil, err
 	}
-	if !scalable(k) {
-		return nil, apiserver.NotFoundPath()
+	if !strategy.Scalable(k) {
+		return nil, strategy.NotFoundPath()
 	}
 	stored, ok := f.store(k)[api.Key(ns, name)]
 	if !ok {
 		return nil, api.NewNotFound(k, name)
 	}
-	return apiserver.ScaleOf(stored), nil
+	return strategy.ScaleOf(stored), nil
 }
 
 // UpdateScale implements client.Interface.
@@ -819,8 +749,8 @@ func (f *Client) UpdateScale(ctx context.Context, k *api.Kind, namespace, name s
 	if err := f.begin(Action{Verb: "update", Kind: k.Kind, Namespace: ns, Name: name, Subresource: "scale", Object: api.Clone(s)}); err != nil {
 		return nil, err
 	}
-	if !scalable(k) {
-		return nil, apiserver.NotFoundPath()
+	if !strategy.Scalable(k) {
+		return nil, strategy.NotFoundPath()
 	}
 	if s.Name != "" && s.Name != name {
 		return nil, api.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", s.Name, name))
@@ -834,7 +764,7 @@ func (f *Client) UpdateScale(ctx context.Context, k *api.Kind, namespace, name s
 	if !ok {
 		return nil, api.NewNotFound(k, name)
 	}
-	if err := apiserver.CheckPrecondition(k, stored, s.UID, s.ResourceVersion); err != nil {
+	if err := strategy.CheckPrecondition(k, stored, s.UID, s.ResourceVersion); err != nil {
 		return nil, err
 	}
 	o := api.Clone(stored)
@@ -845,14 +775,14 @@ func (f *Client) UpdateScale(ctx context.Context, k *api.Kind, namespace, name s
 	case *api.ReplicaSet:
 		v.Spec.Replicas = &replicas
 	}
-	if !apiserver.SpecChanged(o, stored) {
-		return apiserver.ScaleOf(stored), nil
+	if !strategy.SpecChanged(o, stored) {
+		return strategy.ScaleOf(stored), nil
 	}
 	o.GetObjectMeta().Generation++
 	if errs := api.ValidateUpdate(o, stored); len(errs) > 0 {
 		return nil, api.NewInvalid(k, name, errs)
 	}
-	return apiserver.ScaleOf(f.write(k, key, o, stored)), nil
+	return strategy.ScaleOf(f.write(k, key, o, stored)), nil
 }
 
 // AddTrace implements client.Interface; at most api.MaxTraceSpans are kept.
@@ -864,7 +794,7 @@ func (f *Client) AddTrace(ctx context.Context, namespace, pod string, spans ...a
 	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: ns, Name: pod, Subresource: "trace"}); err != nil {
 		return err
 	}
-	if err := apiserver.ValidateTraceSpans(pod, spans); err != nil {
+	if err := strategy.ValidateTraceSpans(pod, spans); err != nil {
 		return err
 	}
 	key := api.Key(ns, pod)
@@ -893,10 +823,5 @@ func (f *Client) GetTrace(ctx context.Context, namespace, pod string) (*api.PodT
 	if !ok {
 		return nil, api.NewNotFound(k, pod)
 	}
-	return apiserver.NewTrace(p.(*api.Pod), slices.Clone(f.traces[key])), nil
-}
-
-// setField sets dst.<name> (Status) to src.<name>; src is the caller's own copy.
-func setField(dst, src api.Object, name string) {
-	reflect.ValueOf(dst).Elem().FieldByName(name).Set(reflect.ValueOf(src).Elem().FieldByName(name))
+	return strategy.NewTrace(p.(*api.Pod), slices.Clone(f.traces[key])), nil
 }

@@ -8,12 +8,13 @@ import (
 	"skiff.dev/skiff/client/fake"
 )
 
-// TestSuite runs the client.Interface suite that apiserver.Local passes too.
+// TestSuite runs the client.Interface suite that the API server's Local
+// passes too.
 func TestSuite(t *testing.T) {
 	clienttest.Run(t, clienttest.Target{
 		New: func(testing.TB) client.Interface {
 			f := fake.New()
-			f.StopPodsAtOnce(false) // the API's rules alone, as apiserver.Local
+			f.StopPodsAtOnce(false) // the API's rules alone, as the API server's Local
 			return f
 		},
 		ExpireHistory: func(_ testing.TB, c client.Interface) {

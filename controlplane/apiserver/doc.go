@@ -16,7 +16,10 @@
 //
 //   - Registry (registry.go) holds the rules: create, update, status, delete
 //     (graceful for pods on a node, finalizers, namespace termination),
-//     binding, scale and traces. Both front doors call it.
+//     binding, scale and traces. Both front doors call it. Its rules on a
+//     write (what the server owns, preconditions, binding, selectors) are
+//     api/strategy's, which client/fake calls too, so the fake of unit
+//     tests cannot drift from the server.
 //   - Server (server.go, handlers.go) serves the rules over HTTP on
 //     Kubernetes-shaped paths (/api/v1/namespaces/NS/pods/NAME/status).
 //   - Local (local.go) serves the same rules in process as a

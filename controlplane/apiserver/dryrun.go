@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/strategy"
 )
 
 // # Dry run
@@ -86,11 +87,11 @@ var errDryRun = errors.New("dry run: not stored")
 // dryRunDelete is what Delete would answer for cur, deleted with grace
 // seconds: the object removed (gone), or marked deleting (pending).
 func dryRunDelete(k *api.Kind, cur api.Object, grace int64) (api.Object, bool, error) {
-	if grace == 0 && !hasFinalizers(cur) {
+	if grace == 0 && !strategy.HasFinalizers(cur) {
 		return withTypeMeta(k, api.Clone(cur)), true, nil
 	}
 	next := api.Clone(cur)
-	markDeleting(next, grace, time.Now())
+	strategy.MarkDeleting(next, grace, time.Now())
 	return withTypeMeta(k, next), false, nil
 }
 

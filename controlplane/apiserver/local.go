@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -180,78 +179,4 @@ func (w *localWatcher) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
-}
-
-// The registry's rules on server-owned fields, exported for client/fake (the
-// in-memory client.Interface of unit tests) so that it keeps exactly these
-// rules instead of a copy of them; client/clienttest runs one suite against
-// both. Each is what Registry does at the step named.
-
-// PrepareForCreate resets on a new object what a client may not choose
-// (status, except a Node's) and sets what every new object of its kind gets
-// (a pod's Pending phase, a namespace's finalizer and Active phase).
-func PrepareForCreate(k *api.Kind, obj api.Object) { prepareForCreate(k, obj) }
-
-// CarryOver copies into an update, from the stored object, what the server
-// assigned and a client may leave out: a namespace's spec finalizers, a
-// bound pod's spec.nodeName, a service's cluster IPs and node ports.
-func CarryOver(next, cur api.Object) { carryOver(next, cur) }
-
-// SpecChanged reports a change outside metadata and status, which bumps
-// metadata.generation.
-func SpecChanged(a, b api.Object) bool { return specChanged(a, b) }
-
-// SameObject reports that an update changes nothing (a no-op: no new
-// resourceVersion, no watch event).
-func SameObject(a, b api.Object) bool { return sameJSON(a, b) }
-
-// CheckPrecondition fails with Conflict when uid or rv is set and is not the
-// stored object's.
-func CheckPrecondition(k *api.Kind, cur api.Object, uid, rv string) error {
-	return checkPrecondition(k, cur, uid, rv)
-}
-
-// ScaleOf is the scale subresource of a deployment or replica set.
-func ScaleOf(obj api.Object) *api.Scale { return scaleOf(obj) }
-
-// SetPodCondition sets a condition of a pod, keeping its
-// lastTransitionTime when its status does not change.
-func SetPodCondition(pod *api.Pod, c api.PodCondition) { setPodCondition(pod, c) }
-
-// GracePeriod is how long a delete of obj waits, in seconds; 0 means remove
-// at once (when nothing else, such as a finalizer, holds it).
-func GracePeriod(obj api.Object, opts api.DeleteOptions) int64 { return gracePeriod(obj, opts) }
-
-// MarkDeleting is the registry's marking of an object being deleted with
-// grace seconds from now (deletionTimestamp, deletionGracePeriodSeconds, a
-// namespace Terminating), for client/fake.
-func MarkDeleting(obj api.Object, grace int64, now time.Time) { markDeleting(obj, grace, now) }
-
-// HasFinalizers reports metadata.finalizers, or a namespace's spec finalizers.
-func HasFinalizers(obj api.Object) bool { return hasFinalizers(obj) }
-
-// IsProtectedNamespace reports a namespace that may not be deleted.
-func IsProtectedNamespace(name string) bool { return slices.Contains(protectedNamespaces, name) }
-
-// Forbidden is the 403 error the registry answers with, e.g. for a write in a
-// terminating namespace.
-func Forbidden(k *api.Kind, name, why string) *api.StatusError { return forbidden(k, name, why) }
-
-// MethodNotAllowed is the error for a verb a kind does not support (writes of
-// an internal kind such as PodTrace).
-func MethodNotAllowed(verb string, k *api.Kind) *api.StatusError { return methodNotAllowed(verb, k) }
-
-// NotFoundPath is the error for a subresource a kind does not have.
-func NotFoundPath() *api.StatusError { return notFoundPath() }
-
-// ValidateTraceSpans is the registry's check of spans posted to a pod's
-// trace, for client/fake.
-func ValidateTraceSpans(pod string, spans []api.TraceSpan) error {
-	return validateTraceSpans(pod, spans)
-}
-
-// NewTrace is the PodTrace object of pod with spans (the newest
-// api.MaxTraceSpans), as GetTrace returns it.
-func NewTrace(pod *api.Pod, spans []api.TraceSpan) *api.PodTrace {
-	return withTypeMeta(traceKind, newTrace(pod, spans)).(*api.PodTrace)
 }

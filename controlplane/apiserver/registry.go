@@ -1,15 +1,12 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/strategy"
 	"skiff.dev/skiff/controlplane/serviceaccount"
 	"skiff.dev/skiff/controlplane/store"
 )
@@ -38,10 +36,15 @@ const DefaultNamespace = api.NamespaceDefault
 // NamespaceFinalizer is the spec finalizer every namespace gets on create;
 // the namespace controller removes it (FinalizeNamespace) once the
 // namespace is empty, and the namespace then disappears.
-const NamespaceFinalizer = "kubernetes"
+const NamespaceFinalizer = strategy.NamespaceFinalizer
 
-// protectedNamespaces may not be deleted, as in Kubernetes.
-var protectedNamespaces = api.ImmortalNamespaces
+// The registry's errors, as api/strategy words them (shared with
+// client/fake).
+var (
+	forbidden        = strategy.Forbidden
+	methodNotAllowed = strategy.MethodNotAllowed
+	notFoundPath     = strategy.NotFoundPath
+)
 
 // conflictRetries bounds internal retries after a lost optimistic-concurrency
 // race, for writes whose caller did not name a resourceVersion.
@@ -120,7 +123,7 @@ func (r *Registry) List(ctx context.Context, k *api.Kind, namespace string, opts
 	if err := checkListOptions(opts, false, "", nil); err != nil {
 		return nil, "", err
 	}
-	ls, fs, err := parseSelectors(k, opts)
+	ls, fs, err := strategy.ParseSelectors(k, opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -155,20 +158,17 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	*obj.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
 	m := obj.GetObjectMeta()
 	m.Namespace = scope(k, m.Namespace)
-	if m.ResourceVersion != "" {
-		return nil, api.NewBadRequest("resourceVersion should not be set on objects to be created")
+	if err := strategy.PrepareForCreate(k, obj); err != nil {
+		return nil, err
 	}
 	m.UID = newUID()
 	m.CreationTimestamp = api.Now()
-	m.Generation = 1
-	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = nil, nil
-	prepareForCreate(k, obj)
 	generated := m.Name == "" && m.GenerateName != ""
 	if generated {
 		m.Name = generateName(m.GenerateName)
 	}
-	if m.Name == "" {
-		return nil, api.NewInvalid(k, "", api.FieldErrors{api.Required("metadata.name", "name or generateName is required")})
+	if err := strategy.RequireName(k, m); err != nil {
+		return nil, err
 	}
 	if j, ok := obj.(*api.Job); ok {
 		api.GenerateJobSelector(j) // api/batch.go: the job strategy's controller-uid selector and labels
@@ -177,7 +177,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		return nil, err
 	}
 	api.SetDefaults(obj)
-	prepareStrategy(obj, nil)
+	strategy.PrepareStrategy(obj, nil)
 	r.trackFields(ctx, k, nil, obj) // apply.go: managedFields of an HTTP write
 	if err := r.admitPriority(ctx, k, obj); err != nil {
 		return nil, err
@@ -265,35 +265,27 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	var dryOut api.Object
 	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
-		if err := checkPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
+		if err := strategy.CheckPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
 			return nil, err
 		}
 		var next api.Object
 		if status {
 			next = api.Clone(cur)
-			setField(next, api.Clone(obj), "Status")
+			strategy.SetStatus(next, api.Clone(obj))
 		} else {
 			next = api.Clone(obj)
-			nm := next.GetObjectMeta()
-			nm.UID, nm.CreationTimestamp, nm.Generation = cm.UID, cm.CreationTimestamp, cm.Generation
-			nm.DeletionTimestamp, nm.DeletionGracePeriodSeconds = cm.DeletionTimestamp, cm.DeletionGracePeriodSeconds
-			if nm.ManagedFields == nil {
+			strategy.PrepareForUpdate(k, next, cur)
+			if nm := next.GetObjectMeta(); nm.ManagedFields == nil {
 				nm.ManagedFields = cm.ManagedFields // left out: kept
 			}
-			if k.HasStatus {
-				setField(next, cur, "Status")
-			}
-			carryOver(next, cur)
 		}
 		*next.GetTypeMeta() = *obj.GetTypeMeta()
 		next.GetObjectMeta().ResourceVersion = cm.ResourceVersion
 		api.SetDefaults(next)
 		if !status {
-			prepareStrategy(next, cur)
+			strategy.PrepareStrategy(next, cur)
 			r.trackFields(ctx, k, cur, next) // apply.go
-		}
-		if !status && specChanged(next, cur) {
-			next.GetObjectMeta().Generation = cm.Generation + 1
+			strategy.BumpGeneration(next, cur)
 		}
 		if errs := api.ValidateUpdate(next, cur); len(errs) > 0 {
 			return nil, api.NewInvalid(k, m.Name, errs)
@@ -306,7 +298,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 				return nil, err
 			}
 		}
-		if sameJSON(next, cur) {
+		if strategy.SameObject(next, cur) {
 			next = cur
 		}
 		if isDryRun(ctx) {
@@ -341,53 +333,34 @@ func (r *Registry) Delete(ctx context.Context, k *api.Kind, namespace, name stri
 	if k.Internal {
 		return nil, false, methodNotAllowed("delete", k)
 	}
-	if err := api.CheckPropagationPolicy(opts.PropagationPolicy); err != nil {
+	if err := strategy.CheckDelete(k, name, opts); err != nil {
 		return nil, false, err
 	}
 	namespace = scope(k, namespace)
-	if k == namespaceKind && slices.Contains(protectedNamespaces, name) {
-		return nil, false, forbidden(k, name, "this namespace may not be deleted")
-	}
-	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
-		return nil, false, api.NewBadRequest(fmt.Sprintf("gracePeriodSeconds %d: must not be negative", *g))
-	}
-	var wantUID, wantRV string
-	if p := opts.Preconditions; p != nil {
-		if p.UID != nil {
-			wantUID = *p.UID
-		}
-		if p.ResourceVersion != nil {
-			wantRV = *p.ResourceVersion
-		}
-	}
+	wantUID, wantRV := strategy.DeletePreconditions(opts)
 	for attempt := 0; ; attempt++ {
 		cur, err := r.store.Get(ctx, k, namespace, name)
 		if err != nil {
 			return nil, false, err
 		}
-		if err := checkPrecondition(k, cur, wantUID, ""); err != nil {
+		if err := strategy.CheckDeletePrecondition(k, cur, wantUID, wantRV); err != nil {
 			return nil, false, err
 		}
 		cm := cur.GetObjectMeta()
-		if wantRV != "" && wantRV != cm.ResourceVersion {
-			// As Kubernetes' storage.Preconditions: compared as given, so
-			// a malformed one is a failed precondition (409), not a 400.
-			return nil, false, api.NewConflict(k, cm.Name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", wantRV, cm.ResourceVersion))
-		}
-		grace := gracePeriod(cur, opts)
+		grace := strategy.GracePeriod(cur, opts)
 		if isDryRun(ctx) { // dryrun.go: what the delete would do, nothing written
 			return dryRunDelete(k, cur, grace)
 		}
 		var out api.Object
 		removed := false
-		if grace == 0 && !hasFinalizers(cur) {
+		if grace == 0 && !strategy.HasFinalizers(cur) {
 			rv := cm.ResourceVersion
 			out, err = r.store.Delete(ctx, k, namespace, name, &api.Preconditions{UID: &cm.UID, ResourceVersion: &rv})
 			removed = err == nil
 		} else {
 			next := api.Clone(cur)
-			markDeleting(next, grace, time.Now())
-			if sameJSON(next, cur) {
+			strategy.MarkDeleting(next, grace, time.Now())
+			if strategy.SameObject(next, cur) {
 				return withTypeMeta(k, cur), false, nil
 			}
 			out, err = r.store.Update(ctx, next)
@@ -432,34 +405,11 @@ func (r *Registry) FinalizeNamespace(ctx context.Context, name string, finalizer
 // A pod already on a node, or being deleted, is a Conflict.
 func (r *Registry) Bind(ctx context.Context, b *api.Binding) (*api.Pod, error) {
 	ns := scope(podKind, b.Namespace)
-	var errs api.FieldErrors
-	if b.Name == "" {
-		errs = append(errs, api.Required("metadata.name", "name of the pod"))
-	}
-	if b.Target.Name == "" {
-		errs = append(errs, api.Required("target.name", "name of the node"))
-	}
-	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		errs = append(errs, api.NotSupported("target.kind", b.Target.Kind, "Node"))
-	}
-	if len(errs) > 0 {
-		return nil, api.NewInvalid(&api.Kind{Kind: "Binding", Resource: "bindings", Version: "v1"}, b.Name, errs)
+	if err := strategy.ValidateBinding(b); err != nil {
+		return nil, err
 	}
 	out, err := r.store.GuaranteedUpdate(ctx, podKind, ns, b.Name, func(cur api.Object) (api.Object, error) {
-		pod := cur.(*api.Pod)
-		if err := checkPrecondition(podKind, pod, b.UID, ""); err != nil {
-			return nil, err
-		}
-		if pod.DeletionTimestamp != nil {
-			return nil, api.NewConflict(podKind, pod.Name, fmt.Sprintf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
-		}
-		if pod.Spec.NodeName != "" {
-			return nil, api.NewConflict(podKind, pod.Name, fmt.Sprintf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
-		}
-		next := api.Clone(pod)
-		next.Spec.NodeName = b.Target.Name
-		setPodCondition(next, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, LastTransitionTime: api.Now()})
-		return next, nil
+		return strategy.Bind(cur.(*api.Pod), b, time.Now())
 	})
 	if err != nil {
 		return nil, err
@@ -469,20 +419,20 @@ func (r *Registry) Bind(ctx context.Context, b *api.Binding) (*api.Pod, error) {
 
 // GetScale reads the scale subresource of a deployment or replica set.
 func (r *Registry) GetScale(ctx context.Context, k *api.Kind, namespace, name string) (*api.Scale, error) {
-	if k != deploymentKind && k != replicaSetKind {
+	if !strategy.Scalable(k) {
 		return nil, notFoundPath()
 	}
 	obj, err := r.store.Get(ctx, k, scope(k, namespace), name)
 	if err != nil {
 		return nil, err
 	}
-	return scaleOf(obj), nil
+	return strategy.ScaleOf(obj), nil
 }
 
 // UpdateScale sets spec.replicas of a deployment or replica set. A set
 // resourceVersion in s must be the stored one.
 func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name string, s *api.Scale) (*api.Scale, error) {
-	if k != deploymentKind && k != replicaSetKind {
+	if !strategy.Scalable(k) {
 		return nil, notFoundPath()
 	}
 	if s.Name != "" && s.Name != name {
@@ -499,7 +449,7 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 	}
 	var dryOut api.Object
 	out, err := r.store.GuaranteedUpdate(ctx, k, scope(k, namespace), name, func(cur api.Object) (api.Object, error) {
-		if err := checkPrecondition(k, cur, want.UID, want.ResourceVersion); err != nil {
+		if err := strategy.CheckPrecondition(k, cur, want.UID, want.ResourceVersion); err != nil {
 			return nil, err
 		}
 		next := api.Clone(cur)
@@ -509,7 +459,7 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 		case *api.ReplicaSet:
 			o.Spec.Replicas = &replicas
 		}
-		if !specChanged(next, cur) {
+		if !strategy.SpecChanged(next, cur) {
 			return cur, nil
 		}
 		next.GetObjectMeta().Generation++
@@ -523,55 +473,19 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 		return next, nil
 	})
 	if errors.Is(err, errDryRun) {
-		return scaleOf(dryOut), nil
+		return strategy.ScaleOf(dryOut), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return scaleOf(out), nil
-}
-
-// markDeleting marks obj as being deleted with grace seconds, from now: a
-// deletionTimestamp (never later than one already set: a shorter grace
-// period brings it forward) and deletionGracePeriodSeconds; a namespace
-// turns Terminating.
-func markDeleting(obj api.Object, grace int64, now time.Time) {
-	m := obj.GetObjectMeta()
-	if m.DeletionTimestamp == nil || m.DeletionGracePeriodSeconds == nil || grace < *m.DeletionGracePeriodSeconds {
-		ts := api.NewTime(now.Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-		if m.DeletionTimestamp == nil || ts.Before(m.DeletionTimestamp.Time) {
-			m.DeletionTimestamp = &ts
-		}
-		m.DeletionGracePeriodSeconds = &grace
-	}
-	if ns, ok := obj.(*api.Namespace); ok {
-		ns.Status.Phase = api.NamespaceTerminating
-	}
-}
-
-// validateTraceSpans checks spans posted to pod's trace: each names its
-// component and step.
-func validateTraceSpans(pod string, spans []api.TraceSpan) error {
-	var errs api.FieldErrors
-	for i, s := range spans {
-		if s.Component == "" {
-			errs = append(errs, api.Required(fmt.Sprintf("spans[%d].component", i), ""))
-		}
-		if s.Step == "" {
-			errs = append(errs, api.Required(fmt.Sprintf("spans[%d].step", i), ""))
-		}
-	}
-	if len(errs) > 0 {
-		return api.NewInvalid(traceKind, pod, errs)
-	}
-	return nil
+	return strategy.ScaleOf(out), nil
 }
 
 // AddTrace appends spans to a pod's trace, keeping the newest
 // api.MaxTraceSpans. The pod must exist.
 func (r *Registry) AddTrace(ctx context.Context, namespace, podName string, spans ...api.TraceSpan) (*api.PodTrace, error) {
 	namespace = scope(podKind, namespace)
-	if err := validateTraceSpans(podName, spans); err != nil {
+	if err := strategy.ValidateTraceSpans(podName, spans); err != nil {
 		return nil, err
 	}
 	obj, err := r.store.Get(ctx, podKind, namespace, podName)
@@ -589,56 +503,30 @@ func (r *Registry) GetTrace(ctx context.Context, namespace, podName string) (*ap
 		return nil, err
 	}
 	pod := obj.(*api.Pod)
-	return withTypeMeta(traceKind, newTrace(pod, r.traces.get(pod))).(*api.PodTrace), nil
+	return strategy.NewTrace(pod, r.traces.get(pod)), nil
 }
 
 // recordCreate writes the API server's own span for a new pod. It starts a
 // fresh trace: a leftover one of an older pod with the same name is replaced.
 // A failure is logged, never returned: the pod exists.
 func (r *Registry) recordCreate(ctx context.Context, pod *api.Pod, start time.Time) {
-	span := api.TraceSpan{
-		Component: "apiserver", Step: "create",
-		Start: api.MicroTime{Time: start}, End: api.MicroTime{Time: time.Now()},
-		Node:    pod.Spec.NodeName,
-		Message: "admitted, defaulted, validated and stored at resourceVersion " + pod.ResourceVersion,
-		Details: map[string]any{"resourceVersion": pod.ResourceVersion, "uid": pod.UID},
-	}
+	span := strategy.CreateSpan(pod, start, time.Now())
 	if _, err := r.appendTrace(ctx, pod, true, []api.TraceSpan{span}); err != nil {
 		r.log.Warn("record pod trace", "pod", api.KeyOf(pod), "err", err)
 	}
 }
 
 func (r *Registry) appendTrace(_ context.Context, pod *api.Pod, reset bool, spans []api.TraceSpan) (*api.PodTrace, error) {
-	return withTypeMeta(traceKind, newTrace(pod, r.traces.append(pod, reset, spans))).(*api.PodTrace), nil
-}
-
-func newTrace(pod *api.Pod, spans []api.TraceSpan) *api.PodTrace {
-	t := true
-	return &api.PodTrace{
-		TypeMeta: api.TypeMeta{APIVersion: traceKind.APIVersion(), Kind: traceKind.Kind},
-		ObjectMeta: api.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace,
-			OwnerReferences: []api.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &t}},
-		},
-		Spans: boundSpans(spans),
-	}
-}
-
-func boundSpans(s []api.TraceSpan) []api.TraceSpan {
-	if len(s) > api.MaxTraceSpans {
-		s = slices.Clone(s[len(s)-api.MaxTraceSpans:])
-	}
-	return s
+	return strategy.NewTrace(pod, r.traces.append(pod, reset, spans)), nil
 }
 
 // removeIfFinalized removes a deleting object that has nothing left to
 // wait for, and returns its last state and true (or obj and false when it stays).
 func (r *Registry) removeIfFinalized(ctx context.Context, k *api.Kind, obj api.Object) (api.Object, bool) {
-	m := obj.GetObjectMeta()
-	if m.DeletionTimestamp == nil || hasFinalizers(obj) ||
-		(m.DeletionGracePeriodSeconds != nil && *m.DeletionGracePeriodSeconds > 0) {
+	if !strategy.Finalized(obj) {
 		return obj, false
 	}
+	m := obj.GetObjectMeta()
 	rv := m.ResourceVersion
 	out, err := r.store.Delete(ctx, k, m.Namespace, m.Name, &api.Preconditions{UID: &m.UID, ResourceVersion: &rv})
 	if err != nil {
@@ -674,91 +562,6 @@ func (r *Registry) checkNamespace(ctx context.Context, k *api.Kind, namespace, n
 	return nil
 }
 
-// prepareForCreate resets what a client may not choose at create: status
-// (except a Node's, which its agent reports as it registers), and sets a
-// namespace's finalizer.
-func prepareForCreate(k *api.Kind, obj api.Object) {
-	if k.HasStatus && k != nodeKind {
-		f := reflect.ValueOf(obj).Elem().FieldByName("Status")
-		f.SetZero()
-	}
-	switch o := obj.(type) {
-	case *api.Pod:
-		o.Status.Phase = api.PodPending
-	case *api.Namespace:
-		o.Spec.Finalizers = []string{NamespaceFinalizer}
-		o.Status.Phase = api.NamespaceActive
-	}
-}
-
-// prepareStrategy sets what a kind's registry strategy derives from the
-// object and its stored version (cur nil at create), after defaults: a
-// DaemonSet's template generation annotation.
-func prepareStrategy(obj, cur api.Object) {
-	if d, ok := obj.(*api.DaemonSet); ok {
-		old, _ := cur.(*api.DaemonSet)
-		api.PrepareDaemonSet(d, old)
-	}
-}
-
-// carryOver copies into an update what the server owns or assigned and a
-// client may leave out, as Kubernetes' apply does: a namespace's spec
-// finalizers (changed only by the finalize subresource), a bound pod's
-// node, a service's cluster IPs and node ports.
-func carryOver(next, cur api.Object) {
-	switch n := next.(type) {
-	case *api.Namespace:
-		n.Spec.Finalizers = cur.(*api.Namespace).Spec.Finalizers
-	case *api.Pod:
-		if n.Spec.NodeName == "" {
-			n.Spec.NodeName = cur.(*api.Pod).Spec.NodeName
-		}
-	case *api.Service:
-		c := cur.(*api.Service)
-		if n.Spec.ClusterIP == "" && len(n.Spec.ClusterIPs) == 0 {
-			n.Spec.ClusterIP, n.Spec.ClusterIPs = c.Spec.ClusterIP, slices.Clone(c.Spec.ClusterIPs)
-		}
-		if n.Spec.Type != c.Spec.Type {
-			return
-		}
-		for i := range n.Spec.Ports {
-			p := &n.Spec.Ports[i]
-			for _, old := range c.Spec.Ports {
-				if p.NodePort == 0 && old.Name == p.Name && old.Port == p.Port {
-					p.NodePort = old.NodePort
-				}
-			}
-		}
-	}
-}
-
-// gracePeriod of a delete, in seconds; 0 means remove at once.
-func gracePeriod(obj api.Object, opts api.DeleteOptions) int64 {
-	pod, ok := obj.(*api.Pod)
-	if !ok {
-		return 0
-	}
-	// Nothing runs an unbound or finished pod: no one to wait for.
-	if pod.Spec.NodeName == "" || pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
-		return 0
-	}
-	if opts.GracePeriodSeconds != nil {
-		return *opts.GracePeriodSeconds
-	}
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		return *g
-	}
-	return api.DefaultTerminationGracePeriod
-}
-
-func hasFinalizers(obj api.Object) bool {
-	if len(obj.GetObjectMeta().Finalizers) > 0 {
-		return true
-	}
-	ns, ok := obj.(*api.Namespace)
-	return ok && len(ns.Spec.Finalizers) > 0
-}
-
 // normalizeResourceVersion checks the resourceVersion of an object sent for
 // an update (400 when malformed) and writes it as the store does: "0" is
 // none (an unconditional update, as Kubernetes), "007" is "7".
@@ -772,86 +575,6 @@ func normalizeResourceVersion(m *api.ObjectMeta) error {
 		m.ResourceVersion = strconv.FormatInt(rev, 10)
 	}
 	return nil
-}
-
-// checkPrecondition: a named uid or resourceVersion must be the stored one.
-func checkPrecondition(k *api.Kind, cur api.Object, uid, rv string) error {
-	cm := cur.GetObjectMeta()
-	if uid != "" && uid != cm.UID {
-		return api.NewConflict(k, cm.Name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cm.UID))
-	}
-	if rv != "" && rv != cm.ResourceVersion {
-		return api.NewConflict(k, cm.Name, "the object has been modified; please apply your changes to the latest version and try again")
-	}
-	return nil
-}
-
-func scaleOf(obj api.Object) *api.Scale {
-	s := &api.Scale{TypeMeta: api.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"}}
-	m := obj.GetObjectMeta()
-	s.ObjectMeta = api.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp}
-	var replicas *int32
-	var sel *api.LabelSelector
-	switch o := obj.(type) {
-	case *api.Deployment:
-		replicas, sel, s.Status.Replicas = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
-	case *api.ReplicaSet:
-		replicas, sel, s.Status.Replicas = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
-	}
-	s.Spec.Replicas = 1
-	if replicas != nil {
-		s.Spec.Replicas = *replicas
-	}
-	if sel != nil {
-		s.Status.Selector = sel.String()
-	}
-	return s
-}
-
-func setPodCondition(pod *api.Pod, c api.PodCondition) {
-	for i, old := range pod.Status.Conditions {
-		if old.Type == c.Type {
-			if old.Status == c.Status {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-			pod.Status.Conditions[i] = c
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, c)
-}
-
-// setField copies the named struct field (Status) from src to dst.
-func setField(dst, src api.Object, name string) {
-	reflect.ValueOf(dst).Elem().FieldByName(name).Set(reflect.ValueOf(src).Elem().FieldByName(name))
-}
-
-// specChanged compares everything but metadata and status: the spec, or for
-// kinds without one (ConfigMap, Secret, Endpoints) their data.
-func specChanged(a, b api.Object) bool {
-	return !bytes.Equal(specJSON(a), specJSON(b))
-}
-
-func specJSON(o api.Object) []byte {
-	var m map[string]json.RawMessage
-	b, err := json.Marshal(o)
-	if err == nil {
-		err = json.Unmarshal(b, &m)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("marshal %T: %v", o, err))
-	}
-	for _, f := range []string{"apiVersion", "kind", "metadata", "status"} {
-		delete(m, f)
-	}
-	out, _ := json.Marshal(m)
-	return out
-}
-
-func sameJSON(a, b api.Object) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 // withTypeMeta makes sure apiVersion and kind are set, writing only when
@@ -884,21 +607,6 @@ func checkType(k *api.Kind, obj api.Object) error {
 		return api.NewBadRequest(fmt.Sprintf("object of Go type %T is not a %s", obj, k.Kind))
 	}
 	return nil
-}
-
-func forbidden(k *api.Kind, name, why string) *api.StatusError {
-	e := api.NewStatusError(http.StatusForbidden, api.ReasonForbidden, fmt.Sprintf("%s %q is forbidden: %s", k.GroupResource(), name, why))
-	e.Status.Details = &api.StatusDetails{Name: name, Group: k.Group, Kind: k.Resource}
-	return e
-}
-
-func methodNotAllowed(verb string, k *api.Kind) *api.StatusError {
-	return api.NewStatusError(http.StatusMethodNotAllowed, api.ReasonMethodNotAllowd,
-		fmt.Sprintf("%s is not supported on resources of kind %q", verb, k.GroupKind()))
-}
-
-func notFoundPath() *api.StatusError {
-	return api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource")
 }
 
 // newUID returns a random (version 4) UUID.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/strategy"
 	"skiff.dev/skiff/controlplane/store"
 )
 
@@ -39,7 +40,7 @@ func (r *Registry) startWatch(ctx context.Context, k *api.Kind, namespace string
 	if err := checkListOptions(opts, true, "", nil); err != nil {
 		return nil, err
 	}
-	ls, fs, err := parseSelectors(k, opts)
+	ls, fs, err := strategy.ParseSelectors(k, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -139,16 +140,4 @@ func (w *watchStream) filter(ev store.Event) (api.WatchEventType, bool) {
 	default:
 		return "", false
 	}
-}
-
-func parseSelectors(k *api.Kind, opts api.ListOptions) (labels.Selector, fields.Selector, error) {
-	ls, err := api.ParseSelector(opts.LabelSelector)
-	if err != nil {
-		return nil, nil, api.NewBadRequest(err.Error())
-	}
-	fs, err := api.ParseFieldSelector(k, opts.FieldSelector)
-	if err != nil {
-		return nil, nil, api.NewBadRequest(err.Error())
-	}
-	return ls, fs, nil
 }
