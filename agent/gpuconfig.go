@@ -74,6 +74,19 @@ func (g *GPUs) watchConfig(ctx context.Context, c client.Interface, node, ref st
 	g.wg.Go(func() { w.cms.Run(ctx) })
 	g.wg.Go(func() { w.nodes.Run(ctx) })
 	g.wg.Go(func() { _ = w.rec.Run(ctx) })
+	g.wg.Go(func() { // a pending MIG config goes on when its GPUs' pods are gone
+		for {
+			changed := g.Manager.Changed()
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+			if g.mig != nil && g.mig.pending() {
+				kick()
+			}
+		}
+	})
 	g.wg.Go(func() {
 		if !w.cms.WaitForSync(ctx) || !w.nodes.WaitForSync(ctx) {
 			return
@@ -97,6 +110,9 @@ func (w *configWatch) reconcile(ctx context.Context) {
 		return // the node registers soon
 	}
 	n := o.(*api.Node)
+	if w.g.mig != nil {
+		w.g.mig.reconcile(ctx, n, w)
+	}
 	key, explicit := n.Labels[api.LabelDevicePluginConfig]
 	if !explicit || key == "" {
 		key = api.NVIDIADevicePluginConfigDefaultKey

@@ -103,7 +103,8 @@ type GPUs struct {
 	// config watch.
 	meterCancel context.CancelFunc
 	cfgCancel   context.CancelFunc
-	smu         sync.Mutex // sharing
+	mig         *migManager // the MIG manager
+	smu         sync.Mutex  // sharing
 }
 
 // SetUpGPUs opens the GPUs of --gpus, writes the CDI spec of simulated

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,6 +205,11 @@ func (g *GPUs) startPlugins(ctx context.Context, dir string, lg *slog.Logger) er
 		return err
 	}
 	g.Plugins = set
+	g.mig = &migManager{g: g}
+	if mc, ok := g.Source.(gpu.MIGConfigurer); ok {
+		g.mig.mc = mc
+		g.mig.restore()
+	}
 	st, pc := g.readSharingState()
 	if err := set.Apply(ctx, pc); err != nil && pc != nil {
 		lg.Warn("the last GPU sharing config does not apply now: starting without sharing", "from", st.From, "err", err)
@@ -277,5 +283,9 @@ func (g *GPUs) Labels() map[string]string {
 	if g.Plugins != nil {
 		pc, layout = g.Plugins.Applied(), g.Plugins.Layout()
 	}
-	return gpuplugin.Labels(pc, g.devs, layout, g.Source.Simulated())
+	l := gpuplugin.Labels(pc, g.devs, layout, g.Source.Simulated())
+	if g.mig != nil {
+		maps.Copy(l, g.mig.Labels())
+	}
+	return l
 }

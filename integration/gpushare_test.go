@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/gpu/usage"
 	"skiff.dev/skiff/api"
@@ -199,4 +201,65 @@ func hasEvent(t *testing.T, c *client.Client, ns, name, reason, text string) boo
 		}
 	}
 	return false
+}
+
+// TestGPUSharingMIG: the MIG manager partitions the simulated DGX A100 as
+// nvidia.com/mig.config asks, the device plugin (migStrategy mixed)
+// advertises the MIG devices, a pod sees exactly its own, and the GPUs are
+// repartitioned only once their pods are gone.
+func TestGPUSharingMIG(t *testing.T) {
+	e := newCtrdEnv(t)
+	cp, c := startControlPlane(t, nil)
+	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
+	g.cfgPath = filepath.Join(g.dataDir, "cli-config")
+	if err := client.WriteKubeconfig(g.cfgPath, cp.ClientConfig()); err != nil {
+		t.Fatal(err)
+	}
+	g.shareStartAgent(t, "")
+	gpuImportImage(t, g.agent.node.Runtime())
+	g.cli(t, "apply", "-f", "../examples/gpu-sharing/nvidia-device-plugin-config.yaml")
+	g.cli(t, "label", "node", gpuNode, "nvidia.com/device-plugin.config=mig-mixed")
+
+	// A pod on a whole GPU holds the repartitioning back.
+	g.create(t, gpuPod("whole", 1, gpuSleep))
+	g.gpuWaitPhase(t, "whole", api.PodRunning, 30*time.Second)
+	g.cli(t, "label", "node", gpuNode, "nvidia.com/mig.config=all-1g.5gb")
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		n := g.node(t)
+		return n.Labels[api.LabelMIGConfigState] == "pending" && hasEvent(t, c, "default", gpuNode, agent.ReasonMIGConfigPending, "default/whole"),
+			"state " + n.Labels[api.LabelMIGConfigState]
+	})
+	if err := c.Delete(context.Background(), api.MustKindOf(&api.Pod{}), gpuNS, "whole", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
+		n := g.node(t)
+		capacity, alloc := nodeQuantity(n, "nvidia.com/mig-1g.5gb")
+		return n.Labels[api.LabelMIGConfigState] == "success" && capacity == 56 && alloc == 56,
+			fmt.Sprintf("state %q, mig-1g.5gb %d/%d", n.Labels[api.LabelMIGConfigState], capacity, alloc)
+	})
+	n := g.node(t)
+	for k, want := range map[string]string{"nvidia.com/mig-1g.5gb.count": "56", "nvidia.com/mig-1g.5gb.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+		"nvidia.com/mig.strategy": "mixed", "nvidia.com/mig-1g.5gb.memory": "4864"} {
+		if n.Labels[k] != want {
+			t.Errorf("label %s = %q, want %q", k, n.Labels[k], want)
+		}
+	}
+
+	p := gpuPod("mig", 0, "nvidia-smi -L; nvidia-smi mig -lgi; gpu-load --util 80 --mem 5000 --seconds 1 2>&1; echo exit=$?")
+	p.Spec.Containers[0].Image = gpuImage
+	p.Spec.Containers[0].Resources.Limits = api.ResourceList{"nvidia.com/mig-1g.5gb": *resource.NewQuantity(1, resource.DecimalSI)}
+	g.create(t, p)
+	g.gpuWaitEnded(t, "mig", 30*time.Second)
+	out := g.logs(t, "mig")
+	lines := regexp.MustCompile(`(?m)^  MIG 1g\.5gb +Device +0: \(UUID: MIG-[0-9a-f-]+\)$`).FindAllString(out, -1)
+	if len(lines) != 1 || strings.Count(out, "MIG ") != 2 || !strings.Contains(out, "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-") {
+		t.Errorf("nvidia-smi -L in a 1g.5gb pod: want its GPU and exactly one MIG device:\n%s", out)
+	}
+	if !regexp.MustCompile(`\|\s+0\s+MIG 1g\.5gb\s+19\s+\d+\s+[0-6]:1\s+\|`).MatchString(out) {
+		t.Errorf("nvidia-smi mig -lgi: want one 1g.5gb instance (profile 19):\n%s", out)
+	}
+	if !strings.Contains(out, "CUDA error: out of memory") || !strings.Contains(out, "the device allows 4864 MiB") || !strings.Contains(out, "exit=1") {
+		t.Errorf("5000 MiB on a 1g.5gb device: want out of memory:\n%s", out)
+	}
 }

@@ -76,7 +76,7 @@ type NVLinkBridge struct {
 var builtinFS embed.FS
 
 // mockGPUs is the number of GPUs in each of go-nvml's mock servers.
-var mockGPUs = map[string]int{"dgxa100": 8, "dgxh100": 8, "dgxh200": 8, "dgxb200": 8}
+var mockGPUs = map[string]int{"dgxa100": 8, "dgxa100-80gb": 8, "dgxh100": 8, "dgxh200": 8, "dgxb200": 8}
 
 // maxGPUs bounds a profile; real servers have up to 8 (16 on HGX-2).
 const maxGPUs = 16
@@ -146,7 +146,7 @@ func (p *Profile) Validate() error {
 	}
 	if p.Mock != "" {
 		if _, ok := mockGPUs[p.Mock]; !ok {
-			bad("mock: unknown %q (want dgxa100, dgxh100, dgxh200 or dgxb200)", p.Mock)
+			bad("mock: unknown %q (want dgxa100, dgxa100-80gb, dgxh100, dgxh200 or dgxb200)", p.Mock)
 		}
 		if p.GPUs != 0 || p.Model != (Model{}) {
 			bad("gpus, model: not allowed with mock (the mock server brings its GPUs)")

@@ -38,10 +38,13 @@ import (
 type Sim struct {
 	*nvmlSource
 	profile *Profile
+	srv     *server.Server
+	node    string
 
 	mu      sync.Mutex
 	usedMiB []uint64
 	total   []uint64
+	mig     map[int][]MIGDevice // MIG devices of MIG-enabled GPUs (simmig.go)
 }
 
 var (
@@ -63,7 +66,7 @@ func NewSim(p *Profile, node string, log *slog.Logger) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sim{profile: p, usedMiB: make([]uint64, len(srv.Devices))}
+	s := &Sim{profile: p, srv: srv, node: node, usedMiB: make([]uint64, len(srv.Devices)), mig: map[int][]MIGDevice{}}
 	for _, nd := range srv.Devices {
 		d := nd.(*server.Device)
 		s.total = append(s.total, d.Config.MemoryMB) // the mocks' "MB" are MiB
@@ -89,6 +92,8 @@ func mockServer(p *Profile) (*server.Server, error) {
 	switch p.Mock {
 	case "dgxa100":
 		return dgxa100.New(), nil
+	case "dgxa100-80gb":
+		return dgxa100.NewWithGPUs(gpus.Multiple(8, gpus.A100_SXM4_80GB)...), nil
 	case "dgxh100":
 		return dgxh100.New(), nil
 	case "dgxh200":
