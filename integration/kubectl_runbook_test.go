@@ -573,6 +573,13 @@ func TestKubectlRunbook(t *testing.T) {
 		}
 	})
 
+	// Helm 3 on real containers (helm_test.go): install, upgrade,
+	// history, rollback, uninstall of `helm create`'s chart, --wait on its
+	// probes, which busybox httpd answers on port 80.
+	t.Run("Helm", func(t *testing.T) {
+		newHelmUser(t, l.home, l.c).helmCycle(t, "default")
+	})
+
 	t.Run("Cleanup", func(t *testing.T) {
 		for _, f := range []string{"../examples/gpu-node-affinity.yaml", "../examples/gpu-clusterip-service.yaml", files[2], files[1], files[0]} {
 			r := k.run("", "delete", "-f", f)

@@ -111,7 +111,8 @@ func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
 	// nginx stops at once on SIGTERM; busybox httpd as PID 1 ignores it,
 	// so the stand-in's shell does it, or every scale-down would wait out
 	// the 30 s grace period.
-	nginx := testenv.NginxStandIn()
+	// nginx:1.16.0 is the image of `helm create`'s chart (helm_test.go).
+	nginx := testenv.NginxStandIn("docker.io/library/nginx:latest", "docker.io/library/nginx:alpine", "docker.io/library/nginx:1.16.0")
 	nginx.Cmd = []string{"sh", "-c", "trap 'exit 0' TERM; " + strings.Join(nginx.Cmd, " ") + " & wait"}
 	for _, img := range []testenv.Image{nginx, testenv.CUDAStandIn()} {
 		arch, err := img.Archive()
