@@ -527,6 +527,12 @@ func TestKubectlRunbook(t *testing.T) {
 		if !header(tp, "NAME", "CPU(cores)", "MEMORY(bytes)") {
 			t.Errorf("top pods: no Kubernetes header:\n%s", tp)
 		}
+		// A new pod has figures within 15 s of running (issue 27): the
+		// agent samples a started container at once and 2 s later.
+		k.must(t, "run", "top-new", ns, "--image=nginx:alpine", "--restart=Never")
+		k.until(t, time.Minute, func(o string) bool { return o == "Running" }, "get", "pod", "top-new", ns, "-o", "jsonpath={.status.phase}")
+		k.until(t, 15*time.Second, func(o string) bool { return row(o, "top-new") != nil }, "top", "pod", "top-new", ns)
+		k.must(t, "delete", "pod", "top-new", ns, "--wait=false")
 
 		if got := strings.TrimSpace(k.must(t, "auth", "can-i", "create", "pods", ns)); got != "yes" {
 			t.Errorf("auth can-i create pods: %q", got)
