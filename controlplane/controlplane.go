@@ -9,7 +9,7 @@
 // nodes are the node package's.
 //
 // With etcd every server serves the API and the one elected leader runs
-// the scheduler and the controllers (election.go); with bbolt there is one
+// the scheduler and the controllers (package election); with bbolt there is one
 // server and no election.
 //
 // Everything else talks to it through the API: the CLI and remote agents
@@ -35,6 +35,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/controllers"
+	"skiff.dev/skiff/controlplane/election"
 	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/controlplane/metrics"
 	"skiff.dev/skiff/controlplane/scheduler"
@@ -215,8 +216,8 @@ type ControlPlane struct {
 	cfg     Config
 	log     *slog.Logger
 	st      store.Store
-	etcd    *etcdBackend // nil with bbolt
-	elector *elector     // nil with bbolt
+	etcd    *etcdBackend      // nil with bbolt
+	elector *election.Elector // nil with bbolt
 	server  *apiserver.Server
 	metrics *metrics.Metrics
 	token   string
@@ -377,7 +378,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 	if eb != nil {
 		self := api.LeaderInfo{Name: eb.name, APIServer: advURL}
-		cp.elector = &elector{cli: eb.client, self: self, ttl: cfg.Etcd.LeaderLeaseTTL, log: lg.With("component", "leader-election")}
+		cp.elector = election.New(eb.client, self, cfg.Etcd.LeaderLeaseTTL, lg.With("component", "leader-election"))
 		cfg.API.Skiff = cp.skiffHandler()
 	}
 	srv, err := apiserver.New(cfg.API, reg, lg.With("component", "apiserver"))
@@ -401,7 +402,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	cp.run("apiserver", func() error { return srv.Run(ctx) })
 	lead := func(ctx context.Context) error { return cp.lead(ctx, local) }
 	if cp.elector != nil {
-		cp.run("leader-election", func() error { return cp.elector.run(ctx, lead) })
+		cp.run("leader-election", func() error { return cp.elector.Run(ctx, lead) })
 	} else {
 		cp.run("leader", func() error { return lead(ctx) })
 	}

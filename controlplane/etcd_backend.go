@@ -16,6 +16,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/election"
 	"skiff.dev/skiff/controlplane/etcd"
 	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/controlplane/store/etcdstore"
@@ -303,11 +304,11 @@ func (cp *ControlPlane) serveRemoveMember(w http.ResponseWriter, r *http.Request
 }
 
 func (cp *ControlPlane) serveLeader(w http.ResponseWriter, r *http.Request) {
-	li, _, err := currentLeader(r.Context(), cp.etcd.client)
+	li, _, err := election.Current(r.Context(), cp.etcd.client)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(api.LeaderStatus{Leader: li, Self: cp.elector.self, Leading: cp.elector.Leading()})
+	_ = json.NewEncoder(w).Encode(api.LeaderStatus{Leader: li, Self: cp.elector.Self(), Leading: cp.elector.Leading()})
 }

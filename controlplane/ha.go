@@ -49,7 +49,7 @@ import (
 // cluster again without being told where it is.
 //
 // Every server serves the API; the scheduler and the controllers run on
-// the elected leader only (election.go). etcd's peer traffic is still
+// the elected leader only (package controlplane/election). etcd's peer traffic is still
 // plain http on the given addresses (the cluster CA does not cover port
 // 2380 yet), so keep --etcd-peer-listen on a trusted lab network.
 //

@@ -1,23 +1,5 @@
-package controlplane
-
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-
-	"skiff.dev/skiff/api"
-)
-
-// Leader election: with several servers sharing one etcd, every server
+// Package election is leader election among skiff's servers: with
+// several servers sharing one etcd, every server
 // serves the API, but only one at a time, the leader, runs the scheduler
 // and the controllers (two schedulers would bind the same free GPU twice;
 // two ReplicaSet controllers would each create the missing pod). It is
@@ -51,12 +33,37 @@ import (
 //     stepped down, which lands or not, as any API client's.
 //   - A leader that stops cleanly (Ctrl-C) revokes its lease: the next one
 //     leads at once.
+//
+// The control plane (controlplane.Start, with an etcd store) runs one
+// Elector; lead starts the scheduler, the controllers and the queue
+// manager and stops them when its context ends. Who leads is served at
+// api.LeaderPath (Current). Moved here from controlplane/election.go
+// (issue 25).
+package election
 
-// ElectionPrefix is the etcd key prefix of the leader election.
-const ElectionPrefix = "/skiff/leader/"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
-// elector campaigns for leadership and runs lead while it holds it.
-type elector struct {
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"skiff.dev/skiff/api"
+)
+
+// Prefix is the etcd key prefix of the leader election.
+const Prefix = "/skiff/leader/"
+
+// Elector campaigns for leadership and runs lead while it holds it.
+// Make one with New; Run it once. Leading is safe for concurrent use.
+type Elector struct {
 	cli  *clientv3.Client
 	self api.LeaderInfo
 	ttl  time.Duration
@@ -67,11 +74,23 @@ type elector struct {
 	terms   int // terms led, for the log
 }
 
-// run campaigns until ctx ends. Each time this server wins, lead runs with
+// New returns the elector of the server self, on cli, with leases of ttl
+// (the time a dead leader keeps the leadership).
+func New(cli *clientv3.Client, self api.LeaderInfo, ttl time.Duration, log *slog.Logger) *Elector {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Elector{cli: cli, self: self, ttl: ttl, log: log}
+}
+
+// Self is the server this elector campaigns for.
+func (e *Elector) Self() api.LeaderInfo { return e.self }
+
+// Run campaigns until ctx ends. Each time this server wins, lead runs with
 // a context that ends when leadership is lost; lead must return soon after
 // (it stops the components). An error from lead ends run with it; a lost
 // election or an etcd error only starts a new campaign.
-func (e *elector) run(ctx context.Context, lead func(context.Context) error) error {
+func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) error {
 	for ctx.Err() == nil {
 		err := e.term(ctx, lead)
 		var le *leadError
@@ -99,7 +118,7 @@ type leadError struct{ err error }
 func (e *leadError) Error() string { return e.err.Error() }
 
 // term is one campaign and, when won, one term as leader.
-func (e *elector) term(ctx context.Context, lead func(context.Context) error) error {
+func (e *Elector) term(ctx context.Context, lead func(context.Context) error) error {
 	secs := int64((e.ttl + time.Second - 1) / time.Second)
 	// base is the origin of lastRenew, read before the grant is sent, on
 	// the monotonic clock (time.Since), which wall clock steps do not move.
@@ -118,34 +137,7 @@ func (e *elector) term(ctx context.Context, lead func(context.Context) error) er
 	// longer than this counts.
 	var lastRenew atomic.Int64
 	kaDone := make(chan struct{})
-	go func() {
-		defer close(kaDone)
-		// Every TTL/6, each try bounded by as much: a renewal lost
-		// (a blip of up to about TTL/2) does not yet cost the term.
-		every := e.ttl / 6
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-kaCtx.Done():
-				return
-			case <-tick.C:
-			}
-			sent := time.Since(base)
-			rctx, cancel := context.WithTimeout(kaCtx, every)
-			_, err := e.cli.KeepAliveOnce(rctx, grant.ID)
-			cancel()
-			switch {
-			case err == nil:
-				lastRenew.Store(int64(sent))
-			case errors.Is(err, rpctypes.ErrLeaseNotFound):
-				return // expired: the term is over
-			case e.cli.Ctx().Err() != nil:
-				return // the client is closed: no renewal will come
-			}
-			// Any other error: try again; the watchdog steps down in time.
-		}
-	}()
+	go e.renew(kaCtx, grant.ID, base, &lastRenew, kaDone)
 	sess, err := concurrency.NewSession(e.cli, concurrency.WithLease(grant.ID), concurrency.WithContext(kaCtx))
 	if err != nil {
 		return fmt.Errorf("start election session: %w", err)
@@ -161,7 +153,7 @@ func (e *elector) term(ctx context.Context, lead func(context.Context) error) er
 	if err != nil {
 		return fmt.Errorf("encode leader info: %w", err)
 	}
-	el := concurrency.NewElection(sess, ElectionPrefix)
+	el := concurrency.NewElection(sess, Prefix)
 	campaignCtx, stopCampaign := context.WithCancel(ctx)
 	defer stopCampaign()
 	go func() {
@@ -185,26 +177,7 @@ func (e *elector) term(ctx context.Context, lead func(context.Context) error) er
 	leadCtx, stepDown := context.WithCancel(ctx)
 	defer stepDown()
 	why := make(chan string, 1)
-	go func() {
-		tick := time.NewTicker(e.ttl / 20)
-		defer tick.Stop()
-		for {
-			select {
-			case <-leadCtx.Done():
-				return
-			case <-kaDone:
-				why <- "the lease could not be kept alive"
-				stepDown()
-				return
-			case <-tick.C:
-				if since := time.Since(base) - time.Duration(lastRenew.Load()); since > limit {
-					why <- fmt.Sprintf("the lease was not renewed for %v", since.Round(time.Millisecond))
-					stepDown()
-					return
-				}
-			}
-		}
-	}()
+	go e.watchdog(leadCtx, stepDown, kaDone, base, &lastRenew, limit, why)
 	e.mu.Lock()
 	e.terms++
 	term := e.terms
@@ -226,13 +199,69 @@ func (e *elector) term(ctx context.Context, lead func(context.Context) error) er
 	return nil
 }
 
-// Leading reports whether this server leads now.
-func (e *elector) Leading() bool { return e.leading.Load() }
+// renew keeps the lease alive until ctx ends or the lease is gone (then it
+// closes done): every TTL/6, each try bounded by as much, so a renewal
+// lost (a blip of up to about TTL/2) does not yet cost the term. It
+// stores in lastRenew when the last renewal etcd answered was sent (term
+// says why that time).
+func (e *Elector) renew(ctx context.Context, lease clientv3.LeaseID, base time.Time, lastRenew *atomic.Int64, done chan<- struct{}) {
+	defer close(done)
+	every := e.ttl / 6
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sent := time.Since(base)
+		rctx, cancel := context.WithTimeout(ctx, every)
+		_, err := e.cli.KeepAliveOnce(rctx, lease)
+		cancel()
+		switch {
+		case err == nil:
+			lastRenew.Store(int64(sent))
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return // expired: the term is over
+		case e.cli.Ctx().Err() != nil:
+			return // the client is closed: no renewal will come
+		}
+		// Any other error: try again; the watchdog steps down in time.
+	}
+}
 
-// currentLeader reads who leads: the election key with the lowest creation
+// watchdog steps down (stepDown, with the reason on why) when the lease
+// could not be kept alive (renewed closed) or was not renewed for limit,
+// checking every TTL/20, until ctx ends.
+func (e *Elector) watchdog(ctx context.Context, stepDown func(), renewed <-chan struct{}, base time.Time, lastRenew *atomic.Int64, limit time.Duration, why chan<- string) {
+	tick := time.NewTicker(e.ttl / 20)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renewed:
+			why <- "the lease could not be kept alive"
+			stepDown()
+			return
+		case <-tick.C:
+			if since := time.Since(base) - time.Duration(lastRenew.Load()); since > limit {
+				why <- fmt.Sprintf("the lease was not renewed for %v", since.Round(time.Millisecond))
+				stepDown()
+				return
+			}
+		}
+	}
+}
+
+// Leading reports whether this server leads now.
+func (e *Elector) Leading() bool { return e.leading.Load() }
+
+// Current reads who leads: the election key with the lowest creation
 // revision. ok is false when nobody does.
-func currentLeader(ctx context.Context, cli *clientv3.Client) (api.LeaderInfo, bool, error) {
-	resp, err := cli.Get(ctx, ElectionPrefix, clientv3.WithFirstCreate()...)
+func Current(ctx context.Context, cli *clientv3.Client) (api.LeaderInfo, bool, error) {
+	resp, err := cli.Get(ctx, Prefix, clientv3.WithFirstCreate()...)
 	if err != nil {
 		return api.LeaderInfo{}, false, fmt.Errorf("read leader: %w", err)
 	}

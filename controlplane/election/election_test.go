@@ -1,4 +1,4 @@
-package controlplane
+package election
 
 import (
 	"context"
@@ -64,11 +64,11 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	}
 	const ttl = 2 * time.Second
 	l := &leaders{}
-	start := func(name string, cli *clientv3.Client) (*elector, context.CancelFunc, chan error) {
-		e := &elector{cli: cli, self: api.LeaderInfo{Name: name, APIServer: "http://" + name}, ttl: ttl, log: slog.New(slog.DiscardHandler)}
+	start := func(name string, cli *clientv3.Client) (*Elector, context.CancelFunc, chan error) {
+		e := New(cli, api.LeaderInfo{Name: name, APIServer: "http://" + name}, ttl, slog.New(slog.DiscardHandler))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- e.run(ctx, l.lead(name)) }()
+		go func() { done <- e.Run(ctx, l.lead(name)) }()
 		var once sync.Once
 		stop := func() { once.Do(cancel) }
 		t.Cleanup(func() {
@@ -86,7 +86,7 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 	b, stopB, doneB := start("b", newClient())
 	c, stopC, doneC := start("c", newClient())
 
-	li, ok, err := currentLeader(context.Background(), member.Client())
+	li, ok, err := Current(context.Background(), member.Client())
 	if err != nil || !ok || li.Name != "a" {
 		t.Fatalf("currentLeader = %+v, %v, %v; want a", li, ok, err)
 	}
@@ -126,14 +126,14 @@ func TestElectionOneLeaderAndHandover(t *testing.T) {
 }
 
 // startElector runs an elector named name on cli until the test ends.
-func startElector(t *testing.T, l *leaders, name string, cli *clientv3.Client, ttl time.Duration) *elector {
+func startElector(t *testing.T, l *leaders, name string, cli *clientv3.Client, ttl time.Duration) *Elector {
 	t.Helper()
-	e := &elector{cli: cli, self: api.LeaderInfo{Name: name, APIServer: "http://" + name}, ttl: ttl, log: slog.New(slog.DiscardHandler)}
+	e := New(cli, api.LeaderInfo{Name: name, APIServer: "http://" + name}, ttl, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = e.run(ctx, l.lead(name))
+		_ = e.Run(ctx, l.lead(name))
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -178,7 +178,7 @@ func TestElectionStepsDownBeforeTheLeaseExpires(t *testing.T) {
 	// a's revoke does not wait for nothing.
 	t.Cleanup(func() { px.UnpauseTx(); px.UnpauseRx() })
 
-	resp, err := member.Client().Get(t.Context(), ElectionPrefix, clientv3.WithFirstCreate()...)
+	resp, err := member.Client().Get(t.Context(), Prefix, clientv3.WithFirstCreate()...)
 	if err != nil || len(resp.Kvs) == 0 {
 		t.Fatalf("read the election: %v, %d keys", err, len(resp.Kvs))
 	}
@@ -213,55 +213,5 @@ func TestElectionStepsDownBeforeTheLeaseExpires(t *testing.T) {
 	}
 	if got := strings.Join(l.led(), ","); got != "a,b" {
 		t.Errorf("terms led: %s, want a,b", got)
-	}
-}
-
-func TestEtcdConfigValidate(t *testing.T) {
-	with := func(f func(*EtcdConfig)) *EtcdConfig {
-		c := DefaultEtcdConfig()
-		f(c)
-		return c
-	}
-	tests := []struct {
-		name  string
-		cfg   *EtcdConfig
-		token string
-		want  []string // every one must appear; none: valid
-	}{
-		{"cluster-init", with(func(c *EtcdConfig) { c.ClusterInit = true }), "", nil},
-		{"join", with(func(c *EtcdConfig) { c.JoinServer, c.CACertHash = "https://10.0.0.1:7443", "sha256:00" }), "tok", nil},
-		{"join without a pin", with(func(c *EtcdConfig) { c.JoinServer = "https://10.0.0.1:7443" }), "tok", []string{"--join-server needs --discovery-token-ca-cert-hash"}},
-		{"join, pin skipped", with(func(c *EtcdConfig) { c.JoinServer, c.UnsafeSkipCAVerification = "https://10.0.0.1:7443", true }), "tok", nil},
-		{"external", with(func(c *EtcdConfig) { c.Endpoints = []string{"http://10.0.0.5:2379"} }), "", nil},
-		{"nothing chosen", with(func(*EtcdConfig) {}), "", []string{"one of --cluster-init, --join-server or --etcd-endpoints is required"}},
-		{"init and join", with(func(c *EtcdConfig) { c.ClusterInit, c.JoinServer = true, "http://10.0.0.1:7443" }), "tok", []string{"exclude each other"}},
-		{"join and external, no token, bad URLs, short TTL", with(func(c *EtcdConfig) {
-			c.JoinServer, c.Endpoints, c.LeaderLeaseTTL = "10.0.0.1", []string{"etcd:2379"}, time.Second
-		}), "", []string{"exclude each other", "--join-server: ", "--join-server needs the admin token", "--etcd-endpoints[0]", "--leader-lease-ttl 1s"}},
-		{"bad member URLs", with(func(c *EtcdConfig) {
-			c.ClusterInit, c.PeerListen, c.ClientListen = true, "127.0.0.1:2380", "http://127.0.0.1"
-		}), "",
-			[]string{"--etcd-peer-listen", "--etcd-client-listen", "no port"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig(t.TempDir())
-			cfg.Etcd, cfg.API.Token = tc.cfg, tc.token
-			err := cfg.Validate()
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want errors mentioning %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %v\nwant it to mention %q", err, w)
-				}
-			}
-		})
 	}
 }
