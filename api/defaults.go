@@ -41,6 +41,8 @@ func SetDefaults(obj Object) {
 		defaultDaemonSet(o) // daemonset.go
 	case *Job:
 		defaultJob(o) // batch.go
+	case *CronJob:
+		defaultCronJob(o) // cronjob.go
 	case *Service:
 		defaultService(o)
 	case *Secret:

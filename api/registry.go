@@ -95,6 +95,7 @@ var Kinds = []*Kind{
 	{Kind: "DaemonSet", Group: "apps", Version: "v1", Resource: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[DaemonSet]()},
 	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[Deployment]()},
 	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[ReplicaSet]()},
+	{Kind: "CronJob", Group: "batch", Version: "v1", Resource: "cronjobs", Singular: "cronjob", ShortNames: []string{"cj"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[CronJob]()},
 	{Kind: "Job", Group: "batch", Version: "v1", Resource: "jobs", Singular: "job", Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[Job]()},
 	{Kind: "Lease", Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Singular: "lease", Namespaced: true, Type: reflect.TypeFor[Lease]()},
 	{Kind: "EndpointSlice", Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Singular: "endpointslice", Namespaced: true, Type: reflect.TypeFor[EndpointSlice]()},

@@ -50,6 +50,8 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateControllerRevision(o)...) // daemonset.go
 	case *Job:
 		errs = append(errs, validateJob(o)...) // batch.go
+	case *CronJob:
+		errs = append(errs, validateCronJob(o)...) // cronjob.go
 	case *Service:
 		// Service names become DNS names of the cluster: RFC 1035 labels.
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1035Label)...)

@@ -44,6 +44,7 @@ var schemas = map[string]any{
 	"apps/v1, Kind=DaemonSet":                        &appsv1.DaemonSet{},
 	"apps/v1, Kind=ControllerRevision":               &appsv1.ControllerRevision{},
 	"batch/v1, Kind=Job":                             &batchv1.Job{},
+	"batch/v1, Kind=CronJob":                         &batchv1.CronJob{},
 	"scheduling.k8s.io/v1, Kind=PriorityClass":       &schedulingv1.PriorityClass{},
 	"autoscaling/v1, Kind=Scale":                     &autoscalingv1.Scale{},
 	"v1, Kind=PersistentVolume":                      &corev1.PersistentVolume{},

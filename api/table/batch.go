@@ -32,6 +32,44 @@ func jobPrinter() Printer {
 	}
 }
 
+// cronJobPrinter is kubectl's printCronJob: NAME SCHEDULE TIMEZONE SUSPEND
+// ACTIVE LAST SCHEDULE AGE; wide CONTAINERS IMAGES SELECTOR.
+func cronJobPrinter() Printer {
+	spec, status := batchv1.CronJobSpec{}.SwaggerDoc(), batchv1.CronJobStatus{}.SwaggerDoc()
+	return Printer{
+		Columns: append([]metav1.TableColumnDefinition{
+			nameColumn(),
+			col("Schedule", spec["schedule"]),
+			col("Timezone", spec["timeZone"]),
+			typed(col("Suspend", spec["suspend"]), "boolean"),
+			typed(col("Active", status["active"]), "integer"),
+			col("Last Schedule", status["lastScheduleTime"]),
+			ageColumn(),
+		}, templateColumns(batchv1.JobSpec{}.SwaggerDoc()["selector"])...),
+		Cells: func(o api.Object, now time.Time) []any {
+			cj := o.(*api.CronJob)
+			names, images := containerCells(cj.Spec.JobTemplate.Spec.Template.Spec)
+			tz := "<none>"
+			if cj.Spec.TimeZone != nil {
+				tz = *cj.Spec.TimeZone
+			}
+			suspend := "<unset>"
+			if cj.Spec.Suspend != nil {
+				suspend = "False"
+				if *cj.Spec.Suspend {
+					suspend = "True"
+				}
+			}
+			last := "<none>"
+			if t := cj.Status.LastScheduleTime; t != nil {
+				last = Age(now, t.Time)
+			}
+			return []any{cj.Name, cj.Spec.Schedule, tz, suspend, int64(len(cj.Status.Active)), last, Age(now, cj.CreationTimestamp.Time),
+				names, images, Selector(cj.Spec.JobTemplate.Spec.Selector)}
+		},
+	}
+}
+
 // JobStatus is the STATUS column: Complete, Failed, Terminating,
 // Suspended, FailureTarget, SuccessCriteriaMet or Running, in kubectl's order.
 func JobStatus(j *api.Job) string {

@@ -51,3 +51,25 @@ func TestJobColumns(t *testing.T) {
 		})
 	}
 }
+
+func TestCronJobColumns(t *testing.T) {
+	no, tz := false, "Europe/Berlin"
+	last := ago(40 * time.Second)
+	cj := &api.CronJob{
+		ObjectMeta: meta("default", "hello", 5*time.Minute),
+		Spec: api.CronJobSpec{Schedule: "* * * * *", Suspend: &no, JobTemplate: api.JobTemplateSpec{Spec: api.JobSpec{
+			Template: api.PodTemplateSpec{Spec: api.PodSpec{Containers: []api.Container{{Name: "hello", Image: "busybox:1.28"}}}}}}},
+		Status: api.CronJobStatus{Active: []api.ObjectReference{{Name: "hello-1"}}, LastScheduleTime: &last},
+	}
+	p := For(api.MustKindOf(cj))
+	if got := Headers(p.Columns, true); !reflect.DeepEqual(got, []string{"NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"}) {
+		t.Errorf("wide headers %v", got)
+	}
+	if got := row(p, cj, true); !reflect.DeepEqual(got, []string{"hello", "* * * * *", "<none>", "False", "1", "40s", "5m", "hello", "busybox:1.28", "<none>"}) {
+		t.Errorf("row %q", got)
+	}
+	cj.Spec.TimeZone, cj.Status.LastScheduleTime = &tz, nil
+	if got := row(p, cj, false); got[2] != "Europe/Berlin" || got[5] != "<none>" {
+		t.Errorf("row %q", got)
+	}
+}

@@ -36,6 +36,7 @@ var printers = map[string]func() Printer{
 	"DaemonSet.apps":                  daemonSetPrinter,
 	"ControllerRevision.apps":         controllerRevisionPrinter,
 	"Job.batch":                       jobPrinter,
+	"CronJob.batch":                   cronJobPrinter,
 	"PriorityClass.scheduling.k8s.io": priorityClassPrinter,
 	"Lease.coordination.k8s.io":       leasePrinter,
 	"EndpointSlice.discovery.k8s.io":  endpointSlicePrinter,

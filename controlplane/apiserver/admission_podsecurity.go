@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +41,7 @@ import (
 //   - audit: the request succeeds and the server logs the violation
 //     (kube-apiserver writes it to its audit log as the annotation
 //     pod-security.kubernetes.io/audit-violations; skiff has no audit log).
-//   - Deployments, ReplicaSets and DaemonSets get warn and audit about
+//   - Deployments, ReplicaSets, DaemonSets and CronJobs get warn and audit about
 //     their pod template, never enforce: the pods they make are refused
 //     when their controller creates them (its FailedCreate event says why).
 //   - Exempt namespaces (Config.PodSecurity.Exemptions.Namespaces) are
@@ -68,7 +69,7 @@ import (
 // seccompProfile RuntimeDefault or Localhost, allowPrivilegeEscalation
 // false and capabilities drop ALL. (SELinux and AppArmor options are
 // refused when skiff decodes a pod, so their checks always pass.)
-var podSecurityKinds = []*api.Kind{namespaceKind, podKind, deploymentKind, replicaSetKind, daemonSetKind}
+var podSecurityKinds = []*api.Kind{namespaceKind, podKind, deploymentKind, replicaSetKind, daemonSetKind, cronJobKind}
 
 // PodSecurityConfig is the configuration of kube-apiserver's PodSecurity
 // admission plugin (AdmissionConfiguration, kind PodSecurityConfiguration),
@@ -426,6 +427,8 @@ func kubePodSpec(k *api.Kind, obj api.Object) (*metav1.ObjectMeta, *corev1.PodSp
 		return &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec, nil
 	case *appsv1.DaemonSet:
 		return &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec, nil
+	case *batchv1.CronJob:
+		return &o.Spec.JobTemplate.Spec.Template.ObjectMeta, &o.Spec.JobTemplate.Spec.Template.Spec, nil
 	}
 	return nil, nil, fmt.Errorf("%s has no pod spec", k.Kind)
 }

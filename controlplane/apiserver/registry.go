@@ -28,6 +28,7 @@ var (
 	deploymentKind = api.MustKindOf(&api.Deployment{})
 	replicaSetKind = api.MustKindOf(&api.ReplicaSet{})
 	daemonSetKind  = api.MustKindOf(&api.DaemonSet{})
+	cronJobKind    = api.MustKindOf(&api.CronJob{})
 )
 
 // DefaultNamespace is where namespaced objects go when none is named.
