@@ -134,6 +134,13 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	jLoop := newLoop(jobControllerName, jc, jobs.Keys)
 	jobs.AddHandler(jLoop.Handler())
 	pods.AddHandler(jc.PodHandler(jLoop.Enqueue))
+	// CronJob controller (cronjob.go): a CronJob changed or one of its Jobs
+	// did; between those, the loop's delayed requeue at the next scheduled time.
+	cronjobs := m.informer(c, cronJobKind(), log)
+	cjc := NewCronJobController(c, cronjobs, jobs, events(cronJobControllerName), log)
+	cjLoop := newLoop(cronJobControllerName, cjc, cronjobs.Keys)
+	cronjobs.AddHandler(cjLoop.Handler())
+	jobs.AddHandler(cjc.JobHandler(cjLoop.Enqueue))
 	ttl := NewTTLAfterFinishedController(c, jobs, log)
 	ttlLoop := newLoop(ttlAfterFinishedControllerName, ttl, jobs.Keys)
 	jobs.AddHandler(ttlLoop.Handler())
@@ -153,7 +160,7 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 
 	// Garbage collector: dependents (pods, replica sets, revisions) and their owners.
 	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys, "Job": jobs,
-		"DaemonSet": dsets, "ControllerRevision": revs}
+		"DaemonSet": dsets, "ControllerRevision": revs, "CronJob": cronjobs}
 	gc := NewGarbageCollector(c, listersOf(graph), events(garbageCollectorName), log)
 	gcLoop := newLoop(garbageCollectorName, gc, func() []string { return gcKeys(graph) })
 	gc.Watch(graph, gcLoop.Enqueue)

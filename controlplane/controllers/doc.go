@@ -18,6 +18,7 @@
 //   - replicaset.go: pods to match a count;
 //   - daemonset.go: one pod per eligible node, rolled by revision
 //     (daemonset_update.go; history.go keeps the ControllerRevisions);
+//   - cronjob.go: a Job at each time of a cron schedule;
 //   - gc.go: the garbage collector, deleting what lost all its owners;
 //   - namespace.go: empty a namespace being deleted, then finalize it;
 //   - endpoints.go: an Endpoints object per Service, listing its ready pods;
