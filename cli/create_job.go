@@ -3,16 +3,20 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 )
 
 // createJobCmd is `create job NAME --image=IMAGE -- [COMMAND] [args...]`,
 // as kubectl create job: one container named after the job, restartPolicy
-// Never; the server generates the selector and labels.
+// Never; the server generates the selector and labels. With
+// --from=cronjob/CJ the job is the CronJob's template, owned by it
+// (api.NewManualJob).
 type createJobCmd struct {
 	root    *Root
 	name    string
@@ -26,7 +30,7 @@ func newCreateJobCmd(r *Root) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "job NAME --image=IMAGE -- [COMMAND] [args...]",
 		Short:   "Create a job that runs a command to completion",
-		Example: "  skiff create job pi --image=busybox -- echo hi",
+		Example: "  skiff create job pi --image=busybox -- echo hi\n  skiff create job hello-now --from=cronjob/hello",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.name, c.command = args[0], args[1:]
@@ -40,12 +44,15 @@ func newCreateJobCmd(r *Root) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&c.image, "image", "", "image of the job's container")
-	cmd.Flags().StringVar(&c.from, "from", "", "not supported: skiff has no CronJobs")
+	cmd.Flags().StringVar(&c.from, "from", "", "the cronjob to make the job from (cronjob/NAME)")
 	return cmd
 }
 
 // Run builds the job and creates it.
 func (c *createJobCmd) Run(ctx context.Context) error {
+	if c.from != "" {
+		return c.fromCronJob(ctx)
+	}
 	j, err := c.job()
 	if err != nil {
 		return err
@@ -53,10 +60,36 @@ func (c *createJobCmd) Run(ctx context.Context) error {
 	return c.root.createOne(ctx, j)
 }
 
-func (c *createJobCmd) job() (*api.Job, error) {
-	if c.from != "" {
-		return nil, errors.New("--from=" + c.from + ": skiff has no CronJobs (batch/v1 CronJob is not served), so a job cannot be created from one; use --image")
+// fromCronJob is kubectl's createJobFromCronJob, with its refusals.
+func (c *createJobCmd) fromCronJob(ctx context.Context) error {
+	switch {
+	case c.image != "":
+		return errors.New("either --image or --from must be specified")
+	case len(c.command) > 0:
+		return errors.New("cannot specify --from and command")
 	}
+	refs, err := parseResourceArgs("create job", []string{c.from})
+	if err != nil {
+		return err
+	}
+	if len(refs) != 1 || len(refs[0].Names) != 1 {
+		return errors.New("from must be an existing cronjob")
+	}
+	if refs[0].Kind.Kind != "CronJob" {
+		return fmt.Errorf("from must be an existing cronjob, not %s", refs[0].Kind.GroupResource())
+	}
+	cl, err := c.root.Client()
+	if err != nil {
+		return err
+	}
+	cj, err := client.Get[*api.CronJob](ctx, cl, c.root.Namespace, refs[0].Names[0])
+	if err != nil {
+		return err
+	}
+	return c.root.createOne(ctx, api.NewManualJob(cj, c.name))
+}
+
+func (c *createJobCmd) job() (*api.Job, error) {
 	if c.image == "" {
 		return nil, errors.New("--image must be specified")
 	}

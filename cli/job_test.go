@@ -34,7 +34,10 @@ func TestCreateJob(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"create", "job", "x", "--from=cronjob/nightly"}, "skiff has no CronJobs"},
+		{[]string{"create", "job", "x", "--from=cronjob/nightly"}, `cronjobs.batch "nightly" not found`},
+		{[]string{"create", "job", "x", "--from=deployment/web"}, "from must be an existing cronjob"},
+		{[]string{"create", "job", "x", "--from=cronjob/hello", "--image=busybox"}, "either --image or --from must be specified"},
+		{[]string{"create", "job", "x", "--from=cronjob/hello", "--", "echo"}, "cannot specify --from and command"},
 		{[]string{"create", "job", "x", "--", "echo"}, "--image must be specified"},
 		{[]string{"create", "job", "x", "y", "--image=busybox"}, "exactly one NAME is required"},
 	} {
@@ -42,6 +45,30 @@ func TestCreateJob(t *testing.T) {
 		if res.code == 0 || !strings.Contains(res.err, tc.want) {
 			t.Errorf("%v: %+v, want an error with %q", tc.args, res, tc.want)
 		}
+	}
+}
+
+func TestCreateJobFromCronJob(t *testing.T) {
+	cj := &api.CronJob{ObjectMeta: meta("default", "hello", time.Hour), Spec: api.CronJobSpec{Schedule: "* * * * *",
+		JobTemplate: api.JobTemplateSpec{
+			ObjectMeta: api.ObjectMeta{Labels: map[string]string{"app": "hello"}, Annotations: map[string]string{"team": "ml"}},
+			Spec: api.JobSpec{Template: api.PodTemplateSpec{Spec: api.PodSpec{RestartPolicy: "OnFailure",
+				Containers: []api.Container{{Name: "hello", Image: "busybox:1.28"}}}}}}}}
+	cj.UID = "cj-uid"
+	fc := newFake(cj)
+	res := run(t, fc, "", "create", "job", "hello-now", "--from=cronjob/hello")
+	if res.code != 0 {
+		t.Fatalf("create job --from: %+v", res)
+	}
+	wantLines(t, res.out, "job.batch/hello-now created")
+	o, err := fc.Get(context.Background(), api.MustKindOf(&api.Job{}), "default", "hello-now")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := o.(*api.Job)
+	if !api.IsControlledBy(j, "cj-uid") || j.Annotations[api.AnnotationCronJobInstantiate] != "manual" || j.Annotations["team"] != "ml" ||
+		j.Labels["app"] != "hello" || j.Spec.Template.Spec.Containers[0].Image != "busybox:1.28" {
+		t.Errorf("job %+v", j.ObjectMeta)
 	}
 }
 
