@@ -44,6 +44,10 @@ type PodSpec struct {
 	HostNetwork bool `json:"hostNetwork,omitempty"`
 	// Hostname of the pod (default: the pod name).
 	Hostname string `json:"hostname,omitempty"`
+	// Subdomain: with a headless Service of that name in the namespace,
+	// the pod's name in DNS is HOSTNAME.SUBDOMAIN.NS.svc.cluster.local (a
+	// StatefulSet sets it to its serviceName).
+	Subdomain string `json:"subdomain,omitempty"`
 	// Affinity: node affinity, pod affinity and pod anti-affinity rules
 	// for the scheduler.
 	Affinity *Affinity `json:"affinity,omitempty"`

@@ -22,7 +22,7 @@ import (
 var notSupported = map[string][]string{
 	"ObjectMeta": {"selfLink"},
 	"PodSpec": {"imagePullSecrets",
-		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "subdomain", "hostAliases", "runtimeClassName",
+		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "hostAliases", "runtimeClassName",
 		"topologySpreadConstraints", "overhead", "readinessGates", "dnsConfig", "os", "ephemeralContainers",
 		"schedulingGates", "setHostnameAsFQDN", "resources", "hostnameOverride"},
 	"Container": {"lifecycle", "resizePolicy", "restartPolicy", "restartPolicyRules",

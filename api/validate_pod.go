@@ -78,6 +78,11 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 			errs = append(errs, Invalid(p+".nodeName", s.NodeName, msg))
 		}
 	}
+	if s.Subdomain != "" {
+		for _, msg := range validation.IsDNS1123Label(s.Subdomain) {
+			errs = append(errs, Invalid(p+".subdomain", s.Subdomain, msg))
+		}
+	}
 	if s.Hostname != "" {
 		for _, msg := range validation.IsDNS1123Label(s.Hostname) {
 			errs = append(errs, Invalid(p+".hostname", s.Hostname, msg))

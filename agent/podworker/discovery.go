@@ -117,11 +117,15 @@ func (w *Worker) serviceLinks(ctx context.Context, pod *api.Pod) [][2]string {
 }
 
 // hostsFile is the /etc/hosts of a pod.
-func hostsFile(hostname, podIP, namespace string, svcs []*api.Service) []byte {
+func hostsFile(hostname, subdomain, podIP, namespace string, svcs []*api.Service) []byte {
 	var b strings.Builder
 	b.WriteString("# Kubernetes-style hosts file written by the skiff agent\n")
 	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
-	if podIP != "" && hostname != "" {
+	switch {
+	case podIP != "" && hostname != "" && subdomain != "":
+		// As the kubelet: the pod's full name under its headless Service.
+		fmt.Fprintf(&b, "%s\t%s.%s.%s.svc.cluster.local\t%s\n", podIP, hostname, subdomain, namespace, hostname)
+	case podIP != "" && hostname != "":
 		fmt.Fprintf(&b, "%s\t%s\n", podIP, hostname)
 	}
 	sort.Slice(svcs, func(i, j int) bool { return svcs[i].Name < svcs[j].Name })
@@ -147,7 +151,7 @@ func (w *Worker) hostsMount(ctx context.Context, pod *api.Pod, st *podState) (ru
 		hostname = pod.Spec.Hostname
 	}
 	path := filepath.Join(w.podDir(pod.UID), "etc-hosts")
-	want := hostsFile(hostname, st.network.IP, pod.Namespace, w.namespaceServices(ctx, pod.Namespace))
+	want := hostsFile(hostname, pod.Spec.Subdomain, st.network.IP, pod.Namespace, w.namespaceServices(ctx, pod.Namespace))
 	if cur, err := os.ReadFile(path); err != nil || string(cur) != string(want) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return runtime.Mount{}, false, fmt.Errorf("write hosts file: %w", err)

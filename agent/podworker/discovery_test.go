@@ -48,7 +48,7 @@ func TestHostsFile(t *testing.T) {
 	s := &api.Service{}
 	s.Name = "web"
 	s.Spec.ClusterIP = "10.96.0.7"
-	got := string(hostsFile("web-abc", "10.244.0.5", "demo", []*api.Service{s}))
+	got := string(hostsFile("web-abc", "", "10.244.0.5", "demo", []*api.Service{s}))
 	for _, want := range []string{
 		"127.0.0.1\tlocalhost",
 		"10.244.0.5\tweb-abc",
@@ -57,5 +57,10 @@ func TestHostsFile(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("hosts file lacks %q:\n%s", want, got)
 		}
+	}
+	// A StatefulSet pod: hostname web-0 under the headless Service nginx.
+	got = string(hostsFile("web-0", "nginx", "10.244.0.6", "demo", nil))
+	if want := "10.244.0.6\tweb-0.nginx.demo.svc.cluster.local\tweb-0\n"; !strings.Contains(got, want) {
+		t.Errorf("hosts file lacks %q:\n%s", want, got)
 	}
 }
