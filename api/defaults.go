@@ -39,6 +39,8 @@ func SetDefaults(obj Object) {
 		defaultPodSpec(&o.Spec.Template.Spec)
 	case *DaemonSet:
 		defaultDaemonSet(o) // daemonset.go
+	case *StatefulSet:
+		defaultStatefulSet(o) // statefulset.go
 	case *Job:
 		defaultJob(o) // batch.go
 	case *CronJob:

@@ -29,6 +29,9 @@ type Kind struct {
 	// HasStatus kinds have a status subresource: a plain update keeps
 	// status, PUT .../status changes only status.
 	HasStatus bool
+	// HasScale kinds have the scale subresource (autoscaling/v1 Scale of
+	// spec.replicas): `kubectl scale`.
+	HasScale bool
 	// Categories the kind belongs to in discovery: "all" makes it part of
 	// `kubectl get all` (Kubernetes' all: pods, services, daemonsets,
 	// deployments, replicasets, statefulsets, jobs, cronjobs,
@@ -93,12 +96,14 @@ var Kinds = []*Kind{
 	{Kind: "Event", Version: "v1", Resource: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true, Type: reflect.TypeFor[Event]()},
 	{Kind: "ControllerRevision", Group: "apps", Version: "v1", Resource: "controllerrevisions", Singular: "controllerrevision", Namespaced: true, Type: reflect.TypeFor[ControllerRevision]()},
 	{Kind: "DaemonSet", Group: "apps", Version: "v1", Resource: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[DaemonSet]()},
-	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[Deployment]()},
-	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[ReplicaSet]()},
+	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, HasScale: true, Categories: []string{"all"}, Type: reflect.TypeFor[Deployment]()},
+	{Kind: "ReplicaSet", Group: "apps", Version: "v1", Resource: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, HasScale: true, Categories: []string{"all"}, Type: reflect.TypeFor[ReplicaSet]()},
+	{Kind: "StatefulSet", Group: "apps", Version: "v1", Resource: "statefulsets", Singular: "statefulset", ShortNames: []string{"sts"}, Namespaced: true, HasStatus: true, HasScale: true, Categories: []string{"all"}, Type: reflect.TypeFor[StatefulSet]()},
 	{Kind: "CronJob", Group: "batch", Version: "v1", Resource: "cronjobs", Singular: "cronjob", ShortNames: []string{"cj"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[CronJob]()},
 	{Kind: "Job", Group: "batch", Version: "v1", Resource: "jobs", Singular: "job", Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[Job]()},
 	{Kind: "Lease", Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Singular: "lease", Namespaced: true, Type: reflect.TypeFor[Lease]()},
 	{Kind: "EndpointSlice", Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Singular: "endpointslice", Namespaced: true, Type: reflect.TypeFor[EndpointSlice]()},
+	{Kind: "PodDisruptionBudget", Group: "policy", Version: "v1", Resource: "poddisruptionbudgets", Singular: "poddisruptionbudget", ShortNames: []string{"pdb"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[PodDisruptionBudget]()},
 	{Kind: "PriorityClass", Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"}, Type: reflect.TypeFor[PriorityClass]()},
 	{Kind: "StorageClass", Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses", Singular: "storageclass", ShortNames: []string{"sc"}, Type: reflect.TypeFor[StorageClass]()},
 	{Kind: "PodGroup", Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups", Singular: "podgroup", ShortNames: []string{"pg", "pgs"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[PodGroup](), CustomResource: true},

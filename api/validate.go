@@ -48,10 +48,14 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateDaemonSet(o)...) // daemonset.go
 	case *ControllerRevision:
 		errs = append(errs, validateControllerRevision(o)...) // daemonset.go
+	case *StatefulSet:
+		errs = append(errs, validateStatefulSet(o)...) // statefulset.go
 	case *Job:
 		errs = append(errs, validateJob(o)...) // batch.go
 	case *CronJob:
 		errs = append(errs, validateCronJob(o)...) // cronjob.go
+	case *PodDisruptionBudget:
+		errs = append(errs, validatePodDisruptionBudget(o)...) // policy.go
 	case *Service:
 		// Service names become DNS names of the cluster: RFC 1035 labels.
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1035Label)...)
@@ -141,6 +145,8 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		errs = append(errs, validateDaemonSetUpdate(n, oldObj.(*DaemonSet))...) // daemonset.go
 	case *ControllerRevision:
 		errs = append(errs, validateControllerRevisionUpdate(n, oldObj.(*ControllerRevision))...) // daemonset.go
+	case *StatefulSet:
+		errs = append(errs, validateStatefulSetUpdate(n, oldObj.(*StatefulSet))...) // statefulset.go
 	case *Job:
 		errs = append(errs, validateJobUpdate(n, oldObj.(*Job))...) // batch.go
 	case *PriorityClass:

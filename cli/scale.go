@@ -49,8 +49,8 @@ func (c *scaleCmd) Run(ctx context.Context) error {
 	}
 	failed := false
 	for _, ref := range refs {
-		if ref.Kind.Kind != "Deployment" && ref.Kind.Kind != "ReplicaSet" {
-			return fmt.Errorf("cannot scale %s: only deployments and replicasets have a scale subresource", ref.Kind.Resource)
+		if !ref.Kind.HasScale {
+			return fmt.Errorf("cannot scale %s: only deployments, replicasets and statefulsets have a scale subresource", ref.Kind.Resource)
 		}
 		if len(ref.Names) == 0 {
 			return fmt.Errorf("resource(s) were provided, but no name was specified")

@@ -204,7 +204,7 @@ func operations(b *builder, kinds []*api.Kind) []operation {
 			add(operation{path: sub, method: http.MethodPatch, id: id("patch", named+"Status"), action: "patch", body: patchModel, response: object,
 				consumes: patchTypes(k.APIVersion(), k.Kind), params: append([]param{pName}, append(base, patchParams...)...)})
 		}
-		if k.Kind == "Deployment" || k.Kind == "ReplicaSet" { // the scale subresource (apiserver knownSub)
+		if k.HasScale { // the scale subresource (apiserver knownSub)
 			if scale == "" {
 				kt, _ := patch.KubernetesType("autoscaling/v1", "Scale")
 				if kt == nil {

@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -42,10 +43,12 @@ var schemas = map[string]any{
 	"apps/v1, Kind=Deployment":                       &appsv1.Deployment{},
 	"apps/v1, Kind=ReplicaSet":                       &appsv1.ReplicaSet{},
 	"apps/v1, Kind=DaemonSet":                        &appsv1.DaemonSet{},
+	"apps/v1, Kind=StatefulSet":                      &appsv1.StatefulSet{},
 	"apps/v1, Kind=ControllerRevision":               &appsv1.ControllerRevision{},
 	"batch/v1, Kind=Job":                             &batchv1.Job{},
 	"batch/v1, Kind=CronJob":                         &batchv1.CronJob{},
 	"scheduling.k8s.io/v1, Kind=PriorityClass":       &schedulingv1.PriorityClass{},
+	"policy/v1, Kind=PodDisruptionBudget":            &policyv1.PodDisruptionBudget{},
 	"autoscaling/v1, Kind=Scale":                     &autoscalingv1.Scale{},
 	"v1, Kind=PersistentVolume":                      &corev1.PersistentVolume{},
 	"v1, Kind=PersistentVolumeClaim":                 &corev1.PersistentVolumeClaim{},

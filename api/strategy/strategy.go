@@ -353,9 +353,9 @@ func ParseSelectors(k *api.Kind, opts api.ListOptions) (labels.Selector, fields.
 }
 
 // Scalable reports the kinds with a scale subresource.
-func Scalable(k *api.Kind) bool { return k.Kind == "Deployment" || k.Kind == "ReplicaSet" }
+func Scalable(k *api.Kind) bool { return k.HasScale }
 
-// ScaleOf is the scale subresource of a deployment or replica set.
+// ScaleOf is the scale subresource of a deployment, replica set or stateful set.
 func ScaleOf(obj api.Object) *api.Scale {
 	s := &api.Scale{TypeMeta: api.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"}}
 	m := obj.GetObjectMeta()
@@ -366,6 +366,8 @@ func ScaleOf(obj api.Object) *api.Scale {
 	case *api.Deployment:
 		replicas, sel, s.Status.Replicas = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
 	case *api.ReplicaSet:
+		replicas, sel, s.Status.Replicas = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
+	case *api.StatefulSet:
 		replicas, sel, s.Status.Replicas = o.Spec.Replicas, o.Spec.Selector, o.Status.Replicas
 	}
 	s.Spec.Replicas = 1

@@ -87,6 +87,20 @@ func daemonSetPrinter() Printer {
 	}
 }
 
+// statefulSetPrinter is kubectl's printStatefulSet: NAME READY AGE; wide
+// CONTAINERS IMAGES.
+func statefulSetPrinter() Printer {
+	return Printer{
+		Columns: append([]metav1.TableColumnDefinition{nameColumn(), col("Ready", "Number of the pod with ready state"), ageColumn()},
+			templateColumns("")[:2]...),
+		Cells: func(o api.Object, now time.Time) []any {
+			s := o.(*api.StatefulSet)
+			names, images := containerCells(s.Spec.Template.Spec)
+			return []any{s.Name, fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, Replicas(s.Spec.Replicas)), Age(now, s.CreationTimestamp.Time), names, images}
+		},
+	}
+}
+
 // controllerRevisionPrinter is NAME CONTROLLER REVISION AGE, the
 // controller as "daemonset.apps/NAME" (kubectl's printControllerRevision).
 func controllerRevisionPrinter() Printer {

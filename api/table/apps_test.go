@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"skiff.dev/skiff/api"
 )
 
@@ -51,5 +53,29 @@ func TestControllerRevisionColumns(t *testing.T) {
 	r.OwnerReferences = []api.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "u", Controller: &yes}}
 	if got := row(p, r, false)[1]; got != "statefulset.apps/web" {
 		t.Errorf("controller %q, want statefulset.apps/web", got)
+	}
+}
+
+func TestStatefulSetAndPDBColumns(t *testing.T) {
+	three := int32(3)
+	s := &api.StatefulSet{ObjectMeta: meta("default", "web", time.Minute),
+		Spec:   api.StatefulSetSpec{Replicas: &three, Template: api.PodTemplateSpec{Spec: api.PodSpec{Containers: []api.Container{{Name: "nginx", Image: "nginx-slim:0.21"}}}}},
+		Status: api.StatefulSetStatus{ReadyReplicas: 2}}
+	p := For(api.MustKindOf(s))
+	if got := Headers(p.Columns, true); !reflect.DeepEqual(got, []string{"NAME", "READY", "AGE", "CONTAINERS", "IMAGES"}) {
+		t.Errorf("wide headers %v", got)
+	}
+	if got := row(p, s, true); !reflect.DeepEqual(got, []string{"web", "2/3", "60s", "nginx", "nginx-slim:0.21"}) {
+		t.Errorf("row %q", got)
+	}
+	two := intstr.FromInt32(2)
+	pdb := &api.PodDisruptionBudget{ObjectMeta: meta("default", "zk-pdb", time.Hour), Spec: api.PodDisruptionBudgetSpec{MinAvailable: &two},
+		Status: api.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}
+	p = For(api.MustKindOf(pdb))
+	if got := Headers(p.Columns, false); !reflect.DeepEqual(got, []string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"}) {
+		t.Errorf("headers %v", got)
+	}
+	if got := row(p, pdb, false); !reflect.DeepEqual(got, []string{"zk-pdb", "2", "N/A", "1", "60m"}) {
+		t.Errorf("row %q", got)
 	}
 }

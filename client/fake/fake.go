@@ -774,6 +774,8 @@ func (f *Client) UpdateScale(ctx context.Context, k *api.Kind, namespace, name s
 		v.Spec.Replicas = &replicas
 	case *api.ReplicaSet:
 		v.Spec.Replicas = &replicas
+	case *api.StatefulSet:
+		v.Spec.Replicas = &replicas
 	}
 	if !strategy.SpecChanged(o, stored) {
 		return strategy.ScaleOf(stored), nil

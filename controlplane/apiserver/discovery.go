@@ -122,7 +122,7 @@ func resourceList(group, version string) map[string]any {
 			sub("log", "Pod", "", "", "get")
 			sub("portforward", "PodPortForwardOptions", "", "", "create", "get")
 			sub("trace", "PodTrace", "skiff.dev", "v1", "create", "get")
-		case deploymentKind, replicaSetKind:
+		case deploymentKind, replicaSetKind, statefulSetKind:
 			sub("scale", "Scale", "autoscaling", "v1", "get", "patch", "update")
 		case namespaceKind:
 			sub("finalize", "Namespace", "", "", "update")

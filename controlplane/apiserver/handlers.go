@@ -395,7 +395,7 @@ func knownSub(k *api.Kind, sub string) bool {
 	case "binding", "trace", "log", "exec", "attach", "portforward", "eviction":
 		return k == podKind
 	case "scale":
-		return k == deploymentKind || k == replicaSetKind
+		return k.HasScale
 	case "token":
 		return k == serviceAccountKind
 	case "finalize":

@@ -21,14 +21,16 @@ import (
 
 // Kinds the registry treats specially. Read-only lookups into api.Kinds.
 var (
-	namespaceKind  = api.MustKindOf(&api.Namespace{})
-	podKind        = api.MustKindOf(&api.Pod{})
-	nodeKind       = api.MustKindOf(&api.Node{})
-	traceKind      = api.MustKindOf(&api.PodTrace{})
-	deploymentKind = api.MustKindOf(&api.Deployment{})
-	replicaSetKind = api.MustKindOf(&api.ReplicaSet{})
-	daemonSetKind  = api.MustKindOf(&api.DaemonSet{})
-	cronJobKind    = api.MustKindOf(&api.CronJob{})
+	namespaceKind   = api.MustKindOf(&api.Namespace{})
+	podKind         = api.MustKindOf(&api.Pod{})
+	nodeKind        = api.MustKindOf(&api.Node{})
+	traceKind       = api.MustKindOf(&api.PodTrace{})
+	deploymentKind  = api.MustKindOf(&api.Deployment{})
+	replicaSetKind  = api.MustKindOf(&api.ReplicaSet{})
+	daemonSetKind   = api.MustKindOf(&api.DaemonSet{})
+	statefulSetKind = api.MustKindOf(&api.StatefulSet{})
+	cronJobKind     = api.MustKindOf(&api.CronJob{})
+	pdbKind         = api.MustKindOf(&api.PodDisruptionBudget{})
 )
 
 // DefaultNamespace is where namespaced objects go when none is named.
@@ -458,6 +460,8 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 		case *api.Deployment:
 			o.Spec.Replicas = &replicas
 		case *api.ReplicaSet:
+			o.Spec.Replicas = &replicas
+		case *api.StatefulSet:
 			o.Spec.Replicas = &replicas
 		}
 		if !strategy.SpecChanged(next, cur) {
