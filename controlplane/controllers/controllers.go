@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -134,33 +135,20 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	jLoop := newLoop(jobControllerName, jc, jobs.Keys)
 	jobs.AddHandler(jLoop.Handler())
 	pods.AddHandler(jc.PodHandler(jLoop.Enqueue))
-	// CronJob controller (cronjob.go): a CronJob changed or one of its Jobs
-	// did; between those, the loop's delayed requeue at the next scheduled time.
-	cronjobs := m.informer(c, cronJobKind(), log)
-	cjc := NewCronJobController(c, cronjobs, jobs, events(cronJobControllerName), log)
-	cjLoop := newLoop(cronJobControllerName, cjc, cronjobs.Keys)
-	cronjobs.AddHandler(cjLoop.Handler())
-	jobs.AddHandler(cjc.JobHandler(cjLoop.Enqueue))
 	ttl := NewTTLAfterFinishedController(c, jobs, log)
 	ttlLoop := newLoop(ttlAfterFinishedControllerName, ttl, jobs.Keys)
 	jobs.AddHandler(ttlLoop.Handler())
 
-	// DaemonSet controller (daemonset.go): a DaemonSet changed, one of its
-	// pods or revisions did, or a node came, went or changed its labels,
-	// taints or schedulability.
+	// The workload controllers beyond Deployments and Jobs (workloads.go):
+	// DaemonSets, StatefulSets, CronJobs, disruption budgets; and the
+	// storage controllers (storage.go), whose claims StatefulSets make.
 	nodes := m.informer(c, api.MustKindOf(&api.Node{}), log)
-	dsets := m.informer(c, daemonSetKind(), log)
-	revs := m.informer(c, controllerRevisionKind(), log)
-	dsc := NewDaemonSetController(c, dsets, revs, pods, nodes, events(daemonSetControllerName), log)
-	dsLoop := newLoop(daemonSetControllerName, dsc, dsets.Keys)
-	dsets.AddHandler(dsLoop.Handler())
-	pods.AddHandler(dsc.PodHandler(dsLoop.Enqueue))
-	revs.AddHandler(dsc.RevisionHandler(dsLoop.Enqueue))
-	nodes.AddHandler(dsc.NodeHandler(dsLoop.Enqueue))
+	claims := m.addStorage(c, pods, newLoop, events, log)
+	wl := m.addWorkloads(c, workloadCaches{pods: pods, rsets: rsets, deploys: deploys, jobs: jobs, nodes: nodes, claims: claims}, newLoop, events, log)
 
-	// Garbage collector: dependents (pods, replica sets, revisions) and their owners.
-	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys, "Job": jobs,
-		"DaemonSet": dsets, "ControllerRevision": revs, "CronJob": cronjobs}
+	// Garbage collector: dependents (pods, replica sets, revisions, claims) and their owners.
+	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys, "Job": jobs, "PersistentVolumeClaim": claims}
+	maps.Copy(graph, wl)
 	gc := NewGarbageCollector(c, listersOf(graph), events(garbageCollectorName), log)
 	gcLoop := newLoop(garbageCollectorName, gc, func() []string { return gcKeys(graph) })
 	gc.Watch(graph, gcLoop.Enqueue)
@@ -241,9 +229,6 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 		eslices.AddHandler(h)
 		m.runners = append(m.runners, func(context.Context) { kLoop.Enqueue(KubernetesServiceKey) })
 	}
-
-	// The storage controllers (storage.go): claims, volumes, classes.
-	m.addStorage(c, pods, newLoop, events, log)
 
 	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
 	ipam := newDefaultNodeIPAM(c, nodes, log)

@@ -253,7 +253,9 @@ func (d *DaemonSetController) Reconcile(ctx context.Context, key string) error {
 			done, actErr = d.rollingUpdate(ctx, s)
 		}
 		if actErr == nil {
-			_, actErr = truncateHistory(ctx, d.client, hist.old, replicasOrDefault(ds.Spec.RevisionHistoryLimit, api.DefaultRevisionHistoryLimit), liveHashes(pods))
+			live := liveHashes(pods)
+			_, actErr = truncateHistory(ctx, d.client, hist.old, replicasOrDefault(ds.Spec.RevisionHistoryLimit, api.DefaultRevisionHistoryLimit), true,
+				func(r *api.ControllerRevision) bool { return live[r.Labels[api.LabelControllerRevisionHash]] })
 		}
 	}
 	st := d.status(s)

@@ -18,7 +18,9 @@
 //   - replicaset.go: pods to match a count;
 //   - daemonset.go: one pod per eligible node, rolled by revision
 //     (daemonset_update.go; history.go keeps the ControllerRevisions);
+//   - statefulset.go: pods with stable names, hostnames and claims, in order;
 //   - cronjob.go: a Job at each time of a cron schedule;
+//   - disruption.go: how many pods a PodDisruptionBudget lets go now;
 //   - gc.go: the garbage collector, deleting what lost all its owners;
 //   - namespace.go: empty a namespace being deleted, then finalize it;
 //   - endpoints.go: an Endpoints object per Service, listing its ready pods;

@@ -229,23 +229,27 @@ func constructHistory(ctx context.Context, c client.Interface, owner api.Object,
 	return h, nil
 }
 
-// truncateHistory deletes the oldest revisions beyond limit that no live
-// pod was made from (live: the hashes the owner's pods carry).
-func truncateHistory(ctx context.Context, c client.Interface, old []*api.ControllerRevision, limit int32, live map[string]bool) (int, error) {
-	toKill := len(old) - int(limit)
+// truncateHistory deletes the oldest revisions of old that are not live
+// (a pod or the owner's status still names them) until at most limit are
+// left: of all old ones (a DaemonSet's rule, liveCount) or of the dead
+// ones only (a StatefulSet's).
+func truncateHistory(ctx context.Context, c client.Interface, old []*api.ControllerRevision, limit int32, liveCount bool, live func(*api.ControllerRevision) bool) (int, error) {
+	var dead []*api.ControllerRevision
+	for _, r := range old {
+		if !live(r) {
+			dead = append(dead, r)
+		}
+	}
+	toKill := len(dead) - int(limit)
+	if liveCount {
+		toKill = min(len(old)-int(limit), len(dead))
+	}
 	if toKill <= 0 {
 		return 0, nil
 	}
-	old = slices.Clone(old)
-	sortRevisions(old)
+	sortRevisions(dead)
 	deleted := 0
-	for _, r := range old {
-		if deleted == toKill {
-			break
-		}
-		if live[r.Labels[api.LabelControllerRevisionHash]] {
-			continue
-		}
+	for _, r := range dead[:toKill] {
 		uid := r.UID
 		if err := c.Delete(ctx, controllerRevisionKind(), r.Namespace, r.Name, api.DeleteOptions{Preconditions: &api.Preconditions{UID: &uid}}); err != nil && !api.IsNotFound(err) {
 			return deleted, fmt.Errorf("delete revision %s: %w", r.Name, err)

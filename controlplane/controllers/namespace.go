@@ -90,7 +90,7 @@ func (n *NamespaceController) UseCaches(caches map[string]Lister) { n.caches = c
 func deletionOrder(kinds []*api.Kind) []*api.Kind {
 	rank := func(k *api.Kind) int {
 		switch k.Kind {
-		case "Deployment", "DaemonSet", "CronJob":
+		case "Deployment", "DaemonSet", "CronJob", "StatefulSet":
 			return 0
 		case "ReplicaSet", "Job":
 			return 1

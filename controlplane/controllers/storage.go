@@ -11,7 +11,10 @@ import (
 //
 //   - pvc-protection and pv-protection (volumeprotection.go): a claim or
 //     volume being deleted, or a pod using a claim changed.
-func (m *Manager) addStorage(c client.Interface, pods *client.Informer, newLoop func(string, client.Reconciler, func() []string) *client.Loop, _ func(string) EventRecorder, log *slog.Logger) {
+//
+// It returns the claims' cache (the StatefulSet controller and the
+// garbage collector read it too).
+func (m *Manager) addStorage(c client.Interface, pods *client.Informer, newLoop func(string, client.Reconciler, func() []string) *client.Loop, _ func(string) EventRecorder, log *slog.Logger) *client.Informer {
 	claims := m.informer(c, claimKind(), log)
 	volumes := m.informer(c, volumeKind(), log)
 
@@ -23,4 +26,5 @@ func (m *Manager) addStorage(c client.Interface, pods *client.Informer, newLoop 
 	pvp := NewPVProtectionController(c, volumes, log)
 	pvpLoop := newLoop(pvProtectionControllerName, pvp, volumes.Keys)
 	volumes.AddHandler(pvpLoop.Handler())
+	return claims
 }
