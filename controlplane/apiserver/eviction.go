@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/strategy"
 )
 
 // serveEviction is POST pods/NAME/eviction (policy/v1 Eviction), what
@@ -205,7 +206,7 @@ func evictionRefused(cause string) error {
 // the condition.
 func (s *Server) markDisruptionTarget(ctx context.Context, pod *api.Pod) {
 	u := api.Clone(pod)
-	setPodCondition(u, api.PodCondition{Type: api.PodDisruptionTarget, Status: api.ConditionTrue,
+	strategy.SetPodCondition(u, api.PodCondition{Type: api.PodDisruptionTarget, Status: api.ConditionTrue,
 		Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: api.Now()})
 	if _, err := s.reg.UpdateStatus(ctx, podKind, u); err != nil {
 		s.log.Debug("eviction: set DisruptionTarget", "pod", api.KeyOf(pod), "err", err)
