@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,14 +64,21 @@ type DynamicResources struct {
 
 	claims, classes, slices *client.Informer
 
-	mu sync.Mutex
+	mu sync.RWMutex
 	// converted: the k8s.io/api form of classes and slices, by name.
 	classesK8s map[string]*resourcev1.DeviceClass
 	slicesK8s  map[string]*resourcev1.ResourceSlice
+	// byNode: the slices of each node ("" for slices not of one node),
+	// with their devices' IDs and class results (dynamicresources_fast.go);
+	// each entry is replaced, never changed in place.
+	byNode map[string]*nodeDevices
 	// allocated: the devices each allocated claim holds, by claim UID.
 	allocated map[string][]structured.DeviceID
 	// assumed: allocations made in Reserve, not yet seen in the informer.
 	assumed map[string]*resourcev1.AllocationResult
+	// inUse counts, per device, the claims of allocated and assumed that
+	// hold it (setAllocatedLocked, setAssumedLocked).
+	inUse map[structured.DeviceID]int
 	// gpus: the GPUs claims hold per node, for NodeResourcesFit; nil: not kept.
 	gpus *ClaimedGPUs
 	// filterTimeout bounds the allocator's search on one node
@@ -119,18 +127,14 @@ func NewDynamicResources(c client.Interface, log *slog.Logger) *DynamicResources
 		features:   structured.Features{PrioritizedList: true, DeviceTaints: true, ConsumableCapacity: true},
 		classesK8s: map[string]*resourcev1.DeviceClass{},
 		slicesK8s:  map[string]*resourcev1.ResourceSlice{},
+		byNode:     map[string]*nodeDevices{},
 		allocated:  map[string][]structured.DeviceID{},
 		assumed:    map[string]*resourcev1.AllocationResult{},
+		inUse:      map[structured.DeviceID]int{},
 	}
 	pl.claims = client.NewInformer(c, api.MustKindOf(&api.ResourceClaim{}), "", api.ListOptions{}, log)
 	pl.classes = client.NewInformer(c, api.MustKindOf(&api.DeviceClass{}), "", api.ListOptions{}, log)
 	pl.slices = client.NewInformer(c, api.MustKindOf(&api.ResourceSlice{}), "", api.ListOptions{}, log)
-	pl.slices.AddIndex("node", func(o api.Object) []string {
-		if n := o.(*api.ResourceSlice).Spec.NodeName; n != nil {
-			return []string{*n}
-		}
-		return []string{""} // nodeSelector or allNodes: every node looks at it
-	})
 	return pl
 }
 
@@ -204,9 +208,9 @@ func (pl *DynamicResources) claimChanged(c *api.ResourceClaim, deleted bool) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if deleted || c.Status.Allocation == nil {
-		delete(pl.allocated, c.UID)
+		pl.setAllocatedLocked(c.UID, nil)
 		if deleted {
-			delete(pl.assumed, c.UID)
+			pl.setAssumedLocked(c.UID, nil)
 			pl.gpus.forget(c.UID)
 		} else {
 			pl.gpus.setAllocated(c.UID, nil)
@@ -220,8 +224,8 @@ func (pl *DynamicResources) claimChanged(c *api.ResourceClaim, deleted bool) {
 	for _, r := range c.Status.Allocation.Devices.Results {
 		ids = append(ids, structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
 	}
-	pl.allocated[c.UID] = ids
-	delete(pl.assumed, c.UID) // the informer has caught up with PreBind
+	pl.setAllocatedLocked(c.UID, ids)
+	pl.setAssumedLocked(c.UID, nil) // the informer has caught up with PreBind
 	pl.gpus.setAllocated(c.UID, c.Status.Allocation)
 }
 
@@ -267,6 +271,7 @@ func (pl *DynamicResources) sliceChanged(s *api.ResourceSlice, deleted bool) {
 	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
+	pl.indexSlice(s.Name, k)
 	if deleted {
 		delete(pl.slicesK8s, s.Name)
 	} else {
@@ -319,12 +324,21 @@ type draState struct {
 	// allocation, and their index in claims.
 	toAllocate      []*resourcev1.ResourceClaim
 	toAllocateIndex []int
-	allocated       structured.AllocatedState
 	// perNode: the allocation found on each node by Filter.
 	mu      sync.Mutex
 	perNode map[string][]resourcev1.AllocationResult
 	// chosen: what Reserve took.
 	chosen []resourcev1.AllocationResult
+	// counted: the nodes Filter found room on by counting (their
+	// allocation is made in Reserve).
+	counted map[string]*api.Node
+	// classes the claims to allocate ask for; simpleClassObj (its cache
+	// key simpleKey) and simpleCount: when every request is "exactly N of
+	// one class" (simpleDemand).
+	classes        []string
+	simpleClassObj *resourcev1.DeviceClass
+	simpleKey      string
+	simpleCount    int64
 }
 
 // Clone implements framework.StateData: preemption's what-if runs may
@@ -340,7 +354,7 @@ func (pl *DynamicResources) PreFilter(_ context.Context, state *framework.CycleS
 	if err != nil {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
 	}
-	s := &draState{claims: claims, perNode: map[string][]resourcev1.AllocationResult{}}
+	s := &draState{claims: claims, perNode: map[string][]resourcev1.AllocationResult{}, counted: map[string]*api.Node{}}
 	for i, c := range claims {
 		if c.Status.Allocation != nil {
 			if !c.IsReservedFor(pod.UID) && len(c.Status.ReservedFor) >= api.ResourceClaimReservedForMaxSize {
@@ -363,7 +377,20 @@ func (pl *DynamicResources) PreFilter(_ context.Context, state *framework.CycleS
 		s.toAllocateIndex = append(s.toAllocateIndex, i)
 	}
 	if len(s.toAllocate) > 0 {
-		s.allocated = pl.allocatedState()
+		for _, c := range s.claims {
+			for _, r := range c.Spec.Devices.Requests {
+				for _, class := range requestClasses(r) {
+					if !slices.Contains(s.classes, class) {
+						s.classes = append(s.classes, class)
+					}
+				}
+			}
+		}
+		if class, n, ok := simpleDemand(s.toAllocate); ok {
+			if c, err := pl.Get(class); err == nil {
+				s.simpleClassObj, s.simpleKey, s.simpleCount = c, classKey(c), n
+			}
+		}
 	}
 	state.Write(dynamicResourcesStateKey, s)
 	return nil
@@ -380,42 +407,127 @@ func requestClasses(r api.DeviceRequest) []string {
 	return out
 }
 
-// allocatedState: the devices of every allocated claim and of every
-// allocation Reserve made that the informer has not shown yet.
-func (pl *DynamicResources) allocatedState() structured.AllocatedState {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	ids := sets.New[structured.DeviceID]()
-	for _, devs := range pl.allocated {
-		ids.Insert(devs...)
+// setAllocatedLocked records the devices an allocated claim holds (nil:
+// none), keeping inUse. pl.mu is held.
+func (pl *DynamicResources) setAllocatedLocked(uid string, ids []structured.DeviceID) {
+	for _, id := range pl.allocated[uid] {
+		pl.release(id)
 	}
-	for _, a := range pl.assumed {
-		for _, r := range a.Devices.Results {
-			ids.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+	if ids == nil {
+		delete(pl.allocated, uid)
+		return
+	}
+	pl.allocated[uid] = ids
+	for _, id := range ids {
+		pl.inUse[id]++
+	}
+}
+
+// setAssumedLocked records an allocation Reserve made and the informer
+// has not shown yet (nil: none), keeping inUse. pl.mu is held.
+func (pl *DynamicResources) setAssumedLocked(uid string, a *resourcev1.AllocationResult) {
+	if old, ok := pl.assumed[uid]; ok {
+		for _, r := range old.Devices.Results {
+			pl.release(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
 		}
 	}
+	if a == nil {
+		delete(pl.assumed, uid)
+		return
+	}
+	pl.assumed[uid] = a
+	for _, r := range a.Devices.Results {
+		pl.inUse[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]++
+	}
+}
+
+func (pl *DynamicResources) release(id structured.DeviceID) {
+	if pl.inUse[id]--; pl.inUse[id] <= 0 {
+		delete(pl.inUse, id)
+	}
+}
+
+// allocatedOn is the allocator's view of which of the given devices are
+// taken (by an allocated claim, or by an allocation Reserve made): the
+// allocator only looks at one node's devices, so only theirs are listed.
+func (pl *DynamicResources) allocatedOn(nds ...*nodeDevices) structured.AllocatedState {
+	ids := sets.New[structured.DeviceID]()
+	pl.mu.RLock()
+	for _, nd := range nds {
+		if nd == nil {
+			continue
+		}
+		for _, id := range nd.ids {
+			if pl.inUse[id] > 0 {
+				ids.Insert(id)
+			}
+		}
+	}
+	pl.mu.RUnlock()
 	return structured.AllocatedState{AllocatedDevices: ids, AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
 }
 
 // slicesFor returns the slices node can use: its own and those without a
 // nodeName (nodeSelector, allNodes), which the allocator matches.
 func (pl *DynamicResources) slicesFor(node string) []*resourcev1.ResourceSlice {
-	objs := append(pl.slices.ByIndex("node", node), pl.slices.ByIndex("node", "")...)
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	out := make([]*resourcev1.ResourceSlice, 0, len(objs))
-	for _, o := range objs {
-		if k, ok := pl.slicesK8s[o.GetObjectMeta().Name]; ok {
-			out = append(out, k)
+	var out []*resourcev1.ResourceSlice
+	for _, nd := range []*nodeDevices{pl.devicesOf(node), pl.devicesOf("")} {
+		if nd != nil {
+			out = append(out, nd.slices...)
 		}
 	}
 	return out
 }
 
+// devicesOf returns what the plugin keeps of a node's slices ("": the
+// slices not of one node), nil when there are none.
+func (pl *DynamicResources) devicesOf(node string) *nodeDevices {
+	pl.mu.RLock()
+	defer pl.mu.RUnlock()
+	return pl.byNode[node]
+}
+
+// sliceNode is the node a slice belongs to, "" for nodeSelector/allNodes.
+func sliceNode(s *resourcev1.ResourceSlice) string {
+	if s == nil || s.Spec.NodeName == nil {
+		return ""
+	}
+	return *s.Spec.NodeName
+}
+
+// indexSlice replaces (or, with k nil, removes) slice name in byNode,
+// making a new nodeDevices for each node it touches. pl.mu is held.
+func (pl *DynamicResources) indexSlice(name string, k *resourcev1.ResourceSlice) {
+	rebuild := func(node string, list []*resourcev1.ResourceSlice) {
+		if len(list) == 0 {
+			delete(pl.byNode, node)
+			return
+		}
+		slices.SortFunc(list, func(a, b *resourcev1.ResourceSlice) int { return strings.Compare(a.Name, b.Name) })
+		pl.byNode[node] = newNodeDevices(node, list)
+	}
+	if old, ok := pl.slicesK8s[name]; ok {
+		n := sliceNode(old)
+		var list []*resourcev1.ResourceSlice
+		if nd := pl.byNode[n]; nd != nil {
+			list = slices.DeleteFunc(slices.Clone(nd.slices), func(s *resourcev1.ResourceSlice) bool { return s.Name == name })
+		}
+		rebuild(n, list)
+	}
+	if k != nil {
+		n := sliceNode(k)
+		var list []*resourcev1.ResourceSlice
+		if nd := pl.byNode[n]; nd != nil {
+			list = slices.Clone(nd.slices)
+		}
+		rebuild(n, append(list, k))
+	}
+}
+
 // List and Get make the plugin the allocator's DeviceClassLister.
 func (pl *DynamicResources) List() ([]*resourcev1.DeviceClass, error) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
+	pl.mu.RLock()
+	defer pl.mu.RUnlock()
 	out := make([]*resourcev1.DeviceClass, 0, len(pl.classesK8s))
 	for _, c := range pl.classesK8s {
 		out = append(out, c)
@@ -425,8 +537,8 @@ func (pl *DynamicResources) List() ([]*resourcev1.DeviceClass, error) {
 
 // Get implements structured.DeviceClassLister.
 func (pl *DynamicResources) Get(name string) (*resourcev1.DeviceClass, error) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
+	pl.mu.RLock()
+	defer pl.mu.RUnlock()
 	if c, ok := pl.classesK8s[name]; ok {
 		return c, nil
 	}
@@ -444,7 +556,6 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 		return nil
 	}
 	s := d.(*draState)
-	node := k8sNode(ni.Node)
 	for _, c := range s.claims {
 		if a := c.Status.Allocation; a != nil && a.NodeSelector != nil && !NodeSelectorMatches(a.NodeSelector, ni.Node) {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonClaimNotOnNode).
@@ -454,17 +565,21 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 	if len(s.toAllocate) == 0 {
 		return nil
 	}
+	if s.simpleClassObj != nil {
+		if fits, answered := pl.countFits(ctx, s, ni.Node.Name); answered && fits {
+			s.mu.Lock()
+			s.counted[ni.Node.Name] = ni.Node
+			s.mu.Unlock()
+			return nil // Reserve allocates on the chosen node (dynamicresources_fast.go)
+		}
+	}
+	node := k8sNode(ni.Node)
 	if pl.filterTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, pl.filterTimeout)
 		defer cancel()
 	}
-	nodeSlices := pl.slicesFor(ni.Node.Name)
-	alloc, err := structured.NewAllocator(ctx, pl.features, s.allocated, pl, nodeSlices, pl.celCache)
-	if err != nil {
-		return framework.AsStatus(err)
-	}
-	results, err := alloc.Allocate(ctx, node, s.toAllocate)
+	results, err := pl.allocate(ctx, s, node)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 		// DynamicResourcesArgs.filterTimeout: this node is given up, as
 		// Kubernetes does, rather than holding up every other pod.
@@ -480,11 +595,24 @@ func (pl *DynamicResources) Filter(ctx context.Context, state *framework.CycleSt
 		return nil
 	}
 	st := framework.NewStatus(framework.Unschedulable, ReasonCannotAllocate)
-	return st.WithDetails(pl.explain(ctx, s, nodeSlices, node)...)
+	return st.WithDetails(pl.explain(ctx, s, pl.slicesFor(ni.Node.Name), node)...)
+}
+
+// allocate runs the structured allocator for the claims on one node, with
+// the node's devices of the requested classes (the class CEL results
+// cached, dynamicresources_fast.go).
+func (pl *DynamicResources) allocate(ctx context.Context, s *draState, node *corev1.Node) ([]resourcev1.AllocationResult, error) {
+	prepared, lister := pl.preparedSlices(ctx, s, node.Name)
+	taken := pl.allocatedOn(pl.devicesOf(node.Name), pl.devicesOf(""))
+	alloc, err := structured.NewAllocator(ctx, pl.features, taken, lister, prepared, pl.celCache)
+	if err != nil {
+		return nil, err
+	}
+	return alloc.Allocate(ctx, node, s.toAllocate)
 }
 
 // Reserve implements framework.ReservePlugin.
-func (pl *DynamicResources) Reserve(_ context.Context, state *framework.CycleState, _ *api.Pod, nodeName string) *framework.Status {
+func (pl *DynamicResources) Reserve(ctx context.Context, state *framework.CycleState, _ *api.Pod, nodeName string) *framework.Status {
 	d, ok := state.Read(dynamicResourcesStateKey)
 	if !ok {
 		return nil
@@ -495,7 +623,13 @@ func (pl *DynamicResources) Reserve(_ context.Context, state *framework.CycleSta
 	}
 	s.mu.Lock()
 	results, ok := s.perNode[nodeName]
+	counted := s.counted[nodeName]
 	s.mu.Unlock()
+	if !ok && counted != nil { // Filter counted: allocate on this node now
+		var err error
+		results, err = pl.allocate(ctx, s, k8sNode(counted))
+		ok = err == nil && len(results) == len(s.toAllocate)
+	}
 	if !ok {
 		return framework.NewStatus(framework.Error, fmt.Sprintf("no allocation was computed for node %s", nodeName))
 	}
@@ -506,7 +640,7 @@ func (pl *DynamicResources) Reserve(_ context.Context, state *framework.CycleSta
 		r := results[i]
 		r.AllocationTimestamp = &now
 		results[i] = r
-		pl.assumed[string(c.UID)] = &results[i]
+		pl.setAssumedLocked(string(c.UID), &results[i])
 		pl.setAssumedGPUs(string(c.UID), &results[i])
 	}
 	s.chosen = results
@@ -523,7 +657,7 @@ func (pl *DynamicResources) Unreserve(_ context.Context, state *framework.CycleS
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	for _, c := range s.toAllocate {
-		delete(pl.assumed, string(c.UID))
+		pl.setAssumedLocked(string(c.UID), nil)
 		pl.gpus.setAssumed(string(c.UID), nil)
 	}
 	s.chosen = nil
@@ -566,7 +700,7 @@ func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim,
 		allocation = a
 	}
 	for attempt := 0; ; attempt++ {
-		cur := api.Clone(c)
+		cur := claimForWrite(c)
 		if allocation != nil && cur.Status.Allocation != nil {
 			return fmt.Errorf("allocated by someone else meanwhile")
 		}
@@ -601,6 +735,16 @@ func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim,
 			return err
 		}
 	}
+}
+
+// claimForWrite copies what bindClaim changes of a claim (finalizers,
+// status.reservedFor; status.allocation is replaced, not changed), so the
+// informer's object stays untouched, without copying the whole claim.
+func claimForWrite(c *api.ResourceClaim) *api.ResourceClaim {
+	cur := *c
+	cur.Finalizers = slices.Clone(c.Finalizers)
+	cur.Status.ReservedFor = slices.Clone(c.Status.ReservedFor)
+	return &cur
 }
 
 // NodeSelectorMatches reports whether node matches one of sel's terms.

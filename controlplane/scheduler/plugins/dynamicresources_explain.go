@@ -34,6 +34,7 @@ type deviceOnNode struct {
 }
 
 func (pl *DynamicResources) explain(ctx context.Context, s *draState, nodeSlices []*resourcev1.ResourceSlice, node *corev1.Node) []string {
+	inUse := pl.allocatedOn(pl.devicesOf(node.Name), pl.devicesOf("")).AllocatedDevices
 	var devices []deviceOnNode
 	for _, sl := range nodeSlices {
 		ok, err := structured.NodeMatches(pl.features, node, ptrValue(sl.Spec.NodeName), ptrValue(sl.Spec.AllNodes), sl.Spec.NodeSelector)
@@ -99,7 +100,7 @@ func (pl *DynamicResources) explain(ctx context.Context, s *draState, nodeSlices
 					switch {
 					case len(failures[i]) > 0:
 						note(failures[i][0], d.name)
-					case s.allocated.AllocatedDevices.Has(d.id):
+					case inUse.Has(d.id):
 						taken++
 					default:
 						free = append(free, d)
