@@ -34,7 +34,7 @@ import (
 )
 
 // Version is the agent version reported in Node status.
-const Version = "v0.1.0-skiff"
+const Version = api.Version + "-skiff"
 
 // Config of an agent. Start from DefaultConfig.
 type Config struct {

@@ -13,12 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/cluster"
 )
-
-// Version of skiff, printed by `skiff version` and /version.
-const Version = cluster.Version
 
 // clusterFlags are the flags `up` and `server` share: they fill a
 // cluster.Config, which package cluster runs.
@@ -210,7 +208,7 @@ func newVersionCmd(r *Root) *cobra.Command {
 
 // Run prints the versions.
 func (v *versionCmd) Run(ctx context.Context) error {
-	fmt.Fprintf(v.r.Stdout, "Client Version: %s\n", Version)
+	fmt.Fprintf(v.r.Stdout, "Client Version: %s\n", api.Version)
 	cfg, err := v.r.ClientConfig()
 	if err != nil {
 		return nil

@@ -31,8 +31,9 @@ import (
 // answer, an error status included, is the answer: a server that answers
 // is never skipped.
 type Client struct {
-	token string
-	http  *http.Client
+	token     string
+	userAgent string
+	http      *http.Client
 
 	mu    sync.Mutex
 	bases []*url.URL // never empty
@@ -59,7 +60,11 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
 	// No overall timeout: watches and logs stream for as long as their ctx lives.
-	return &Client{bases: bases, token: cfg.Token, http: &http.Client{Transport: tr}}, nil
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = UserAgent("skiff")
+	}
+	return &Client{bases: bases, token: cfg.Token, userAgent: ua, http: &http.Client{Transport: tr}}, nil
 }
 
 // parseServers parses API server URLs (a bare host:port means https),
@@ -249,6 +254,11 @@ func (c *Client) do(ctx context.Context, base *url.URL, method, path string, bod
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	if m := FieldManager(ctx); m != "" && method != http.MethodGet && method != http.MethodDelete && !u.Query().Has("fieldManager") {
+		q := u.Query()
+		q.Set("fieldManager", m)
+		u.RawQuery = q.Encode()
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
@@ -257,6 +267,7 @@ func (c *Client) do(ctx context.Context, base *url.URL, method, path string, bod
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

@@ -464,3 +464,35 @@ func TestStream(t *testing.T) {
 		t.Errorf("err = %v, want NotFound", err)
 	}
 }
+
+// Every request names skiff in its User-Agent (the API server names a
+// write's field manager after it), and a write under WithFieldManager
+// carries ?fieldManager=, as kubectl's client-side apply does.
+func TestUserAgentAndFieldManager(t *testing.T) {
+	type seen struct{ method, ua, manager string }
+	got := make(chan seen, 4)
+	c := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Method, r.UserAgent(), r.URL.Query().Get("fieldManager")}
+		writeJSON(w, http.StatusCreated, &api.ConfigMap{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: api.ObjectMeta{Name: "a", Namespace: "default"}})
+	}))
+	cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Name: "a", Namespace: "default"}}
+	if _, err := c.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; !strings.HasPrefix(s.ua, "skiff/"+api.Version+" (") || s.manager != "" {
+		t.Errorf("plain create: User-Agent %q, fieldManager %q; want skiff/%s (OS/ARCH) and none", s.ua, s.manager, api.Version)
+	}
+	ctx := client.WithFieldManager(context.Background(), "skiff-client-side-apply")
+	if _, err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s.manager != "skiff-client-side-apply" {
+		t.Errorf("create under WithFieldManager: fieldManager %q", s.manager)
+	}
+	if _, err := c.Get(ctx, kind(t, cm), "default", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s.method != http.MethodGet || s.manager != "" {
+		t.Errorf("a read sent fieldManager %q", s.manager)
+	}
+}

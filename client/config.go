@@ -1,13 +1,17 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
+
+	"skiff.dev/skiff/api"
 )
 
 // Config tells a client where the API server is and how to authenticate.
@@ -35,6 +39,15 @@ type Config struct {
 	// (kubeconfig's client-certificate-data, client-key-data): a node's
 	// credential. Both or neither.
 	CertData, KeyData []byte
+	// UserAgent is sent with every request; "" sends UserAgent("skiff").
+	// The API server names a write's field manager after it (up to its
+	// first '/'), as kube-apiserver does: "skiff", "skiff-agent".
+	UserAgent string
+}
+
+// UserAgent is a User-Agent in kubectl's shape: "skiff/v0.1.0 (linux/amd64)".
+func UserAgent(program string) string {
+	return fmt.Sprintf("%s/%s (%s/%s)", program, api.Version, runtime.GOOS, runtime.GOARCH)
 }
 
 // Validate reports what is wrong with a config.
@@ -104,4 +117,20 @@ func (c Config) transport() (*http.Transport, error) {
 	tr.TLSHandshakeTimeout = 10 * time.Second
 	tr.MaxIdleConnsPerHost = 64 // controllers, the scheduler and the agent share one client
 	return tr, nil
+}
+
+type fieldManagerKey struct{}
+
+// WithFieldManager returns ctx whose writes (create, update, patch) name
+// manager as their field manager (?fieldManager=), as kubectl's
+// client-side apply names itself "kubectl-client-side-apply"; without it
+// the API server takes the User-Agent's first word ("skiff").
+func WithFieldManager(ctx context.Context, manager string) context.Context {
+	return context.WithValue(ctx, fieldManagerKey{}, manager)
+}
+
+// FieldManager is the field manager WithFieldManager put on ctx, or "".
+func FieldManager(ctx context.Context) string {
+	m, _ := ctx.Value(fieldManagerKey{}).(string)
+	return m
 }

@@ -122,7 +122,8 @@ func Agent(ctx context.Context, a AgentConfig) error {
 		return err
 	}
 	cfg.Credentials = &creds
-	c, err := client.New(client.Config{Server: apiURL, Servers: m.APIServers(), CAData: creds.CA, CertData: creds.ClientCert, KeyData: creds.ClientKey})
+	c, err := client.New(client.Config{Server: apiURL, Servers: m.APIServers(), CAData: creds.CA, CertData: creds.ClientCert, KeyData: creds.ClientKey,
+		UserAgent: client.UserAgent("skiff-agent")})
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,6 @@ import (
 	"skiff.dev/skiff/node"
 )
 
-// Version of skiff, printed by `skiff version` and served at /version.
-const Version = "v0.1.0"
-
 // Environment variables a token may come from instead of a file: a token
 // never goes on a command line, where `ps` shows it to every user.
 const (

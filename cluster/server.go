@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/dashboard"
@@ -88,7 +89,7 @@ func (c *Config) controlPlaneConfig(member string) controlplane.Config {
 	cfg.API.Listen = c.Listen
 	cfg.SchedulerConfig = c.SchedulerConfig
 	cfg.Kueue = c.Kueue
-	cfg.API.Version = Version
+	cfg.API.Version = api.Version
 	if c.PodSecurityDefault != "" {
 		ps := apiserver.PodSecurityAt(c.PodSecurityDefault)
 		cfg.API.PodSecurity = &ps
@@ -122,7 +123,7 @@ func startServer(ctx context.Context, c *Config, member string) (*controlplane.C
 		cp.Stop()
 		return nil, err
 	}
-	fmt.Fprintf(out, "skiff %s: API server at %s (data in %s)\n", Version, cc.Server, c.DataDir)
+	fmt.Fprintf(out, "skiff %s: API server at %s (data in %s)\n", api.Version, cc.Server, c.DataDir)
 	if g := cp.Gossip(); g != nil {
 		fmt.Fprintf(out, "gossip on %s, advertising the API server as %s\n", g.LocalAddr(), cp.AdvertisedURL())
 	}

@@ -27,6 +27,10 @@ const (
 	Unchanged  Result = "unchanged"
 )
 
+// FieldManagerClientSideApply names the writes of Apply in managedFields,
+// as kubectl's are "kubectl-client-side-apply".
+const FieldManagerClientSideApply = "skiff-client-side-apply"
+
 // Applier is kubectl's client-side apply (kubectl apply without
 // --server-side).
 type Applier struct {
@@ -62,6 +66,9 @@ type Applier struct {
 // and the annotation keeps the file's version, as kubectl writes it.
 func (a *Applier) Apply(ctx context.Context, k *api.Kind, obj api.Object, written map[string]any) (Result, error) {
 	cl := a.Client
+	if client.FieldManager(ctx) == "" {
+		ctx = client.WithFieldManager(ctx, FieldManagerClientSideApply)
+	}
 	m := obj.GetObjectMeta()
 	modified, err := AppliedConfiguration(k, obj, written)
 	if err != nil {

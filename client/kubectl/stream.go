@@ -28,9 +28,14 @@ func RESTConfig(cfg client.Config) *rest.Config {
 	if !strings.Contains(host, "://") {
 		host = "https://" + host
 	}
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = client.UserAgent("skiff")
+	}
 	return &rest.Config{
 		Host:        host,
 		BearerToken: cfg.Token,
+		UserAgent:   ua,
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:   cfg.CAData,
 			CertData: cfg.CertData,
