@@ -149,54 +149,7 @@ func (w *strictWalker) walk(path string, v any, t reflect.Type) {
 	if v == nil {
 		return // null is the zero value, as in Kubernetes
 	}
-	switch t {
-	case rawMessageType:
-		return
-	case quantityType:
-		var s string
-		switch x := v.(type) {
-		case string:
-			s = x
-		case json.Number:
-			s = x.String()
-		default:
-			w.wrongType(path, v, "quantity (e.g. \"500m\", \"64Mi\", 1)")
-			return
-		}
-		if _, err := resource.ParseQuantity(s); err != nil {
-			w.errs = append(w.errs, Invalid(path, s, err.Error()))
-		}
-		return
-	case intOrStringType:
-		switch x := v.(type) {
-		case string:
-		case json.Number:
-			if _, err := strconv.ParseInt(x.String(), 10, 32); err != nil {
-				w.errs = append(w.errs, Invalid(path, x, "expected a 32-bit integer or a string"))
-			}
-		default:
-			w.wrongType(path, v, "integer or string")
-		}
-		return
-	case timeType, microTimeType:
-		s, ok := v.(string)
-		if !ok {
-			w.wrongType(path, v, "RFC 3339 time string")
-			return
-		}
-		if s != "" {
-			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-				w.errs = append(w.errs, Invalid(path, s, "expected an RFC 3339 time, e.g. \"2025-01-02T15:04:05Z\""))
-			}
-		}
-		return
-	}
-	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
-		// A type with its own JSON form: let it judge.
-		b, _ := json.Marshal(v)
-		if err := json.Unmarshal(b, reflect.New(t).Interface()); err != nil {
-			w.errs = append(w.errs, Invalid(path, shortValue(v), err.Error()))
-		}
+	if w.walkSpecial(path, v, t) {
 		return
 	}
 	switch t.Kind() {
@@ -205,25 +158,7 @@ func (w *strictWalker) walk(path string, v any, t reflect.Type) {
 	case reflect.Interface:
 		return
 	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			w.wrongType(path, v, "object")
-			return
-		}
-		table := w.structFields(t)
-		for _, key := range sortedKeys(m) {
-			ft, ok := table[key]
-			if !ok {
-				fp := joinPath(path, key)
-				if isNotSupported(t.Name(), key) {
-					w.errs = append(w.errs, Unknown(fp, ""))
-				} else {
-					w.errs = append(w.errs, UnknownField(fp, suggest(key, table)))
-				}
-				continue
-			}
-			w.walk(joinPath(path, key), m[key], ft)
-		}
+		w.walkStruct(path, v, t)
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -234,25 +169,119 @@ func (w *strictWalker) walk(path string, v any, t reflect.Type) {
 			w.walk(path+"["+key+"]", m[key], t.Elem())
 		}
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			s, ok := v.(string)
-			if !ok {
-				w.wrongType(path, v, "base64 string")
-				return
-			}
-			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
-				w.errs = append(w.errs, Invalid(path, "<bytes>", "expected base64 data (put plain text in stringData)"))
-			}
-			return
+		w.walkSlice(path, v, t)
+	default:
+		w.walkScalar(path, v, t)
+	}
+}
+
+// walkSpecial checks the types with a JSON form of their own (quantities,
+// int-or-string, times, any json.Unmarshaler); false for the others.
+func (w *strictWalker) walkSpecial(path string, v any, t reflect.Type) bool {
+	switch t {
+	case rawMessageType:
+		return true
+	case quantityType:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case json.Number:
+			s = x.String()
+		default:
+			w.wrongType(path, v, "quantity (e.g. \"500m\", \"64Mi\", 1)")
+			return true
 		}
-		a, ok := v.([]any)
+		if _, err := resource.ParseQuantity(s); err != nil {
+			w.errs = append(w.errs, Invalid(path, s, err.Error()))
+		}
+		return true
+	case intOrStringType:
+		switch x := v.(type) {
+		case string:
+		case json.Number:
+			if _, err := strconv.ParseInt(x.String(), 10, 32); err != nil {
+				w.errs = append(w.errs, Invalid(path, x, "expected a 32-bit integer or a string"))
+			}
+		default:
+			w.wrongType(path, v, "integer or string")
+		}
+		return true
+	case timeType, microTimeType:
+		s, ok := v.(string)
 		if !ok {
-			w.wrongType(path, v, "list")
+			w.wrongType(path, v, "RFC 3339 time string")
+			return true
+		}
+		if s != "" {
+			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+				w.errs = append(w.errs, Invalid(path, s, "expected an RFC 3339 time, e.g. \"2025-01-02T15:04:05Z\""))
+			}
+		}
+		return true
+	}
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
+		// A type with its own JSON form: let it judge.
+		b, _ := json.Marshal(v)
+		if err := json.Unmarshal(b, reflect.New(t).Interface()); err != nil {
+			w.errs = append(w.errs, Invalid(path, shortValue(v), err.Error()))
+		}
+		return true
+	}
+	return false
+}
+
+// walkStruct checks an object against struct t: every key a field (an
+// unknown one named, with a suggestion), every value of its field's type.
+func (w *strictWalker) walkStruct(path string, v any, t reflect.Type) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		w.wrongType(path, v, "object")
+		return
+	}
+	table := w.structFields(t)
+	for _, key := range sortedKeys(m) {
+		ft, ok := table[key]
+		if !ok {
+			fp := joinPath(path, key)
+			if isNotSupported(t.Name(), key) {
+				w.errs = append(w.errs, Unknown(fp, ""))
+			} else {
+				w.errs = append(w.errs, UnknownField(fp, suggest(key, table)))
+			}
+			continue
+		}
+		w.walk(joinPath(path, key), m[key], ft)
+	}
+}
+
+// walkSlice checks a list (or, for []byte, base64 data).
+func (w *strictWalker) walkSlice(path string, v any, t reflect.Type) {
+	if t.Elem().Kind() == reflect.Uint8 {
+		s, ok := v.(string)
+		if !ok {
+			w.wrongType(path, v, "base64 string")
 			return
 		}
-		for i, e := range a {
-			w.walk(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+		if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+			w.errs = append(w.errs, Invalid(path, "<bytes>", "expected base64 data (put plain text in stringData)"))
 		}
+		return
+	}
+	a, ok := v.([]any)
+	if !ok {
+		w.wrongType(path, v, "list")
+		return
+	}
+	for i, e := range a {
+		w.walk(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+	}
+}
+
+// walkScalar checks a string, boolean or number against its Go kind (and
+// an integer's range).
+func (w *strictWalker) walkScalar(path string, v any, t reflect.Type) {
+	switch t.Kind() {
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			w.wrongType(path, v, "string")

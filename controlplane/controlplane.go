@@ -251,48 +251,14 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	// A server ran here before when the token is there: a store missing
-	// then is said, not silently started empty (see below).
+	// then is said, not silently started empty (openStore).
 	_, terr := os.Stat(filepath.Join(cfg.DataDir, apiserver.TokenFile))
 	ranBefore := terr == nil
-	token := cfg.API.Token
-	if token == "" {
-		t, err := apiserver.LoadOrCreateToken(cfg.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		token = t
-	} else if cfg.Etcd != nil {
-		// A server of a multi-server cluster keeps the token it was given.
-		if err := saveTokenFile(filepath.Join(cfg.DataDir, apiserver.TokenFile), token); err != nil {
-			return nil, err
-		}
-	}
-	cfg.API.Token = token
-	var advURL string
-	if g := cfg.Gossip; g != nil {
-		advURL = g.APIServer
-		if advURL == "" {
-			advURL = "https://" + cfg.API.Listen
-		}
-	}
-	// The cluster's secrets: a server joining an embedded etcd cluster
-	// fetches them first (CA pinned), the first server creates them.
-	if e := cfg.Etcd; e != nil && e.JoinServer != "" {
-		if err := fetchSecrets(ctx, cfg.DataDir, e.JoinServer, token, e.CACertHash, e.UnsafeSkipCAVerification); err != nil {
-			return nil, err
-		}
-	}
-	ca, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"))
+	sec, err := loadSecrets(ctx, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	joinToken, err := apiserver.LoadOrCreateTokenFile(filepath.Join(cfg.DataDir, JoinTokenFile))
-	if err != nil {
-		return nil, err
-	}
-	if err := serverTLS(&cfg, ca, advURL); err != nil {
-		return nil, err
-	}
+	token, joinToken, advURL, ca := sec.token, sec.joinToken, sec.advURL, sec.ca
 	var cleanups []func()
 	fail := func(err error) (*ControlPlane, error) {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -302,57 +268,19 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	}
 	// The store first: with etcd, the other servers' gossip addresses are
 	// in it.
-	var st store.Store
-	var eb *etcdBackend
-	if cfg.Etcd != nil {
-		name := cfg.Etcd.Name
-		if name == "" && cfg.Gossip != nil {
-			name = cfg.Gossip.Name
-		}
-		if name == "" {
-			name = cfg.API.Listen
-		}
-		b, err := openEtcd(ctx, cfg, name, token, ca, lg.With("component", "etcd"))
+	st, eb, closeStore, err := openStore(ctx, cfg, ranBefore, token, ca, lg)
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, closeStore)
+	var gossip *membership.Membership
+	if cfg.Gossip != nil {
+		m, err := startGossip(ctx, &cfg, joinToken, advURL, eb, lg)
 		if err != nil {
 			return fail(err)
 		}
-		eb, st = b, b.store
-		cleanups = append(cleanups, func() { eb.close() })
-	} else {
-		storeOpts := cfg.Store
-		storeOpts.Logger = lg.With("component", "store")
-		statePath := filepath.Join(cfg.DataDir, store.StateFile)
-		if _, err := os.Stat(statePath); ranBefore && errors.Is(err, os.ErrNotExist) {
-			// Moving state.db aside is how one starts empty on purpose, so
-			// this is no error; but a lost store would empty the cluster.
-			lg.Warn("no store in the data directory, though a server ran here before: starting with an empty store; "+
-				"if it held objects, stop this server now and restore a snapshot (skiff snapshot restore FILE --data-dir DIR)", "path", statePath, "dir", cfg.DataDir)
-		}
-		b, err := store.Open(statePath, storeOpts)
-		if err != nil {
-			return fail(fmt.Errorf("open store: %w", err))
-		}
-		st = b
-		cleanups = append(cleanups, func() { b.Close() })
-	}
-	var gossip *membership.Membership
-	if g := cfg.Gossip; g != nil {
-		mc := membership.DefaultConfig(g.Name, joinToken)
-		mc.BindAddr = gossipBindAddr(g.BindAddr, cfg.API.Listen)
-		mc.BindPort, mc.AdvertiseAddr, mc.Fast, mc.Log = g.Port, g.AdvertiseAddr, g.Fast, lg
-		mc.Meta = membership.Meta{Role: membership.RoleServer, APIServer: advURL}
-		m, err := membership.Start(mc)
-		if err != nil {
-			return fail(fmt.Errorf("%w: %w", ErrGossip, err))
-		}
 		gossip = m
-		cfg.Members = m
 		cleanups = append(cleanups, m.Stop)
-		if eb != nil {
-			if err := eb.meetServers(ctx, g.Name, advURL, m, lg); err != nil {
-				return fail(err)
-			}
-		}
 	}
 	m := metrics.New()
 	cfg.API.Metrics = m
@@ -407,6 +335,119 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		cp.run("leader", func() error { return lead(ctx) })
 	}
 	return cp, nil
+}
+
+// secrets are a server's: its tokens, the cluster CA, and the URL it
+// advertises its API server at ("" without gossip).
+type secrets struct {
+	token, joinToken, advURL string
+	ca                       *pki.CA
+}
+
+// loadSecrets loads (or creates, on a first start) the admin token, the
+// cluster CA and the join token, and sets up the server's TLS (cfg.API).
+// A server joining an embedded etcd cluster fetches the cluster's secrets
+// from it first (CA pinned); one of a multi-server cluster keeps the
+// admin token it was given.
+func loadSecrets(ctx context.Context, cfg *Config) (secrets, error) {
+	token := cfg.API.Token
+	if token == "" {
+		t, err := apiserver.LoadOrCreateToken(cfg.DataDir)
+		if err != nil {
+			return secrets{}, err
+		}
+		token = t
+	} else if cfg.Etcd != nil {
+		// A server of a multi-server cluster keeps the token it was given.
+		if err := saveTokenFile(filepath.Join(cfg.DataDir, apiserver.TokenFile), token); err != nil {
+			return secrets{}, err
+		}
+	}
+	cfg.API.Token = token
+	var advURL string
+	if g := cfg.Gossip; g != nil {
+		advURL = g.APIServer
+		if advURL == "" {
+			advURL = "https://" + cfg.API.Listen
+		}
+	}
+	// The cluster's secrets: a server joining an embedded etcd cluster
+	// fetches them first (CA pinned), the first server creates them.
+	if e := cfg.Etcd; e != nil && e.JoinServer != "" {
+		if err := fetchSecrets(ctx, cfg.DataDir, e.JoinServer, token, e.CACertHash, e.UnsafeSkipCAVerification); err != nil {
+			return secrets{}, err
+		}
+	}
+	ca, err := pki.LoadOrCreateCA(filepath.Join(cfg.DataDir, "pki"))
+	if err != nil {
+		return secrets{}, err
+	}
+	joinToken, err := apiserver.LoadOrCreateTokenFile(filepath.Join(cfg.DataDir, JoinTokenFile))
+	if err != nil {
+		return secrets{}, err
+	}
+	if err := serverTLS(cfg, ca, advURL); err != nil {
+		return secrets{}, err
+	}
+	return secrets{token: token, joinToken: joinToken, advURL: advURL, ca: ca}, nil
+}
+
+// openStore opens the store cfg chooses: etcd (eb set: embedded or
+// external) or the bbolt file in the data dir. ranBefore: a server ran in
+// this data dir before, so a missing bbolt file is said (a lost store
+// would empty the cluster). closeStore closes it.
+func openStore(ctx context.Context, cfg Config, ranBefore bool, token string, ca *pki.CA, lg *slog.Logger) (st store.Store, eb *etcdBackend, closeStore func(), err error) {
+	if cfg.Etcd != nil {
+		name := cfg.Etcd.Name
+		if name == "" && cfg.Gossip != nil {
+			name = cfg.Gossip.Name
+		}
+		if name == "" {
+			name = cfg.API.Listen
+		}
+		b, err := openEtcd(ctx, cfg, name, token, ca, lg.With("component", "etcd"))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return b.store, b, func() { b.close() }, nil
+	}
+	storeOpts := cfg.Store
+	storeOpts.Logger = lg.With("component", "store")
+	statePath := filepath.Join(cfg.DataDir, store.StateFile)
+	if _, err := os.Stat(statePath); ranBefore && errors.Is(err, os.ErrNotExist) {
+		// Moving state.db aside is how one starts empty on purpose, so
+		// this is no error; but a lost store would empty the cluster.
+		lg.Warn("no store in the data directory, though a server ran here before: starting with an empty store; "+
+			"if it held objects, stop this server now and restore a snapshot (skiff snapshot restore FILE --data-dir DIR)", "path", statePath, "dir", cfg.DataDir)
+	}
+	b, err := store.Open(statePath, storeOpts)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open store: %w", err)
+	}
+	return b, nil, func() { b.Close() }, nil
+}
+
+// startGossip starts the server's gossip member (cfg.Gossip), which
+// advertises advURL to agents; with etcd it then meets the other servers
+// (eb.meetServers). cfg.Members is set to it.
+func startGossip(ctx context.Context, cfg *Config, joinToken, advURL string, eb *etcdBackend, lg *slog.Logger) (*membership.Membership, error) {
+	g := cfg.Gossip
+	mc := membership.DefaultConfig(g.Name, joinToken)
+	mc.BindAddr = gossipBindAddr(g.BindAddr, cfg.API.Listen)
+	mc.BindPort, mc.AdvertiseAddr, mc.Fast, mc.Log = g.Port, g.AdvertiseAddr, g.Fast, lg
+	mc.Meta = membership.Meta{Role: membership.RoleServer, APIServer: advURL}
+	m, err := membership.Start(mc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrGossip, err)
+	}
+	cfg.Members = m
+	if eb != nil {
+		if err := eb.meetServers(ctx, g.Name, advURL, m, lg); err != nil {
+			m.Stop()
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // lead runs the controllers and the scheduler until ctx ends (with etcd:

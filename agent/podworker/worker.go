@@ -360,73 +360,19 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		return 0, err
 	}
 
-	// Dynamic resources next, before anything is set up for the
-	// containers: the kubelet's NodePrepareResources (agent/dra).
-	if len(pod.Spec.ResourceClaims) > 0 && st.claims == nil {
-		if w.cfg.Claims == nil {
-			err := fmt.Errorf("pod %s has resource claims but this node has no DRA manager", api.KeyOf(pod))
-			w.event(ctx, pod, api.EventWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
-			return 0, err
-		}
-		t0 := w.cfg.Now()
-		pc, err := w.cfg.Claims.PrepareResources(ctx, pod)
-		if err != nil {
-			w.event(ctx, pod, api.EventWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
-			w.trace(ctx, pod, "prepare", t0, "NodePrepareResources failed: "+err.Error(), nil)
-			return 0, fmt.Errorf("prepare resource claims of pod %s: %w", api.KeyOf(pod), err)
-		}
-		st.claims = &pc
-		w.trace(ctx, pod, "prepare", t0, "NodePrepareResources "+strings.Join(pc.Summary, "; "), pc.Trace)
-	}
-
-	// Network first: containers join the pod's network namespace.
-	if st.network == nil && !pod.Spec.HostNetwork && w.cfg.Network != nil {
-		t0 := w.cfg.Now()
-		pn, err := w.cfg.Network.SetUp(ctx, pod)
-		if err != nil {
-			w.event(ctx, pod, api.EventWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-			return 0, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
-		}
-		st.network = &pn
-		w.trace(ctx, pod, "network", t0, "pod IP "+pn.IP, nil)
-	} else if st.network != nil {
-		// Keep the hosts file's services current (discovery.go).
-		if _, _, err := w.hostsMount(ctx, pod, st); err != nil {
-			w.log.Debug("refresh hosts file", "pod", api.KeyOf(pod), "err", err)
-		}
+	// Dynamic resources next, then the network: the pod's sandbox.
+	if err := w.setUpSandbox(ctx, pod, st); err != nil {
+		return 0, err
 	}
 
 	// Service account tokens at 80% of their life (serviceaccount.go).
 	want(w.refreshTokens(ctx, pod, st))
 
-	// Init containers run one after the other; the app containers start
-	// only when all have succeeded.
-	initDone := true
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		cur, ok := latest[c.Name]
-		if ok && cur.State == runtime.StateExited && cur.ExitCode == 0 {
-			continue
-		}
-		initDone = false
-		d, err := w.step(ctx, pod, c, cur, ok, st, true)
-		if err != nil {
-			return 0, err
-		}
-		want(d)
-		break
+	d, err := w.stepContainers(ctx, pod, latest, st)
+	if err != nil {
+		return 0, err
 	}
-	if initDone {
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
-			cur, ok := latest[c.Name]
-			d, err := w.step(ctx, pod, c, cur, ok, st, false)
-			if err != nil {
-				return 0, err
-			}
-			want(d)
-		}
-	}
+	want(d)
 
 	// Read back what the runtime now has and report it.
 	containers, err = w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: pod.UID})
@@ -446,6 +392,76 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		st.pull[name] = pf
 	}
 	return requeueAfter, nil
+}
+
+// setUpSandbox prepares what the pod's containers share, once: its
+// dynamic resources (the kubelet's NodePrepareResources, agent/dra), then
+// its network namespace (containers join it); a pod already set up gets
+// its hosts file's services refreshed (discovery.go).
+func (w *Worker) setUpSandbox(ctx context.Context, pod *api.Pod, st *podState) error {
+	if len(pod.Spec.ResourceClaims) > 0 && st.claims == nil {
+		if w.cfg.Claims == nil {
+			err := fmt.Errorf("pod %s has resource claims but this node has no DRA manager", api.KeyOf(pod))
+			w.event(ctx, pod, api.EventWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
+			return err
+		}
+		t0 := w.cfg.Now()
+		pc, err := w.cfg.Claims.PrepareResources(ctx, pod)
+		if err != nil {
+			w.event(ctx, pod, api.EventWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
+			w.trace(ctx, pod, "prepare", t0, "NodePrepareResources failed: "+err.Error(), nil)
+			return fmt.Errorf("prepare resource claims of pod %s: %w", api.KeyOf(pod), err)
+		}
+		st.claims = &pc
+		w.trace(ctx, pod, "prepare", t0, "NodePrepareResources "+strings.Join(pc.Summary, "; "), pc.Trace)
+	}
+	if st.network == nil && !pod.Spec.HostNetwork && w.cfg.Network != nil {
+		t0 := w.cfg.Now()
+		pn, err := w.cfg.Network.SetUp(ctx, pod)
+		if err != nil {
+			w.event(ctx, pod, api.EventWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
+		}
+		st.network = &pn
+		w.trace(ctx, pod, "network", t0, "pod IP "+pn.IP, nil)
+	} else if st.network != nil {
+		// Keep the hosts file's services current (discovery.go).
+		if _, _, err := w.hostsMount(ctx, pod, st); err != nil {
+			w.log.Debug("refresh hosts file", "pod", api.KeyOf(pod), "err", err)
+		}
+	}
+	return nil
+}
+
+// stepContainers takes the next step of each container: init containers
+// run one after the other, and the app containers start only when all
+// have succeeded. It returns the soonest time to look again.
+func (w *Worker) stepContainers(ctx context.Context, pod *api.Pod, latest map[string]runtime.ContainerStatus, st *podState) (time.Duration, error) {
+	var soonest time.Duration
+	want := func(d time.Duration) {
+		if d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cur, ok := latest[c.Name]
+		if ok && cur.State == runtime.StateExited && cur.ExitCode == 0 {
+			continue
+		}
+		d, err := w.step(ctx, pod, c, cur, ok, st, true)
+		return d, err
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cur, ok := latest[c.Name]
+		d, err := w.step(ctx, pod, c, cur, ok, st, false)
+		if err != nil {
+			return 0, err
+		}
+		want(d)
+	}
+	return soonest, nil
 }
 
 // step takes the next action for one container and returns when to look again.

@@ -227,74 +227,18 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *requestInfo) {
-	ctx := withWarnings(r.Context(), w) // admission warnings become Warning headers (warning.go)
-	k := info.kind
-	if k.Internal && r.Method != http.MethodGet {
-		writeError(w, methodNotAllowed(info.verb, k))
+	ctx, w, body, ok := s.prepareRequest(w, r, info)
+	if !ok {
 		return
 	}
-	var body []byte
-	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
-		b, err := s.readBody(w, r)
-		if err == nil && isProtobuf(r) {
-			b, err = protobufToJSON(b) // protobuf.go: into the one JSON decoder
-		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		body = b
-	}
-	if info.served != nil { // a further served version (versions.go)
-		addWarning(ctx, info.served.Warning)
-		w = &versionWriter{ResponseWriter: w, kind: k, served: info.served}
-		b, err := toStoredBody(info, r.Header.Get("Content-Type"), body)
-		if err != nil {
-			writeError(w, api.NewBadRequest(err.Error()))
-			return
-		}
-		body = b
-	}
+	k := info.kind
 	route := info.sub + " " + r.Method
 	if info.name == "" {
 		route = "collection " + r.Method
 	}
-	ctx, fvErr := withFieldValidation(ctx, r) // fieldvalidation.go
-	if fvErr != nil {
-		writeError(w, fvErr)
-		return
-	}
-	ctx, err := trackingContext(ctx, r, info) // apply.go: managedFields
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	switch route {
 	case "collection GET":
-		opts, err := listOptions(r, info.verb == "watch")
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		out, err := s.negotiateOutput(r) // a Table for kubectl get (table.go)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if info.verb == "watch" {
-			s.serveWatch(w, r, info, opts, out)
-			return
-		}
-		items, rv, err := s.reg.List(ctx, k, info.namespace, opts)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if out != nil {
-			out.writeTable(w, k, items, rv)
-			return
-		}
-		writeList(w, k, items, rv)
+		s.serveList(ctx, w, r, info)
 	case "collection POST":
 		if k.Namespaced && info.namespace == "" {
 			writeError(w, methodNotAllowed("create without a namespace in the path", k))
@@ -341,20 +285,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		obj, err := s.patch(ctx, info, r.Header.Get("Content-Type"), body)
 		respond(w, http.StatusOK, obj, err)
 	case " DELETE":
-		opts, err := deleteOptions(r, body)
-		if err == nil {
-			ctx, err = dryRunOption(ctx, "DeleteOptions", opts.DryRun) // dryrun.go
-		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		obj, removed, err := s.reg.Delete(ctx, k, info.namespace, info.name, opts)
-		code := http.StatusOK
-		if !removed {
-			code = http.StatusAccepted // deletion pending: graceful or finalizers
-		}
-		respond(w, code, obj, err)
+		s.serveDelete(ctx, w, r, info, body)
 	case "binding POST":
 		s.serveBinding(w, r, info, body)
 	case "eviction POST":
@@ -383,6 +314,101 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		}
 		writeError(w, notFoundPath())
 	}
+}
+
+// prepareRequest reads what every request on a resource needs before its
+// verb: the body (protobuf turned into JSON), a further served version's
+// conversion to the stored one (its answers converted back by the
+// returned writer) and warning, field validation, and managedFields
+// tracking, with the admission warnings as Warning headers (warning.go).
+// On false the error has been answered.
+func (s *Server) prepareRequest(w http.ResponseWriter, r *http.Request, info *requestInfo) (context.Context, http.ResponseWriter, []byte, bool) {
+	ctx := withWarnings(r.Context(), w) // admission warnings become Warning headers (warning.go)
+	k := info.kind
+	if k.Internal && r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(info.verb, k))
+		return nil, nil, nil, false
+	}
+	var body []byte
+	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
+		b, err := s.readBody(w, r)
+		if err == nil && isProtobuf(r) {
+			b, err = protobufToJSON(b) // protobuf.go: into the one JSON decoder
+		}
+		if err != nil {
+			writeError(w, err)
+			return nil, nil, nil, false
+		}
+		body = b
+	}
+	if info.served != nil { // a further served version (versions.go)
+		addWarning(ctx, info.served.Warning)
+		w = &versionWriter{ResponseWriter: w, kind: k, served: info.served}
+		b, err := toStoredBody(info, r.Header.Get("Content-Type"), body)
+		if err != nil {
+			writeError(w, api.NewBadRequest(err.Error()))
+			return nil, nil, nil, false
+		}
+		body = b
+	}
+	ctx, fvErr := withFieldValidation(ctx, r) // fieldvalidation.go
+	if fvErr != nil {
+		writeError(w, fvErr)
+		return nil, nil, nil, false
+	}
+	ctx, err := trackingContext(ctx, r, info) // apply.go: managedFields
+	if err != nil {
+		writeError(w, err)
+		return nil, nil, nil, false
+	}
+	return ctx, w, body, true
+}
+
+// serveList answers a list (a Table for kubectl get: table.go) or a watch.
+func (s *Server) serveList(ctx context.Context, w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	opts, err := listOptions(r, info.verb == "watch")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := s.negotiateOutput(r) // a Table for kubectl get (table.go)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if info.verb == "watch" {
+		s.serveWatch(w, r, info, opts, out)
+		return
+	}
+	items, rv, err := s.reg.List(ctx, info.kind, info.namespace, opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if out != nil {
+		out.writeTable(w, info.kind, items, rv)
+		return
+	}
+	writeList(w, info.kind, items, rv)
+}
+
+// serveDelete deletes an object: 200 when it is gone, 202 while its
+// deletion is pending (graceful, or finalizers).
+func (s *Server) serveDelete(ctx context.Context, w http.ResponseWriter, r *http.Request, info *requestInfo, body []byte) {
+	opts, err := deleteOptions(r, body)
+	if err == nil {
+		ctx, err = dryRunOption(ctx, "DeleteOptions", opts.DryRun) // dryrun.go
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	obj, removed, err := s.reg.Delete(ctx, info.kind, info.namespace, info.name, opts)
+	code := http.StatusOK
+	if !removed {
+		code = http.StatusAccepted // deletion pending: graceful or finalizers
+	}
+	respond(w, code, obj, err)
 }
 
 // knownSub reports whether sub is a subresource (or "" the object) of k.

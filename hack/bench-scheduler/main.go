@@ -149,59 +149,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	measured := func(p *api.Pod) bool { return p.Labels["measured"] == "true" }
 	for i := range *pods {
 		if isMeasured(*variant, i) {
 			res.Measured++
 		}
 	}
-	var bound atomic.Int64
-	done := make(chan struct{})
-	var lastBind atomic.Int64
-	go func() {
-		seen := map[string]bool{}
-		for ctx.Err() == nil {
-			w, err := c.Watch(ctx, podKind, "", api.ListOptions{ResourceVersion: rv})
-			if err != nil {
-				return
-			}
-			for ev := range w.Events() {
-				p, ok := ev.Object.(*api.Pod)
-				if !ok {
-					continue
-				}
-				rv = p.ResourceVersion
-				if p.Spec.NodeName != "" && measured(p) && !seen[p.Name] {
-					seen[p.Name] = true
-					lastBind.Store(time.Now().UnixNano())
-					if bound.Add(1) == int64(res.Measured) {
-						close(done)
-						w.Stop()
-						return
-					}
-				}
-			}
-			if api.IsGone(w.Err()) { // fell behind: count from a fresh list
-				items, lrv, err := c.List(ctx, podKind, "", api.ListOptions{})
-				if err != nil {
-					return
-				}
-				for _, o := range items {
-					p := o.(*api.Pod)
-					if p.Spec.NodeName != "" && measured(p) && !seen[p.Name] {
-						seen[p.Name] = true
-						bound.Add(1)
-					}
-				}
-				rv = lrv
-				if bound.Load() >= int64(res.Measured) {
-					lastBind.Store(time.Now().UnixNano())
-					close(done)
-					return
-				}
-			}
-		}
-	}()
+	bw := &bindWatch{want: int64(res.Measured), done: make(chan struct{})}
+	go bw.run(ctx, c, rv)
 
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
@@ -215,44 +169,33 @@ func run() error {
 	}
 	commits0, writes0 := storeCounter(cp, "skiff_store_commits_total"), storeCounter(cp, "skiff_store_writes_total")
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var createErr atomic.Value
-	for range *creators {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= *pods || ctx.Err() != nil {
-					return
-				}
-				if _, err := c.Create(ctx, newPod(*variant, i)); err != nil {
-					createErr.Store(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := createErr.Load().(error); ok {
-		return fmt.Errorf("create pods: %w", err)
+	if err := createPods(ctx, c, *variant, *pods, *creators); err != nil {
+		return err
 	}
 	select {
-	case <-done:
+	case <-bw.done:
 	case <-ctx.Done():
 		res.TimedOut = true
 	}
-	end := time.Unix(0, lastBind.Load())
+	end := time.Unix(0, bw.lastBind.Load())
 	if res.TimedOut {
 		end = time.Now()
 	}
 	res.Seconds = end.Sub(start).Seconds()
 	res.Commits = storeCounter(cp, "skiff_store_commits_total") - commits0
 	res.Writes = storeCounter(cp, "skiff_store_writes_total") - writes0
-	res.PodsPerSec = float64(bound.Load()) / res.Seconds
+	res.PodsPerSec = float64(bw.bound.Load()) / res.Seconds
 	if res.TimedOut {
-		res.Measured = int(bound.Load())
+		res.Measured = int(bw.bound.Load())
 	}
 
+	measureAfter(&res, c, dir)
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// measureAfter fills in the memory, store size, unscheduled pods and
+// events at the end of a run.
+func measureAfter(res *result, c client.Interface, dir string) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.HeapMiB, res.GoSysMiB = mib(ms.HeapAlloc), mib(ms.Sys)
@@ -267,7 +210,89 @@ func run() error {
 	if evs, _, err := c.List(context.Background(), api.MustKindOf(&api.Event{}), "", api.ListOptions{}); err == nil {
 		res.Events = len(evs)
 	}
-	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// bindWatch counts the measured pods bound, from a watch of pods (a list
+// again when the watch falls behind), and closes done when want are.
+type bindWatch struct {
+	want     int64
+	bound    atomic.Int64
+	lastBind atomic.Int64 // unix nanoseconds of the last bind seen
+	done     chan struct{}
+}
+
+func (b *bindWatch) run(ctx context.Context, c client.Interface, rv string) {
+	podKind := api.MustKindOf(&api.Pod{})
+	measured := func(p *api.Pod) bool { return p.Labels["measured"] == "true" }
+	seen := map[string]bool{}
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, podKind, "", api.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			return
+		}
+		for ev := range w.Events() {
+			p, ok := ev.Object.(*api.Pod)
+			if !ok {
+				continue
+			}
+			rv = p.ResourceVersion
+			if p.Spec.NodeName != "" && measured(p) && !seen[p.Name] {
+				seen[p.Name] = true
+				b.lastBind.Store(time.Now().UnixNano())
+				if b.bound.Add(1) == b.want {
+					close(b.done)
+					w.Stop()
+					return
+				}
+			}
+		}
+		if api.IsGone(w.Err()) { // fell behind: count from a fresh list
+			items, lrv, err := c.List(ctx, podKind, "", api.ListOptions{})
+			if err != nil {
+				return
+			}
+			for _, o := range items {
+				p := o.(*api.Pod)
+				if p.Spec.NodeName != "" && measured(p) && !seen[p.Name] {
+					seen[p.Name] = true
+					b.bound.Add(1)
+				}
+			}
+			rv = lrv
+			if b.bound.Load() >= b.want {
+				b.lastBind.Store(time.Now().UnixNano())
+				close(b.done)
+				return
+			}
+		}
+	}
+}
+
+// createPods creates the variant's pods through c with creators
+// concurrent creators, as fast as the API takes them.
+func createPods(ctx context.Context, c client.Interface, variant string, pods, creators int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var createErr atomic.Value
+	for range creators {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= pods || ctx.Err() != nil {
+					return
+				}
+				if _, err := c.Create(ctx, newPod(variant, i)); err != nil {
+					createErr.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := createErr.Load().(error); ok {
+		return fmt.Errorf("create pods: %w", err)
+	}
+	return nil
 }
 
 func isMeasured(variant string, i int) bool { return variant != "unschedulable" || i%2 == 0 }

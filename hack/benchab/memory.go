@@ -71,32 +71,9 @@ func runMemory(o *options, b build, profile string) (figures, error) {
 	deadline := time.Now().Add(o.timeout)
 
 	// Up once it wrote its client config and lists every simulated node.
-	var cfg serverConfig
-	var hc *http.Client
-	for {
-		if time.Now().After(deadline) {
-			return fail(errors.New("skiff up did not come up"))
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			return fail(fmt.Errorf("skiff up exited: %v", err))
-		case <-time.After(200 * time.Millisecond):
-		}
-		c, err := loadServerConfig(data)
-		if err != nil {
-			continue
-		}
-		if hc == nil {
-			if hc, err = c.httpClient(); err != nil {
-				return nil, err
-			}
-		}
-		cfg = c
-		var nodes struct{ Items []json.RawMessage }
-		if body, err := cfg.do(hc, "GET", "/api/v1/nodes", nil, http.StatusOK); err == nil && json.Unmarshal(body, &nodes) == nil && len(nodes.Items) >= o.memNodes {
-			break
-		}
+	cfg, hc, err := waitUp(data, o.memNodes, exited, deadline)
+	if err != nil {
+		return fail(err)
 	}
 
 	const ns = "bench-mem"
@@ -140,21 +117,60 @@ func runMemory(o *options, b build, profile string) (figures, error) {
 	}
 
 	start = time.Now()
-	if _, err := cfg.do(hc, "DELETE", "/api/v1/namespaces/"+ns, nil, http.StatusOK, http.StatusAccepted); err != nil {
+	if err := deleteNamespace(cfg, hc, ns, deadline, o.timeout); err != nil {
 		return fail(err)
-	}
-	for {
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("namespace not gone after %s", o.timeout))
-		}
-		time.Sleep(200 * time.Millisecond)
-		if _, err := cfg.do(hc, "GET", "/api/v1/namespaces/"+ns, nil, http.StatusNotFound); err == nil {
-			break
-		}
 	}
 	f["delete_s"] = time.Since(start).Seconds()
 	f["peak_mib"] = procStatusMiB(pid, "VmHWM:")
 	return f, nil
+}
+
+// waitUp waits until the server in data wrote its client config and lists
+// nodes nodes, or its process exited (exited: its Wait's error, put back),
+// or deadline passed.
+func waitUp(data string, nodes int, exited chan error, deadline time.Time) (serverConfig, *http.Client, error) {
+	var hc *http.Client
+	for {
+		if time.Now().After(deadline) {
+			return serverConfig{}, nil, errors.New("skiff up did not come up")
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return serverConfig{}, nil, fmt.Errorf("skiff up exited: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		c, err := loadServerConfig(data)
+		if err != nil {
+			continue
+		}
+		if hc == nil {
+			if hc, err = c.httpClient(); err != nil {
+				return serverConfig{}, nil, err
+			}
+		}
+		var list struct{ Items []json.RawMessage }
+		if body, err := c.do(hc, "GET", "/api/v1/nodes", nil, http.StatusOK); err == nil && json.Unmarshal(body, &list) == nil && len(list.Items) >= nodes {
+			return c, hc, nil
+		}
+	}
+}
+
+// deleteNamespace deletes ns and waits until it is gone, or deadline
+// (timeout is said in the error).
+func deleteNamespace(cfg serverConfig, hc *http.Client, ns string, deadline time.Time, timeout time.Duration) error {
+	if _, err := cfg.do(hc, "DELETE", "/api/v1/namespaces/"+ns, nil, http.StatusOK, http.StatusAccepted); err != nil {
+		return err
+	}
+	for {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespace not gone after %s", timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if _, err := cfg.do(hc, "GET", "/api/v1/namespaces/"+ns, nil, http.StatusNotFound); err == nil {
+			return nil
+		}
+	}
 }
 
 // createDeployments creates n Deployments of replicas pods each (8 at a
