@@ -213,8 +213,10 @@ func (g *GPUs) startPlugins(ctx context.Context, dir string, lg *slog.Logger) er
 	st, pc := g.readSharingState()
 	if err := set.Apply(ctx, pc); err != nil && pc != nil {
 		lg.Warn("the last GPU sharing config does not apply now: starting without sharing", "from", st.From, "err", err)
-		st, pc = sharingState{}, nil
-		err = set.Apply(ctx, nil)
+		st = sharingState{}
+		if err := set.Apply(ctx, nil); err != nil {
+			return err
+		}
 	} else if err != nil {
 		return err
 	}

@@ -158,6 +158,7 @@ func (s *Server) podBudget(ctx context.Context, pod *api.Pod) (*api.PodDisruptio
 	case 1:
 		return found[0], nil
 	}
+	//lint:ignore ST1005 kube-apiserver's words, word for word
 	return nil, api.NewInternal(errors.New("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
 }
 

@@ -307,7 +307,7 @@ func Hold(root string, d gpu.SubDevice, util int, mem uint64) (*Held, error) {
 	}
 	rec := FormatLoad(Load{Device: d.ID, UtilPercent: util, MemoryMiB: mem, SMPercent: d.SMPercent})
 	tmp := filepath.Join(dir, "."+token)
-	if err := os.WriteFile(tmp, rec, 0o644); err == nil {
+	if err = os.WriteFile(tmp, rec, 0o644); err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, token+LoadSuffix))
 	}
 	if err != nil {
