@@ -2,10 +2,14 @@
 // to the store. Everything else (CLI, scheduler, controllers, node agents)
 // reads and changes the cluster through it.
 //
-// A request goes: authenticate (bearer token) → decode strictly → admit
-// (namespace exists, defaults, validation, server-owned fields such as uid,
-// generation and status) → write to the store with optimistic concurrency
-// (a stale resourceVersion is a 409 Conflict) → answer. Watches stream the
+// A request goes: authenticate (authn.go: the admin token, a client
+// certificate of the cluster CA, a ServiceAccount token; the dashboard's
+// session cookie on its own paths) → authorize (authz.go) → decode
+// strictly → prepare the server-owned fields (uid, generation, status:
+// api/strategy) → defaults → admission (priority, ServiceAccount, Kueue,
+// storage) → validate → the namespace exists and is not terminating →
+// Pod Security → write to the store with optimistic concurrency (a stale
+// resourceVersion is a 409 Conflict) → answer. Watches stream the
 // store's changes after a resourceVersion; one that is too old gets 410 Gone
 // and the client lists again. Lists read at a resourceVersion as
 // resourceVersionMatch says, and a list or watch from a revision the store
