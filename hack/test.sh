@@ -45,10 +45,16 @@ echo "== staticcheck"
 # Pinned, fetched through the module proxy; not a dependency of skiff itself.
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+# Every tier goes through hack/testsummary: it prints the failures, the
+# skips and how many tests ran, and fails on a skip not on its allow-list
+# (a missing prerequisite must not pass by skipping).
+summary_bin=$(mktemp -d)/testsummary
+go build -o "$summary_bin" ./hack/testsummary
+
 echo "== unit tests"
 # Packages under integration/ and runtime/containerd need containerd; everything else is unit tier.
 unit_pkgs=$(go list ./... | grep -v -e '/integration' -e '/runtime/containerd')
-go test -race -count=1 -timeout 15m $unit_pkgs
+go test -race -count=1 -timeout 15m -json $unit_pkgs | "$summary_bin" -tier "unit tier"
 
 echo "== A/B benchmark harness, smoke (hack/bench-ab.sh: tiny sizes, one round, nothing timed)"
 # So the harness that compares builds never rots; A = B = this tree.
@@ -70,9 +76,9 @@ trap './hack/containerd-stop.sh' EXIT
 export SKIFF_CONTAINERD_ADDRESS=/run/skiff-ci/containerd.sock
 
 echo "== integration tests (real containerd)"
-go test -count=1 -timeout 20m -p 1 ./runtime/containerd/... ./integration/...
+go test -count=1 -timeout 20m -p 1 -json ./runtime/containerd/... ./integration/... | "$summary_bin" -tier "integration tier"
 
 echo "== chaos soak, short (integration/soak_test.go; hack/soak.sh runs the long one)"
 # About two minutes: kill -9 of the server, an agent and containerd under
 # churn; any invariant violation fails it. -v: it prints its table.
-SKIFF_SOAK=short go test -count=1 -timeout 10m -run '^TestSoak$' -v ./integration/
+SKIFF_SOAK=short go test -count=1 -timeout 10m -run '^TestSoak$' -json ./integration/ | "$summary_bin" -v -tier "chaos soak"

@@ -74,9 +74,7 @@ func halfMadeTask(ctx context.Context, t *testing.T, rt runtime.Runtime) (id, bu
 	if runDir == "" {
 		runDir = "/run/skiff-ci"
 	}
-	if _, err := rt.EnsureImage(ctx, runtimetest.BusyboxImage, runtime.PullNever, nil); err != nil {
-		t.Skipf("busybox not imported yet (run TestSuite first): %v", err)
-	}
+	runtimetest.ImportBusybox(t, rt) // self-contained: not only after TestSuite
 	id = "halfmade-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if _, err := rt.CreateContainer(ctx, runtime.ContainerSpec{ID: id, Image: runtimetest.BusyboxImage,
 		Command: []string{"sleep", "600"}}); err != nil {

@@ -25,9 +25,7 @@ func TestOrphanSnapshotOfInterruptedCreate(t *testing.T) {
 	rt := newRuntime(t, runtimetest.Setup{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := rt.EnsureImage(ctx, runtimetest.BusyboxImage, runtime.PullNever, nil); err != nil {
-		t.Skipf("busybox not imported yet (run TestSuite first): %v", err)
-	}
+	runtimetest.ImportBusybox(t, rt) // self-contained: not only after TestSuite
 	cl := rt.(*containerd.Runtime).Client()
 	sn := cl.SnapshotService(containerd.DefaultConfig().Snapshotter)
 	nctx := namespaces.WithNamespace(ctx, testNamespace)

@@ -33,9 +33,7 @@ func TestSurvivesContainerdRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id := "restart-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if _, err := rt.EnsureImage(ctx, runtimetest.BusyboxImage, runtime.PullNever, nil); err != nil {
-		t.Skipf("busybox not imported yet (run TestSuite first): %v", err)
-	}
+	runtimetest.ImportBusybox(t, rt) // self-contained: not only after TestSuite
 	if _, err := rt.CreateContainer(ctx, runtime.ContainerSpec{ID: id, Image: runtimetest.BusyboxImage,
 		Command: []string{"sh", "-c", "sleep 4; echo done; exit 5"}}); err != nil {
 		t.Fatal(err)

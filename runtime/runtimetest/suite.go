@@ -75,8 +75,21 @@ func Run(t *testing.T, newRuntime Factory, caps Capabilities) {
 // runtime runs no processes).
 func (s *suite) importBusybox(t testing.TB, rt runtime.Runtime) {
 	t.Helper()
+	importBusybox(t, rt, !s.caps.Processes)
+}
+
+// ImportBusybox imports the busybox test image (BusyboxImage) into rt, so
+// that a test needing it sets it up itself instead of relying on the
+// suite having run first.
+func ImportBusybox(t testing.TB, rt runtime.Runtime) {
+	t.Helper()
+	importBusybox(t, rt, false)
+}
+
+func importBusybox(t testing.TB, rt runtime.Runtime, stub bool) {
+	t.Helper()
 	img := testenv.Busybox()
-	img.Stub = !s.caps.Processes
+	img.Stub = stub
 	archive, err := img.Archive()
 	if err != nil {
 		t.Fatal(err)
