@@ -11,6 +11,7 @@
 #   hack/bench-ab.sh --smoke HEAD                   # tiny sizes, one round: the harness works
 #   hack/bench-ab.sh --smoke                        # the same with A = B = the working tree
 #                                                   # (one build; what hack/test.sh runs)
+#   hack/bench-ab.sh --b ad0c92e 7ef9412            # two commits, neither the working tree
 #
 # Everything after REF goes to hack/benchab (-help lists the sizes). The
 # harness itself (hack/benchab/target, hack/bench-scheduler) comes from the
@@ -25,20 +26,11 @@ cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -Wno-deprecated-declarations"
 
-smoke=()
-if [[ ${1:-} == --smoke ]]; then
-  smoke=(-smoke)
-  shift
-fi
-if [[ ${#smoke[@]} -gt 0 && ( $# == 0 || ${1:-} == -* ) ]]; then
-  ref=""
-else
-  ref=${1:?usage: hack/bench-ab.sh [--smoke] REF [benchab flags]}
-  shift
-  sha=$(git rev-parse --verify "$ref^{commit}")
-  short=$(git rev-parse --short "$sha")
-  cache=${SKIFF_BENCH_AB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff-bench-ab}
-  src=$cache/src-$sha
+# unpack REF: prints the directory of REF's source with this tree's harness in it.
+unpack() {
+  local sha src
+  sha=$(git rev-parse --verify "$1^{commit}") || return 1
+  src=${SKIFF_BENCH_AB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff-bench-ab}/src-$sha
   if [[ ! -f $src/go.mod ]]; then
     rm -rf "$src"
     mkdir -p "$src"
@@ -50,10 +42,8 @@ else
     mkdir -p "$src/$d"
     cp -r "$d/." "$src/$d/"
   done
-fi
-
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+  echo "$src"
+}
 
 # build TREE DIR: skiff, target and bench-scheduler of TREE into DIR.
 build() {
@@ -73,16 +63,39 @@ build() {
   ) || { echo "build of $tree failed:" >&2; cat "$dir/build.log" >&2; return 1; }
 }
 
-b_name="working tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ', with changes'))"
-if [[ -z $ref ]]; then
-  echo "== building the working tree (A = B)" >&2
+smoke=() bref=""
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --smoke) smoke=(-smoke); shift ;;
+    --b) bref=${2:?--b needs a commit}; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+ref=""
+if [[ ${#smoke[@]} -eq 0 || ( $# -gt 0 && ${1:-} != -* ) ]]; then
+  ref=${1:?usage: hack/bench-ab.sh [--smoke] [--b REF2] REF [benchab flags]}
+  shift
+fi
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+if [[ -n $bref ]]; then
+  b_name="$bref ($(git rev-parse --short "$bref^{commit}"))"
+  echo "== building B ($b_name)" >&2
+  build "$(unpack "$bref")" "$out/b"
+else
+  b_name="working tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ', with changes'))"
+  echo "== building B (the $b_name)" >&2
   build "$PWD" "$out/b"
+fi
+if [[ -z $ref ]]; then
   a_dir=$out/b a_name=$b_name
 else
-  echo "== building A ($ref = $short) and B (the working tree)" >&2
-  build "$src" "$out/a"
-  build "$PWD" "$out/b"
-  a_dir=$out/a a_name="$ref ($short)"
+  a_name="$ref ($(git rev-parse --short "$ref^{commit}"))"
+  echo "== building A ($a_name)" >&2
+  build "$(unpack "$ref")" "$out/a"
+  a_dir=$out/a
 fi
 go build -o "$out/benchab" ./hack/benchab
 "$out/benchab" -a "$a_dir" -b "$out/b" -a-name "$a_name" -b-name "$b_name" "${smoke[@]}" "$@"
