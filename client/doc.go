@@ -13,6 +13,13 @@
 //     client-go's informer: it lists once, then follows the watch stream,
 //     relists when the server cannot resume it (410 Gone, or 504 "Too large
 //     resource version"), and tells handlers what changed.
+//   - InformerFactory (factory.go) gives a process one shared Informer per
+//     kind, as client-go's SharedInformerFactory: the controllers, the
+//     scheduler, its DRA plugin and the queue manager of the leader read
+//     one cache and one watch stream per kind (controlplane.lead). A new
+//     controller takes its informers from it; factory.go's doc shows the
+//     five lines. Handlers may be added while an informer runs (they are
+//     first told every cached object) and removed again.
 //   - Loop (loop.go) is the control loop every controller, the scheduler and
 //     the agent share: a deduplicating queue of keys, workers that call
 //     Reconcile(ctx, key), per-key exponential backoff on error and a

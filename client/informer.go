@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -50,7 +51,12 @@ type Informer struct {
 	synced   chan struct{}
 	syncOnce sync.Once
 
-	handlers []Handler // set before Run; read only by Run's goroutine afterwards
+	// dispatch is held while a change is applied to the cache and handed
+	// to the handlers, and while a handler is added or removed: a handler
+	// added late sees each object exactly once, either in its replay or
+	// as a change.
+	dispatch sync.Mutex
+	handlers []*registration
 
 	mu       sync.RWMutex
 	items    map[string]api.Object
@@ -105,25 +111,56 @@ func NewInformer(c Interface, kind *api.Kind, namespace string, opts api.ListOpt
 // Kind is the kind the informer watches.
 func (i *Informer) Kind() *api.Kind { return i.kind }
 
-// AddHandler registers handlers. Call before Run; it panics afterwards
-// (late handlers would miss the objects already seen).
-func (i *Informer) AddHandler(h Handler) {
-	if i.started.Load() {
-		panic("client: Informer.AddHandler called after Run")
-	}
-	i.handlers = append(i.handlers, h)
+// Registration is a handler added to an Informer, for RemoveHandler.
+type Registration struct {
+	reg *registration
 }
 
-// AddIndex registers an index, e.g. pods by spec.nodeName. Call before Run;
-// it panics afterwards.
-func (i *Informer) AddIndex(name string, f IndexFunc) {
-	if i.started.Load() {
-		panic("client: Informer.AddIndex called after Run")
+type registration struct{ h Handler }
+
+// AddHandler registers handlers, before or after Run (client-go's
+// AddEventHandler): a handler added while the informer runs first gets
+// OnAdd for every object already in the cache (in key order), then every
+// later change, so it never misses or repeats one. That is how several
+// components share one informer (InformerFactory) whenever each starts.
+func (i *Informer) AddHandler(h Handler) Registration {
+	i.dispatch.Lock()
+	defer i.dispatch.Unlock()
+	if h.OnAdd != nil {
+		for _, o := range i.List() {
+			h.OnAdd(o)
+		}
 	}
+	r := &registration{h: h}
+	i.handlers = append(i.handlers, r)
+	return Registration{reg: r}
+}
+
+// RemoveHandler unregisters a handler AddHandler returned; once it
+// returns, the handler is not called again. Removing one twice is a no-op.
+func (i *Informer) RemoveHandler(r Registration) {
+	i.dispatch.Lock()
+	defer i.dispatch.Unlock()
+	i.handlers = slices.DeleteFunc(i.handlers, func(x *registration) bool { return x == r.reg })
+}
+
+// AddIndex registers an index, e.g. pods by spec.nodeName, before or
+// after Run (the objects already cached are indexed at once). Adding an
+// index of a name that exists replaces it.
+func (i *Informer) AddIndex(name string, f IndexFunc) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.indexers[name] = f
-	i.indices[name] = map[string]map[string]struct{}{}
+	idx := map[string]map[string]struct{}{}
+	i.indices[name] = idx
+	for k, o := range i.items {
+		for _, v := range f(o) {
+			if idx[v] == nil {
+				idx[v] = map[string]struct{}{}
+			}
+			idx[v][k] = struct{}{}
+		}
+	}
 }
 
 // HasSynced reports whether the first list has filled the cache.
@@ -301,6 +338,8 @@ func (i *Informer) relist(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	i.dispatch.Lock()
+	defer i.dispatch.Unlock()
 	type change struct {
 		old, cur api.Object
 	}
@@ -365,6 +404,8 @@ func (i *Informer) apply(ev Event) {
 	}
 	k := api.KeyOf(ev.Object)
 	rv := ev.Object.GetObjectMeta().ResourceVersion
+	i.dispatch.Lock()
+	defer i.dispatch.Unlock()
 	i.mu.Lock()
 	if rv != "" {
 		i.lastRV = rv
@@ -429,26 +470,28 @@ func (i *Informer) unindexLocked(k string, old api.Object) {
 	}
 }
 
+// notify* run with i.dispatch held.
+
 func (i *Informer) notifyAdd(o api.Object) {
-	for _, h := range i.handlers {
-		if h.OnAdd != nil {
-			h.OnAdd(o)
+	for _, r := range i.handlers {
+		if r.h.OnAdd != nil {
+			r.h.OnAdd(o)
 		}
 	}
 }
 
 func (i *Informer) notifyUpdate(old, cur api.Object) {
-	for _, h := range i.handlers {
-		if h.OnUpdate != nil {
-			h.OnUpdate(old, cur)
+	for _, r := range i.handlers {
+		if r.h.OnUpdate != nil {
+			r.h.OnUpdate(old, cur)
 		}
 	}
 }
 
 func (i *Informer) notifyDelete(o api.Object) {
-	for _, h := range i.handlers {
-		if h.OnDelete != nil {
-			h.OnDelete(o)
+	for _, r := range i.handlers {
+		if r.h.OnDelete != nil {
+			r.h.OnDelete(o)
 		}
 	}
 }

@@ -233,6 +233,20 @@ type ControlPlane struct {
 	err    error
 
 	stopOnce sync.Once
+
+	// informers is the shared informer factory of the current term as
+	// leader (nil when not leading); for tests and tools.
+	informersMu sync.Mutex
+	informers   *client.InformerFactory
+}
+
+// LeaderInformers returns the shared informer factory the controllers,
+// the queue manager and the scheduler read while this server leads (nil
+// when it does not).
+func (cp *ControlPlane) LeaderInformers() *client.InformerFactory {
+	cp.informersMu.Lock()
+	defer cp.informersMu.Unlock()
+	return cp.informers
 }
 
 // Start opens the store, listens on the API address and starts the
@@ -450,12 +464,26 @@ func startGossip(ctx context.Context, cfg *Config, joinToken, advURL string, eb 
 	return m, nil
 }
 
-// lead runs the controllers and the scheduler until ctx ends (with etcd:
-// until this server stops leading) and returns once both have stopped.
+// lead runs the controllers, the queue manager and the scheduler until
+// ctx ends (with etcd: until this server stops leading) and returns once
+// they have stopped. They read one shared informer factory: one cache and
+// one watch per kind in the leader, however many of them read it.
 func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error {
 	cfg, lg, m := cp.cfg, cp.log, cp.metrics
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	informers := client.NewInformerFactory(local, lg.With("component", "informers"))
+	informers.Start(ctx)
+	cp.informersMu.Lock()
+	cp.informers = informers
+	cp.informersMu.Unlock()
+	defer func() {
+		cancel() // the informers stop before lead waits for them
+		informers.Wait()
+		cp.informersMu.Lock()
+		cp.informers = nil
+		cp.informersMu.Unlock()
+	}()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
@@ -478,20 +506,20 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 		}
 		return controllers.Run(ctx, local, local, controllers.Options{Log: clog, Metrics: m,
 			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout},
-			RootCA: cp.rootCA(), KubernetesService: cp.kubernetesService()}) // serviceaccounts.go
+			RootCA: cp.rootCA(), KubernetesService: cp.kubernetesService(), Informers: informers}) // serviceaccounts.go
 	})
 	runOne("kueue", func() error { // the queue manager (controlplane/kueue)
 		kcfg := kueue.DefaultConfig()
 		if cfg.Kueue != nil {
 			kcfg = *cfg.Kueue
 		}
-		return kueue.New(local, kcfg, lg.With("component", "kueue"), m).Run(ctx)
+		return kueue.NewShared(informers, local, kcfg, lg.With("component", "kueue"), m).Run(ctx)
 	})
 	if cfg.Scheduler {
 		runOne("scheduler", func() error {
 			// A KubeSchedulerConfiguration file (or the defaults); changes
 			// to it apply while skiff runs (scheduler/reload.go).
-			r, err := scheduler.NewRunner(local, cfg.SchedulerConfig, scheduler.Options{Logger: lg.With("component", "scheduler")})
+			r, err := scheduler.NewRunner(local, cfg.SchedulerConfig, scheduler.Options{Logger: lg.With("component", "scheduler"), Informers: informers})
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,13 +59,19 @@ type Options struct {
 	// KubernetesService configures the default/kubernetes Service and its
 	// endpoints (kubernetes_service.go); nil runs no such controller.
 	KubernetesService *KubernetesServiceConfig
+	// Informers is the process's shared informer factory (one cache and
+	// one watch per kind for the controllers, the scheduler and the queue
+	// manager); nil: the Manager makes its own, and runs it.
+	Informers *client.InformerFactory
 }
 
 // Manager owns the shared informers and the loops of every controller,
 // like kube-controller-manager. Build it with NewManager, start it with Run.
 type Manager struct {
 	log       *slog.Logger
-	informers []*client.Informer
+	factory   *client.InformerFactory
+	ownsInfs  bool               // factory made here: Run waits for it
+	informers []*client.Informer // the factory's informers the controllers read
 	loops     []*client.Loop
 	recorders []*client.Recorder
 	runners   []func(context.Context) // more goroutines, started with the loops
@@ -83,7 +90,10 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{log: log}
+	m := &Manager{log: log, factory: opts.Informers}
+	if m.factory == nil {
+		m.factory, m.ownsInfs = client.NewInformerFactory(c, log), true
+	}
 	// Each controller signs its events with its own name, as in Kubernetes
 	// (`describe` shows "deployment-controller" in the From column).
 	events := func(component string) EventRecorder {
@@ -92,7 +102,8 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 		return r
 	}
 
-	// Shared caches: every controller that reads pods reads this one.
+	// Shared caches (the factory's): every controller that reads pods
+	// reads this one, and so do the scheduler and the queue manager.
 	pods := m.informer(c, podKind(), log)
 	rsets := m.informer(c, replicaSetKind(), log)
 	deploys := m.informer(c, deploymentKind(), log)
@@ -238,22 +249,28 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	return m
 }
 
-func (m *Manager) informer(c client.Interface, k *api.Kind, log *slog.Logger) *client.Informer {
-	inf := client.NewInformer(c, k, "", api.ListOptions{}, log)
-	m.informers = append(m.informers, inf)
+// informer is the factory's informer of kind k (c and log are the
+// factory's own).
+func (m *Manager) informer(_ client.Interface, k *api.Kind, _ *slog.Logger) *client.Informer {
+	inf := m.factory.Informer(k)
+	if !slices.Contains(m.informers, inf) {
+		m.informers = append(m.informers, inf)
+	}
 	return inf
 }
 
-// Run starts the informers and event recorders, waits until each informer
+// Run starts the informer factory (a no-op when another component did)
+// and the event recorders, waits until each informer the controllers read
 // has filled its cache (a controller acting on an empty cache would, say,
 // create every pod again), then starts the loops. It returns when ctx ends
 // and everything it started has stopped.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for _, inf := range m.informers {
-		wg.Go(func() { inf.Run(ctx) })
+	if m.ownsInfs {
+		defer m.factory.Wait()
 	}
+	m.factory.Start(ctx)
 	for _, r := range m.recorders {
 		wg.Go(func() { _ = r.Run(ctx) }) // Run only returns nil, when ctx ends
 	}

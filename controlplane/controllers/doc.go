@@ -27,7 +27,11 @@
 //   - nodeipam.go: a pod CIDR for every node;
 //   - nodelifecycle.go: unreachable nodes tainted, their pods evicted.
 //
-// controllers.go wires them to informers and loops (client.Loop). Each
+// controllers.go wires them to informers and loops (client.Loop). The
+// informers come from the process's shared client.InformerFactory
+// (Options.Informers; the scheduler and the queue manager read the same
+// caches): a new controller asks it for the kinds it reads
+// (m.informer), adds its handlers, and its loop starts once they synced. Each
 // reconcile logs one line, msg=reconcile with the key and what the loop
 // observed, desired and did (logReconcile): read those to watch the loops
 // think (`skiff up -v`; -vv adds the reconciles that changed nothing).

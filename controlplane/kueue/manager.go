@@ -95,6 +95,8 @@ type Manager struct {
 	assumed map[string]*api.Workload
 
 	// run-time parts (New)
+	factory   *client.InformerFactory
+	ownsInfs  bool // factory made by New: Run waits for it
 	informers []*client.Informer
 	recorder  *client.Recorder
 	jobLoop   *client.Loop
@@ -116,15 +118,26 @@ func (nopEvents) Eventf(context.Context, api.Object, string, string, string, ...
 
 // New builds a running manager's informers and loops over c.
 func New(c client.Interface, cfg Config, log *slog.Logger, metrics client.LoopMetrics) *Manager {
+	return NewShared(nil, c, cfg, log, metrics)
+}
+
+// NewShared is New reading through the process's shared informer factory
+// f (whose client must be c), so the queue manager's pods, nodes, jobs and
+// namespaces are the controllers' and the scheduler's caches; nil f: a
+// factory of its own, run by Run.
+func NewShared(f *client.InformerFactory, c client.Interface, cfg Config, log *slog.Logger, metrics client.LoopMetrics) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{c: c, cfg: cfg, log: log, now: time.Now, assumed: map[string]*api.Workload{}}
+	m := &Manager{c: c, cfg: cfg, log: log, now: time.Now, assumed: map[string]*api.Workload{}, factory: f}
+	if m.factory == nil {
+		m.factory, m.ownsInfs = client.NewInformerFactory(c, log), true
+	}
 	m.recorder = client.NewRecorder(c, ControllerName, "", log)
 	m.events = m.recorder
 	infs := informerLister{}
 	for _, k := range []*api.Kind{workloadKind, clusterQueueKind, localQueueKind, flavorKind, topologyKind, namespaceKind, jobKind, nodeKind, podKind, priorityKind} {
-		inf := client.NewInformer(c, k, "", api.ListOptions{}, log)
+		inf := m.factory.Informer(k)
 		infs[k] = inf
 		m.informers = append(m.informers, inf)
 	}
@@ -163,9 +176,10 @@ func New(c client.Interface, cfg Config, log *slog.Logger, metrics client.LoopMe
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for _, inf := range m.informers {
-		wg.Go(func() { inf.Run(ctx) })
+	if m.ownsInfs {
+		defer m.factory.Wait()
 	}
+	m.factory.Start(ctx) // a no-op when another component started it
 	wg.Go(func() { _ = m.recorder.Run(ctx) })
 	for _, inf := range m.informers {
 		if !inf.WaitForSync(ctx) {

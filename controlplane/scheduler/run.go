@@ -37,19 +37,32 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	nodes := client.NewInformer(s.client, api.MustKindOf(&api.Node{}), "", api.ListOptions{}, s.log)
-	pods := client.NewInformer(s.client, api.MustKindOf(&api.Pod{}), "", api.ListOptions{}, s.log)
-	nodes.AddHandler(client.Handler{OnAdd: s.onNodeAdd, OnUpdate: s.onNodeUpdate, OnDelete: s.onNodeDelete})
-	pods.AddHandler(client.Handler{OnAdd: s.onPodAdd, OnUpdate: s.onPodUpdate, OnDelete: s.onPodDelete})
-	groups := client.NewInformer(s.client, api.MustKindOf(&api.PodGroup{}), "", api.ListOptions{}, s.log)
-	groups.AddHandler(client.Handler{OnAdd: s.onPodGroupAdd, OnUpdate: func(_, o api.Object) { s.onPodGroupAdd(o) }, OnDelete: s.onPodGroupDelete})
+	// The informers are the process's shared ones (Options.Informers) or
+	// the scheduler's own; either way its handlers leave them when it
+	// stops (a reloaded configuration's scheduler adds its own, and is
+	// first told every cached object).
+	nodes, pods, groups := s.informers.InformerFor(&api.Node{}), s.informers.InformerFor(&api.Pod{}), s.informers.InformerFor(&api.PodGroup{})
+	regs := []struct {
+		inf *client.Informer
+		reg client.Registration
+	}{
+		{nodes, nodes.AddHandler(client.Handler{OnAdd: s.onNodeAdd, OnUpdate: s.onNodeUpdate, OnDelete: s.onNodeDelete})},
+		{pods, pods.AddHandler(client.Handler{OnAdd: s.onPodAdd, OnUpdate: s.onPodUpdate, OnDelete: s.onPodDelete})},
+		{groups, groups.AddHandler(client.Handler{OnAdd: s.onPodGroupAdd, OnUpdate: func(_, o api.Object) { s.onPodGroupAdd(o) }, OnDelete: s.onPodGroupDelete})},
+	}
+	defer func() {
+		for _, r := range regs {
+			r.inf.RemoveHandler(r.reg)
+		}
+	}()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer cancel() // runs before wg.Wait
-	wg.Go(func() { nodes.Run(ctx) })
-	wg.Go(func() { pods.Run(ctx) })
-	wg.Go(func() { groups.Run(ctx) })
+	if s.ownsInfs {
+		defer s.informers.Wait()
+	}
+	defer cancel()                 // runs before the waits
+	s.informers.Start(ctx)         // a no-op when the controllers started the shared factory
 	for _, es := range s.sources { // DynamicResources: claims, classes, slices
 		if em, ok := es.(framework.EventEmitter); ok {
 			em.SetEventSink(func(ev framework.ClusterEvent, oldObj, newObj any) { s.queue.Move(ev, oldObj, newObj) })

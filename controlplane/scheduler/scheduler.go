@@ -50,6 +50,11 @@ type Options struct {
 	// Registry: the plugins profiles may name; nil: plugins.Registry().
 	// DefaultPreemption is always added (it is the scheduler's own).
 	Registry map[string]plugins.Factory
+	// Informers is the process's shared informer factory (the
+	// controllers' caches of nodes, pods, PodGroups and the DRA kinds);
+	// it is used only when its client is the scheduler's. nil: informers
+	// of its own, run by Run.
+	Informers *client.InformerFactory
 }
 
 // Defaults of Options, with their reasons.
@@ -85,6 +90,8 @@ type Scheduler struct {
 	workers   int
 	profiles  map[string]*profile           // by scheduler name
 	sources   []framework.EventSourcePlugin // plugins with informers of their own
+	informers *client.InformerFactory       // shared (Options.Informers) or the scheduler's own
+	ownsInfs  bool                          // informers made by New: Run waits for them
 	waiting   *framework.WaitingPods        // pods held at Permit, all profiles
 	cache     *Cache
 	queue     *Queue
@@ -107,9 +114,12 @@ func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, erro
 	if len(cfg.Extenders) > 0 {
 		return nil, fmt.Errorf("extenders: not supported yet")
 	}
-	s := &Scheduler{client: c, cfg: cfg, log: opts.Logger, recorder: opts.Recorder, now: opts.Now, workers: opts.BindWorkers}
+	s := &Scheduler{client: c, cfg: cfg, log: opts.Logger, recorder: opts.Recorder, now: opts.Now, workers: opts.BindWorkers, informers: opts.Informers}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.informers == nil || s.informers.Client() != c {
+		s.informers, s.ownsInfs = client.NewInformerFactory(c, s.log), true
 	}
 	s.log = s.log.With("component", "scheduler")
 	if s.now == nil {
@@ -139,7 +149,7 @@ func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, erro
 	s.queue = NewQueue(QueueOptions{PodInitialBackoff: cfg.PodInitialBackoff, PodMaxBackoff: cfg.PodMaxBackoff,
 		MaxUnschedulable: cmp.Or(opts.MaxUnschedulable, DefaultMaxUnschedulable),
 		Less:             func(a, b *framework.QueuedPodInfo) bool { return less(a, b) }}, s.now)
-	args := plugins.Args{Client: c, Logger: s.log,
+	args := plugins.Args{Client: c, Logger: s.log, Informers: s.informers,
 		PodGroups: s.groups, WaitingPods: s.waiting, Activate: s.queue.Activate, ClaimedGPUs: s.gpus}
 	profiles, sources, err := buildProfiles(cfg, registry, args)
 	if err != nil {

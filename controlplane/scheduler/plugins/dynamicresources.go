@@ -63,6 +63,8 @@ type DynamicResources struct {
 	features structured.Features
 
 	claims, classes, slices *client.Informer
+	informers               *client.InformerFactory // whose informers those are
+	ownsInfs                bool                    // made by NewDynamicResources: Run runs and waits for it
 
 	mu sync.RWMutex
 	// converted: the k8s.io/api form of classes and slices, by name.
@@ -101,21 +103,33 @@ var (
 
 // Kubernetes' words.
 const (
-	ReasonCannotAllocate      = "cannot allocate all claims"
-	ReasonAllocationTimedOut  = "timed out trying to allocate devices"
-	ReasonClaimNotOnNode      = "resourceclaim not available on the node"
-	ReasonClaimInUse          = "resourceclaim in use"
-	ReasonClaimNotCreated     = "ResourceClaim not created yet"
-	dynamicResourcesStateKey  = framework.StateKey("PreFilter" + DynamicResourcesName)
-	maxExplainedDevices       = 8
+	ReasonCannotAllocate     = "cannot allocate all claims"
+	ReasonAllocationTimedOut = "timed out trying to allocate devices"
+	ReasonClaimNotOnNode     = "resourceclaim not available on the node"
+	ReasonClaimInUse         = "resourceclaim in use"
+	ReasonClaimNotCreated    = "ResourceClaim not created yet"
+	dynamicResourcesStateKey = framework.StateKey("PreFilter" + DynamicResourcesName)
+	maxExplainedDevices      = 8
 	maxClosestCandidates      = 3
 	dynamicResourcesCacheSize = 1024
 )
 
-// NewDynamicResources makes the plugin with informers on c; Run starts them.
+// NewDynamicResources makes the plugin with informers of its own on c;
+// Run starts them.
 func NewDynamicResources(c client.Interface, log *slog.Logger) *DynamicResources {
+	return NewDynamicResourcesShared(c, nil, log)
+}
+
+// NewDynamicResourcesShared makes the plugin reading claims, classes and
+// slices from the informers of f (the scheduler's, or the process's
+// shared factory; its client must be c); nil f: informers of its own.
+func NewDynamicResourcesShared(c client.Interface, f *client.InformerFactory, log *slog.Logger) *DynamicResources {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	owns := f == nil
+	if owns {
+		f = client.NewInformerFactory(c, log)
 	}
 	pl := &DynamicResources{
 		client:   c,
@@ -132,19 +146,22 @@ func NewDynamicResources(c client.Interface, log *slog.Logger) *DynamicResources
 		assumed:    map[string]*resourcev1.AllocationResult{},
 		inUse:      map[structured.DeviceID]int{},
 	}
-	pl.claims = client.NewInformer(c, api.MustKindOf(&api.ResourceClaim{}), "", api.ListOptions{}, log)
-	pl.classes = client.NewInformer(c, api.MustKindOf(&api.DeviceClass{}), "", api.ListOptions{}, log)
-	pl.slices = client.NewInformer(c, api.MustKindOf(&api.ResourceSlice{}), "", api.ListOptions{}, log)
+	pl.informers, pl.ownsInfs = f, owns
+	pl.claims = f.InformerFor(&api.ResourceClaim{})
+	pl.classes = f.InformerFor(&api.DeviceClass{})
+	pl.slices = f.InformerFor(&api.ResourceSlice{})
 	return pl
 }
 
 // Name implements framework.Plugin.
 func (*DynamicResources) Name() string { return DynamicResourcesName }
 
-// Run implements framework.EventSourcePlugin: the three informers; a
-// change may let a waiting pod fit (a claim created or deallocated, a
-// slice published, a class added). With an event sink (SetEventSink) each
-// change is reported as what it is, for the queueing hints; else moved.
+// Run implements framework.EventSourcePlugin: handlers on the three
+// informers until ctx ends (starting them when they are the plugin's
+// own); a change may let a waiting pod fit (a claim created or
+// deallocated, a slice published, a class added). With an event sink
+// (SetEventSink) each change is reported as what it is, for the queueing
+// hints; else moved.
 func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
 	emit := func(r framework.EventResource, a framework.ActionType, o, n any) {
 		if pl.sink != nil {
@@ -153,7 +170,8 @@ func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
 		}
 		moved()
 	}
-	pl.claims.AddHandler(client.Handler{
+	regs := [3]client.Registration{}
+	regs[0] = pl.claims.AddHandler(client.Handler{
 		OnAdd: func(o api.Object) {
 			pl.claimChanged(o.(*api.ResourceClaim), false)
 			emit(framework.ResourceClaim, framework.Add, nil, o)
@@ -167,7 +185,7 @@ func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
 			emit(framework.ResourceClaim, framework.Delete, o, nil)
 		},
 	})
-	pl.classes.AddHandler(client.Handler{
+	regs[1] = pl.classes.AddHandler(client.Handler{
 		OnAdd: func(o api.Object) {
 			pl.classChanged(o.(*api.DeviceClass), false)
 			emit(framework.DeviceClass, framework.Add, nil, o)
@@ -178,7 +196,7 @@ func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
 		},
 		OnDelete: func(o api.Object) { pl.classChanged(o.(*api.DeviceClass), true) },
 	})
-	pl.slices.AddHandler(client.Handler{
+	regs[2] = pl.slices.AddHandler(client.Handler{
 		OnAdd: func(o api.Object) {
 			pl.sliceChanged(o.(*api.ResourceSlice), false)
 			emit(framework.ResourceSlice, framework.Add, nil, o)
@@ -192,11 +210,14 @@ func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
 			emit(framework.ResourceSlice, framework.Delete, o, nil)
 		},
 	})
-	var wg sync.WaitGroup
-	for _, inf := range []*client.Informer{pl.claims, pl.classes, pl.slices} {
-		wg.Go(func() { inf.Run(ctx) })
+	pl.informers.Start(ctx) // a no-op when the scheduler started them
+	<-ctx.Done()
+	for i, inf := range []*client.Informer{pl.claims, pl.classes, pl.slices} {
+		inf.RemoveHandler(regs[i])
 	}
-	wg.Wait()
+	if pl.ownsInfs {
+		pl.informers.Wait()
+	}
 }
 
 // WaitForSync implements framework.EventSourcePlugin.

@@ -69,6 +69,10 @@ type Args struct {
 	Client client.Interface
 	// Logger for plugins that log (DynamicResources); nil discards.
 	Logger *slog.Logger
+	// Informers: the scheduler's informer factory (the process's shared
+	// one when it has it), whose caches plugins with informers
+	// (DynamicResources) read; nil: informers of their own.
+	Informers *client.InformerFactory
 	// PodGroups, WaitingPods and Activate are the scheduler's handle for
 	// Coscheduling (required for it): pod groups and their members, the
 	// pods waiting at Permit, and a way to have queued pods tried now.
@@ -148,7 +152,7 @@ func Registry() map[string]Factory {
 			if err != nil {
 				return nil, err
 			}
-			pl := NewDynamicResources(a.Client, a.Logger)
+			pl := NewDynamicResourcesShared(a.Client, a.Informers, a.Logger)
 			pl.gpus = a.ClaimedGPUs
 			pl.filterTimeout = config.DefaultDRAFilterTimeout
 			if args != nil && args.FilterTimeout != nil {
