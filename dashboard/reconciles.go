@@ -53,8 +53,10 @@ func (rs *Reconciles) Add(r Reconcile) {
 	rs.seq++
 	r.Seq = rs.seq
 	rs.recs = append(rs.recs, r)
-	if n := len(rs.recs) - rs.max; n > 0 {
-		rs.recs = slices.Clone(rs.recs[n:])
+	// Drop the oldest only once twice max are kept, so a busy cluster
+	// copies max records once per max reconciles, not on every one.
+	if len(rs.recs) >= 2*rs.max {
+		rs.recs = slices.Clone(rs.recs[len(rs.recs)-rs.max:])
 	}
 	close(rs.changed)
 	rs.changed = make(chan struct{})
@@ -64,7 +66,8 @@ func (rs *Reconciles) Add(r Reconcile) {
 func (rs *Reconciles) Since(seq int64) ([]Reconcile, <-chan struct{}) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(rs.recs, seq+1, func(r Reconcile, s int64) int {
+	recs := rs.recs[max(0, len(rs.recs)-rs.max):] // the newest max
+	i, _ := slices.BinarySearchFunc(recs, seq+1, func(r Reconcile, s int64) int {
 		switch {
 		case r.Seq < s:
 			return -1
@@ -73,7 +76,7 @@ func (rs *Reconciles) Since(seq int64) ([]Reconcile, <-chan struct{}) {
 		}
 		return 0
 	})
-	return slices.Clone(rs.recs[i:]), rs.changed
+	return slices.Clone(recs[i:]), rs.changed
 }
 
 // TeeReconciles returns a handler that passes every record to next (when

@@ -54,3 +54,19 @@ func TestReconcilesNotify(t *testing.T) {
 		t.Fatal("not closed after Add")
 	}
 }
+
+// However many are added, the newest max are kept, in order.
+func TestReconcilesKeepsTheNewest(t *testing.T) {
+	rs := dashboard.NewReconciles(3)
+	for i := 1; i <= 10; i++ {
+		rs.Add(dashboard.Reconcile{Key: strings.Repeat("k", i)})
+		recs, _ := rs.Since(0)
+		if want := min(i, 3); len(recs) != want || recs[len(recs)-1].Seq != int64(i) {
+			t.Fatalf("after %d adds: %d records ending at seq %d; want %d ending at %d", i, len(recs), recs[len(recs)-1].Seq, want, i)
+		}
+	}
+	recs, _ := rs.Since(8)
+	if len(recs) != 2 || recs[0].Seq != 9 || recs[1].Seq != 10 {
+		t.Errorf("Since(8) = %+v; want seqs 9 and 10", recs)
+	}
+}
