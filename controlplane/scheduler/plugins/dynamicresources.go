@@ -65,6 +65,7 @@ type DynamicResources struct {
 	claims, classes, slices *client.Informer
 	informers               *client.InformerFactory // whose informers those are
 	ownsInfs                bool                    // made by NewDynamicResources: Run runs and waits for it
+	registered              chan struct{}           // closed once Run's handlers are on the informers
 
 	mu sync.RWMutex
 	// converted: the k8s.io/api form of classes and slices, by name.
@@ -127,10 +128,7 @@ func NewDynamicResourcesShared(c client.Interface, f *client.InformerFactory, lo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	owns := f == nil
-	if owns {
-		f = client.NewInformerFactory(c, log)
-	}
+	f, owns := informersOf(c, f, log)
 	pl := &DynamicResources{
 		client:   c,
 		log:      log.With("plugin", DynamicResourcesName),
@@ -146,7 +144,7 @@ func NewDynamicResourcesShared(c client.Interface, f *client.InformerFactory, lo
 		assumed:    map[string]*resourcev1.AllocationResult{},
 		inUse:      map[structured.DeviceID]int{},
 	}
-	pl.informers, pl.ownsInfs = f, owns
+	pl.informers, pl.ownsInfs, pl.registered = f, owns, make(chan struct{})
 	pl.claims = f.InformerFor(&api.ResourceClaim{})
 	pl.classes = f.InformerFor(&api.DeviceClass{})
 	pl.slices = f.InformerFor(&api.ResourceSlice{})
@@ -210,6 +208,7 @@ func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
 			emit(framework.ResourceSlice, framework.Delete, o, nil)
 		},
 	})
+	close(pl.registered)
 	pl.informers.Start(ctx) // a no-op when the scheduler started them
 	<-ctx.Done()
 	for i, inf := range []*client.Informer{pl.claims, pl.classes, pl.slices} {
@@ -221,7 +220,15 @@ func (pl *DynamicResources) Run(ctx context.Context, moved func()) {
 }
 
 // WaitForSync implements framework.EventSourcePlugin.
+// A shared informer may have synced long before Run added the plugin's
+// handlers, so it also waits for those (they are told every cached object
+// as they are added).
 func (pl *DynamicResources) WaitForSync(ctx context.Context) bool {
+	select {
+	case <-pl.registered:
+	case <-ctx.Done():
+		return false
+	}
 	return pl.claims.WaitForSync(ctx) && pl.classes.WaitForSync(ctx) && pl.slices.WaitForSync(ctx)
 }
 

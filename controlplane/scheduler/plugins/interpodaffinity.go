@@ -69,6 +69,13 @@ const (
 // NewInterPodAffinity returns the plugin for args (nil: the defaults);
 // c (may be nil) is watched for namespaces' labels (namespaceSelector).
 func NewInterPodAffinity(args *v1.InterPodAffinityArgs, c client.Interface, log *slog.Logger) (*InterPodAffinity, error) {
+	return NewInterPodAffinityShared(args, c, nil, log)
+}
+
+// NewInterPodAffinityShared is NewInterPodAffinity reading namespaces
+// from f's informer (the scheduler's; the process's shared factory); nil
+// f: an informer of its own.
+func NewInterPodAffinityShared(args *v1.InterPodAffinityArgs, c client.Interface, f *client.InformerFactory, log *slog.Logger) (*InterPodAffinity, error) {
 	if args == nil {
 		args = config.DefaultArgs(InterPodAffinityName).(*v1.InterPodAffinityArgs)
 	}
@@ -82,7 +89,7 @@ func NewInterPodAffinity(args *v1.InterPodAffinityArgs, c client.Interface, log 
 	}
 	return &InterPodAffinity{
 		hardWeight: int64(*a.HardPodAffinityWeight), ignoreExisting: a.IgnorePreferredTermsOfExistingPods,
-		ns:             newNamespaces(c, log),
+		ns:             newNamespaces(c, f, log),
 		statusAffinity: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonAffinityRulesNotMatch),
 		statusAnti:     framework.NewStatus(framework.Unschedulable, ReasonAntiAffinityRulesNotMatch),
 		statusExisting: framework.NewStatus(framework.Unschedulable, ReasonExistingAntiAffinityNotMatch),

@@ -110,29 +110,22 @@ type namespaceLabels interface {
 // namespaces watches Namespaces for their labels (InterPodAffinity's
 // namespaceSelector).
 type namespaces struct {
-	inf  *client.Informer
-	mu   sync.RWMutex
-	by   map[string]map[string]string
-	sink framework.EventSink // nil: moved
+	inf        *client.Informer
+	informers  *client.InformerFactory
+	own        bool          // informers made here: run runs and waits for them
+	registered chan struct{} // closed once run's handlers are on inf (by then filled)
+	mu         sync.RWMutex
+	by         map[string]map[string]string
+	sink       framework.EventSink // nil: moved
 }
 
-func newNamespaces(c client.Interface, log *slog.Logger) *namespaces {
-	n := &namespaces{by: map[string]map[string]string{}}
+func newNamespaces(c client.Interface, f *client.InformerFactory, log *slog.Logger) *namespaces {
+	n := &namespaces{by: map[string]map[string]string{}, registered: make(chan struct{})}
 	if c == nil {
 		return n
 	}
-	n.inf = client.NewInformer(c, api.MustKindOf(&api.Namespace{}), "", api.ListOptions{}, log)
-	set := func(o api.Object) {
-		ns := o.(*api.Namespace)
-		n.mu.Lock()
-		n.by[ns.Name] = ns.Labels
-		n.mu.Unlock()
-	}
-	n.inf.AddHandler(client.Handler{OnAdd: set, OnUpdate: func(_, o api.Object) { set(o) }, OnDelete: func(o api.Object) {
-		n.mu.Lock()
-		delete(n.by, o.(*api.Namespace).Name)
-		n.mu.Unlock()
-	}})
+	n.informers, n.own = informersOf(c, f, log)
+	n.inf = n.informers.InformerFor(&api.Namespace{})
 	return n
 }
 
@@ -142,12 +135,21 @@ func (n *namespaces) labels(ns string) map[string]string {
 	return n.by[ns]
 }
 
+// run keeps the labels until ctx ends; its handlers leave the (shared)
+// informer then.
 func (n *namespaces) run(ctx context.Context, moved func()) {
 	if n.inf == nil {
 		return
 	}
-	// A namespace's labels changing may let a pod with a namespaceSelector fit.
-	n.inf.AddHandler(client.Handler{OnUpdate: func(o, c api.Object) {
+	set := func(o api.Object) {
+		ns := o.(*api.Namespace)
+		n.mu.Lock()
+		n.by[ns.Name] = ns.Labels
+		n.mu.Unlock()
+	}
+	reg := n.inf.AddHandler(client.Handler{OnAdd: set, OnUpdate: func(o, c api.Object) {
+		set(c)
+		// A namespace's labels changing may let a pod with a namespaceSelector fit.
 		if maps.Equal(o.(*api.Namespace).Labels, c.(*api.Namespace).Labels) {
 			return
 		}
@@ -156,10 +158,28 @@ func (n *namespaces) run(ctx context.Context, moved func()) {
 			return
 		}
 		moved()
+	}, OnDelete: func(o api.Object) {
+		n.mu.Lock()
+		delete(n.by, o.(*api.Namespace).Name)
+		n.mu.Unlock()
 	}})
-	n.inf.Run(ctx)
+	close(n.registered)
+	n.informers.Start(ctx) // a no-op when the scheduler started them
+	<-ctx.Done()
+	n.inf.RemoveHandler(reg)
+	if n.own {
+		n.informers.Wait()
+	}
 }
 
 func (n *namespaces) waitForSync(ctx context.Context) bool {
-	return n.inf == nil || n.inf.WaitForSync(ctx)
+	if n.inf == nil {
+		return true
+	}
+	select {
+	case <-n.registered:
+	case <-ctx.Done():
+		return false
+	}
+	return n.inf.WaitForSync(ctx)
 }

@@ -77,6 +77,13 @@ func systemDefaultConstraints() []api.TopologySpreadConstraint {
 // NewPodTopologySpread returns the plugin for args (nil: the defaults);
 // with System defaulting it watches c's Services and ReplicaSets.
 func NewPodTopologySpread(args *v1.PodTopologySpreadArgs, c client.Interface, log *slog.Logger) (*PodTopologySpread, error) {
+	return NewPodTopologySpreadShared(args, c, nil, log)
+}
+
+// NewPodTopologySpreadShared is NewPodTopologySpread reading Services and
+// ReplicaSets from f's informers (the scheduler's; the process's shared
+// factory); nil f: informers of its own.
+func NewPodTopologySpreadShared(args *v1.PodTopologySpreadArgs, c client.Interface, f *client.InformerFactory, log *slog.Logger) (*PodTopologySpread, error) {
 	if args == nil {
 		args = config.DefaultArgs(PodTopologySpreadName).(*v1.PodTopologySpreadArgs)
 	}
@@ -96,7 +103,7 @@ func NewPodTopologySpread(args *v1.PodTopologySpreadArgs, c client.Interface, lo
 		return nil, fmt.Errorf("plugin %s: defaultConstraints: %w", PodTopologySpreadName, err)
 	}
 	if len(pl.defaults) > 0 {
-		pl.owners = newSpreadOwners(c, log)
+		pl.owners = newSpreadOwners(c, f, log)
 	}
 	return pl, nil
 }
@@ -461,23 +468,24 @@ func (pl *PodTopologySpread) NormalizeScore(_ context.Context, state *framework.
 // pod's default spreading selector (Kubernetes' DefaultSelector).
 type spreadOwners struct {
 	services, replicaSets *client.Informer
+	informers             *client.InformerFactory
+	own                   bool // informers made here: run runs and waits for them
 }
 
-func newSpreadOwners(c client.Interface, log *slog.Logger) *spreadOwners {
+func newSpreadOwners(c client.Interface, f *client.InformerFactory, log *slog.Logger) *spreadOwners {
 	if c == nil {
 		return nil
 	}
-	return &spreadOwners{
-		services:    client.NewInformer(c, api.MustKindOf(&api.Service{}), "", api.ListOptions{}, log),
-		replicaSets: client.NewInformer(c, api.MustKindOf(&api.ReplicaSet{}), "", api.ListOptions{}, log),
-	}
+	f, own := informersOf(c, f, log)
+	return &spreadOwners{services: f.InformerFor(&api.Service{}), replicaSets: f.InformerFor(&api.ReplicaSet{}), informers: f, own: own}
 }
 
 func (o *spreadOwners) run(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { defer close(done); o.replicaSets.Run(ctx) }()
-	o.services.Run(ctx)
-	<-done
+	o.informers.Start(ctx) // a no-op when the scheduler started them
+	<-ctx.Done()
+	if o.own {
+		o.informers.Wait()
+	}
 }
 
 func (o *spreadOwners) waitForSync(ctx context.Context) bool {

@@ -108,14 +108,14 @@ func Registry() map[string]Factory {
 			if err != nil {
 				return nil, err
 			}
-			return NewPodTopologySpread(args, a.Client, a.Logger)
+			return NewPodTopologySpreadShared(args, a.Client, a.Informers, a.Logger)
 		},
 		InterPodAffinityName: func(a Args) (framework.Plugin, error) {
 			args, err := argsAs[*v1.InterPodAffinityArgs](InterPodAffinityName, a.PluginArgs)
 			if err != nil {
 				return nil, err
 			}
-			return NewInterPodAffinity(args, a.Client, a.Logger)
+			return NewInterPodAffinityShared(args, a.Client, a.Informers, a.Logger)
 		},
 		BalancedAllocationName: func(a Args) (framework.Plugin, error) {
 			args, err := argsAs[*v1.NodeResourcesBalancedAllocationArgs](BalancedAllocationName, a.PluginArgs)
@@ -216,4 +216,13 @@ func Names() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// informersOf returns f when it reads through c, else a factory of its own
+// on c (own: the plugin runs it and waits for it).
+func informersOf(c client.Interface, f *client.InformerFactory, log *slog.Logger) (_ *client.InformerFactory, own bool) {
+	if f != nil && f.Client() == c {
+		return f, false
+	}
+	return client.NewInformerFactory(c, log), true
 }
