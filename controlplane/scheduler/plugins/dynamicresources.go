@@ -104,13 +104,13 @@ var (
 
 // Kubernetes' words.
 const (
-	ReasonCannotAllocate     = "cannot allocate all claims"
-	ReasonAllocationTimedOut = "timed out trying to allocate devices"
-	ReasonClaimNotOnNode     = "resourceclaim not available on the node"
-	ReasonClaimInUse         = "resourceclaim in use"
-	ReasonClaimNotCreated    = "ResourceClaim not created yet"
-	dynamicResourcesStateKey = framework.StateKey("PreFilter" + DynamicResourcesName)
-	maxExplainedDevices      = 8
+	ReasonCannotAllocate      = "cannot allocate all claims"
+	ReasonAllocationTimedOut  = "timed out trying to allocate devices"
+	ReasonClaimNotOnNode      = "resourceclaim not available on the node"
+	ReasonClaimInUse          = "resourceclaim in use"
+	ReasonClaimNotCreated     = "ResourceClaim not created yet"
+	dynamicResourcesStateKey  = framework.StateKey("PreFilter" + DynamicResourcesName)
+	maxExplainedDevices       = 8
 	maxClosestCandidates      = 3
 	dynamicResourcesCacheSize = 1024
 )
