@@ -21,7 +21,7 @@ func listEvents(t *testing.T, f *fake.Client, ns string) []*api.Event {
 
 func flush(t *testing.T, r *client.Recorder) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := r.Flush(ctx); err != nil {
 		t.Fatal(err)
