@@ -416,7 +416,12 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{gputopology.AnnotationTopology: string(topo), gputopology.AnnotationAllocations: string(al)}, nil
+	dv, err := json.Marshal(g.nodeDevices())
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{gputopology.AnnotationTopology: string(topo), gputopology.AnnotationAllocations: string(al),
+		gputopology.AnnotationDevices: string(dv)}, nil
 }
 
 // Faults is the simulator's fault injector, or ErrNotSimulated.

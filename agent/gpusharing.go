@@ -17,6 +17,7 @@ import (
 	"skiff.dev/skiff/agent/devices/gpuplugin"
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/internal/atomicfile"
 )
 
@@ -290,4 +291,30 @@ func (g *GPUs) Labels() map[string]string {
 		maps.Copy(l, g.mig.Labels())
 	}
 	return l
+}
+
+// nodeDevices is the AnnotationDevices value: every device of the layout
+// with what its holder sees and who holds it.
+func (g *GPUs) nodeDevices() gputopology.NodeDevices {
+	nd := gputopology.NodeDevices{Sharing: string(gpu.SharingNone), Devices: []gputopology.SharedDevice{}}
+	if g.Plugins != nil {
+		if pc := g.Plugins.Applied(); pc != nil {
+			nd.Sharing, nd.MIGStrategy = string(pc.Sharing()), pc.MigStrategy
+		}
+	}
+	holders := g.holders()
+	for _, sd := range g.layoutNow() {
+		d := gputopology.SharedDevice{GPU: sd.ParentIndex, ID: sd.ID, Sharing: string(sd.Sharing), Resource: sd.Resource,
+			MemoryMiB: sd.MemoryMiB, SMPercent: sd.SMPercent}
+		if sd.MIG != nil {
+			d.Profile = sd.MIG.Profile
+		}
+		if h, ok := holders[sd.ID]; ok {
+			d.Holder = h.String()
+		} else if h, ok := holders[sd.ParentUUID]; ok && h.Claim != "" {
+			d.Holder = h.String() // the GPU is a claim's, whole
+		}
+		nd.Devices = append(nd.Devices, d)
+	}
+	return nd
 }

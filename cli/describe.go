@@ -502,7 +502,7 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	w.line(0, "Roles:\t%s\n", table.OrNone(strings.Join(table.NodeRoles(n), ",")))
 	w.labels(0, n.Labels)
 	w.printMap(0, "Annotations", n.Annotations, ": ", "kubectl.kubernetes.io/last-applied-configuration",
-		gputopology.AnnotationTopology, gputopology.AnnotationAllocations) // shown as the GPUs: section
+		gputopology.AnnotationTopology, gputopology.AnnotationAllocations, gputopology.AnnotationDevices) // shown as the GPUs: and GPU devices: sections
 	w.line(0, "CreationTimestamp:\t%s\n", describeTime(n.CreationTimestamp.Time))
 	printTaints(w, n.Spec.Taints)
 	w.line(0, "Unschedulable:\t%v\n", n.Spec.Unschedulable)
@@ -521,7 +521,8 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	}
 	printResources(w, 0, "Capacity", n.Status.Capacity)
 	printResources(w, 0, "Allocatable", n.Status.Allocatable)
-	describeNodeGPUs(w, n) // print_gpus.go
+	describeNodeGPUs(w, n)       // print_gpus.go
+	describeNodeGPUDevices(w, n) // each GPU split into its devices
 	info := n.Status.NodeInfo
 	w.line(0, "System Info:\n")
 	w.line(1, "Machine ID:\t%s\n", info.MachineID)

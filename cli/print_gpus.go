@@ -48,3 +48,36 @@ func describeNodeGPUs(w *describeWriter, n *api.Node) {
 		w.line(1, "%d\t%s\t%s\t%s\t%s\n", d.Index, d.Name, d.UUID, health, table.OrNone(allocs[d.UUID]))
 	}
 }
+
+// describeNodeGPUDevices writes the GPU devices: section: each GPU split
+// into the devices the node hands out (time-sliced replicas, MPS shares,
+// MIG devices), what each holder may use, and who holds it. Nothing when
+// every GPU is handed out whole.
+func describeNodeGPUDevices(w *describeWriter, n *api.Node) {
+	raw, ok := n.Annotations[gputopology.AnnotationDevices]
+	if !ok {
+		return
+	}
+	nd, err := gputopology.ParseNodeDevices(raw)
+	if err != nil {
+		w.line(0, "GPU devices:\t<unreadable: %v>\n", err)
+		return
+	}
+	shared := false
+	for _, d := range nd.Devices {
+		shared = shared || d.Sharing != "none"
+	}
+	if !shared {
+		return
+	}
+	w.line(0, "GPU devices:\t(sharing %s, MIG strategy %s)\n", nd.Sharing, table.OrNone(nd.MIGStrategy))
+	w.line(1, "GPU\tDevice\tKind\tResource\tMemory\tSMs\tHeld by\n")
+	w.line(1, "---\t------\t----\t--------\t------\t---\t-------\n")
+	for _, d := range nd.Devices {
+		kind := d.Sharing
+		if d.Profile != "" {
+			kind += " " + d.Profile
+		}
+		w.line(1, "%d\t%s\t%s\t%s\t%dMiB\t%d%%\t%s\n", d.GPU, d.ID, kind, d.Resource, d.MemoryMiB, d.SMPercent, table.OrNone(d.Holder))
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/gpu/usage"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/cli"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/internal/testwait"
@@ -54,6 +55,7 @@ func (g *gpuCluster) sample(t *testing.T) *usage.Sample {
 var smiUUID = regexp.MustCompile(`GPU 0: [^(]+\(UUID: (GPU-[0-9a-f-]+)\)`)
 
 func TestGPUSharingTimeSlicing(t *testing.T) {
+	top := t
 	e := newCtrdEnv(t)
 	cp, c := startControlPlane(t, nil)
 	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
@@ -162,6 +164,67 @@ func TestGPUSharingTimeSlicing(t *testing.T) {
 		}
 	})
 
+	t.Run("DescribeNodeShowsTheSplit", func(t *testing.T) {
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			out := g.cli(t, "describe", "node", gpuNode)
+			held := regexp.MustCompile(`(?m)^\s+\d+\s+GPU-[0-9a-f-]+::[0-3]\s+time-slicing\s+nvidia.com/gpu\s+40960MiB\s+100%\s+default/ts-\d/main$`).FindAllString(out, -1)
+			free := regexp.MustCompile(`(?m)::[0-3]\s+time-slicing\s+nvidia.com/gpu\s+40960MiB\s+100%\s+<none>$`).FindAllString(out, -1)
+			return strings.Contains(out, "GPU devices:") && len(held) == 9 && len(free) == 23, out
+		})
+	})
+
+	t.Run("ChurnAndAgentKillNeverOverHand", func(t *testing.T) {
+		check := func() {
+			t.Helper()
+			nd, err := gputopology.ParseNodeDevices(g.node(t).Annotations[gputopology.AnnotationDevices])
+			if err != nil {
+				t.Fatal(err)
+			}
+			perGPU, seen := map[int]int{}, map[string]bool{}
+			for _, d := range nd.Devices {
+				if d.Holder == "" {
+					continue
+				}
+				if seen[d.ID] {
+					t.Fatalf("device %s held twice", d.ID)
+				}
+				seen[d.ID] = true
+				if perGPU[d.GPU]++; perGPU[d.GPU] > 4 {
+					t.Fatalf("GPU %d handed out %d times, it has 4 replicas", d.GPU, perGPU[d.GPU])
+				}
+			}
+		}
+		for i := 9; i < 20; i++ {
+			g.create(t, gpuPod(fmt.Sprintf("ts-%d", i), 1, gpuSleep))
+		}
+		check()
+		g.agent.kill(t) // kill -9 as the cluster sees it: containers go on
+		g.shareStartAgent(top, "time-slicing-config-all")
+		for i := 20; i < 36; i++ { // 36 asked of 32 replicas
+			g.create(t, gpuPod(fmt.Sprintf("ts-%d", i), 1, gpuSleep))
+			if i%4 == 0 {
+				check()
+			}
+		}
+		testwait.Until(t, 90*time.Second, func() (bool, string) {
+			check()
+			running, pending := 0, 0
+			ps := listPods(t, g.c, gpuNS, "app=gpu-test")
+			for _, p := range ps {
+				switch {
+				case p.Status.Phase == api.PodRunning:
+					running++
+				case p.Spec.NodeName == "":
+					pending++
+				}
+			}
+			return running == 32 && pending == 4, podSummary(ps)
+		})
+		if c, _ := nodeQuantity(g.node(t), api.ResourceNvidiaGPU); c != 32 {
+			t.Errorf("after the restart: capacity %d, want the kept config's 32", c)
+		}
+	})
+
 	t.Run("WrongConfigRefused", func(t *testing.T) {
 		cm, err := client.Get[*api.ConfigMap](context.Background(), c, "kube-system", "time-slicing-config-all")
 		if err != nil {
@@ -178,7 +241,7 @@ func TestGPUSharingTimeSlicing(t *testing.T) {
 		if cap, _ := nodeQuantity(g.node(t), api.ResourceNvidiaGPU); cap != 32 {
 			t.Errorf("after a wrong config: capacity %d, want the last good config's 32", cap)
 		}
-		if ps := listPods(t, g.c, gpuNS, "app=gpu-test"); len(ps) != 9 {
+		if ps := listPods(t, g.c, gpuNS, "app=gpu-test"); len(ps) != 36 {
 			t.Errorf("pods %s", podSummary(ps))
 		}
 	})
