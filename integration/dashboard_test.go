@@ -361,6 +361,16 @@ func TestDashboardBrowser(t *testing.T) {
 		waitJS(t, "five nginx-demo pods on the page", count+" === 5", 30*time.Second)
 		shot("cluster")
 		t.Logf("nginx-demo pods on the page: %d, then 5 after the scale", before)
+
+		// GPU sharing: lab-2's GPUs time-sliced 4 ways, each GPU card split
+		// into its replicas (issue 22).
+		l.sk(t, "apply", "-f", "../examples/gpu-sharing/nvidia-device-plugin-config.yaml")
+		l.sk(t, "label", "node", "lab-2", "nvidia.com/device-plugin.config=time-sliced-4")
+		waitJS(t, "lab-2's GPUs split into 32 replicas on the page",
+			`document.querySelectorAll("[data-node-card='lab-2'] [data-subdevice]").length === 32`, 30*time.Second)
+		shot("cluster-time-sliced")
+		l.sk(t, "label", "node", "lab-2", "nvidia.com/device-plugin.config-")
+		waitJS(t, "lab-2's GPUs whole again", `document.querySelectorAll("[data-node-card='lab-2'] [data-subdevice]").length === 0`, 30*time.Second)
 	})
 
 	t.Run("ControlLoops", func(t *testing.T) {

@@ -451,13 +451,28 @@ function gpuInfo(node) {
   let topo = null, alloc = {};
   try { topo = JSON.parse(a["skiff.dev/gpu-topology"] || "null"); } catch { topo = null; }
   try { alloc = JSON.parse(a["skiff.dev/gpu-allocations"] || "{}"); } catch { alloc = {}; }
-  return { topo, alloc };
+  let shared = [];
+  try { shared = (JSON.parse(a["skiff.dev/gpu-devices"] || "null")?.devices || []).filter((d) => d.sharing !== "none"); } catch { shared = []; }
+  return { topo, alloc, shared };
+}
+
+// subDevices: a GPU split into its replicas, MPS shares or MIG devices
+// (annotation skiff.dev/gpu-devices): what each holder may use and who holds it.
+function subDevices(shared, index) {
+  const mine = shared.filter((d) => d.gpu === index);
+  if (!mine.length) return null;
+  return h("div", { class: "subdevs", "data-subdevices": String(mine.length) }, mine.map((d) => {
+    const name = d.profile ? "MIG " + d.profile : d.sharing + " " + (d.id.includes("::") ? "#" + d.id.split("::").pop() : "");
+    return h("div", { class: "subdev" + (d.holder ? " held" : ""), "data-subdevice": d.id, "data-holder": d.holder || "", title: d.id + " · " + d.resource },
+      h("b", {}, name), " ", h("span", { class: "dim" }, d.memoryMiB + " MiB · " + d.smPercent + "% SM"),
+      h("div", {}, d.holder ? d.holder : h("span", { class: "dim" }, t("free"))));
+  }));
 }
 
 const linkName = (l) => (l?.nvlinks > 0 ? "NV" + l.nvlinks : l?.pcie && l.pcie !== "N/A" ? l.pcie : "X");
 
 function nodeCard(node) {
-  const { topo, alloc } = gpuInfo(node);
+  const { topo, alloc, shared } = gpuInfo(node);
   const ready = (node.status?.conditions || []).find((c) => c.type === "Ready");
   const devs = topo?.devices || [];
   const gpus = devs.map((d) => {
@@ -465,7 +480,8 @@ function nodeCard(node) {
     return h("div", { class: "gpu" + (d.healthy ? "" : " unhealthy") + (holder ? " held" : ""), "data-gpu": d.uuid, "data-healthy": String(d.healthy), "data-holder": holder || "" },
       h("b", {}, "GPU " + d.index), " ", d.healthy ? h("span", { class: "ok" }, "✓") : h("span", { class: "bad" }, "✗ Xid " + (d.lastXid || "")),
       h("div", { class: "mono" }, d.uuid.slice(0, 12) + "…"),
-      h("div", {}, holder ? t("held") + " " + holder : h("span", { class: "dim" }, t("free"))));
+      h("div", {}, holder ? t("held") + " " + holder : h("span", { class: "dim" }, t("free"))),
+      subDevices(shared, d.index));
   });
   let matrix = null;
   if (topo?.topology?.links?.length) {
@@ -478,7 +494,8 @@ function nodeCard(node) {
   return h("div", { class: "panel node", "data-node-card": node.metadata.name },
     h("h2", {}, node.metadata.name, " ", h("span", { class: ready?.status === "True" ? "ok" : "bad" }, ready?.status === "True" ? "Ready" : "NotReady"),
       " ", h("a", { href: "#/sequence/" + node.metadata.name, class: "dim" }, "gRPC →")),
-    h("div", { class: "dim" }, "nvidia.com/gpu " + (al["nvidia.com/gpu"] ?? 0) + "/" + (cap["nvidia.com/gpu"] ?? 0) + " · cpu " + (al.cpu ?? "-") + " · memory " + (al.memory ?? "-")),
+    h("div", { class: "dim" }, Object.keys(cap).filter((r) => r.startsWith("nvidia.com/")).sort().concat(cap["nvidia.com/gpu"] === undefined ? ["nvidia.com/gpu"] : [])
+      .map((r) => r + " " + (al[r] ?? 0) + "/" + (cap[r] ?? 0)).join(" · ") + " · cpu " + (al.cpu ?? "-") + " · memory " + (al.memory ?? "-")),
     devs.length ? h("div", { class: "gpus" }, gpus) : h("p", { class: "dim" }, "no GPUs"), matrix);
 }
 
