@@ -104,6 +104,7 @@ type Manager struct {
 	ck        checkpoint
 	responses map[respKey]podworker.Allocation // plugin answers, not checkpointed
 	changed   chan struct{}                    // closed and replaced on every change
+	started   time.Time                        // entries older than this came from the checkpoint (Retain)
 	stopped   bool
 	callLog   *callLog // the gRPC calls, for the dashboard (calllog.go)
 
@@ -157,6 +158,7 @@ func New(cfg Config) (*Manager, error) {
 		responses: map[respKey]podworker.Allocation{},
 		changed:   make(chan struct{}),
 		callLog:   newCallLog(),
+		started:   time.Now(),
 	}, nil
 }
 
@@ -881,12 +883,28 @@ func (m *Manager) Release(_ context.Context, podUID string) error {
 
 // Retain frees the devices of every pod whose uid is not in live: the
 // agent's resync, for pods deleted while it was down or that ended.
-// Allocations younger than Config.RetainGrace are kept.
+// Allocations younger than Config.RetainGrace are kept, unless they were
+// made before this manager started (read from the checkpoint): the
+// caller's list, taken after it started, is newer than those, so there is
+// no race to guard and a pod deleted while the agent was down frees its
+// devices at the agent's first resync, not a grace period later.
 func (m *Manager) Retain(live map[string]bool) error {
+	cutoff := time.Now().Add(-m.cfg.RetainGrace)
+	return m.releaseWhere(func(e entry) bool {
+		return !live[e.PodUID] && (!e.Created.After(cutoff) || e.Created.Before(m.started))
+	}, "release devices of ended pods")
+}
+
+// ReleaseGone frees the devices of every pod named namespace/name: the
+// API has no such pod any more (podworker.DeviceAllocator).
+func (m *Manager) ReleaseGone(namespace, name string) error {
+	return m.releaseWhere(func(e entry) bool { return e.Namespace == namespace && e.PodName == name },
+		"release devices of deleted pod "+namespace+"/"+name)
+}
+
+func (m *Manager) releaseWhere(gone func(entry) bool, what string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cutoff := time.Now().Add(-m.cfg.RetainGrace)
-	gone := func(e entry) bool { return !live[e.PodUID] && !e.Created.After(cutoff) }
 	for _, e := range m.ck.Entries {
 		if gone(e) {
 			delete(m.responses, respKey{e.PodUID, e.Container})
@@ -897,7 +915,7 @@ func (m *Manager) Retain(live map[string]bool) error {
 	}
 	m.notifyLocked()
 	if err := m.saveLocked(); err != nil {
-		return fmt.Errorf("release devices of ended pods: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

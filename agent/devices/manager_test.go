@@ -261,6 +261,65 @@ func TestAllocateIdempotentReleaseAndCheckpoint(t *testing.T) {
 	}
 }
 
+// A pod deleted while the agent was down, or right after its devices were
+// picked and before any container was made, frees its devices at once:
+// the grace of Retain guards only allocations this process made after
+// listing, and a pod the API no longer has by name is released by name.
+func TestReleaseGoneAndRetainAfterRestart(t *testing.T) {
+	dir := shortDir(t)
+	start := func() *devices.Manager {
+		cfg := devices.DefaultConfig()
+		cfg.Dir, cfg.RetainGrace = dir, time.Hour
+		m, err := devices.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := start()
+	p := startWidgets(t, dir, nil, "w0", "w1", "w2", "w3")
+	if err := p.Register(ctxT(t), &pluginapi.RegisterRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "4 widgets", healthyCount(widget, 4))
+	ctx := ctxT(t)
+	for _, uid := range []string{"a", "b"} {
+		pd, c := pod(uid, 2, widget)
+		if _, err := m.Allocate(ctx, pd, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Retain(map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(m.Snapshot()[widget].Allocated); got != 4 {
+		t.Fatalf("Retain freed allocations younger than the grace: %d allocated, want 4", got)
+	}
+	if err := m.ReleaseGone("default", "p-b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Holdings(); len(got) != 1 || got[0].Pod != "p-a" {
+		t.Fatalf("after ReleaseGone(p-b): holdings %+v, want only p-a's", got)
+	}
+	m.Stop()
+	p.Stop()
+
+	m2 := start()
+	t.Cleanup(m2.Stop)
+	if got := m2.Holdings(); len(got) != 1 {
+		t.Fatalf("the checkpoint lost p-a's devices: %+v", got)
+	}
+	if err := m2.Retain(map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.Holdings(); len(got) != 0 {
+		t.Fatalf("after a restart, Retain kept a gone pod's devices for the grace period: %+v", got)
+	}
+}
+
 func TestAllocateSkipsUnhealthyAndUnknownResources(t *testing.T) {
 	dir := shortDir(t)
 	m := startManager(t, dir)

@@ -85,6 +85,7 @@ type Manager struct {
 	ck       state
 	locks    map[string]*sync.Mutex // per claim UID: one Prepare or Unprepare at a time
 	changed  chan struct{}
+	started  time.Time // uses older than this came from the checkpoint (Retain)
 	stopped  bool
 
 	watcher *fsnotify.Watcher
@@ -153,7 +154,8 @@ func New(cfg Config) (*Manager, error) {
 		st.Claims = map[string]claimEntry{}
 	}
 	m := &Manager{cfg: cfg, log: lg.With("component", "dramanager"), drivers: map[string]*driverConn{},
-		bySocket: map[string]string{}, ck: st, locks: map[string]*sync.Mutex{}, changed: make(chan struct{})}
+		bySocket: map[string]string{}, ck: st, locks: map[string]*sync.Mutex{}, changed: make(chan struct{}),
+		started: time.Now()}
 	if cfg.Client != nil {
 		m.getClaim = func(ctx context.Context, ns, name string) (*api.ResourceClaim, error) {
 			return client.Get[*api.ResourceClaim](ctx, cfg.Client, ns, name)
@@ -614,8 +616,9 @@ func (m *Manager) UnprepareResources(ctx context.Context, podUID string) error {
 }
 
 // Retain ends the use of claims by pods not in active (deleted or ended
-// while the agent was down), except for claims used within RetainGrace,
-// and unprepares claims that no pod uses.
+// while the agent was down), except for claims used within RetainGrace by
+// this process (a use read from the checkpoint is older than the caller's
+// list, so it gets no grace), and unprepares claims that no pod uses.
 func (m *Manager) Retain(ctx context.Context, active map[string]bool) error {
 	m.mu.Lock()
 	var uids []string
@@ -638,7 +641,7 @@ func (m *Manager) release(ctx context.Context, uid string, gone func(pod string)
 	defer unlock()
 	m.mu.Lock()
 	e, ok := m.ck.Claims[uid]
-	if !ok || grace && time.Since(e.Used) < m.cfg.RetainGrace {
+	if !ok || grace && time.Since(e.Used) < m.cfg.RetainGrace && !e.Used.Before(m.started) {
 		m.mu.Unlock()
 		return nil
 	}

@@ -309,3 +309,35 @@ func TestManagerRefusesDamagedCheckpoint(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// A pod deleted while the agent was down: the restarted agent's first
+// Retain unprepares its claim at once. The grace of Retain guards only
+// uses this process made (a pod it may not have listed yet), and a use
+// read from the checkpoint is older than any list the agent takes.
+func TestRetainAfterRestartUnpreparesAtOnce(t *testing.T) {
+	shared := allocated("shared", "claim-1", []string{"p1"}, result("first", "gpu-0"), result("second/fast", "gpu-1"))
+	f := setUp(t, shared)
+	ctx := context.Background()
+	if _, err := f.m.PrepareResources(ctx, pod("p1")); err != nil {
+		t.Fatal(err)
+	}
+	// Within the grace, this process keeps the claim it just prepared.
+	if err := f.m.Retain(ctx, map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.d.Prepared(); !slices.Equal(got, []string{"claim-1"}) {
+		t.Fatalf("Retain unprepared a claim used just now, within the grace: prepared %v", got)
+	}
+	f.m.Stop()
+	m2 := f.startManager(t)
+	f.waitDrivers(t, m2, []string{gpudriver.DriverName})
+	if err := m2.Retain(ctx, map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.d.Prepared(); len(got) != 0 {
+		t.Fatalf("after a restart, Retain kept the claim of a gone pod prepared for the grace period: %v", got)
+	}
+	if c := m2.Claims(); len(c) != 0 {
+		t.Errorf("manager still has %v", c)
+	}
+}

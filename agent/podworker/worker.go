@@ -44,6 +44,10 @@ type PodNetwork struct {
 type DeviceAllocator interface {
 	Allocate(ctx context.Context, pod *api.Pod, container *api.Container) (Allocation, error)
 	Release(ctx context.Context, podUID string) error
+	// ReleaseGone frees the devices of every pod of this namespace and
+	// name: the API has no pod of that name any more (deleted or
+	// force-deleted, perhaps before any container was made).
+	ReleaseGone(namespace, name string) error
 	Retain(live map[string]bool) error
 }
 
@@ -774,6 +778,11 @@ func (w *Worker) CleanupPod(ctx context.Context, namespace, name string) error {
 		}
 		done[uid] = true
 		errs = append(errs, w.release(ctx, namespace, name, uid))
+	}
+	if w.cfg.Devices != nil {
+		// Devices picked at admission, before any container was made,
+		// have no container to be found by: free them by name.
+		errs = append(errs, w.cfg.Devices.ReleaseGone(namespace, name))
 	}
 	return errors.Join(errs...)
 }
