@@ -284,8 +284,9 @@ func validateStorageClass(sc *StorageClass) FieldErrors {
 }
 
 // validateStorageUpdate: a volume's source, mode and node affinity are
-// fixed; a claim's spec is fixed once made, except that its volumeName may
-// be filled in (binding); a class's provisioner, parameters, reclaim
+// fixed; a claim's spec is fixed once made, except that an unbound claim's
+// volumeName (binding) and missing class (a default class made later) may
+// be filled in; a class's provisioner, parameters, reclaim
 // policy and binding mode are fixed.
 func validateStorageUpdate(n, o Object) FieldErrors {
 	var errs FieldErrors
@@ -306,6 +307,9 @@ func validateStorageUpdate(n, o Object) FieldErrors {
 		a, b := n.Spec, o.Spec
 		if b.VolumeName == "" {
 			a.VolumeName = "" // binding fills it in
+			if b.StorageClassName == nil {
+				a.StorageClassName = nil // so does a default class that came later
+			}
 		}
 		if !quantitiesEqual(a.Resources.Requests, b.Resources.Requests) || !quantitiesEqual(a.Resources.Limits, b.Resources.Limits) {
 			errs = append(errs, Forbidden("spec.resources.requests.storage", "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"))
