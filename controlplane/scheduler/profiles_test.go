@@ -97,7 +97,7 @@ profiles:
 		t.Fatal(err)
 	}
 	def := s.profiles["default-scheduler"].fwk
-	if got, want := pluginNames(def.Filter), "NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,NodePorts,NodeResourcesFit,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
+	if got, want := pluginNames(def.Filter), "NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,NodePorts,VolumeBinding,NodeResourcesFit,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
 		t.Errorf("default filters = %s, want %s", got, want)
 	}
 	if got, want := scoreNames(def.Score), "TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1,GPUTopology=2"; got != want {
@@ -114,7 +114,7 @@ profiles:
 	}
 	r := s.profiles["reordered"].fwk
 	// An extension point that names a multiPoint plugin moves it first.
-	if got, want := pluginNames(r.Filter), "NodeResourcesFit,NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
+	if got, want := pluginNames(r.Filter), "NodeResourcesFit,NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,VolumeBinding,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
 		t.Errorf("reordered filters = %s, want %s", got, want)
 	}
 	if got, want := scoreNames(r.Score), "GPUTopology=5,TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1"; got != want {
@@ -123,8 +123,9 @@ profiles:
 	if len(r.PostFilter) != 0 {
 		t.Errorf("reordered postFilter = %s", pluginNames(r.PostFilter))
 	}
-	// Plugins configured alike are made once: DRA's state is the scheduler's.
-	if def.Reserve[0] != r.Reserve[0] || len(s.sources) != 3 { // DynamicResources, InterPodAffinity, PodTopologySpread
+	// Plugins configured alike are made once: DRA's and VolumeBinding's
+	// state is the scheduler's.
+	if def.Reserve[0] != r.Reserve[0] || len(s.sources) != 4 { // DynamicResources, InterPodAffinity, PodTopologySpread, VolumeBinding
 		t.Errorf("DynamicResources made per profile: %d event sources", len(s.sources))
 	}
 }

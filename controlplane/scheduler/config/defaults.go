@@ -39,9 +39,8 @@ const (
 //	               more than balance; with no topology it scores all nodes
 //	               the same and changes nothing)
 //
-// Kubernetes' volume plugins (VolumeRestrictions, NodeVolumeLimits,
-// VolumeZone, VolumeBinding until it lands), ImageLocality and
-// SchedulingGates are not in skiff:
+// Kubernetes' other volume plugins (VolumeRestrictions, NodeVolumeLimits,
+// VolumeZone), ImageLocality and SchedulingGates are not in skiff:
 // disabling them is allowed (a no-op), enabling them fails with
 // Kubernetes' "does not exist". A filter stops at the first rejection,
 // so the order changes speed and which reason a node reports, never the
@@ -59,6 +58,9 @@ func DefaultPlugins() *v1.Plugins {
 		// Weight 2 as Kubernetes: preferred affinity is the user's wish.
 		{Name: "NodeAffinity", Weight: w(2)},
 		{Name: "NodePorts"},
+		// PersistentVolumeClaims: a bound volume's node, a free volume
+		// or provisioning for a claim waiting for its first consumer.
+		{Name: "VolumeBinding"},
 		{Name: "Coscheduling"},
 		{Name: "NodeResourcesFit", Weight: w(1)},
 		{Name: "PodTopologySpread", Weight: w(2)},

@@ -14,6 +14,7 @@
 //	InterPodAffinity   filter + score: near (podAffinity) or away from (podAntiAffinity) other pods
 //	GPUTopology        score: well-connected GPU sets first (a hook the GPU code fills in)
 //	DynamicResources   preenqueue + prefilter + filter + reserve + prebind: ResourceClaims (DRA)
+//	VolumeBinding      prefilter + filter + reserve + prebind: PersistentVolumeClaims, volumes' node affinity
 //	Coscheduling       prefilter + permit + reserve: a PodGroup's pods run all together or not at all
 //	DefaultBinder      bind: POST pods/NAME/binding
 //
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	v1 "k8s.io/kube-scheduler/config/v1"
@@ -49,6 +51,7 @@ const (
 	NodeResourcesFitName   = "NodeResourcesFit"
 	GPUTopologyName        = "GPUTopology"
 	DynamicResourcesName   = "DynamicResources"
+	VolumeBindingName      = "VolumeBinding"
 	CoschedulingName       = "Coscheduling"
 	DefaultBinderName      = "DefaultBinder"
 	PrioritySortName       = "PrioritySort"
@@ -157,6 +160,20 @@ func Registry() map[string]Factory {
 			pl.filterTimeout = config.DefaultDRAFilterTimeout
 			if args != nil && args.FilterTimeout != nil {
 				pl.filterTimeout = args.FilterTimeout.Duration
+			}
+			return pl, nil
+		},
+		VolumeBindingName: func(a Args) (framework.Plugin, error) {
+			if a.Client == nil {
+				return nil, fmt.Errorf("%s needs a client", VolumeBindingName)
+			}
+			args, err := argsAs[*v1.VolumeBindingArgs](VolumeBindingName, a.PluginArgs)
+			if err != nil {
+				return nil, err
+			}
+			pl := NewVolumeBinding(a.Client, a.Logger)
+			if args != nil && args.BindTimeoutSeconds != nil {
+				pl.BindTimeout = time.Duration(*args.BindTimeoutSeconds) * time.Second
 			}
 			return pl, nil
 		},
