@@ -1,6 +1,9 @@
 package api
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Storage: PersistentVolume, PersistentVolumeClaim (core/v1) and
 // StorageClass (storage.k8s.io/v1), field for field as Kubernetes'.
@@ -332,4 +335,30 @@ func LocalPathClass() *StorageClass {
 		ReclaimPolicy:     ptr(ReclaimDelete),
 		VolumeBindingMode: ptr(VolumeBindingWaitForFirstConsumer),
 	}
+}
+
+// LocalPathNodeAffinity is the node affinity of a volume usable on node
+// alone: kubernetes.io/hostname In [node].
+func LocalPathNodeAffinity(node string) *VolumeNodeAffinity {
+	return &VolumeNodeAffinity{Required: &NodeSelector{NodeSelectorTerms: []NodeSelectorTerm{{
+		MatchExpressions: []NodeSelectorRequirement{{Key: LabelHostname, Operator: "In", Values: []string{node}}}}}}}
+}
+
+// IsLocalPathVolumeOf reports whether pv is one that node's local-path
+// provisioner makes: annotated pv.kubernetes.io/provisioned-by
+// rancher.io/local-path, with exactly LocalPathNodeAffinity(node).
+func IsLocalPathVolumeOf(pv *PersistentVolume, node string) bool {
+	if pv.Annotations[AnnotationProvisionedBy] != LocalPathProvisioner || pv.Spec.NodeAffinity == nil {
+		return false
+	}
+	r := pv.Spec.NodeAffinity.Required
+	if r == nil || len(r.NodeSelectorTerms) != 1 {
+		return false
+	}
+	t := r.NodeSelectorTerms[0]
+	if len(t.MatchFields) != 0 || len(t.MatchExpressions) != 1 {
+		return false
+	}
+	e := t.MatchExpressions[0]
+	return e.Key == LabelHostname && e.Operator == "In" && slices.Equal(e.Values, []string{node})
 }

@@ -16,7 +16,9 @@
 //     pods bound to it; its Node says which runtime and pod network it has
 //     (labels skiff.dev/simulated and skiff.dev/pod-network);
 //  5. with a CNI pod network, the routes to other nodes' pod CIDRs and the
-//     service proxy (agent/proxy), unless Config.NoServiceProxy.
+//     service proxy (agent/proxy), unless Config.NoServiceProxy;
+//  6. the local-path provisioner (agent/localpath): the node's volumes of
+//     the default StorageClass, under DataDir/storage.
 //
 // Stop undoes it all in reverse and is safe twice. A Node owns its
 // goroutines: Start launches them, Stop cancels and waits. Info says what
@@ -229,10 +231,11 @@ type Node struct {
 	rt    runtime.Runtime
 	ownRT bool
 
-	cancel  context.CancelFunc
-	done    chan struct{}
-	err     error // the agent's, set before done closes
-	netWait func()
+	cancel   context.CancelFunc
+	done     chan struct{}
+	err      error // the agent's, set before done closes
+	netWait  func()
+	provWait func()
 
 	stopOnce sync.Once
 }
@@ -252,7 +255,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("node %s: create data dir: %w", cfg.Name, err)
 	}
-	n := &Node{c: c, done: make(chan struct{}), netWait: func() {}}
+	n := &Node{c: c, done: make(chan struct{}), netWait: func() {}, provWait: func() {}}
 	n.info.Name = cfg.Name
 	// Undo what was built when a later step fails.
 	defer func() {
@@ -330,6 +333,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	if pn != nil && !cfg.NoServiceProxy {
 		n.netWait = startNodeNetwork(runCtx, c, cfg.Name, cfg.NetNS, lg)
 	}
+	n.provWait = startProvisioner(runCtx, c, cfg, lg) // storage.go
 	go func() {
 		defer close(n.done)
 		n.err = n.agent.Run(runCtx)
@@ -407,6 +411,7 @@ func (n *Node) Stop() error {
 
 func (n *Node) closeParts() {
 	n.netWait()
+	n.provWait()
 	if n.rt != nil && n.ownRT {
 		n.rt.Close()
 	}

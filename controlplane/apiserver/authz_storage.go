@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"skiff.dev/skiff/api"
 )
@@ -44,7 +43,7 @@ func (s *Server) authorizeNodeStorage(ctx context.Context, node string, a attrib
 		if err != nil {
 			return false, "", fmt.Errorf("authorize node %s: %w", node, err)
 		}
-		if !ProvisionedOnNode(o.(*api.PersistentVolume), node) {
+		if !api.IsLocalPathVolumeOf(o.(*api.PersistentVolume), node) {
 			return false, noRelationship(node), nil
 		}
 		return true, "", nil
@@ -52,29 +51,9 @@ func (s *Server) authorizeNodeStorage(ctx context.Context, node string, a attrib
 	return false, fmt.Sprintf("node %q may not %s %s", node, a.verb, a.resource), nil
 }
 
-// ProvisionedOnNode reports whether pv is one that node's local-path
-// provisioner makes: annotated pv.kubernetes.io/provisioned-by
-// rancher.io/local-path, with one required node selector term whose only
-// expression is kubernetes.io/hostname In [node].
-func ProvisionedOnNode(pv *api.PersistentVolume, node string) bool {
-	if pv.Annotations[api.AnnotationProvisionedBy] != api.LocalPathProvisioner || pv.Spec.NodeAffinity == nil {
-		return false
-	}
-	r := pv.Spec.NodeAffinity.Required
-	if r == nil || len(r.NodeSelectorTerms) != 1 {
-		return false
-	}
-	t := r.NodeSelectorTerms[0]
-	if len(t.MatchFields) != 0 || len(t.MatchExpressions) != 1 {
-		return false
-	}
-	e := t.MatchExpressions[0]
-	return e.Key == api.LabelHostname && e.Operator == "In" && slices.Equal(e.Values, []string{node})
-}
-
 // nodeRestrictVolume is nodeRestriction's rule for a volume a node creates.
 func nodeRestrictVolume(pv *api.PersistentVolume, node string) error {
-	if !ProvisionedOnNode(pv, node) {
+	if !api.IsLocalPathVolumeOf(pv, node) {
 		return forbidden(persistentVolumeKind, pv.Name, fmt.Sprintf("node %q may only create volumes of its own local-path provisioner (provisioned-by %s, node affinity %s In [%s])",
 			node, api.LocalPathProvisioner, api.LabelHostname, node))
 	}
