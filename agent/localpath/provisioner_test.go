@@ -128,7 +128,9 @@ func TestDeleteStaysInItsDirectory(t *testing.T) {
 	pv.Status.Phase = api.VolumeReleased
 	c, ev, _ := running(t, pv)
 	testwait.For(t, 10*time.Second, "the refusal", func() bool {
-		return slices.ContainsFunc(ev.all(), func(e string) bool { return strings.HasPrefix(e, "Warning VolumeFailedDelete "+outside+" is not in this node's storage directory") })
+		return slices.ContainsFunc(ev.all(), func(e string) bool {
+			return strings.HasPrefix(e, "Warning VolumeFailedDelete "+outside+" is not in this node's storage directory")
+		})
 	})
 	if _, err := os.Stat(outside); err != nil {
 		t.Errorf("directory outside storage removed: %v", err)
