@@ -44,7 +44,6 @@ type Provisioner struct {
 var (
 	claimKind  = api.MustKindOf(&api.PersistentVolumeClaim{})
 	volumeKind = api.MustKindOf(&api.PersistentVolume{})
-	classKind  = api.MustKindOf(&api.StorageClass{})
 )
 
 // New returns the provisioner of cfg.NodeName over c. events may be nil:
