@@ -186,6 +186,20 @@ func (a *algorithm) preempt(ctx context.Context, state *framework.CycleState, po
 			}
 		}
 	}
+	if len(cands) > 0 && len(a.extenders) > 0 {
+		victims := map[string][]*framework.PodInfo{}
+		for _, c := range cands {
+			victims[c.node] = c.victims
+		}
+		kept, err := a.extenderPreemption(ctx, pod, victims)
+		if err != nil {
+			return nil, err
+		}
+		cands = slices.DeleteFunc(cands, func(c candidate) bool { _, ok := kept[c.node]; return !ok })
+		for i := range cands {
+			cands[i].victims = kept[cands[i].node]
+		}
+	}
 	if len(cands) == 0 {
 		var hist []NodeFilterResult
 		for _, n := range pr.Nodes {

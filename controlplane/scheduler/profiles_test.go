@@ -260,3 +260,24 @@ profiles:
 		t.Errorf("nominated %q, want a (the first candidate)", res.Nominated)
 	}
 }
+
+// Every scheduler configuration under examples/ loads and builds.
+func TestExampleSchedulerConfigs(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/homework/task3/scheduler-*.yaml")
+	more, _ := filepath.Glob("../../examples/scheduler/*/*.yaml")
+	files = append(files, more...)
+	if len(files) < 3 {
+		t.Fatalf("found only %v", files)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := config.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := New(fake.New(), cfg, Options{Recorder: &events{}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/scheduler/extender"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -46,6 +47,9 @@ type CycleResult struct {
 	// Nominated is the node a PostFilter plugin made room on ("" when
 	// none could): the pod tries it first next time.
 	Nominated string
+	// ExtenderErrors: what ignorable extenders failed with (skipped), and
+	// prioritize errors (never fatal).
+	ExtenderErrors []string
 	// Start, FilterEnd and ScoreEnd time the phases.
 	Start, FilterEnd, ScoreEnd time.Time
 }
@@ -117,6 +121,8 @@ type algorithm struct {
 	// extensions: some PreFilter plugin counts pods across nodes
 	// (PreFilterExtensions), so imagined pods must be told to it.
 	extensions bool
+	// extenders: the scheduler's HTTP(S) extenders (extenders.go).
+	extenders []*extender.Extender
 }
 
 // numFeasibleNodesToFind is how many feasible nodes are enough, as
@@ -185,6 +191,9 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 	}
 
 	feasible, processed, err := a.findFeasible(ctx, state, pod, nodes, start, res)
+	if err == nil && len(feasible) > 0 && len(a.extenders) > 0 {
+		feasible, err = a.runExtenderFilters(ctx, pod, feasible, res)
+	}
 	res.FilterEnd = now()
 	if err != nil {
 		return nil, 0, err
@@ -196,6 +205,9 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 	}
 	if err := a.score(ctx, state, pod, res, feasible); err != nil {
 		return nil, 0, err
+	}
+	if len(a.extenders) > 0 {
+		a.runExtenderPrioritizers(ctx, pod, feasible, res)
 	}
 	res.ScoreEnd = now()
 	res.SelectedNode = selectHost(res.Scores)

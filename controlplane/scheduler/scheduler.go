@@ -12,6 +12,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/scheduler/config"
+	"skiff.dev/skiff/controlplane/scheduler/extender"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 	"skiff.dev/skiff/controlplane/scheduler/plugins"
 )
@@ -93,6 +94,7 @@ type Scheduler struct {
 	informers *client.InformerFactory       // shared (Options.Informers) or the scheduler's own
 	ownsInfs  bool                          // informers made by New: Run waits for them
 	waiting   *framework.WaitingPods        // pods held at Permit, all profiles
+	extenders []*extender.Extender          // HTTP(S) extenders (extenders.go)
 	cache     *Cache
 	queue     *Queue
 	groups    *podGroups           // PodGroups and their members, for Coscheduling (podgroups.go)
@@ -110,9 +112,6 @@ type Scheduler struct {
 func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, error) {
 	if cfg == nil {
 		cfg = config.Default()
-	}
-	if len(cfg.Extenders) > 0 {
-		return nil, fmt.Errorf("extenders: not supported yet")
 	}
 	s := &Scheduler{client: c, cfg: cfg, log: opts.Logger, recorder: opts.Recorder, now: opts.Now, workers: opts.BindWorkers, informers: opts.Informers}
 	if s.log == nil {
@@ -151,7 +150,14 @@ func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, erro
 		Less:             func(a, b *framework.QueuedPodInfo) bool { return less(a, b) }}, s.now)
 	args := plugins.Args{Client: c, Logger: s.log, Informers: s.informers,
 		PodGroups: s.groups, WaitingPods: s.waiting, Activate: s.queue.Activate, ClaimedGPUs: s.gpus}
-	profiles, sources, err := buildProfiles(cfg, registry, args)
+	for _, ec := range cfg.Extenders {
+		e, err := extender.New(ec)
+		if err != nil {
+			return nil, err
+		}
+		s.extenders = append(s.extenders, e)
+	}
+	profiles, sources, err := buildProfiles(withExtenderResources(cfg, s.extenders), registry, args)
 	if err != nil {
 		return nil, fmt.Errorf("initializing profiles: %w", err)
 	}
@@ -198,7 +204,7 @@ func (s *Scheduler) Queue() *Queue { return s.queue }
 
 func (s *Scheduler) algorithm(p *profile) *algorithm {
 	return &algorithm{fwk: p.fwk, percentage: p.percentage, parallelism: s.cfg.Parallelism, nominated: s.queue.NominatedPods(),
-		noVictims: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims), extensions: p.extensions}
+		noVictims: framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNoVictims), extensions: p.extensions, extenders: s.extenders}
 }
 
 // ScheduleOne runs one scheduling decision for pod on snap: PreFilter,
@@ -314,6 +320,12 @@ func (s *Scheduler) runTask(ctx context.Context, t *task) {
 	case t.assumed != nil:
 		s.bind(ctx, t)
 	case t.err != nil:
+		// As kube-scheduler: an error (a failing extender, a plugin's) is
+		// the pod's PodScheduled condition with reason SchedulerError.
+		cond := api.PodCondition{Type: api.PodScheduled, Status: api.ConditionFalse, Reason: ReasonSchedulerError, Message: t.err.Error()}
+		if err := s.updateStatus(ctx, t.qp.Info.Pod, cond, ""); err != nil && !api.IsNotFound(err) {
+			s.log.Error("update pod status", "pod", t.qp.Info.Key, "err", err)
+		}
 		s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventWarning, "FailedScheduling", "%v", t.err)
 	default:
 		s.reportUnschedulable(ctx, t)
@@ -330,7 +342,7 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 	start := s.now()
 	st := t.fwk.RunPreBind(ctx, t.state, pod, t.node) // the claims' allocation first
 	if st.IsSuccess() {
-		st = t.fwk.RunBind(ctx, t.state, pod, t.node)
+		st = s.runBind(ctx, t, pod)
 	}
 	end := s.now()
 	if !st.IsSuccess() {

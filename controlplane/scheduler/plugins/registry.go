@@ -17,6 +17,7 @@
 //	VolumeBinding      prefilter + filter + reserve + prebind: PersistentVolumeClaims, volumes' node affinity
 //	Coscheduling       prefilter + permit + reserve: a PodGroup's pods run all together or not at all
 //	DefaultBinder      bind: POST pods/NAME/binding
+//	FewestPods         score: the emptiest node first; in no profile by default: the template of a plugin of your own
 //
 // A plugin is a small struct made by its factory from Args (the
 // scheduler's handle and the plugin's own args from the profile's
@@ -132,6 +133,7 @@ func Registry() map[string]Factory {
 			p.gpus = a.ClaimedGPUs
 			return p, nil
 		},
+		FewestPodsName:   noArgs(FewestPodsName, func(Args) (framework.Plugin, error) { return &FewestPods{}, nil }),
 		PrioritySortName: noArgs(PrioritySortName, func(Args) (framework.Plugin, error) { return &PrioritySort{}, nil }),
 		NodePortsName:    noArgs(NodePortsName, func(Args) (framework.Plugin, error) { return &NodePorts{}, nil }),
 		NodeResourcesFitName: func(a Args) (framework.Plugin, error) {
