@@ -80,7 +80,9 @@ class Extender(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--port", type=int, default=8888, help="0: any free port")
     p.add_argument("--host", default="127.0.0.1")
     a = p.parse_args()
-    HTTPServer((a.host, a.port), Extender).serve_forever()
+    server = HTTPServer((a.host, a.port), Extender)
+    print(f"nvlink extender listening on http://{a.host}:{server.server_port}", flush=True)
+    server.serve_forever()
