@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -127,18 +128,17 @@ func KeyOf(o Object) string {
 	return Key(m.Namespace, m.Name)
 }
 
-// Clone returns a deep copy of obj. Objects read from a store or cache are
-// shared: copy before changing (STYLE 8).
+// Clone returns a deep copy of obj (deepCopy; a nil obj: a new empty
+// one). Objects read from a store or cache are shared: copy before
+// changing (STYLE 8).
 func Clone[T Object](obj T) T {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		panic(fmt.Sprintf("clone %T: %v", obj, err))
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return newLike(obj).(T)
 	}
-	out := newLike(obj).(T)
-	if err := json.Unmarshal(b, out); err != nil {
-		panic(fmt.Sprintf("clone %T: %v", obj, err))
-	}
-	return out
+	out := reflect.New(v.Type().Elem())
+	deepCopy(out.Elem(), v.Elem())
+	return out.Interface().(T)
 }
 
 // IsControlledBy reports whether obj's controller owner reference has uid.
