@@ -45,6 +45,8 @@ func SetDefaults(obj Object) {
 		defaultJob(o) // batch.go
 	case *CronJob:
 		defaultCronJob(o) // cronjob.go
+	case *HorizontalPodAutoscaler:
+		defaultHPA(o) // hpa.go
 	case *Service:
 		defaultService(o)
 	case *Secret:

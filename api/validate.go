@@ -54,6 +54,8 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateJob(o)...) // batch.go
 	case *CronJob:
 		errs = append(errs, validateCronJob(o)...) // cronjob.go
+	case *HorizontalPodAutoscaler:
+		errs = append(errs, validateHPA(o)...) // hpa.go
 	case *PodDisruptionBudget:
 		errs = append(errs, validatePodDisruptionBudget(o)...) // policy.go
 	case *Service:

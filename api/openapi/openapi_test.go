@@ -409,7 +409,7 @@ func TestListTypesMatchKubernetesSources(t *testing.T) {
 	pkgs := map[string]string{
 		"io.k8s.apimachinery.pkg.apis.meta.v1.": filepath.Join(modDirs["k8s.io/apimachinery"], "pkg/apis/meta/v1"),
 	}
-	for _, gv := range []string{"core/v1", "apps/v1", "scheduling/v1", "autoscaling/v1", "coordination/v1", "discovery/v1"} {
+	for _, gv := range []string{"core/v1", "apps/v1", "scheduling/v1", "autoscaling/v1", "autoscaling/v2", "coordination/v1", "discovery/v1"} {
 		pkgs["io.k8s.api."+strings.ReplaceAll(gv, "/", ".")+"."] = filepath.Join(modDirs["k8s.io/api"], gv)
 	}
 	for prefix, dir := range pkgs {

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,7 @@ var schemas = map[string]any{
 	"apps/v1, Kind=ControllerRevision":               &appsv1.ControllerRevision{},
 	"batch/v1, Kind=Job":                             &batchv1.Job{},
 	"batch/v1, Kind=CronJob":                         &batchv1.CronJob{},
+	"autoscaling/v2, Kind=HorizontalPodAutoscaler":   &autoscalingv2.HorizontalPodAutoscaler{},
 	"scheduling.k8s.io/v1, Kind=PriorityClass":       &schedulingv1.PriorityClass{},
 	"policy/v1, Kind=PodDisruptionBudget":            &policyv1.PodDisruptionBudget{},
 	"autoscaling/v1, Kind=Scale":                     &autoscalingv1.Scale{},
