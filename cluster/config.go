@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/controllers"
 	"skiff.dev/skiff/controlplane/kueue"
 	"skiff.dev/skiff/controlplane/simnodes"
 	"skiff.dev/skiff/membership"
@@ -65,6 +66,10 @@ type Config struct {
 	PodSecurityDefault string
 	// Kueue configures the queue manager (nil = its defaults).
 	Kueue *kueue.Config
+	// HPA are the HorizontalPodAutoscaler controller's settings
+	// (kube-controller-manager's --horizontal-pod-autoscaler-* flags);
+	// nil: controllers.DefaultHPAConfig().
+	HPA *controllers.HPAConfig
 	// NoKubeconfigMerge: do not merge the skiff context into
 	// ~/.kube/config.
 	NoKubeconfigMerge bool
@@ -108,6 +113,7 @@ func DefaultConfig() Config {
 		Network: nc.Network,
 		Nodes:   1,
 		Etcd:    *controlplane.DefaultEtcdConfig(),
+		HPA:     ptrTo(controllers.DefaultHPAConfig()),
 	}
 }
 
@@ -128,6 +134,17 @@ func (c *Config) baseName() string {
 // when read.)
 func (c *Config) Validate() error {
 	var errs []error
+	if h := c.HPA; h != nil {
+		if h.SyncPeriod <= 0 {
+			errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-sync-period %v: want a positive duration", h.SyncPeriod))
+		}
+		if h.DownscaleStabilization < 0 {
+			errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-downscale-stabilization %v: want a duration >= 0", h.DownscaleStabilization))
+		}
+		if h.Tolerance <= 0 || h.Tolerance >= 1 {
+			errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-tolerance %v: want a fraction between 0 and 1", h.Tolerance))
+		}
+	}
 	switch c.Runtime {
 	case node.RuntimeAuto, node.RuntimeContainerd, node.RuntimeFake:
 	default:
@@ -169,3 +186,5 @@ func (c *Config) log() *slog.Logger {
 	}
 	return c.Log
 }
+
+func ptrTo[T any](v T) *T { return &v }

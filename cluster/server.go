@@ -88,6 +88,9 @@ func (c *Config) controlPlaneConfig(member string) controlplane.Config {
 	cfg := controlplane.DefaultConfig(c.DataDir)
 	cfg.API.Listen = c.Listen
 	cfg.SchedulerConfig = c.SchedulerConfig
+	if c.HPA != nil {
+		cfg.HPA = *c.HPA
+	}
 	cfg.Kueue = c.Kueue
 	cfg.API.Version = api.Version
 	if c.PodSecurityDefault != "" {

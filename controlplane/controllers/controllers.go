@@ -63,6 +63,13 @@ type Options struct {
 	// one watch per kind for the controllers, the scheduler and the queue
 	// manager); nil: the Manager makes its own, and runs it.
 	Informers *client.InformerFactory
+	// HPA are the HorizontalPodAutoscaler controller's settings (hpa.go);
+	// zero fields take DefaultHPAConfig's.
+	HPA HPAConfig
+	// HPAMetrics is where that controller reads metrics; nil: APIMetrics
+	// over the client when it sends raw requests (*client.Client), else
+	// every metric fails (FailedGetResourceMetric, ...).
+	HPAMetrics MetricsSource
 }
 
 // Manager owns the shared informers and the loops of every controller,
@@ -156,6 +163,7 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	nodes := m.informer(c, api.MustKindOf(&api.Node{}), log)
 	claims := m.addStorage(c, pods, newLoop, events, log)
 	wl := m.addWorkloads(c, workloadCaches{pods: pods, rsets: rsets, deploys: deploys, jobs: jobs, nodes: nodes, claims: claims}, newLoop, events, log)
+	m.addHPA(c, pods, opts, newLoop, events, log) // workloads.go
 
 	// Garbage collector: dependents (pods, replica sets, revisions, claims) and their owners.
 	graph := map[string]*client.Informer{"Pod": pods, "ReplicaSet": rsets, "Deployment": deploys, "Job": jobs, "PersistentVolumeClaim": claims}

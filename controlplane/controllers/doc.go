@@ -21,6 +21,10 @@
 //   - statefulset.go: pods with stable names, hostnames and claims, in order;
 //   - cronjob.go: a Job at each time of a cron schedule;
 //   - disruption.go: how many pods a PodDisruptionBudget lets go now;
+//   - hpa.go: a HorizontalPodAutoscaler's target scaled to keep its
+//     metrics near their targets (hpa_compute.go reads each metric,
+//     hpa_replicas.go is Kubernetes' replica calculator, hpa_behavior.go
+//     its stabilization and rate limits, hpa_metrics.go the metrics APIs);
 //   - gc.go: the garbage collector, deleting what lost all its owners;
 //   - namespace.go: empty a namespace being deleted, then finalize it;
 //   - endpoints.go: an Endpoints object per Service, listing its ready pods;

@@ -59,3 +59,20 @@ func (m *Manager) addWorkloads(c client.Interface, w workloadCaches, newLoop fun
 	}
 	return map[string]*client.Informer{"DaemonSet": dsets, "ControllerRevision": revs, "StatefulSet": ssets, "CronJob": cronjobs}
 }
+
+// addHPA builds the HorizontalPodAutoscaler controller (hpa.go): an
+// autoscaler changed, and then every sync period (its own requeue); it
+// reads pods from the shared cache and metrics from opts.HPAMetrics.
+func (m *Manager) addHPA(c client.Interface, pods *client.Informer, opts Options, newLoop func(string, client.Reconciler, func() []string) *client.Loop,
+	events func(string) EventRecorder, log *slog.Logger) {
+	src := opts.HPAMetrics
+	if src == nil {
+		if raw, ok := c.(RawGetter); ok {
+			src = APIMetrics{C: raw}
+		}
+	}
+	hpas := m.informer(c, hpaKind(), log)
+	hc := NewHPAController(c, hpas, pods, src, events(hpaControllerName), opts.HPA, log)
+	loop := newLoop(hpaControllerName, hc, hpas.Keys)
+	hpas.AddHandler(loop.Handler())
+}

@@ -1,0 +1,217 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/fake"
+)
+
+// tableMetrics is a MetricsSource answering from a map: pod → value (milli).
+type tableMetrics struct {
+	pods map[string]int64
+	err  error
+}
+
+func (m *tableMetrics) ResourceMetric(context.Context, string, labels.Selector, string, string) (podMetrics, error) {
+	return nil, fmt.Errorf("no resource metrics in this test")
+}
+
+func (m *tableMetrics) PodsMetric(_ context.Context, _, metric string, _, _ labels.Selector) (podMetrics, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	out := podMetrics{}
+	for p, v := range m.pods {
+		out[p] = podMetric{Value: v}
+	}
+	return out, nil
+}
+
+func (m *tableMetrics) ObjectMetric(context.Context, string, string, api.CrossVersionObjectReference, labels.Selector) (int64, error) {
+	return 0, fmt.Errorf("no object metrics in this test")
+}
+
+func (m *tableMetrics) ExternalMetric(context.Context, string, string, labels.Selector) ([]int64, error) {
+	return nil, fmt.Errorf("no external metrics in this test")
+}
+
+func gpuHPA() *api.HorizontalPodAutoscaler {
+	q := resource.MustParse("70")
+	h := &api.HorizontalPodAutoscaler{
+		ObjectMeta: api.ObjectMeta{Name: "web", Namespace: ns, UID: "uid-hpa", Generation: 1},
+		Spec: api.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: api.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MaxReplicas:    5,
+			Metrics: []api.MetricSpec{{Type: api.PodsMetricSourceType, Pods: &api.PodsMetricSource{
+				Metric: api.MetricIdentifier{Name: "DCGM_FI_DEV_GPU_UTIL"}, Target: api.MetricTarget{Type: api.AverageValueMetricType, AverageValue: &q}}}},
+		},
+	}
+	api.SetTypeMeta(h)
+	api.SetDefaults(h)
+	return h
+}
+
+func runningPod(name string) *api.Pod {
+	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "web"}},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "x"}}}}
+	p.Status.Phase = api.PodRunning
+	p.Status.Conditions = []api.PodCondition{{Type: api.PodReady, Status: api.ConditionTrue}}
+	api.SetTypeMeta(p)
+	return p
+}
+
+func hpaCondition(h *api.HorizontalPodAutoscaler, typ string) string {
+	for _, c := range h.Status.Conditions {
+		if c.Type == typ {
+			return c.Status + " " + c.Reason
+		}
+	}
+	return "none"
+}
+
+// TestHPAControllerGPUScaleUpAndDown: the course's homework on the fake
+// client: pods at 90 against 70 go from 2 to 3 with Kubernetes' event and
+// conditions; within the sync period nothing is done again; when the load
+// stops the count stays during the downscale window and falls to
+// minReplicas after it.
+func TestHPAControllerGPUScaleUpAndDown(t *testing.T) {
+	ctx := context.Background()
+	d := deployment(2, "gpu-load")
+	c := fake.New(d, gpuHPA(), runningPod("web-a"), runningPod("web-b"))
+	ev := &events{}
+	m := &tableMetrics{pods: map[string]int64{"web-a": 90000, "web-b": 90000}}
+	r := NewHPAController(c, fakeLister{c, hpaKind()}, fakeLister{c, podKind()}, m, ev,
+		HPAConfig{SyncPeriod: 15 * time.Second, DownscaleStabilization: 30 * time.Second}, nil)
+	clock := t0
+	r.calc.now = func() time.Time { return clock }
+	key := ns + "/web"
+
+	requeue := func(err error) time.Duration {
+		t.Helper()
+		var ra *client.RequeueAfterError
+		if !errors.As(err, &ra) {
+			t.Fatalf("reconcile: %v, want a requeue after the sync period", err)
+		}
+		return ra.After
+	}
+	if after := requeue(r.Reconcile(ctx, key)); after != 15*time.Second {
+		t.Errorf("requeue after %v, want the 15s sync period", after)
+	}
+	if got := get[*api.Deployment](t, c, ns, "web"); *got.Spec.Replicas != 3 {
+		t.Fatalf("replicas %d, want ceil(2 × 90/70) = 3", *got.Spec.Replicas)
+	}
+	if got := ev.take(); len(got) != 1 || got[0] != "Normal SuccessfulRescale New size: 3; reason: pods metric DCGM_FI_DEV_GPU_UTIL above target" {
+		t.Errorf("events %q", got)
+	}
+	h := get[*api.HorizontalPodAutoscaler](t, c, ns, "web")
+	for typ, want := range map[string]string{api.AbleToScale: "True SucceededRescale", api.ScalingActive: "True ValidMetricFound", api.ScalingLimited: "False DesiredWithinRange"} {
+		if got := hpaCondition(h, typ); got != want {
+			t.Errorf("%s: %s, want %s", typ, got, want)
+		}
+	}
+	if h.Status.CurrentReplicas != 2 || h.Status.DesiredReplicas != 3 || h.Status.LastScaleTime == nil ||
+		h.Status.CurrentMetrics[0].Pods.Current.AverageValue.String() != "90" {
+		t.Errorf("status %+v", h.Status)
+	}
+
+	// Its own status write comes back at once: nothing is done before the period.
+	writes(c)
+	clock = t0.Add(time.Second)
+	if after := requeue(r.Reconcile(ctx, key)); after != 14*time.Second {
+		t.Errorf("early reconcile: requeue after %v, want the rest of the period (14s)", after)
+	}
+	if w := writes(c); len(w) != 0 {
+		t.Errorf("early reconcile wrote %q", w)
+	}
+
+	// The load stops (a third pod came with the scale).
+	if _, err := c.Create(ctx, runningPod("web-c")); err != nil {
+		t.Fatal(err)
+	}
+	m.pods = map[string]int64{"web-a": 0, "web-b": 0, "web-c": 0}
+	clock = t0.Add(15 * time.Second)
+	requeue(r.Reconcile(ctx, key))
+	if got := get[*api.Deployment](t, c, ns, "web"); *got.Spec.Replicas != 3 {
+		t.Fatalf("scaled down to %d inside the stabilization window", *got.Spec.Replicas)
+	}
+	h = get[*api.HorizontalPodAutoscaler](t, c, ns, "web")
+	if got := hpaCondition(h, api.AbleToScale); got != "True ScaleDownStabilized" {
+		t.Errorf("AbleToScale %s, want ScaleDownStabilized", got)
+	}
+	clock = t0.Add(50 * time.Second)
+	requeue(r.Reconcile(ctx, key))
+	if got := get[*api.Deployment](t, c, ns, "web"); *got.Spec.Replicas != 1 {
+		t.Fatalf("replicas %d after the window, want minReplicas 1", *got.Spec.Replicas)
+	}
+	if got := ev.take(); len(got) != 1 || got[0] != "Normal SuccessfulRescale New size: 1; reason: All metrics below target" {
+		t.Errorf("events %q", got)
+	}
+	h = get[*api.HorizontalPodAutoscaler](t, c, ns, "web")
+	if got := hpaCondition(h, api.ScalingLimited); got != "True TooFewReplicas" {
+		t.Errorf("ScalingLimited %s, want True TooFewReplicas (desired 0 < min 1)", got)
+	}
+	if d := r.Decisions(key); len(d) != 3 || !strings.Contains(d[0], "web-a=90") || !strings.Contains(d[0], "ratio 1.286") || !strings.Contains(d[1], "ScaleDownStabilized") || !strings.Contains(d[2], "scaled 3 -> 1") {
+		t.Errorf("decisions %q", d)
+	}
+}
+
+// TestHPAControllerMetricFailure: every metric failing leaves the count,
+// sets ScalingActive False with the metric's reason and warns.
+func TestHPAControllerMetricFailure(t *testing.T) {
+	ctx := context.Background()
+	c := fake.New(deployment(2, "x"), gpuHPA(), runningPod("web-a"), runningPod("web-b"))
+	ev := &events{}
+	m := &tableMetrics{err: fmt.Errorf("the server could not find the requested resource")}
+	r := NewHPAController(c, fakeLister{c, hpaKind()}, fakeLister{c, podKind()}, m, ev, HPAConfig{}, nil)
+	_ = r.Reconcile(ctx, ns+"/web")
+	if got := get[*api.Deployment](t, c, ns, "web"); *got.Spec.Replicas != 2 {
+		t.Errorf("replicas changed to %d", *got.Spec.Replicas)
+	}
+	h := get[*api.HorizontalPodAutoscaler](t, c, ns, "web")
+	if got := hpaCondition(h, api.ScalingActive); got != "False FailedGetPodsMetric" {
+		t.Errorf("ScalingActive %s", got)
+	}
+	got := strings.Join(ev.take(), "\n")
+	for _, want := range []string{"Warning FailedGetPodsMetric failed to get pods metric value: the server could not find the requested resource", "Warning FailedComputeMetricsReplicas invalid metrics (1 invalid out of 1), first error is: failed to get pods metric value"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("events lack %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestHPAControllerBounds: a target above maxReplicas comes down to it
+// whatever the metrics; a missing target is FailedGetScale.
+func TestHPAControllerBounds(t *testing.T) {
+	ctx := context.Background()
+	c := fake.New(deployment(8, "x"), gpuHPA())
+	ev := &events{}
+	r := NewHPAController(c, fakeLister{c, hpaKind()}, fakeLister{c, podKind()}, &tableMetrics{}, ev, HPAConfig{}, nil)
+	_ = r.Reconcile(ctx, ns+"/web")
+	if got := get[*api.Deployment](t, c, ns, "web"); *got.Spec.Replicas != 5 {
+		t.Errorf("replicas %d, want maxReplicas 5", *got.Spec.Replicas)
+	}
+	if got := ev.take(); len(got) != 1 || got[0] != "Normal SuccessfulRescale New size: 5; reason: Current number of replicas above Spec.MaxReplicas" {
+		t.Errorf("events %q", got)
+	}
+
+	h := gpuHPA()
+	h.Name, h.Spec.ScaleTargetRef.Name = "other", "missing"
+	if _, err := c.Create(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Reconcile(ctx, ns+"/other")
+	got := get[*api.HorizontalPodAutoscaler](t, c, ns, "other")
+	if s := hpaCondition(got, api.AbleToScale); s != "False FailedGetScale" {
+		t.Errorf("AbleToScale %s, want False FailedGetScale", s)
+	}
+}
