@@ -141,6 +141,8 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 		describeJobQueue(ctx, w, cl, o, now) // describe_kueue.go
 	case *api.Workload:
 		describeWorkload(ctx, w, cl, o, now)
+	case *api.HorizontalPodAutoscaler:
+		describeHPA(w, o) // describe_hpa.go
 	case *api.Service:
 		describeService(ctx, w, cl, o)
 	case *api.ResourceClaim: // describe_dra.go

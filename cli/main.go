@@ -107,7 +107,7 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 	r.cmd = cmd
 	cmd.AddCommand(
 		newApplyCmd(r), newCreateCmd(r), newGetCmd(r), newDescribeCmd(r), newDeleteCmd(r),
-		newScaleCmd(r), newRolloutCmd(r), newExplainCmd(r), newTraceCmd(r), newAPIResourcesCmd(r),
+		newScaleCmd(r), newAutoscaleCmd(r), newRolloutCmd(r), newExplainCmd(r), newTraceCmd(r), newAPIResourcesCmd(r),
 		newCompletionCmd(r),
 		newExposeCmd(r),
 		newWaitCmd(r),
