@@ -3,7 +3,7 @@ package api
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -353,21 +353,21 @@ func validateHPA(h *HorizontalPodAutoscaler) FieldErrors {
 	return errs
 }
 
-func pathSegmentName(name string) []string { return path.IsValidPathSegmentName(name) }
+func pathSegmentName(name string) []string { return content.IsPathSegmentName(name) }
 
 func validateCrossVersionRef(r CrossVersionObjectReference, p string) FieldErrors {
 	var errs FieldErrors
 	if r.Kind == "" {
 		errs = append(errs, Required(p+".kind", ""))
 	} else {
-		for _, msg := range path.IsValidPathSegmentName(r.Kind) {
+		for _, msg := range content.IsPathSegmentName(r.Kind) {
 			errs = append(errs, Invalid(p+".kind", r.Kind, msg))
 		}
 	}
 	if r.Name == "" {
 		errs = append(errs, Required(p+".name", ""))
 	} else {
-		for _, msg := range path.IsValidPathSegmentName(r.Name) {
+		for _, msg := range content.IsPathSegmentName(r.Name) {
 			errs = append(errs, Invalid(p+".name", r.Name, msg))
 		}
 	}
@@ -492,7 +492,7 @@ func validateMetricIdentifier(id MetricIdentifier, p string) FieldErrors {
 	if id.Name == "" {
 		errs = append(errs, Required(p+".name", "must specify a metric name"))
 	} else {
-		for _, msg := range path.IsValidPathSegmentName(id.Name) {
+		for _, msg := range content.IsPathSegmentName(id.Name) {
 			errs = append(errs, Invalid(p+".name", id.Name, msg))
 		}
 	}

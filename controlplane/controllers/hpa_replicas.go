@@ -160,10 +160,6 @@ func (c replicaCalc) cpuUnready(p *api.Pod, m podMetric, now time.Time) bool {
 	return ready.Status == api.ConditionFalse && start.Add(c.delayOfInitialReadinessStatus).After(changed)
 }
 
-// usageRatio is a ratio function of the metrics: utilization of requests
-// (Resource Utilization) or the plain average (AverageValue).
-type usageRatio func(podMetrics) (float64, error)
-
 // resourceUtilizationRatio is Kubernetes' GetResourceUtilizationRatio: the
 // pods' usage in percent of their requests (pods without a request do not
 // count), against the target percent; it also returns the utilization and

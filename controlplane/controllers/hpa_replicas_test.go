@@ -23,7 +23,6 @@ type calcPod struct {
 	hot     bool   // started now (inside the cpu initialization period)
 	request string // per container; "" = 1, "-" = none
 	level   int64  // per container, milli; -1 = no metric
-	c1      int64  // container1's level when it differs (container tests)
 }
 
 func calcPods(t *testing.T, now time.Time, specs []calcPod) ([]*api.Pod, podMetrics) {
