@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/agent/gpu/usage"
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
@@ -88,6 +89,13 @@ type Config struct {
 	// handler lets in only the API server's (kube-apiserver-kubelet-client,
 	// or group system:masters). Required with Listen.
 	TLS *tls.Config
+	// GPUMeter samples the node's GPUs (agent/gpu/usage: NVML's sensors,
+	// or the simulator's model); nil without GPUs.
+	GPUMeter usage.Sampler
+	// DCGMExporterListen is the address of the DCGM-exporter-compatible
+	// endpoint (dcgmexporter.go): ":9400" as dcgm-exporter's; "" none.
+	// Without GPUMeter there is none either.
+	DCGMExporterListen string
 	// GPUFaults lets the server break and repair simulated GPUs
 	// (POST /gpus/{index}/fault, `skiff gpu fault`); nil: no simulated GPUs.
 	GPUFaults gpu.FaultInjector
@@ -167,8 +175,9 @@ type Agent struct {
 	// released (releaseEnded); entries go when the pod leaves the API.
 	ended map[string]bool
 
-	srvMu sync.Mutex
-	ln    net.Listener
+	srvMu    sync.Mutex
+	ln       net.Listener
+	dcgmAddr string // the DCGM exporter's address (dcgmexporter.go)
 
 	stats statsSampler // resource usage samples (stats.go)
 }
@@ -256,6 +265,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(func() { a.deviceUpdates(ctx) })
 	run(func() { a.runtimeEvents(ctx) })
 	run(func() { a.serve(ctx) })
+	run(func() { a.serveDCGM(ctx) }) // dcgmexporter.go
 	if !a.pods.WaitForSync(ctx) {
 		wg.Wait()
 		if errors.Is(ctx.Err(), context.Canceled) {

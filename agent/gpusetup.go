@@ -355,6 +355,9 @@ func (g *GPUs) Configure(c *Config) {
 	if fi, err := g.Faults(); err == nil {
 		c.GPUFaults = fi
 	}
+	if g.Meter != nil {
+		c.GPUMeter = g.Meter
+	}
 	if len(g.devs) > 0 {
 		c.DeviceLabels = g.Labels // GFD's labels follow the config (devicestatus.go)
 		c.OwnedLabel = gpuplugin.OwnedLabel

@@ -59,6 +59,7 @@ its data dir (pki/); a restarted agent reuses them.`,
 	fl.IntVar(&c.GossipPort, "gossip-port", c.GossipPort, "gossip port of this agent (UDP and TCP)")
 	fl.StringVar(&c.Advertise, "advertise-address", "", "address other machines reach this node at (default: the address of the default route)")
 	fl.StringVar(&c.ListenAgent, "listen-agent", c.ListenAgent, "address of the agent's logs/exec server (host:port), which the API server calls")
+	fl.StringVar(&c.DCGMExporterListen, "dcgm-exporter-listen", c.DCGMExporterListen, "address of the node's DCGM-exporter-compatible metrics (Prometheus text at /metrics, dcgm-exporter's series and labels); \"\" for none")
 	fl.DurationVar(&c.JoinTimeout, "join-timeout", c.JoinTimeout, "how long to wait for gossip to name the API server")
 	fl.StringVar(&c.GPUs, "gpus", c.GPUs, "GPUs of this node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
 	fl.StringVar(&c.DevicePluginConfig, "device-plugin-config", c.DevicePluginConfig, "ConfigMap of NVIDIA device plugin configs (GPU sharing, MIG strategy): NAME in kube-system, or NAMESPACE/NAME; the node label nvidia.com/device-plugin.config picks the key, else \"default\"")

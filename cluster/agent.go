@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/agent"
+	"skiff.dev/skiff/agent/gpu/dcgm"
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/membership"
@@ -41,6 +42,9 @@ type AgentConfig struct {
 	Advertise  string
 	// ListenAgent is the address of the agent's logs/exec server.
 	ListenAgent string
+	// DCGMExporterListen is the node's DCGM exporter address
+	// (node.Config.DCGMExporterListen).
+	DCGMExporterListen string
 	// JoinTimeout bounds the wait for gossip to name the API server.
 	JoinTimeout time.Duration
 	Log         *slog.Logger
@@ -60,6 +64,7 @@ func DefaultAgentConfig() AgentConfig {
 		Network:             nc.Network,
 		GossipPort:          membership.DefaultPort,
 		ListenAgent:         "0.0.0.0:10250",
+		DCGMExporterListen:  fmt.Sprintf(":%d", dcgm.DefaultPort),
 		JoinTimeout:         30 * time.Second,
 	}
 }
@@ -76,6 +81,7 @@ func (a *AgentConfig) nodeConfig() node.Config {
 	cfg.GPUs, cfg.Network = a.GPUs, a.Network
 	cfg.DevicePluginConfig = a.DevicePluginConfig
 	cfg.Listen, cfg.Log = a.ListenAgent, a.Log
+	cfg.DCGMExporterListen = a.DCGMExporterListen
 	return cfg
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"skiff.dev/skiff/agent/gpu/dcgm"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/controllers"
 	"skiff.dev/skiff/controlplane/kueue"
@@ -66,6 +67,10 @@ type Config struct {
 	PodSecurityDefault string
 	// Kueue configures the queue manager (nil = its defaults).
 	Kueue *kueue.Config
+	// DCGMExporterListen is the local nodes' DCGM exporter address
+	// (node.Config.DCGMExporterListen); with several nodes, node i
+	// listens on the port + i - 1.
+	DCGMExporterListen string
 	// HPA are the HorizontalPodAutoscaler controller's settings
 	// (kube-controller-manager's --horizontal-pod-autoscaler-* flags);
 	// nil: controllers.DefaultHPAConfig().
@@ -114,6 +119,8 @@ func DefaultConfig() Config {
 		Nodes:   1,
 		Etcd:    *controlplane.DefaultEtcdConfig(),
 		HPA:     ptrTo(controllers.DefaultHPAConfig()),
+		// dcgm-exporter's port, on every interface as its DaemonSet's.
+		DCGMExporterListen: fmt.Sprintf(":%d", dcgm.DefaultPort),
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,6 +131,7 @@ func localNodeConfigs(f Config, issue func(name string, addrs []string) (pki.Nod
 		}
 		c.Bridge = fmt.Sprintf("skiff%d", i)
 		c.NoServiceProxy = i > 0
+		c.DCGMExporterListen = nodeExporterAddr(f.DCGMExporterListen, i)
 		// Logs and exec for the API server's proxy, on loopback: the API
 		// server runs in this process, on this machine. The node's
 		// certificates come straight from the CA (no join): SANs its
@@ -285,4 +288,21 @@ func StartNode(ctx context.Context, cfg node.Config, c client.Interface, ready t
 		return nil, err
 	}
 	return n, nil
+}
+
+// nodeExporterAddr is local node i's DCGM exporter address: addr for the
+// first, its port + i for the others (they share the machine); "" none.
+func nodeExporterAddr(addr string, i int) string {
+	if addr == "" || i == 0 {
+		return addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 {
+		return addr // 0: a free port each
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+i))
 }

@@ -120,6 +120,10 @@ type Config struct {
 	// API server's client certificate. Required with Listen.
 	Listen      string
 	Credentials *pki.NodeCredentials
+	// DCGMExporterListen is the address of the node's DCGM-exporter-
+	// compatible endpoint (agent/gpu/dcgm): ":9400" as dcgm-exporter's,
+	// "" none; only a node with GPUs serves one.
+	DCGMExporterListen string
 	// Metrics for the agent's loop, or nil.
 	Metrics client.LoopMetrics
 	// Log, or discard.
@@ -304,6 +308,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	}
 	acfg.Log, acfg.Metrics = lg, cfg.Metrics
 	acfg.Listen = cfg.Listen
+	acfg.DCGMExporterListen = cfg.DCGMExporterListen
 	if cfg.Credentials != nil {
 		if acfg.TLS, err = cfg.Credentials.AgentServerTLS(); err != nil {
 			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
