@@ -80,6 +80,8 @@ var SupportedFieldSelectors = map[string][]string{
 	"Event":  {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid", "reason", "type", "source"},
 	"Node":   {"spec.unschedulable"},
 	"Secret": {"type"},
+	// resource.k8s.io: a node's drivers find their own slices by node.
+	"ResourceSlice": {"spec.nodeName", "spec.driver"},
 }
 
 // FieldsOf returns the selectable fields of an object.
@@ -105,6 +107,11 @@ func FieldsOf(o Object) fields.Set {
 		set["spec.unschedulable"] = fmt.Sprint(v.Spec.Unschedulable)
 	case *Secret:
 		set["type"] = v.Type
+	case *ResourceSlice:
+		set["spec.driver"] = v.Spec.Driver
+		if v.Spec.NodeName != nil {
+			set["spec.nodeName"] = *v.Spec.NodeName
+		}
 	}
 	return set
 }

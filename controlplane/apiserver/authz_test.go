@@ -348,6 +348,12 @@ func TestAuthenticationOverTLS(t *testing.T) {
 		{"node lists its pods", n1, "", "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", http.StatusOK, ""},
 		{"node cannot list all pods", n1, "", "GET", "/api/v1/pods", http.StatusForbidden,
 			`pods is forbidden: User "system:node:n1" cannot list resource "pods" in API group "" at the cluster scope: can only list/watch pods with spec.nodeName field selector`},
+		// A node's DRA driver finds its ResourceSlice by listing its own
+		// (a get of one not created yet is 403, as the Node authorizer's).
+		{"node lists its resource slices", n1, "", "GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3Dn1", http.StatusOK, ""},
+		{"node cannot list all resource slices", n1, "", "GET", "/apis/resource.k8s.io/v1/resourceslices", http.StatusForbidden,
+			`resourceslices.resource.k8s.io is forbidden: User "system:node:n1" cannot list resource "resourceslices" in API group "resource.k8s.io" at the cluster scope: can only list/watch/deleteCollection resourceslices with nodeName field selector`},
+		{"node cannot get a slice that does not exist", n1, "", "GET", "/apis/resource.k8s.io/v1/resourceslices/n1-gpu.nvidia.com", http.StatusForbidden, ""},
 		{"node cannot read /metrics", n1, "", "GET", "/metrics", http.StatusForbidden, `forbidden: User "system:node:n1" cannot get path "/metrics"`},
 		{"a bad token is refused even with a certificate", n1, "nope", "GET", "/api", http.StatusUnauthorized, "Unauthorized"},
 		{"service account token lists its namespace", plain, "sa-a", "GET", "/api/v1/namespaces/a/pods", http.StatusOK, ""},

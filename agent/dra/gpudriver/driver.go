@@ -801,11 +801,22 @@ func (d *Driver) Publish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kind := api.MustKindOf(&api.ResourceSlice{})
 	name := SliceName(d.cfg.NodeName)
 	node := d.cfg.NodeName
-	o, err := d.cfg.Client.Get(ctx, kind, "", name)
-	if api.IsNotFound(err) {
+	// Found by a list of the node's slices, as the kubelet's slice
+	// controller does: the Node authorizer answers a node's get of a slice
+	// that does not exist (yet) with 403, not 404.
+	var old *api.ResourceSlice
+	mine, _, err := client.List[*api.ResourceSlice](ctx, d.cfg.Client, "", api.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return fmt.Errorf("list the ResourceSlices of node %s: %w", node, err)
+	}
+	for _, s := range mine {
+		if s.Name == name {
+			old = s
+		}
+	}
+	if old == nil {
 		s := &api.ResourceSlice{
 			TypeMeta:   api.TypeMeta{APIVersion: api.ResourceGroup + "/v1", Kind: "ResourceSlice"},
 			ObjectMeta: api.ObjectMeta{Name: name},
@@ -818,10 +829,6 @@ func (d *Driver) Publish(ctx context.Context) error {
 		d.log.Info("published ResourceSlice", "slice", name, "devices", len(devs), "generation", 1)
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("get ResourceSlice %s: %w", name, err)
-	}
-	old := o.(*api.ResourceSlice)
 	if sameDevices(old.Spec.Devices, devs) && old.Spec.Driver == DriverName && old.Spec.NodeName != nil && *old.Spec.NodeName == node && old.Spec.Pool.Name == node {
 		return nil
 	}
