@@ -89,6 +89,10 @@ type LoopOptions struct {
 	Metrics LoopMetrics
 }
 
+// ConflictWarnAttempts is the attempt from which a key's optimistic
+// concurrency conflicts are logged as warnings; earlier ones at debug.
+const ConflictWarnAttempts = 5
+
 // DefaultLoopOptions returns the options most controllers want.
 func DefaultLoopOptions(name string) LoopOptions {
 	return LoopOptions{
@@ -374,7 +378,14 @@ func (l *Loop) process(ctx context.Context, key string) {
 		// Shutting down: the error is most likely the cancellation itself.
 	default:
 		delay, n := l.failed(key)
-		l.log.Warn("reconcile failed", "key", key, "attempt", n, "retryIn", delay, "err", err)
+		// A conflict is optimistic concurrency at work: the retry reads
+		// the newer object. Only one that keeps coming back needs a
+		// person's attention (the terminal of `skiff up` shows warnings).
+		lvl := slog.LevelWarn
+		if api.IsConflict(err) && n < ConflictWarnAttempts {
+			lvl = slog.LevelDebug
+		}
+		l.log.Log(ctx, lvl, "reconcile failed", "key", key, "attempt", n, "retryIn", delay, "err", err)
 		l.EnqueueAfter(key, delay)
 	}
 }

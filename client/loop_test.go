@@ -3,10 +3,14 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/internal/testwait"
 )
@@ -251,4 +255,58 @@ func TestSplitKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A retried optimistic concurrency conflict is not a warning (skiff up's
+// terminal shows warnings); a conflict that keeps coming back is, and so
+// is any other failure.
+func TestLoopConflictsLoggedAtDebugUntilTheyPersist(t *testing.T) {
+	conflict := api.NewStatusError(409, api.ReasonConflict, `Operation cannot be fulfilled on pods "p": the object has been modified; please apply your changes to the latest version and try again`)
+	r := &recorder{answer: func(key string, n int) error {
+		switch {
+		case key == "once" && n == 1:
+			return fmt.Errorf("update status: %w", conflict)
+		case key == "always" && n <= client.ConflictWarnAttempts:
+			return conflict
+		case key == "other" && n == 1:
+			return errors.New("boom")
+		}
+		return nil
+	}}
+	var buf lockedLog
+	opts := fastOptions("conflicts")
+	opts.Log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	l := client.NewLoop(r, opts)
+	runLoop(t, l)
+	l.Enqueue("once")
+	testwait.For(t, 10*time.Second, "once retried", func() bool { return r.count("once") == 2 })
+	if s := buf.String(); s != "" {
+		t.Fatalf("a retried conflict warned: %s", s)
+	}
+	l.Enqueue("always")
+	l.Enqueue("other")
+	testwait.For(t, 10*time.Second, "always and other retried", func() bool {
+		return r.count("always") == client.ConflictWarnAttempts+1 && r.count("other") == 2
+	})
+	s := buf.String()
+	if strings.Count(s, "key=always") != 1 || !strings.Contains(s, fmt.Sprintf("key=always attempt=%d", client.ConflictWarnAttempts)) || strings.Count(s, "key=other") != 1 {
+		t.Errorf("warnings:\n%s", s)
+	}
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
