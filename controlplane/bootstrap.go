@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/strategy"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/internal/atomicfile"
@@ -109,7 +110,7 @@ func (cp *ControlPlane) bootstrapHandler() http.Handler {
 	})
 	mux.HandleFunc("POST "+nodesPath+"{name}", cp.serveNodeCredentials)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		api.WriteStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource"))
+		api.WriteStatus(w, strategy.NotFoundPath())
 	})
 	return mux
 }

@@ -443,8 +443,12 @@ func MethodNotAllowed(verb string, k *api.Kind) *api.StatusError {
 }
 
 // NotFoundPath is the error for a subresource a kind does not have.
+// Its details are present and empty, as kube-apiserver's
+// (kubectl debug tells a missing subresource from a missing pod by them).
 func NotFoundPath() *api.StatusError {
-	return api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource")
+	e := api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "the server could not find the requested resource")
+	e.Status.Details = &api.StatusDetails{}
+	return e
 }
 
 // CheckDeletePrecondition is CheckPrecondition for a delete: a named
