@@ -89,16 +89,36 @@ func podJSON(ns, name string) []byte {
 
 // target is a running `target serve`.
 type target struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-	cfg   serverConfig
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *bufio.Scanner
+	cfg    serverConfig
+	stderr *lockedBuffer
+}
+
+// lockedBuffer is the target's stderr: written by exec's copier, read
+// when a run fails (a handler's panic shows there, the client sees EOF).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startTarget(b build, dir string, args ...string) (*target, error) {
 	cmd := exec.Command(b.bin("target"), append([]string{"serve", "-dir", dir}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -110,7 +130,7 @@ func startTarget(b build, dir string, args ...string) (*target, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	t := &target{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	t := &target{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout), stderr: stderr}
 	if !t.out.Scan() {
 		t.stop()
 		return nil, fmt.Errorf("target serve did not start: %s", tailOf(stderr.String(), 2000))
@@ -202,7 +222,7 @@ func runAPI(o *options, b build, profile string) (figures, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w\ntarget serve's stderr (tail):\n%s", err, tailOf(t.stderr.String(), 3000))
 	}
 	for _, c := range clients {
 		c.CloseIdleConnections()
