@@ -97,10 +97,10 @@ profiles:
 		t.Fatal(err)
 	}
 	def := s.profiles["default-scheduler"].fwk
-	if got, want := pluginNames(def.Filter), "NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,NodePorts,VolumeBinding,NodeResourcesFit,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
+	if got, want := pluginNames(def.Filter), "NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,NodePorts,VolumeBinding,NodeResourcesFit,PodTopologySpread,InterPodAffinity,DynamicResources,HAMi"; got != want {
 		t.Errorf("default filters = %s, want %s", got, want)
 	}
-	if got, want := scoreNames(def.Score), "TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1,GPUTopology=2"; got != want {
+	if got, want := scoreNames(def.Score), "TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1,GPUTopology=2,HAMi=3"; got != want {
 		t.Errorf("default scores = %s, want %s", got, want)
 	}
 	if got := pluginNames(def.PostFilter); got != DefaultPreemptionName {
@@ -114,10 +114,10 @@ profiles:
 	}
 	r := s.profiles["reordered"].fwk
 	// An extension point that names a multiPoint plugin moves it first.
-	if got, want := pluginNames(r.Filter), "NodeResourcesFit,NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,VolumeBinding,PodTopologySpread,InterPodAffinity,DynamicResources"; got != want {
+	if got, want := pluginNames(r.Filter), "NodeResourcesFit,NodeUnschedulable,NodeName,TaintToleration,NodeReady,NodeAffinity,VolumeBinding,PodTopologySpread,InterPodAffinity,DynamicResources,HAMi"; got != want {
 		t.Errorf("reordered filters = %s, want %s", got, want)
 	}
-	if got, want := scoreNames(r.Score), "GPUTopology=5,TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1"; got != want {
+	if got, want := scoreNames(r.Score), "GPUTopology=5,TaintToleration=3,NodeAffinity=2,NodeResourcesFit=1,PodTopologySpread=2,InterPodAffinity=2,NodeResourcesBalancedAllocation=1,HAMi=3"; got != want {
 		t.Errorf("reordered scores = %s, want %s", got, want)
 	}
 	if len(r.PostFilter) != 0 {

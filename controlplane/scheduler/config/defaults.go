@@ -38,6 +38,8 @@ const (
 //	GPUTopology    a score (weight 2: for a multi-GPU pod NVLink matters
 //	               more than balance; with no topology it scores all nodes
 //	               the same and changes nothing)
+//	HAMi           HAMi's vGPU slices on nodes that registered for HAMi
+//	               (a filter, and a score of weight 3: HAMi's node policy)
 //
 // Kubernetes' other volume plugins (VolumeRestrictions, NodeVolumeLimits,
 // VolumeZone), ImageLocality and SchedulingGates are not in skiff:
@@ -71,6 +73,9 @@ func DefaultPlugins() *v1.Plugins {
 		{Name: "DefaultPreemption"},
 		{Name: "NodeResourcesBalancedAllocation", Weight: w(1)},
 		{Name: "GPUTopology", Weight: w(2)},
+		// HAMi's policies (binpack or spread) decide among HAMi nodes in
+		// HAMi; here they weigh most of the scores.
+		{Name: "HAMi", Weight: w(3)},
 		{Name: "DefaultBinder"},
 	}}}
 }

@@ -135,7 +135,7 @@ func (f *NodeResourcesFit) EventsToRegister(context.Context) []framework.Cluster
 			}
 			req, _ := framework.PodRequests(pod)
 			alloc := framework.NewResource(node.Status.Allocatable)
-			if !fitsEmpty(req, alloc, f) {
+			if !fitsEmpty(req, alloc, f, hamiNode(node)) {
 				return framework.QueueSkip // too small even when empty
 			}
 			old := asNode(o)
@@ -168,12 +168,12 @@ func sharesResource(req, gone framework.Resource) bool {
 }
 
 // fitsEmpty reports whether req fits alloc on an empty node.
-func fitsEmpty(req, alloc framework.Resource, f *NodeResourcesFit) bool {
+func fitsEmpty(req, alloc framework.Resource, f *NodeResourcesFit, hami bool) bool {
 	if req.MilliCPU > alloc.MilliCPU || req.Memory > alloc.Memory {
 		return false
 	}
 	for k, v := range req.Scalar {
-		if !f.isIgnored(k) && v > alloc.Scalar[k] {
+		if !f.isIgnored(k) && !(hami && api.HAMiManagedResource(k)) && v > alloc.Scalar[k] {
 			return false
 		}
 	}

@@ -30,6 +30,11 @@ import (
 // not the device plugin's to give, so its allocatable is read as
 // min(allocatable, capacity − claimed).
 //
+// On a HAMi node (HAMi's registration annotation) HAMi's per-card
+// resources (nvidia.com/gpumem, gpumem-percentage, gpucores, priority)
+// are not the node's to count: the HAMi plugin accounts them per card, as
+// HAMi's scheduler extender manages them (ignoredByScheduler).
+//
 // Score, by the configured scoringStrategy (NodeResourcesFitArgs, as
 // Kubernetes), over the configured resources (each resource's score
 // 0..100 weighted by its weight, then averaged):
@@ -188,8 +193,9 @@ func (f *NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState
 	if !fits(req.Memory, node.Requested.Memory, node.Allocatable.Memory) {
 		reasons = append(reasons, InsufficientReason(api.ResourceMemory))
 	}
+	hami := hamiNode(node.Node)
 	for _, name := range st.scalarNames {
-		if f.isIgnored(name) {
+		if f.isIgnored(name) || hami && api.HAMiManagedResource(name) {
 			continue
 		}
 		alloc := node.Allocatable.Scalar[name]

@@ -449,7 +449,7 @@ func TestGPUTopology(t *testing.T) {
 func TestRegistry(t *testing.T) {
 	for _, name := range Names() {
 		p, err := Registry()[name](Args{Client: nil})
-		if name == DefaultBinderName || name == CoschedulingName || name == DynamicResourcesName || name == VolumeBindingName {
+		if name == DefaultBinderName || name == CoschedulingName || name == DynamicResourcesName || name == VolumeBindingName || name == HAMiName {
 			if err == nil {
 				t.Errorf("%s without its handle: no error", name)
 			}

@@ -13,6 +13,7 @@
 //	PodTopologySpread  filter + score: spread matching pods over nodes, zones, NVLink domains
 //	InterPodAffinity   filter + score: near (podAffinity) or away from (podAntiAffinity) other pods
 //	GPUTopology        score: well-connected GPU sets first (a hook the GPU code fills in)
+//	HAMi               prefilter + filter + score + reserve + prebind: HAMi's vGPU slices (nvidia.com/gpumem, gpucores)
 //	DynamicResources   preenqueue + prefilter + filter + reserve + prebind: ResourceClaims (DRA)
 //	VolumeBinding      prefilter + filter + reserve + prebind: PersistentVolumeClaims, volumes' node affinity
 //	Coscheduling       prefilter + permit + reserve: a PodGroup's pods run all together or not at all
@@ -59,6 +60,7 @@ const (
 	PodTopologySpreadName  = "PodTopologySpread"
 	InterPodAffinityName   = "InterPodAffinity"
 	BalancedAllocationName = "NodeResourcesBalancedAllocation"
+	// HAMiName is in hami.go.
 )
 
 // Args are what plugin factories may need. Zero values are fine except
@@ -149,6 +151,12 @@ func Registry() map[string]Factory {
 			return p, nil
 		},
 		GPUTopologyName: noArgs(GPUTopologyName, func(Args) (framework.Plugin, error) { return NewGPUTopology(), nil }),
+		HAMiName: noArgs(HAMiName, func(a Args) (framework.Plugin, error) {
+			if a.Client == nil {
+				return nil, fmt.Errorf("%s needs a client", HAMiName)
+			}
+			return NewHAMi(a.Client), nil
+		}),
 		DynamicResourcesName: func(a Args) (framework.Plugin, error) {
 			if a.Client == nil {
 				return nil, fmt.Errorf("%s needs a client", DynamicResourcesName)

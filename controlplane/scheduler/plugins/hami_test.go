@@ -1,0 +1,234 @@
+package plugins
+
+import (
+	"context"
+	"testing"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/controlplane/scheduler/framework"
+)
+
+// hamiNodeOf is a node registered for HAMi with one card per memory size
+// (UUIDs GPU-0, GPU-1, ...; 10 slices, 100 cores each).
+func hamiNodeOf(name string, memMiB ...int32) *api.Node {
+	var devs []api.HAMiNodeDevice
+	for i, m := range memMiB {
+		devs = append(devs, api.HAMiNodeDevice{ID: "GPU-" + string(rune('0'+i)), Count: 10, Devmem: m, Devcore: 100,
+			Type: "NVIDIA-NVIDIA A100-SXM4-40GB", Health: true})
+	}
+	n := &api.Node{}
+	n.Name = name
+	n.Annotations = map[string]string{api.HAMiNodeRegister: api.EncodeHAMiNodeDevices(devs)}
+	return n
+}
+
+// holding is a pod on the node holding cards as HAMi decided them.
+func holding(name string, devs ...api.HAMiContainerDevice) *api.Pod {
+	p := testPod(name)
+	p.Annotations = map[string]string{api.HAMiDevicesAllocated: api.EncodeHAMiPodDevices(api.HAMiPodDevices{devs})}
+	return p
+}
+
+func card(uuid string, mem, cores int32) api.HAMiContainerDevice {
+	return api.HAMiContainerDevice{UUID: uuid, Type: api.HAMiDeviceType, Usedmem: mem, Usedcores: cores}
+}
+
+func slicePod(name string, annos map[string]string, kv ...string) *api.Pod {
+	p := testPod(name, limits(kv...))
+	p.Annotations = annos
+	return p
+}
+
+func TestHAMiEncodings(t *testing.T) {
+	devs := []api.HAMiNodeDevice{{ID: "GPU-a", Count: 10, Devmem: 40960, Devcore: 100, Type: "NVIDIA-NVIDIA A100-SXM4-40GB", Health: true}}
+	s := api.EncodeHAMiNodeDevices(devs)
+	if s != "GPU-a,10,40960,100,NVIDIA-NVIDIA A100-SXM4-40GB,0,true:" {
+		t.Fatalf("registration %q", s)
+	}
+	back, err := api.DecodeHAMiNodeDevices(s)
+	if err != nil || len(back) != 1 || back[0] != devs[0] {
+		t.Fatalf("decoded %+v, %v", back, err)
+	}
+	for _, bad := range []string{"GPU-a,10,x,100,T,0,true:", "GPU-a,10:", ",10,1,100,T,0,true:", "GPU-a,-1,1,100,T,0,true:"} {
+		if _, err := api.DecodeHAMiNodeDevices(bad); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+	pd := api.HAMiPodDevices{{card("GPU-a", 3000, 30)}, nil}
+	enc := api.EncodeHAMiPodDevices(pd)
+	if enc != "GPU-a,NVIDIA,3000,30:;;" {
+		t.Fatalf("decision %q", enc)
+	}
+	got, err := api.DecodeHAMiPodDevices(enc)
+	if err != nil || len(got) != 2 || len(got[0]) != 1 || got[0][0] != pd[0][0] || len(got[1]) != 0 {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	if _, err := api.DecodeHAMiPodDevices("GPU-a,NVIDIA,3000,300:;"); err == nil {
+		t.Error("cores over 100 decoded")
+	}
+}
+
+func TestHAMiRequests(t *testing.T) {
+	for _, tc := range []struct {
+		kv   []string
+		want api.HAMiRequest
+	}{
+		{[]string{"nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "30"}, api.HAMiRequest{Nums: 1, Memreq: 3000, MemPercentagereq: 101, Coresreq: 30}},
+		{[]string{"nvidia.com/gpu", "2", "nvidia.com/gpumem-percentage", "50"}, api.HAMiRequest{Nums: 2, MemPercentagereq: 50}},
+		{[]string{"nvidia.com/gpu", "1"}, api.HAMiRequest{Nums: 1, MemPercentagereq: 100}}, // the whole card's memory
+		{[]string{"cpu", "1"}, api.HAMiRequest{}},
+	} {
+		p := testPod("p", limits(tc.kv...))
+		if got := api.HAMiRequestOf(&p.Spec.Containers[0]); got != tc.want {
+			t.Errorf("%v: got %+v, want %+v", tc.kv, got, tc.want)
+		}
+	}
+}
+
+// HAMi's words for a node that cannot take the slice, counted over its cards.
+func TestHAMiFilterReasons(t *testing.T) {
+	h := NewHAMi(nil)
+	node := hamiNodeOf("n", 4096, 4096)
+	full := nodeInfo(node, holding("a", card("GPU-0", 2000, 10)), holding("b", card("GPU-1", 2000, 10)))
+	ask := []string{"nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "30"}
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, ask...), full), framework.Unschedulable, "2/2 CardInsufficientMemory")
+	// Room on an empty node of the same cards.
+	if s := runFilter(t, h, slicePod("p", nil, ask...), nodeInfo(node)); !s.IsSuccess() {
+		t.Fatalf("empty node: %v", s.Message())
+	}
+	// Cores: two pods of 50 fill a card's SMs.
+	cores := nodeInfo(hamiNodeOf("c", 40960), holding("a", card("GPU-0", 100, 50)), holding("b", card("GPU-0", 100, 50)))
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, ask...), cores), framework.Unschedulable, "1/1 CardInsufficientCore")
+	// A card of another type; a UUID not allowed; two cards on a node of one.
+	checkStatus(t, runFilter(t, h, slicePod("p", map[string]string{api.HAMiUseGPUType: "H100"}, ask...), nodeInfo(node)),
+		framework.Unschedulable, "2/2 CardTypeMismatch")
+	checkStatus(t, runFilter(t, h, slicePod("p", map[string]string{api.HAMiNoUseGPUType: "a100"}, ask...), nodeInfo(node)),
+		framework.Unschedulable, "2/2 CardTypeMismatch")
+	checkStatus(t, runFilter(t, h, slicePod("p", map[string]string{api.HAMiUseGPUUUID: "GPU-9"}, ask...), nodeInfo(node)),
+		framework.Unschedulable, "2/2 CardUuidMismatch")
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, "nvidia.com/gpu", "3"), nodeInfo(node)),
+		framework.Unschedulable, "3/2 NodeInsufficientDevice")
+	// Two cards asked, one fits: the other's reason and the partial one.
+	half := nodeInfo(node, holding("a", card("GPU-1", 2000, 10)))
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, "nvidia.com/gpu", "2", "nvidia.com/gpumem", "3000"), half),
+		framework.Unschedulable, "1/2 AllocatedCardsInsufficientRequest, 1/2 CardInsufficientMemory")
+	// A node not registered for HAMi is NVIDIA's plugin's: no opinion.
+	plain := &api.Node{}
+	plain.Name = "plain"
+	if s := runFilter(t, h, slicePod("p", nil, ask...), nodeInfo(plain)); !s.IsSuccess() {
+		t.Fatalf("plain node: %v", s.Message())
+	}
+}
+
+// decide runs PreFilter, Filter, Score and Reserve on one node and returns
+// the decision Reserve put on the pod, and the score.
+func decide(t *testing.T, h *HAMi, pod *api.Pod, ni *framework.NodeInfo) (api.HAMiPodDevices, int64) {
+	t.Helper()
+	ctx, state := context.Background(), framework.NewCycleState()
+	if s := h.PreFilter(ctx, state, pod); !s.IsSuccess() {
+		t.Fatal(s.Message())
+	}
+	if s := h.Filter(ctx, state, pod, ni); !s.IsSuccess() {
+		t.Fatalf("filter: %v", s.Message())
+	}
+	score, _ := h.Score(ctx, state, pod, ni)
+	bound := *pod
+	if s := h.Reserve(ctx, state, &bound, ni.Node.Name); !s.IsSuccess() {
+		t.Fatal(s.Message())
+	}
+	if pod.Annotations[api.HAMiDevicesToAllocate] != "" {
+		t.Fatal("Reserve changed the informer's pod")
+	}
+	pd, err := api.DecodeHAMiPodDevices(bound.Annotations[api.HAMiDevicesToAllocate])
+	if err != nil || bound.Annotations[api.HAMiVGPUNode] != ni.Node.Name {
+		t.Fatalf("decision %v: %v", bound.Annotations, err)
+	}
+	return pd, score
+}
+
+// GPU policy: spread (the default) takes the emptier card, binpack the
+// fuller; node policy: binpack (the default) scores the fuller node higher.
+func TestHAMiPolicies(t *testing.T) {
+	h := NewHAMi(nil)
+	node := hamiNodeOf("n", 40960, 40960)
+	busy := nodeInfo(node, holding("a", card("GPU-0", 10000, 20)))
+	ask := []string{"nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "30"}
+	pd, _ := decide(t, h, slicePod("p", nil, ask...), busy)
+	if pd[0][0] != card("GPU-1", 3000, 30) {
+		t.Fatalf("spread chose %+v", pd)
+	}
+	pd, _ = decide(t, h, slicePod("p", map[string]string{api.HAMiGPUSchedulerPolicy: "binpack"}, ask...), busy)
+	if pd[0][0].UUID != "GPU-0" {
+		t.Fatalf("binpack chose %+v", pd)
+	}
+	pd, _ = decide(t, h, slicePod("p", map[string]string{api.HAMiUseGPUUUID: "GPU-0"}, ask...), busy)
+	if pd[0][0].UUID != "GPU-0" {
+		t.Fatalf("use-gpuuuid GPU-0 chose %+v", pd)
+	}
+	// Percentage of the card's memory.
+	pd, _ = decide(t, h, slicePod("p", nil, "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "25"), busy)
+	if pd[0][0].Usedmem != 10240 {
+		t.Fatalf("25%% of 40960 MiB: %+v", pd)
+	}
+
+	empty := nodeInfo(hamiNodeOf("e", 40960, 40960))
+	_, sBusy := decide(t, h, slicePod("p", nil, ask...), busy)
+	_, sEmpty := decide(t, h, slicePod("p", nil, ask...), empty)
+	if sBusy <= sEmpty {
+		t.Fatalf("binpack: busy node %d, empty node %d", sBusy, sEmpty)
+	}
+	spread := map[string]string{api.HAMiNodeSchedulerPolicy: "spread"}
+	_, sBusy = decide(t, h, slicePod("p", spread, ask...), busy)
+	_, sEmpty = decide(t, h, slicePod("p", spread, ask...), empty)
+	if sBusy >= sEmpty {
+		t.Fatalf("spread: busy node %d, empty node %d", sBusy, sEmpty)
+	}
+	// HAMi's node score: 10 × (1/20 + 30/200 + 3000/81920) = 2.366 of 30, 7.887 of 100.
+	if want := int64(7); sEmpty != 100-want { // 7.887 truncated
+		t.Fatalf("spread score of the empty node %d, want %d", sEmpty, 100-want)
+	}
+}
+
+// Ten slices of a card are all it has, whatever memory is left.
+func TestHAMiSlicesExhausted(t *testing.T) {
+	h := NewHAMi(nil)
+	var pods []*api.Pod
+	for i := range 10 {
+		pods = append(pods, holding(string(rune('a'+i)), card("GPU-0", 100, 1)))
+	}
+	ni := nodeInfo(hamiNodeOf("n", 40960), pods...)
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "100"), ni),
+		framework.Unschedulable, "1/1 CardTimeSlicingExhausted")
+}
+
+// PreBind writes the decision on the pod the node will read.
+func TestHAMiPreBind(t *testing.T) {
+	pod := slicePod("p", map[string]string{"keep": "me"}, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000")
+	pod.Namespace = "default"
+	c := fake.New(pod)
+	h := NewHAMi(c)
+	ctx, state := context.Background(), framework.NewCycleState()
+	stored, err := c.Get(ctx, api.MustKindOf(pod), "default", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod = stored.(*api.Pod)
+	ni := nodeInfo(hamiNodeOf("n", 40960))
+	h.PreFilter(ctx, state, pod)
+	if s := h.Filter(ctx, state, pod, ni); !s.IsSuccess() {
+		t.Fatal(s.Message())
+	}
+	if s := h.PreBind(ctx, state, pod, "n"); !s.IsSuccess() {
+		t.Fatal(s.Message())
+	}
+	got, err := c.Get(ctx, api.MustKindOf(pod), "default", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := got.(*api.Pod).Annotations
+	if a[api.HAMiDevicesToAllocate] != "GPU-0,NVIDIA,3000,0:;" || a[api.HAMiDevicesAllocated] != a[api.HAMiDevicesToAllocate] ||
+		a[api.HAMiVGPUNode] != "n" || a["keep"] != "me" {
+		t.Fatalf("annotations %v", a)
+	}
+}
