@@ -27,7 +27,12 @@ func (a *Agent) setAnnotations(ctx context.Context, n *api.Node) bool {
 		return changed
 	}
 	for k, v := range ann {
-		if n.Annotations[k] != v {
+		if _, has := n.Annotations[k]; v == "" && has {
+			delete(n.Annotations, k) // the agent's own, no longer true
+			changed = true
+			continue
+		}
+		if v != "" && n.Annotations[k] != v {
 			if n.Annotations == nil {
 				n.Annotations = map[string]string{}
 			}

@@ -125,6 +125,10 @@ func (w *configWatch) reconcile(ctx context.Context) {
 	want := sharingState{}
 	from := fmt.Sprintf("ConfigMap %s/%s key %q", w.ns, w.name, key)
 	switch {
+	case n.Labels[api.HAMiNodeLabel] == api.HAMiNodeLabelValue:
+		// HAMi's chart runs its device plugin, not NVIDIA's, on gpu=on nodes.
+		from = fmt.Sprintf("HAMi (node label %s=%s)", api.HAMiNodeLabel, api.HAMiNodeLabelValue)
+		want = sharingState{From: from, HAMi: true}
 	case found:
 		want = sharingState{From: from, Config: data}
 	case explicit:
@@ -137,7 +141,9 @@ func (w *configWatch) reconcile(ctx context.Context) {
 		return
 	}
 	var pc *gpuplugin.PluginConfig
-	if want.Config != "" {
+	if want.HAMi {
+		pc = gpuplugin.HAMiConfig()
+	} else if want.Config != "" {
 		var err error
 		if pc, err = gpuplugin.ParseConfig([]byte(want.Config)); err != nil {
 			w.refuse(ctx, n, fmt.Sprintf("%s: %v", from, oneLine(err)))
@@ -188,7 +194,11 @@ func describeApplied(st sharingState, pc *gpuplugin.PluginConfig, layout []gpu.S
 	for _, r := range gpuplugin.Resources(layout) {
 		res = append(res, fmt.Sprintf("%s: %d", r, count[r]))
 	}
-	return fmt.Sprintf("applied %s: sharing %s, migStrategy %s; advertising %s", from, pc.Sharing(),
+	sharing := string(pc.Sharing())
+	if pc != nil && pc.HAMi {
+		sharing = "HAMi vGPU slices"
+	}
+	return fmt.Sprintf("applied %s: sharing %s, migStrategy %s; advertising %s", from, sharing,
 		orDefault(pc).MigStrategy, strings.Join(res, ", "))
 }
 

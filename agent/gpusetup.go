@@ -26,6 +26,7 @@ import (
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
 	"skiff.dev/skiff/agent/gpu/usage"
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client"
 )
@@ -105,6 +106,7 @@ type GPUs struct {
 	cfgCancel   context.CancelFunc
 	mig         *migManager // the MIG manager
 	smu         sync.Mutex  // sharing
+	client      client.Interface
 }
 
 // SetUpGPUs opens the GPUs of --gpus, writes the CDI spec of simulated
@@ -186,6 +188,7 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		return nil, fmt.Errorf("device manager: %w", err)
 	}
 	g.Manager = m
+	g.client = cfg.Client
 	if cfg.Client != nil {
 		if err := g.setUpDRA(ctx, cfg, len(devs) > 0, lg); err != nil {
 			g.Close()
@@ -423,8 +426,12 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	hami := "" // "": removed (agent.setAnnotations)
+	if g.currentSharing().HAMi {
+		hami = gpuplugin.HAMiRegistration(devs)
+	}
 	return map[string]string{gputopology.AnnotationTopology: string(topo), gputopology.AnnotationAllocations: string(al),
-		gputopology.AnnotationDevices: string(dv)}, nil
+		gputopology.AnnotationDevices: string(dv), api.HAMiNodeRegister: hami}, nil
 }
 
 // Faults is the simulator's fault injector, or ErrNotSimulated.

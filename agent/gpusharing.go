@@ -17,7 +17,9 @@ import (
 	"skiff.dev/skiff/agent/devices/gpuplugin"
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/gputopology"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/internal/atomicfile"
 )
 
@@ -51,7 +53,7 @@ func footprintOf(id string, byID map[string]gpu.SubDevice) (footprint, bool) {
 			return footprint{parent: sd.ParentUUID, mig: sd.MIG.UUID}, true
 		case sd.MIG != nil:
 			return footprint{parent: sd.ParentUUID, mig: sd.MIG.UUID, shared: true}, true
-		case sd.Sharing == gpu.SharingTimeSlicing || sd.Sharing == gpu.SharingMPS:
+		case sd.Sharing == gpu.SharingTimeSlicing || sd.Sharing == gpu.SharingMPS || sd.Sharing == gpu.SharingSlice:
 			return footprint{parent: sd.ParentUUID, shared: true}, true
 		}
 		return footprint{parent: sd.ParentUUID}, true
@@ -162,6 +164,9 @@ type sharingState struct {
 	From string `json:"from"`
 	// Config is the key's text.
 	Config string `json:"config"`
+	// HAMi: the node is labelled gpu=on and hands out HAMi's slices
+	// (the ConfigMap does not apply then).
+	HAMi bool `json:"hami,omitempty"`
 }
 
 func (g *GPUs) statePath() string { return filepath.Join(g.dataDir, "gpu-sharing.json") }
@@ -178,6 +183,9 @@ func (g *GPUs) readSharingState() (sharingState, *gpuplugin.PluginConfig) {
 	if err != nil {
 		g.log.Warn("GPU sharing state unreadable: starting without sharing until the config is read", "path", g.statePath(), "err", err)
 		return sharingState{}, nil
+	}
+	if st.HAMi {
+		return st, gpuplugin.HAMiConfig()
 	}
 	if st.Config == "" {
 		return st, nil
@@ -201,7 +209,8 @@ func (g *GPUs) writeSharingState(st sharingState) error {
 // startPlugins starts the device plugins under the config of the last
 // run (or none), and waits for their first device lists.
 func (g *GPUs) startPlugins(ctx context.Context, dir string, lg *slog.Logger) error {
-	set, err := gpuplugin.NewSet(gpuplugin.SetConfig{Source: g.Source, Dir: dir, OnLayout: g.onLayout, MIG: g.migDevices, Log: lg})
+	set, err := gpuplugin.NewSet(gpuplugin.SetConfig{Source: g.Source, Dir: dir, OnLayout: g.onLayout, MIG: g.migDevices,
+		HAMiDecision: g.hamiDecision, Log: lg})
 	if err != nil {
 		return err
 	}
@@ -317,4 +326,35 @@ func (g *GPUs) nodeDevices() gputopology.NodeDevices {
 		nd.Devices = append(nd.Devices, d)
 	}
 	return nd
+}
+
+// hamiDecision is the container's part of the scheduler's HAMi decision
+// on its pod (hami.io/vgpu-devices-to-allocate), read from the API: the
+// scheduler writes it before it binds the pod, so a pod on this node has it.
+func (g *GPUs) hamiDecision(ctx context.Context, key, container string) ([]api.HAMiContainerDevice, error) {
+	if g.client == nil {
+		return nil, errors.New("no API client")
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	p, err := client.Get[*api.Pod](ctx, g.client, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := p.Annotations[api.HAMiDevicesToAllocate]
+	if !ok {
+		return nil, fmt.Errorf("no %s annotation: the pod was not scheduled by HAMi", api.HAMiDevicesToAllocate)
+	}
+	pd, err := api.DecodeHAMiPodDevices(raw)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range p.Spec.Containers {
+		if c.Name == container {
+			if i >= len(pd) {
+				return nil, fmt.Errorf("%s has no entry for container %d", api.HAMiDevicesToAllocate, i)
+			}
+			return pd[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no container %q", container)
 }

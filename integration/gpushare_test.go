@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -325,4 +326,84 @@ func TestGPUSharingMIG(t *testing.T) {
 	if !strings.Contains(out, "CUDA error: out of memory") || !strings.Contains(out, "the device allows 4864 MiB") || !strings.Contains(out, "exit=1") {
 		t.Errorf("5000 MiB on a 1g.5gb device: want out of memory:\n%s", out)
 	}
+}
+
+// TestGPUSharingHAMi: a node labelled gpu=on runs HAMi's device plugin
+// instead of NVIDIA's: nvidia.com/gpu is 8 GPUs × 10 slices and the GPUs
+// are registered in HAMi's annotation; HAMi's example pod (two cards of
+// 3000 MiB and 30% of the SMs each) gets the scheduler's decision, HAMi-
+// core's environment and an nvidia-smi whose total is the slice's; a pod
+// asking more memory than any card has stays Pending in HAMi's words.
+func TestGPUSharingHAMi(t *testing.T) {
+	e := newCtrdEnv(t)
+	cp, c := startControlPlane(t, nil)
+	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
+	g.cfgPath = filepath.Join(g.dataDir, "cli-config")
+	if err := client.WriteKubeconfig(g.cfgPath, cp.ClientConfig()); err != nil {
+		t.Fatal(err)
+	}
+	g.shareStartAgent(t, "")
+	gpuImportImage(t, g.agent.node.Runtime())
+	g.cli(t, "label", "node", gpuNode, "gpu=on")
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		n := g.node(t)
+		capacity, alloc := nodeQuantity(n, api.ResourceNvidiaGPU)
+		devs, err := api.DecodeHAMiNodeDevices(n.Annotations[api.HAMiNodeRegister])
+		return capacity == 80 && alloc == 80 && err == nil && len(devs) == 8,
+			fmt.Sprintf("nvidia.com/gpu %d/%d, %s=%q", capacity, alloc, api.HAMiNodeRegister, n.Annotations[api.HAMiNodeRegister])
+	})
+	devs, _ := api.DecodeHAMiNodeDevices(g.node(t).Annotations[api.HAMiNodeRegister])
+	if d := devs[0]; d.Count != 10 || d.Devmem != 40960 || d.Devcore != 100 || d.Type != "NVIDIA-NVIDIA A100-SXM4-40GB" || !d.Health {
+		t.Errorf("registration of GPU 0: %+v", d)
+	}
+
+	// HAMi's example pod, but for its image and command (offline).
+	raw, err := os.ReadFile("../examples/gpu-sharing/hami-default-use.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _, err := api.DecodeAny(raw)
+	if err != nil {
+		t.Fatalf("HAMi's example: %v", err)
+	}
+	p := o.(*api.Pod)
+	p.Namespace = gpuNS
+	p.Spec.Containers[0].Image = gpuImage
+	p.Spec.Containers[0].Command = []string{"sh", "-c", "env | grep -E '^CUDA_DEVICE_|^NVIDIA_VISIBLE' | sort; gpu-load --mem 3500 --seconds 1 2>&1; echo exit=$?; nvidia-smi; " + gpuSleep}
+	g.create(t, p)
+	g.gpuWaitPhase(t, "gpu-pod", api.PodRunning, 30*time.Second)
+	pd, err := api.DecodeHAMiPodDevices(g.pod(t, "gpu-pod").Annotations[api.HAMiDevicesToAllocate])
+	if err != nil || len(pd) != 1 || len(pd[0]) != 2 || pd[0][0].UUID == pd[0][1].UUID ||
+		pd[0][0].Usedmem != 3000 || pd[0][0].Usedcores != 30 {
+		t.Fatalf("decision %v: %v", pd, err)
+	}
+	var out string
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		out = g.logs(t, "gpu-pod")
+		return strings.Contains(out, "Processes:"), "nvidia-smi not printed yet:\n" + out
+	})
+	for _, want := range []string{"CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "CUDA_DEVICE_MEMORY_LIMIT_1=3000m", "CUDA_DEVICE_SM_LIMIT=30",
+		"NVIDIA_VISIBLE_DEVICES=" + pd[0][0].UUID + "," + pd[0][1].UUID} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the container lacks %s:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "CUDA error: out of memory") || !strings.Contains(out, "the device allows 3000 MiB") || !strings.Contains(out, "exit=1") {
+		t.Errorf("3500 MiB in a 3000 MiB slice: want out of memory:\n%s", out)
+	}
+	if n := len(regexp.MustCompile(`/ +3000MiB`).FindAllString(out, -1)); n != 2 {
+		t.Errorf("nvidia-smi: want both GPUs with 3000MiB total, found %d:\n%s", n, out)
+	}
+
+	big := gpuPod("too-big", 1, gpuSleep)
+	big.Spec.Containers[0].Resources.Limits[api.HAMiResourceMem] = *resource.NewQuantity(50000, resource.DecimalSI)
+	g.create(t, big)
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		for _, cond := range g.pod(t, "too-big").Status.Conditions {
+			if cond.Type == api.PodScheduled && strings.Contains(cond.Message, "8/8 CardInsufficientMemory") {
+				return true, ""
+			}
+		}
+		return false, podSummary([]*api.Pod{g.pod(t, "too-big")})
+	})
 }

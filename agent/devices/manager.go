@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -552,7 +553,7 @@ func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) 
 			return podworker.Allocation{}, fmt.Errorf("allocate %d %s for pod %s container %s: %w", reqs[name], name, api.KeyOf(pod), c.Name, err)
 		}
 		start := time.Now()
-		resp, opts, err := m.callAllocate(ctx, name, ids, api.KeyOf(pod))
+		resp, opts, err := m.callAllocate(ctx, name, ids, api.KeyOf(pod), c.Name)
 		if err != nil {
 			if fresh {
 				m.unreserve(pod.UID, c.Name, name)
@@ -772,11 +773,22 @@ func (m *Manager) client(name string) (pluginapi.DevicePluginClient, *pluginapi.
 	return p.client, p.opts, nil
 }
 
-func (m *Manager) callAllocate(ctx context.Context, name string, ids []string, pod string) (*pluginapi.ContainerAllocateResponse, *pluginapi.DevicePluginOptions, error) {
+// The gRPC metadata of Allocate naming the pod ("namespace/name") and the
+// container the devices are for. The kubelet sends none; skiff's does, so
+// that a plugin deciding by the pod (HAMi's) need not guess it.
+const (
+	MetadataPod       = "skiff-pod"
+	MetadataContainer = "skiff-container"
+)
+
+func (m *Manager) callAllocate(ctx context.Context, name string, ids []string, pod, container string) (*pluginapi.ContainerAllocateResponse, *pluginapi.DevicePluginOptions, error) {
 	client, opts, err := m.client(name)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Whose allocation it is, for a plugin that decides by the pod (HAMi's
+	// reads the scheduler's decision on it); other plugins ignore it.
+	ctx = metadata.AppendToOutgoingContext(ctx, MetadataPod, pod, MetadataContainer, container)
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
 	start := time.Now()

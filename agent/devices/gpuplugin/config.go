@@ -47,6 +47,19 @@ type PluginConfig struct {
 	// one is set.
 	TimeSlicing *Replicated
 	MPS         *Replicated
+	// HAMi: the node hands out HAMi's vGPU slices instead (HAMi's device
+	// plugin, on nodes labelled gpu=on): nvidia.com/gpu is every GPU ×
+	// api.HAMiDeviceSplitCount, and what a container gets is the
+	// scheduler's decision on its pod (hami.io/vgpu-devices-to-allocate).
+	// Not part of NVIDIA's config file: HAMiConfig makes it.
+	HAMi bool
+}
+
+// HAMiConfig is the config of a node that runs HAMi's device plugin.
+func HAMiConfig() *PluginConfig {
+	c := DefaultConfig()
+	c.HAMi = true
+	return c
 }
 
 // Replicated is sharing.timeSlicing or sharing.mps.

@@ -75,6 +75,10 @@ type Config struct {
 	// AllocationPolicy for replicas: AllocationDistributed (default) or
 	// AllocationPacked.
 	AllocationPolicy string
+	// HAMi: the devices are HAMi's slots (HAMiSlots) and Allocate hands
+	// out what HAMiDecision says the scheduler decided for the container.
+	HAMi         bool
+	HAMiDecision HAMiDecision
 	// Log, or discard.
 	Log *slog.Logger
 }
@@ -438,6 +442,9 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		return nil, err
 	}
 	resp := &pluginapi.AllocateResponse{}
+	if p.cfg.HAMi {
+		return p.allocateHAMi(ctx, req, gpus)
+	}
 	for _, cr := range req.ContainerRequests {
 		var sds []gpu.SubDevice
 		for _, id := range cr.DevicesIds {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/api"
 )
 
 // Layout is what a node advertises under a config: every device, with the
@@ -25,6 +26,9 @@ import (
 func Layout(pc *PluginConfig, devs []gpu.Device, migs map[int][]gpu.MIGDevice) ([]gpu.SubDevice, error) {
 	if pc == nil {
 		pc = DefaultConfig()
+	}
+	if pc.HAMi {
+		return HAMiSlots(devs), nil
 	}
 	var base []gpu.SubDevice
 	switch pc.MigStrategy {
@@ -166,6 +170,25 @@ func pickInOrder(available, required []string, size int) []string {
 		}
 		if !slices.Contains(out, id) {
 			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// HAMiSlots is the layout of HAMi's device plugin: api.HAMiDeviceSplitCount
+// slots of every GPU under nvidia.com/gpu ("<uuid>::<n>", as HAMi's own
+// fake device IDs, one per slice a GPU may be split into). Which GPU and
+// how much of it a container gets is the scheduler's decision, not the
+// slot the device manager picked: a slot only counts the slices.
+func HAMiSlots(devs []gpu.Device) []gpu.SubDevice {
+	out := make([]gpu.SubDevice, 0, len(devs)*api.HAMiDeviceSplitCount)
+	for _, d := range devs {
+		for r := range api.HAMiDeviceSplitCount {
+			out = append(out, gpu.SubDevice{
+				ID: gpu.ReplicaID(d.UUID, r), Sharing: gpu.SharingSlice, Resource: ResourceName,
+				ParentIndex: d.Index, ParentUUID: d.UUID, Replica: r,
+				Domain: d.UUID, DomainMiB: d.MemoryMiB, MemoryMiB: d.MemoryMiB, SMPercent: 100,
+			})
 		}
 	}
 	return out

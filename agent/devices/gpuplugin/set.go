@@ -24,6 +24,9 @@ type SetConfig struct {
 	// the simulated driver's CDI spec is rewritten there, so the devices
 	// exist before they are advertised. An error stops the change.
 	OnLayout func(layout []gpu.SubDevice) error
+	// HAMiDecision is what the scheduler decided for a container under
+	// HAMi (Config.HAMiDecision).
+	HAMiDecision HAMiDecision
 	// Log, or discard.
 	Log *slog.Logger
 }
@@ -137,7 +140,7 @@ func (s *Set) optionsChanged(pc *PluginConfig) bool {
 	if r := pc.Replicated(); r != nil {
 		fb = r.FailRequestsGreaterThanOne
 	}
-	return fa != fb || a.AllocationPolicy != pc.AllocationPolicy
+	return fa != fb || a.AllocationPolicy != pc.AllocationPolicy || a.HAMi != pc.HAMi
 }
 
 func (s *Set) startLocked(pc *PluginConfig, res string, devs []gpu.SubDevice) error {
@@ -146,7 +149,8 @@ func (s *Set) startLocked(pc *PluginConfig, res string, devs []gpu.SubDevice) er
 		fail = r.FailRequestsGreaterThanOne
 	}
 	p, err := New(Config{Source: s.cfg.Source, Dir: s.cfg.Dir, Resource: res, Devices: devs,
-		FailRequestsGreaterThanOne: fail, AllocationPolicy: pc.AllocationPolicy, Log: s.log})
+		FailRequestsGreaterThanOne: fail, AllocationPolicy: pc.AllocationPolicy, Log: s.log,
+		HAMi: pc.HAMi, HAMiDecision: s.cfg.HAMiDecision})
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,13 @@ for rec in "$RECORDS"/gpu-*.env; do
 	fi
 	pinned "$n"
 	if [ -n "$pv" ] && [ "$pv" -lt "$limit" ]; then limit=$pv; fi
+	# A HAMi slice: HAMi-core's limits (CUDA_DEVICE_MEMORY_LIMIT_<n>=<MiB>m).
+	eval "hl=\${CUDA_DEVICE_MEMORY_LIMIT_$n:-}"
+	hl=${hl%%m}
+	if isnum "$hl" && [ "$hl" -lt "$limit" ]; then limit=$hl; fi
+	if isnum "${CUDA_DEVICE_SM_LIMIT:-}" && [ "$CUDA_DEVICE_SM_LIMIT" -gt 0 ] && [ "$CUDA_DEVICE_SM_LIMIT" -lt "$sm" ]; then
+		sm=$CUDA_DEVICE_SM_LIMIT
+	fi
 	lock "$dir"
 	used=0
 	for lf in "$dir"/*.load; do

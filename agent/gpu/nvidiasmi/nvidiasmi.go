@@ -29,6 +29,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/usage"
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/gputopology"
 )
 
@@ -136,8 +137,8 @@ for f in %s/gpu-*.env; do
 	eval "F_$SKIFF_N=\$f"
 	SKIFF_N=$((SKIFF_N + 1))
 done
-load() { unset SUB_ID SUB_KIND SUB_DOMAIN MIG_UUID; eval ". \"\$F_$1\""; live; }
-`, quote(loadRoot), quote(dir)) + liveFn + body)
+load() { unset SUB_ID SUB_KIND SUB_DOMAIN MIG_UUID; eval ". \"\$F_$1\""; live; hami "$1"; }
+`, quote(loadRoot), quote(dir)) + liveFn + hamiFn + body)
 }
 
 // subVars are a device's SUB_* (and MIG_*) record variables.
@@ -218,6 +219,21 @@ live() {
 `
 
 var tempRise = fmt.Sprint(usage.TempRiseC)
+
+// hamiFn is HAMi-core's view: in a container given a HAMi slice
+// (CUDA_DEVICE_MEMORY_LIMIT_<i>=<MiB>m, as HAMi's device plugin sets it),
+// the i-th GPU's total memory is the slice's, and what is used is counted
+// against it.
+var hamiFn = `
+hami() {
+	eval "hl=\${` + api.HAMiEnvMemoryLimitPrefix + `$1:-}"
+	hl=${hl%m}
+	case "$hl" in ''|*[!0-9]*) return 0 ;; esac
+	GPU_MEM_TOTAL=$hl
+	[ "$GPU_MEM_USED" -gt "$GPU_MEM_TOTAL" ] && GPU_MEM_USED=$GPU_MEM_TOTAL
+	return 0
+}
+`
 
 // body is the part of the script that prints; it needs SKIFF_N and load.
 // Records of one GPU (two replicas, MIG devices) show the GPU once; its MIG
