@@ -54,10 +54,15 @@
 //     Resource, MIG profile...), the utilisation and memory its holder
 //     sees, and Holder (namespace, pod, container) when allocated.
 //     agent.GPUs.Meter is the node's Meter.
-//   - A new kind of device (a HAMi-style slice) is a gpu.SubDevice with
-//     Sharing SharingSlice, its Domain its GPU's UUID, MemoryMiB and
-//     SMPercent its limits: the model, gpu-load's checks and the views
-//     need nothing more.
+//   - A HAMi slot (a node labelled gpu=on, agent/devices/gpuplugin
+//     HAMiSlots) is a gpu.SubDevice with Sharing SharingSlice, ID
+//     "<uuid>::<n>", its Domain its GPU's UUID, and the whole GPU's
+//     MemoryMiB and SMPercent: the slot only counts slices. The slice's
+//     own limits are the container's HAMi-core environment
+//     (CUDA_DEVICE_MEMORY_LIMIT_<i>, CUDA_DEVICE_SM_LIMIT), which gpu-load
+//     obeys (its load record's SM is capped by them); so a slot's
+//     DeviceSample shows the GPU's limits and the holder's real load and
+//     memory, and the GPU's numbers sum every holder of its domain.
 //   - Config.Layout and Config.Holders are how the device plugin and the
 //     device manager tell the Meter what exists and who holds it.
 //   - Hold starts a load from Go (a node on the simulated runtime, tests);
