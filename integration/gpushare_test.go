@@ -369,7 +369,7 @@ func TestGPUSharingHAMi(t *testing.T) {
 	p := o.(*api.Pod)
 	p.Namespace = gpuNS
 	p.Spec.Containers[0].Image = gpuImage
-	p.Spec.Containers[0].Command = []string{"sh", "-c", "env | grep -E '^CUDA_DEVICE_|^NVIDIA_VISIBLE' | sort; gpu-load --mem 3500 --seconds 1 2>&1; echo exit=$?; nvidia-smi; " + gpuSleep}
+	p.Spec.Containers[0].Command = []string{"sh", "-c", "env | grep -E '^CUDA_DEVICE_|^NVIDIA_VISIBLE' | sort; gpu-load --util 10 --mem 3500 --seconds 1 2>&1; echo exit=$?; nvidia-smi; " + gpuSleep}
 	g.create(t, p)
 	g.gpuWaitPhase(t, "gpu-pod", api.PodRunning, 30*time.Second)
 	pd, err := api.DecodeHAMiPodDevices(g.pod(t, "gpu-pod").Annotations[api.HAMiDevicesToAllocate])
