@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/agent/gpu/dcgm"
+	"skiff.dev/skiff/api"
 )
 
 // serveDCGM runs the node's DCGM-exporter-compatible endpoint
@@ -47,4 +48,15 @@ func (a *Agent) DCGMExporterAddr() string {
 	a.srvMu.Lock()
 	defer a.srvMu.Unlock()
 	return a.dcgmAddr
+}
+
+// serveDCGMMetrics answers GET /metrics/dcgm (api.DCGMMetricsPath) on the
+// agent's server: the exporter's series, for the API server's custom and
+// external metrics APIs (as prometheus-adapter reads Prometheus).
+func (a *Agent) serveDCGMMetrics(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.GPUMeter == nil {
+		writeStatus(w, api.NewStatusError(http.StatusNotFound, api.ReasonNotFound, "this node has no GPUs"))
+		return
+	}
+	dcgm.Handler(dcgm.NewCollector(a.cfg.GPUMeter, a.cfg.NodeName)).ServeHTTP(w, r)
 }

@@ -53,9 +53,10 @@ func (a *Agent) Handler() http.Handler {
 		mux.HandleFunc(m+" /pods/{ns}/{name}/attach", a.serveAttach)
 		mux.HandleFunc(m+" /pods/{ns}/{name}/portforward", a.servePortForward)
 	}
-	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault) // gpufault.go
-	mux.HandleFunc("GET /stats/summary", a.serveStatsSummary)   // stats.go
-	mux.HandleFunc("GET "+DeviceCallsPath, a.serveDeviceCalls)  // devicecalls.go
+	mux.HandleFunc("POST /gpus/{index}/fault", a.serveGPUFault)    // gpufault.go
+	mux.HandleFunc("GET /stats/summary", a.serveStatsSummary)      // stats.go
+	mux.HandleFunc("GET "+DeviceCallsPath, a.serveDeviceCalls)     // devicecalls.go
+	mux.HandleFunc("GET "+api.DCGMMetricsPath, a.serveDCGMMetrics) // dcgmexporter.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			io.WriteString(w, "ok")

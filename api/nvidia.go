@@ -60,3 +60,8 @@ const (
 	// (key config.yaml), as the GPU operator's custom config does.
 	NVIDIAMIGPartedConfigMap = "custom-mig-parted-config"
 )
+
+// DCGMMetricsPath is where a node's agent serves its DCGM-exporter series
+// to the API server (the same text as on :9400/metrics): the custom and
+// external metrics APIs read every node's there, through nodes/proxy.
+const DCGMMetricsPath = "/metrics/dcgm"

@@ -89,7 +89,7 @@ func groups() []apiGroup {
 		}
 		out = append(out, g)
 	}
-	return append(out, metricsAPIGroup(), visibilityAPIGroup()) // metrics_api.go, visibility.go
+	return append(out, metricsAPIGroup(), customMetricsAPIGroup(), externalMetricsAPIGroup(), visibilityAPIGroup()) // metrics_api.go, custom_metrics.go, visibility.go
 }
 
 func resourceList(group, version string) map[string]any {

@@ -110,7 +110,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 	if !s.checkAuthorized(w, r) { // authz.go
 		return
 	}
-	if s.serveMetricsAPI(w, r) || s.serveVisibilityAPI(w, r) { // metrics.k8s.io (metrics_api.go), visibility.kueue.x-k8s.io (visibility.go)
+	if s.serveMetricsAPI(w, r) || s.serveCustomMetricsAPI(w, r) || s.serveVisibilityAPI(w, r) { // metrics.k8s.io (metrics_api.go), visibility.kueue.x-k8s.io (visibility.go)
 		return
 	}
 	if r.URL.Path == "/metrics" {
