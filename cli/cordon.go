@@ -88,6 +88,7 @@ func setUnschedulable(ctx context.Context, r *Root, cl client.Interface, name st
 type drainCmd struct {
 	root             *Root
 	ignoreDaemonSets bool
+	disableEviction  bool
 	force            bool
 	deleteEmptyDir   bool
 	gracePeriod      int64
@@ -99,19 +100,23 @@ func newDrainCmd(r *Root) *cobra.Command {
 	c := &drainCmd{root: r, pollInterval: time.Second}
 	cmd := &cobra.Command{
 		Use:   "drain NODE",
-		Short: "Drain a node in preparation for maintenance: cordon it, then delete its pods",
-		Long: `Drain a node: mark it unschedulable, then delete the pods running on it so that
-their controllers (ReplicaSets) recreate them on other nodes, and wait until they
-are gone. Pods that no controller would recreate are refused unless --force, and
-pods with emptyDir data unless --delete-emptydir-data.`,
-		Example: `  skiff drain node-1
+		Short: "Drain a node in preparation for maintenance: cordon it, then evict its pods",
+		Long: `Drain a node: mark it unschedulable, then evict the pods running on it so that
+their controllers recreate them on other nodes, and wait until they are gone. An
+eviction that a PodDisruptionBudget refuses is tried again every 5 seconds until
+the budget allows it. Pods that no controller would recreate are refused unless
+--force, pods with emptyDir data unless --delete-emptydir-data, and DaemonSet pods
+(their DaemonSet keeps them on the node) unless --ignore-daemonsets, which leaves
+them running.`,
+		Example: `  skiff drain node-1 --ignore-daemonsets
   skiff drain node-1 --force --grace-period=0 --timeout=60s`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: r.completeNames("nodes"),
 		RunE:              func(cmd *cobra.Command, args []string) error { return c.Run(cmd.Context(), args[0]) },
 	}
 	f := cmd.Flags()
-	f.BoolVar(&c.ignoreDaemonSets, "ignore-daemonsets", false, "ignore DaemonSet-managed pods (skiff has no DaemonSets: accepted for kubectl compatibility)")
+	f.BoolVar(&c.ignoreDaemonSets, "ignore-daemonsets", false, "ignore DaemonSet-managed pods (they stay on the node)")
+	f.BoolVar(&c.disableEviction, "disable-eviction", false, "delete pods instead of evicting them, bypassing PodDisruptionBudgets")
 	f.BoolVar(&c.force, "force", false, "continue even if there are pods that do not declare a controller")
 	f.BoolVar(&c.deleteEmptyDir, "delete-emptydir-data", false, "continue even if there are pods using emptyDir (its data is lost)")
 	f.Int64Var(&c.gracePeriod, "grace-period", -1, "seconds each pod is given to terminate; negative: the pod's own terminationGracePeriodSeconds")
@@ -119,7 +124,7 @@ pods with emptyDir data unless --delete-emptydir-data.`,
 	return cmd
 }
 
-// Run cordons the node, deletes its pods and waits until they are gone.
+// Run cordons the node, evicts its pods and waits until they are gone.
 func (c *drainCmd) Run(ctx context.Context, node string) error {
 	cl, err := c.root.Client()
 	if err != nil {
@@ -128,7 +133,8 @@ func (c *drainCmd) Run(ctx context.Context, node string) error {
 	if err := setUnschedulable(ctx, c.root, cl, node, true); err != nil {
 		return err
 	}
-	d := &kubectl.Drainer{Client: cl, Force: c.force, DeleteEmptyDirData: c.deleteEmptyDir, GracePeriodSeconds: c.gracePeriod,
+	d := &kubectl.Drainer{Client: cl, Force: c.force, DeleteEmptyDirData: c.deleteEmptyDir, IgnoreDaemonSets: c.ignoreDaemonSets,
+		DisableEviction: c.disableEviction, GracePeriodSeconds: c.gracePeriod,
 		Timeout: c.timeout, PollInterval: c.pollInterval, Out: c.root.Stdout, ErrOut: c.root.Stderr}
 	if err := d.DeletePods(ctx, node); err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("unable to drain node %q due to error: %w, continuing command...\n"+

@@ -15,6 +15,7 @@ import (
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/api/table"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // describeCmd is `skiff describe`: kubectl-like sections per kind, always
@@ -398,7 +399,7 @@ func describeDeployment(ctx context.Context, w *describeWriter, cl client.Interf
 	var old []string
 	for _, rs := range rss {
 		t := templateWithoutHash(rs.Spec.Template)
-		if newRS == nil && sameTemplate(t, d.Spec.Template) {
+		if newRS == nil && kubectl.SameTemplate(t, d.Spec.Template) {
 			newRS = rs
 			continue
 		}

@@ -230,8 +230,33 @@ func TestDrain(t *testing.T) {
 		p.Finalizers = []string{"example.com/hold"}
 		fc := newFake(testNode("n1"), p)
 		res := runNode(t, fc, "drain", "n1", "--timeout", "50ms")
-		if res.code != 1 || !strings.Contains(res.err, `error when waiting for pod "stuck" in namespace "default" to terminate: global timeout reached: 50ms`) {
+		if res.code != 1 || !strings.Contains(res.err, `drain did not complete within 50ms`) {
 			t.Fatalf("%+v", res)
+		}
+	})
+	t.Run("daemonset pods", func(t *testing.T) {
+		yes := true
+		ds := &api.DaemonSet{ObjectMeta: meta("kube-system", "plugin", time.Hour)}
+		ds.UID = "ds-uid"
+		ds.Spec.Selector = &api.LabelSelector{MatchLabels: map[string]string{"name": "plugin"}}
+		ds.Spec.Template.Labels = map[string]string{"name": "plugin"}
+		ds.Spec.Template.Spec.Containers = []api.Container{{Name: "p", Image: "busybox"}}
+		daemon := runningPod("kube-system", "plugin-x7k2p", "n1", "10.0.0.8", time.Hour)
+		daemon.UID = "uid-daemon"
+		daemon.OwnerReferences = []api.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "plugin", UID: "ds-uid", Controller: &yes}}
+		fc := newFake(testNode("n1"), ds, daemon, owned("web-1", "n1"))
+		res := runNode(t, fc, "drain", "n1")
+		if res.code != 1 || !strings.Contains(res.err, "[cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/plugin-x7k2p]") {
+			t.Fatalf("without --ignore-daemonsets: %+v", res)
+		}
+		res = runNode(t, fc, "drain", "n1", "--ignore-daemonsets", "--timeout=5s")
+		if res.code != 0 {
+			t.Fatalf("%+v", res)
+		}
+		wantContains(t, res.err, "Warning: ignoring DaemonSet-managed Pods: kube-system/plugin-x7k2p")
+		wantLines(t, res.out, "node/n1 already cordoned", "evicting pod default/web-1", "pod/web-1 evicted", "node/n1 drained")
+		if _, err := client.Get[*api.Pod](t.Context(), fc, "kube-system", "plugin-x7k2p"); err != nil {
+			t.Errorf("the DaemonSet pod was removed: %v", err)
 		}
 	})
 }

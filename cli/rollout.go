@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,35 +22,44 @@ import (
 func newRolloutCmd(r *Root) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout SUBCOMMAND",
-		Short: "Manage the rollout of a deployment",
-		Long: `Manage the rollout of a deployment. A deployment keeps one ReplicaSet per
-pod template; each carries a revision number (annotation
-deployment.kubernetes.io/revision), which is the rollout history.`,
+		Short: "Manage the rollout of a deployment, daemon set or stateful set",
+		Long: `Manage the rollout of a deployment, daemon set or stateful set. A deployment
+keeps one ReplicaSet per pod template, each with a revision number (annotation
+deployment.kubernetes.io/revision); a daemon set and a stateful set keep one
+ControllerRevision per pod template. That is the rollout history
+(client/kubectl/rollout.go).`,
 	}
 	cmd.AddCommand(newRolloutStatusCmd(r), newRolloutHistoryCmd(r), newRolloutUndoCmd(r), newRolloutRestartCmd(r))
 	return cmd
 }
 
-// deploymentNames reads `deployment/NAME...` or `deployment NAME...`.
-func deploymentNames(verb string, args []string) ([]string, error) {
+// rolloutTarget is one object a rollout verb names.
+type rolloutTarget struct {
+	kind *api.Kind
+	name string
+}
+
+// rolloutTargets reads `KIND/NAME...` or `KIND NAME...` of deployments,
+// daemon sets and stateful sets.
+func rolloutTargets(verb string, args []string) ([]rolloutTarget, error) {
 	refs, err := parseResourceArgs(verb, args)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var out []rolloutTarget
 	for _, ref := range refs {
-		if ref.Kind.Kind != "Deployment" {
-			return nil, fmt.Errorf("no %s for %s: only deployments are supported", verb, ref.Kind.Resource)
+		if !kubectl.Rollable(ref.Kind) {
+			return nil, fmt.Errorf("no %s for %s: only deployments, daemonsets and statefulsets are supported", verb, ref.Kind.Resource)
 		}
 		if len(ref.Names) == 0 {
 			return nil, errors.New("resource(s) were provided, but no name was specified")
 		}
-		names = append(names, ref.Names...)
+		for _, n := range ref.Names {
+			out = append(out, rolloutTarget{ref.Kind, n})
+		}
 	}
-	return names, nil
+	return out, nil
 }
-
-func deploymentKind() *api.Kind { return api.MustKindOf(&api.Deployment{}) }
 
 // revisionOf reads the deployment.kubernetes.io/revision annotation (0 when absent).
 func revisionOf(obj api.Object) int64 {
@@ -84,40 +94,7 @@ func templateWithoutHash(t api.PodTemplateSpec) api.PodTemplateSpec {
 	return out
 }
 
-// sameTemplate compares pod templates after defaulting both, so a
-// template as written and one as stored compare equal.
-func sameTemplate(a, b api.PodTemplateSpec) bool {
-	wrap := func(t api.PodTemplateSpec) api.Object {
-		rs := &api.ReplicaSet{Spec: api.ReplicaSetSpec{Replicas: ptr(int32(1)), Template: t}}
-		rs = api.Clone(rs)
-		api.SetDefaults(rs)
-		return rs
-	}
-	same, err := kubectl.SameObject(wrap(a), wrap(b))
-	return err == nil && same
-}
-
-// updateDeployment reads the deployment, applies change and writes it,
-// again on a conflict.
-func updateDeployment(ctx context.Context, cl client.Interface, ns, name string, change func(*api.Deployment) error) error {
-	for attempt := 0; ; attempt++ {
-		d, err := client.Get[*api.Deployment](ctx, cl, ns, name)
-		if err != nil {
-			return err
-		}
-		d = api.Clone(d)
-		if err := change(d); err != nil {
-			return err
-		}
-		_, err = cl.Update(ctx, d)
-		if api.IsConflict(err) && attempt < 5 {
-			continue
-		}
-		return err
-	}
-}
-
-// rolloutStatusCmd is `rollout status deployment/NAME`.
+// rolloutStatusCmd is `rollout status KIND/NAME`.
 type rolloutStatusCmd struct {
 	root    *Root
 	args    []string
@@ -128,7 +105,7 @@ type rolloutStatusCmd struct {
 func newRolloutStatusCmd(r *Root) *cobra.Command {
 	c := &rolloutStatusCmd{root: r}
 	cmd := &cobra.Command{
-		Use:               "status deployment/NAME",
+		Use:               "status (deployment|daemonset|statefulset)/NAME",
 		Short:             "Watch a rollout until it completes",
 		ValidArgsFunction: r.completeResourceArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -141,14 +118,14 @@ func newRolloutStatusCmd(r *Root) *cobra.Command {
 	return cmd
 }
 
-// Run prints kubectl's progress messages until the deployment is rolled out.
+// Run prints kubectl's progress messages until the rollout is complete.
 func (c *rolloutStatusCmd) Run(ctx context.Context) error {
-	names, err := deploymentNames("rollout status", c.args)
+	targets, err := rolloutTargets("rollout status", c.args)
 	if err != nil {
 		return err
 	}
-	if len(names) != 1 {
-		return errors.New("rollout status takes exactly one deployment")
+	if len(targets) != 1 {
+		return errors.New("rollout status takes exactly one resource")
 	}
 	cl, err := c.root.Client()
 	if err != nil {
@@ -159,42 +136,41 @@ func (c *rolloutStatusCmd) Run(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	ns, name := c.root.Namespace, names[0]
+	k, ns, name := targets[0].kind, c.root.Namespace, targets[0].name
 	last := ""
 	// show prints a new message and reports whether the rollout is done.
-	show := func(d *api.Deployment) (bool, error) {
-		msg, done, err := deploymentRolloutStatus(d)
+	show := func(obj api.Object) (bool, error) {
+		msg, done, err := kubectl.RolloutStatus(obj)
 		if err != nil {
 			return false, err
 		}
 		if msg != last {
-			fmt.Fprintln(c.root.Stdout, msg)
+			fmt.Fprint(c.root.Stdout, msg)
 			last = msg
 		}
 		return done, nil
 	}
 	for {
-		d, err := client.Get[*api.Deployment](ctx, cl, ns, name)
+		obj, err := cl.Get(ctx, k, ns, name)
 		if err != nil {
 			return c.timedOut(ctx, err)
 		}
-		if done, err := show(d); done || err != nil || !c.watch {
+		if done, err := show(obj); done || err != nil || !c.watch {
 			return err
 		}
-		w, err := cl.Watch(ctx, deploymentKind(), ns, api.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: d.ResourceVersion})
+		w, err := cl.Watch(ctx, k, ns, api.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: obj.GetObjectMeta().ResourceVersion})
 		if err != nil {
 			return c.timedOut(ctx, err)
 		}
 		for ev := range w.Events() {
 			if ev.Type == api.Deleted {
 				w.Stop()
-				return fmt.Errorf("deployment %q was deleted", name)
+				return fmt.Errorf("%s %q was deleted", strings.ToLower(k.Kind), name)
 			}
-			d, ok := ev.Object.(*api.Deployment)
-			if !ok {
+			if ev.Object == nil || ev.Type == api.Error {
 				continue
 			}
-			if done, err := show(d); done || err != nil {
+			if done, err := show(ev.Object); done || err != nil {
 				w.Stop()
 				return err
 			}
@@ -213,31 +189,7 @@ func (c *rolloutStatusCmd) timedOut(ctx context.Context, err error) error {
 	return err
 }
 
-// deploymentRolloutStatus is kubectl's DeploymentStatusViewer: a message,
-// and whether the rollout is complete.
-func deploymentRolloutStatus(d *api.Deployment) (string, bool, error) {
-	if d.Generation > d.Status.ObservedGeneration {
-		return "Waiting for deployment spec update to be observed...", false, nil
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == "Progressing" && c.Reason == "ProgressDeadlineExceeded" {
-			return "", false, fmt.Errorf("deployment %q exceeded its progress deadline", d.Name)
-		}
-	}
-	want := table.Replicas(d.Spec.Replicas)
-	st := d.Status
-	switch {
-	case st.UpdatedReplicas < want:
-		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d out of %d new replicas have been updated...", d.Name, st.UpdatedReplicas, want), false, nil
-	case st.Replicas > st.UpdatedReplicas:
-		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d old replicas are pending termination...", d.Name, st.Replicas-st.UpdatedReplicas), false, nil
-	case st.AvailableReplicas < st.UpdatedReplicas:
-		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d of %d updated replicas are available...", d.Name, st.AvailableReplicas, st.UpdatedReplicas), false, nil
-	}
-	return fmt.Sprintf("deployment %q successfully rolled out", d.Name), true, nil
-}
-
-// rolloutHistoryCmd is `rollout history deployment/NAME [--revision N]`.
+// rolloutHistoryCmd is `rollout history KIND/NAME [--revision N]`.
 type rolloutHistoryCmd struct {
 	root     *Root
 	args     []string
@@ -247,8 +199,8 @@ type rolloutHistoryCmd struct {
 func newRolloutHistoryCmd(r *Root) *cobra.Command {
 	c := &rolloutHistoryCmd{root: r}
 	cmd := &cobra.Command{
-		Use:               "history deployment/NAME",
-		Short:             "Show the revisions of a deployment",
+		Use:               "history (deployment|daemonset|statefulset)/NAME",
+		Short:             "Show the revisions of a rollout",
 		ValidArgsFunction: r.completeResourceArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.args = args
@@ -261,7 +213,7 @@ func newRolloutHistoryCmd(r *Root) *cobra.Command {
 
 // Run prints the REVISION CHANGE-CAUSE table, or one revision's template.
 func (c *rolloutHistoryCmd) Run(ctx context.Context) error {
-	names, err := deploymentNames("rollout history", c.args)
+	targets, err := rolloutTargets("rollout history", c.args)
 	if err != nil {
 		return err
 	}
@@ -270,36 +222,36 @@ func (c *rolloutHistoryCmd) Run(ctx context.Context) error {
 		return err
 	}
 	out := c.root.Stdout
-	for _, name := range names {
-		d, err := client.Get[*api.Deployment](ctx, cl, c.root.Namespace, name)
+	for _, tg := range targets {
+		obj, err := cl.Get(ctx, tg.kind, c.root.Namespace, tg.name)
 		if err != nil {
 			return err
 		}
-		rss, err := replicaSetsOf(ctx, cl, d)
+		hist, err := kubectl.History(ctx, cl, obj)
 		if err != nil {
 			return err
 		}
-		ref := objectRef(deploymentKind(), name)
+		ref := objectRef(tg.kind, tg.name)
 		if c.revision > 0 {
-			for _, rs := range rss {
-				if revisionOf(rs) == c.revision {
+			for _, rev := range hist {
+				if rev.Number == c.revision {
 					fmt.Fprintf(out, "%s with revision #%d\n", ref, c.revision)
 					w := newDescribeWriter(out)
-					printPodTemplate(w, 0, templateWithoutHash(rs.Spec.Template))
+					printPodTemplate(w, 0, rev.Template)
 					return w.Flush()
 				}
 			}
 			return fmt.Errorf("unable to find the specified revision")
 		}
 		fmt.Fprintln(out, ref)
-		if len(rss) == 0 {
+		if len(hist) == 0 {
 			fmt.Fprintln(out, "No rollout history found.")
 			continue
 		}
 		tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "REVISION\tCHANGE-CAUSE")
-		for _, rs := range rss {
-			fmt.Fprintf(tw, "%d\t%s\n", revisionOf(rs), table.OrNone(rs.Annotations[api.AnnotationChangeCause]))
+		for _, rev := range hist {
+			fmt.Fprintf(tw, "%d\t%s\n", rev.Number, table.OrNone(rev.ChangeCause))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -309,7 +261,7 @@ func (c *rolloutHistoryCmd) Run(ctx context.Context) error {
 	return nil
 }
 
-// rolloutUndoCmd is `rollout undo deployment/NAME [--to-revision N]`.
+// rolloutUndoCmd is `rollout undo KIND/NAME [--to-revision N]`.
 type rolloutUndoCmd struct {
 	root       *Root
 	args       []string
@@ -319,7 +271,7 @@ type rolloutUndoCmd struct {
 func newRolloutUndoCmd(r *Root) *cobra.Command {
 	c := &rolloutUndoCmd{root: r}
 	cmd := &cobra.Command{
-		Use:               "undo deployment/NAME [--to-revision=N]",
+		Use:               "undo (deployment|daemonset|statefulset)/NAME [--to-revision=N]",
 		Short:             "Roll back to a previous revision",
 		ValidArgsFunction: r.completeResourceArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -331,10 +283,10 @@ func newRolloutUndoCmd(r *Root) *cobra.Command {
 	return cmd
 }
 
-// Run copies the chosen revision's pod template back into the deployment;
-// the deployment controller then rolls it out as a new revision.
+// Run copies the chosen revision's pod template back into each object;
+// its controller then rolls it out as a new revision.
 func (c *rolloutUndoCmd) Run(ctx context.Context) error {
-	names, err := deploymentNames("rollout undo", c.args)
+	targets, err := rolloutTargets("rollout undo", c.args)
 	if err != nil {
 		return err
 	}
@@ -342,41 +294,12 @@ func (c *rolloutUndoCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range names {
-		skipped := ""
-		err := updateDeployment(ctx, cl, c.root.Namespace, name, func(d *api.Deployment) error {
-			if d.Spec.Paused {
-				return fmt.Errorf("you cannot rollback a paused deployment; resume it first with 'skiff rollout resume' and try again")
-			}
-			rss, err := replicaSetsOf(ctx, cl, d)
-			if err != nil {
-				return err
-			}
-			to := c.toRevision
-			if to == 0 {
-				if len(rss) < 2 {
-					return fmt.Errorf("no rollout history found for deployment %q", name)
-				}
-				to = revisionOf(rss[len(rss)-2])
-			}
-			for _, rs := range rss {
-				if revisionOf(rs) != to {
-					continue
-				}
-				t := templateWithoutHash(rs.Spec.Template)
-				if sameTemplate(t, d.Spec.Template) {
-					skipped = fmt.Sprintf("skipped rollback (current template already matches revision %d)", to)
-					return errSkip
-				}
-				d.Spec.Template = t
-				return nil
-			}
-			return fmt.Errorf("unable to find specified revision %d in history", to)
-		})
-		ref := objectRef(deploymentKind(), name)
+	for _, tg := range targets {
+		err := kubectl.Undo(ctx, cl, tg.kind, c.root.Namespace, tg.name, c.toRevision)
+		ref := objectRef(tg.kind, tg.name)
 		switch {
-		case errors.Is(err, errSkip):
-			fmt.Fprintf(c.root.Stdout, "%s %s\n", ref, skipped)
+		case errors.Is(err, kubectl.ErrSkipped):
+			fmt.Fprintf(c.root.Stdout, "%s %s\n", ref, err)
 		case err != nil:
 			return err
 		default:
@@ -386,9 +309,7 @@ func (c *rolloutUndoCmd) Run(ctx context.Context) error {
 	return nil
 }
 
-var errSkip = errors.New("skip")
-
-// rolloutRestartCmd is `rollout restart deployment/NAME`.
+// rolloutRestartCmd is `rollout restart KIND/NAME`.
 type rolloutRestartCmd struct {
 	root *Root
 	args []string
@@ -397,8 +318,8 @@ type rolloutRestartCmd struct {
 func newRolloutRestartCmd(r *Root) *cobra.Command {
 	c := &rolloutRestartCmd{root: r}
 	return &cobra.Command{
-		Use:               "restart deployment/NAME",
-		Short:             "Restart every pod of a deployment with a rolling update",
+		Use:               "restart (deployment|daemonset|statefulset)/NAME",
+		Short:             "Restart every pod of a workload with a rolling update",
 		ValidArgsFunction: r.completeResourceArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.args = args
@@ -407,10 +328,10 @@ func newRolloutRestartCmd(r *Root) *cobra.Command {
 	}
 }
 
-// Run stamps the pod template with kubectl.kubernetes.io/restartedAt: a
+// Run stamps each pod template with kubectl.kubernetes.io/restartedAt: a
 // template change, so the controller rolls out new pods.
 func (c *rolloutRestartCmd) Run(ctx context.Context) error {
-	names, err := deploymentNames("rollout restart", c.args)
+	targets, err := rolloutTargets("rollout restart", c.args)
 	if err != nil {
 		return err
 	}
@@ -418,22 +339,11 @@ func (c *rolloutRestartCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now := c.root.Now().Format(time.RFC3339)
-	for _, name := range names {
-		err := updateDeployment(ctx, cl, c.root.Namespace, name, func(d *api.Deployment) error {
-			if d.Spec.Paused {
-				return fmt.Errorf("deployments.apps %q can't restart paused deployment (run rollout resume first)", name)
-			}
-			if d.Spec.Template.Annotations == nil {
-				d.Spec.Template.Annotations = map[string]string{}
-			}
-			d.Spec.Template.Annotations[api.AnnotationRestartedAt] = now
-			return nil
-		})
-		if err != nil {
+	for _, tg := range targets {
+		if err := kubectl.Restart(ctx, cl, tg.kind, c.root.Namespace, tg.name, c.root.Now()); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.root.Stdout, "%s restarted\n", objectRef(deploymentKind(), name))
+		fmt.Fprintf(c.root.Stdout, "%s restarted\n", objectRef(tg.kind, tg.name))
 	}
 	return nil
 }

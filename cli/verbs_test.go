@@ -7,6 +7,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/kubectl"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -162,8 +163,8 @@ func TestRolloutStatus(t *testing.T) {
 			d := deployment("gpu-demo", "nginx-demo", 3, time.Hour)
 			d.Generation = 1
 			d.Status = tc.status
-			msg, done, err := deploymentRolloutStatus(d)
-			if err != nil || msg != tc.want || done != tc.done {
+			msg, done, err := kubectl.RolloutStatus(d)
+			if err != nil || strings.TrimSuffix(msg, "\n") != tc.want || done != tc.done {
 				t.Errorf("got %q %v %v", msg, done, err)
 			}
 		})

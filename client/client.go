@@ -587,6 +587,15 @@ func (c *Client) Bind(ctx context.Context, b *api.Binding) error {
 	return c.call(ctx, http.MethodPost, PathFor(pods, ns, b.Name, "binding"), nil, &body, nil)
 }
 
+// Evict asks the API server to evict a pod (POST pods/NAME/eviction,
+// policy/v1), as kubectl drain does: the pod's delete, unless its
+// PodDisruptionBudget refuses (429 TooManyRequests: try again later).
+func (c *Client) Evict(ctx context.Context, namespace, name string, opts api.DeleteOptions) error {
+	body := api.Eviction{TypeMeta: api.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: namespace}, DeleteOptions: &opts}
+	return c.call(ctx, http.MethodPost, PathFor(podKind(), namespace, name, "eviction"), nil, &body, nil)
+}
+
 // GetScale implements Interface.
 func (c *Client) GetScale(ctx context.Context, kind *api.Kind, namespace, name string) (*api.Scale, error) {
 	var s api.Scale

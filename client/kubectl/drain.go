@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"skiff.dev/skiff/api"
@@ -18,14 +19,16 @@ import (
 //   - cordon sets the node's spec.unschedulable: the scheduler's
 //     NodeUnschedulable filter keeps new pods away; pods already there stay.
 //   - uncordon clears it.
-//   - drain cordons, then deletes the pods on the node so their
-//     controllers recreate them elsewhere, and waits until they are gone.
-//     It refuses, unless told otherwise, pods that would be lost for good:
-//     pods with no controller (Force) and pods with emptyDir data
-//     (DeleteEmptyDirData). skiff has no DaemonSets, so
-//     --ignore-daemonsets is accepted for kubectl's muscle memory and
-//     changes nothing. Pods are deleted, not evicted: there are no
-//     PodDisruptionBudgets to respect.
+//   - drain cordons, then evicts the pods on the node (pods/NAME/eviction)
+//     so their controllers recreate them elsewhere, and waits until they
+//     are gone. An eviction a PodDisruptionBudget refuses (429) is tried
+//     again every 5 s, as kubectl does, until the budget allows it or the
+//     timeout ends. It refuses, unless told otherwise, pods that would be
+//     lost for good: pods with no controller (Force) and pods with
+//     emptyDir data (DeleteEmptyDirData); and DaemonSet pods, which their
+//     DaemonSet would put back at once on the cordoned node (it tolerates
+//     node.kubernetes.io/unschedulable): IgnoreDaemonSets leaves them
+//     running.
 
 // SetUnschedulable writes the node's spec.unschedulable (cordon: on,
 // uncordon: off). changed is false when it already was.
@@ -47,6 +50,15 @@ type Drainer struct {
 	// DeleteEmptyDirData deletes pods with emptyDir volumes (their data
 	// is lost).
 	DeleteEmptyDirData bool
+	// IgnoreDaemonSets leaves DaemonSet pods running; without it drain
+	// refuses a node that runs one.
+	IgnoreDaemonSets bool
+	// DisableEviction deletes pods instead of evicting them (no
+	// PodDisruptionBudget is asked).
+	DisableEviction bool
+	// EvictionRetry is how long a refused eviction waits before the next
+	// try (kubectl: 5 s).
+	EvictionRetry time.Duration
 	// GracePeriodSeconds each pod is given to terminate; negative: the
 	// pod's own terminationGracePeriodSeconds.
 	GracePeriodSeconds int64
@@ -59,34 +71,94 @@ type Drainer struct {
 	Out, ErrOut io.Writer
 }
 
-// DeletePods deletes the pods on node and waits until they are gone (or
-// replaced by new pods of the same name). It deletes nothing when a pod
-// would be lost without Force or DeleteEmptyDirData, and says which.
+// Evicter is what evicts pods: *client.Client (POST pods/NAME/eviction).
+// A Drainer whose client has no Evict deletes pods instead.
+type Evicter interface {
+	Evict(ctx context.Context, namespace, name string, opts api.DeleteOptions) error
+}
+
+// DeletePods evicts (or deletes) the pods on node and waits until they
+// are gone (or replaced by new pods of the same name). It removes nothing
+// when a pod would be lost without Force or DeleteEmptyDirData, or is a
+// DaemonSet's without IgnoreDaemonSets, and says which, in kubectl's words.
 func (d *Drainer) DeletePods(ctx context.Context, node string) error {
-	cl := d.Client
-	pods, _, err := client.List[*api.Pod](ctx, cl, "", api.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	pods, _, err := client.List[*api.Pod](ctx, d.Client, "", api.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
 		return err
 	}
+	doomed, err := d.filter(ctx, node, pods)
+	if err != nil {
+		return err
+	}
+	if d.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
+	var mu sync.Mutex
+	say := func(w io.Writer, format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, format, args...)
+	}
+	errs := make([]error, len(doomed))
+	var wg sync.WaitGroup
+	for i, p := range doomed {
+		wg.Go(func() { errs[i] = d.remove(ctx, p, say) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if d.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("drain did not complete within %v", d.Timeout)
+		}
+		return err
+	}
+	return nil
+}
+
+// filter returns the pods to remove, or kubectl's refusal: pods with no
+// controller (unless Force), with emptyDir data (unless
+// DeleteEmptyDirData), of a DaemonSet (left alone with IgnoreDaemonSets).
+func (d *Drainer) filter(ctx context.Context, node string, pods []*api.Pod) ([]*api.Pod, error) {
 	var doomed []*api.Pod
-	var unmanaged, local []string
+	var unmanaged, local, daemons, ignored []string
+	dsKind := api.MustKindOf(&api.DaemonSet{})
 	for _, p := range pods {
 		if p.Spec.NodeName != node {
 			continue
 		}
+		name := p.Namespace + "/" + p.Name
 		if finished(p) || p.DeletionTimestamp != nil {
 			doomed = append(doomed, p) // terminated or already going: no questions
 			continue
 		}
+		if ref := api.ControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+			_, err := d.Client.Get(ctx, dsKind, p.Namespace, ref.Name)
+			switch {
+			case api.IsNotFound(err) && d.Force:
+				fmt.Fprintf(d.ErrOut, "Warning: %v: %s\n", err, name) // an orphan: removed
+			case err != nil:
+				return nil, fmt.Errorf("cannot delete %v: %s", err, name)
+			case d.IgnoreDaemonSets:
+				ignored = append(ignored, name)
+				continue
+			default:
+				daemons = append(daemons, name)
+				continue
+			}
+		}
 		if api.ControllerOf(p) == nil {
-			unmanaged = append(unmanaged, p.Namespace+"/"+p.Name)
+			unmanaged = append(unmanaged, name)
 		}
 		if hasEmptyDir(p) {
-			local = append(local, p.Namespace+"/"+p.Name)
+			local = append(local, name)
 		}
 		doomed = append(doomed, p)
 	}
 	var refusals []string
+	if len(daemons) > 0 {
+		refusals = append(refusals, "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "+strings.Join(daemons, ", "))
+	}
 	if len(unmanaged) > 0 {
 		if d.Force {
 			fmt.Fprintf(d.ErrOut, "Warning: deleting Pods that declare no controller: %s\n", strings.Join(unmanaged, ", "))
@@ -98,64 +170,77 @@ func (d *Drainer) DeletePods(ctx context.Context, node string) error {
 		refusals = append(refusals, "cannot delete Pods with local storage (use --delete-emptydir-data to override): "+strings.Join(local, ", "))
 	}
 	if len(refusals) > 0 {
-		return errors.New("[" + strings.Join(refusals, ", ") + "]")
+		return nil, errors.New("[" + strings.Join(refusals, ", ") + "]")
 	}
+	if len(ignored) > 0 {
+		fmt.Fprintf(d.ErrOut, "Warning: ignoring DaemonSet-managed Pods: %s\n", strings.Join(ignored, ", "))
+	}
+	return doomed, nil
+}
+
+// remove evicts (or deletes) one pod, trying a refused eviction again
+// every EvictionRetry, then waits until the pod is gone.
+func (d *Drainer) remove(ctx context.Context, p *api.Pod, say func(io.Writer, string, ...any)) error {
 	opts := api.DeleteOptions{}
 	if d.GracePeriodSeconds >= 0 {
 		g := d.GracePeriodSeconds
 		opts.GracePeriodSeconds = &g
 	}
-	podKind := api.MustKindOf(&api.Pod{})
-	for _, p := range doomed {
-		fmt.Fprintf(d.Out, "evicting pod %s/%s\n", p.Namespace, p.Name)
-		uid := p.UID
-		o := opts
-		o.Preconditions = &api.Preconditions{UID: &uid}
-		if err := cl.Delete(ctx, podKind, p.Namespace, p.Name, o); err != nil && !api.IsNotFound(err) && !api.IsConflict(err) {
+	uid := p.UID
+	opts.Preconditions = &api.Preconditions{UID: &uid}
+	retry := d.EvictionRetry
+	if retry <= 0 {
+		retry = 5 * time.Second
+	}
+	ev, evict := d.Client.(Evicter)
+	evict = evict && !d.DisableEviction
+	say(d.Out, "evicting pod %s/%s\n", p.Namespace, p.Name)
+	for {
+		var err error
+		if evict {
+			err = ev.Evict(ctx, p.Namespace, p.Name, opts)
+		} else {
+			err = d.Client.Delete(ctx, api.MustKindOf(&api.Pod{}), p.Namespace, p.Name, opts)
+		}
+		switch {
+		case err == nil, api.IsNotFound(err), api.IsConflict(err): // Conflict: the name is a new pod's; ours is gone
+			return d.waitGone(ctx, p, say)
+		case evict && api.ReasonOf(err) == api.ReasonTooManyRequests:
+			say(d.ErrOut, "error when evicting pods/%q -n %q (will retry after %s): %v\n", p.Name, p.Namespace, retry, err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(retry):
+			}
+		case evict:
+			return fmt.Errorf("error when evicting pods/%q -n %q: %w", p.Name, p.Namespace, err)
+		default:
 			return fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
-	return d.waitGone(ctx, doomed)
 }
 
-// waitGone waits until every pod is deleted (or replaced by a new pod of
-// the same name), checking every PollInterval, for at most Timeout.
-func (d *Drainer) waitGone(ctx context.Context, pods []*api.Pod) error {
-	if d.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
-		defer cancel()
-	}
+// waitGone waits until the pod is deleted (or replaced by a new pod of
+// the same name), checking every PollInterval.
+func (d *Drainer) waitGone(ctx context.Context, p *api.Pod, say func(io.Writer, string, ...any)) error {
 	poll := d.PollInterval
 	if poll <= 0 {
 		poll = time.Second
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	left := pods
 	for {
-		var still []*api.Pod
-		for _, p := range left {
-			cur, err := client.Get[*api.Pod](ctx, d.Client, p.Namespace, p.Name)
-			switch {
-			case api.IsNotFound(err):
-				fmt.Fprintf(d.Out, "pod/%s evicted\n", p.Name)
-			case err != nil && ctx.Err() == nil:
-				return err
-			case err == nil && cur.UID != p.UID:
-				fmt.Fprintf(d.Out, "pod/%s evicted\n", p.Name)
-			default:
-				still = append(still, p)
-			}
-		}
-		left = still
-		if len(left) == 0 {
+		cur, err := client.Get[*api.Pod](ctx, d.Client, p.Namespace, p.Name)
+		switch {
+		case api.IsNotFound(err), err == nil && cur.UID != p.UID:
+			say(d.Out, "pod/%s evicted\n", p.Name)
 			return nil
+		case err != nil && ctx.Err() == nil:
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			p := left[0]
-			if d.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("error when waiting for pod %q in namespace %q to terminate: global timeout reached: %v", p.Name, p.Namespace, d.Timeout)
 			}
 			return ctx.Err()

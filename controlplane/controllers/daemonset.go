@@ -17,7 +17,6 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane/scheduler/plugins"
 )
 
 // The DaemonSet controller runs one pod of a DaemonSet on every node that
@@ -542,45 +541,11 @@ func (d *DaemonSetController) logLine(s *dsSync, st api.DaemonSetStatus, pending
 
 // Daemon pods.
 
-// daemonTolerations are what the controller adds to every daemon pod
-// (Kubernetes' AddOrUpdateDaemonPodTolerations): a node problem never
-// evicts or keeps out a daemon pod.
-func daemonTolerations(hostNetwork bool) []api.Toleration {
-	tols := []api.Toleration{
-		{Key: api.TaintNotReady, Operator: "Exists", Effect: api.TaintEffectNoExec},
-		{Key: api.TaintUnreachable, Operator: "Exists", Effect: api.TaintEffectNoExec},
-		{Key: api.TaintDiskPressure, Operator: "Exists", Effect: api.TaintEffectNoSched},
-		{Key: api.TaintMemoryPressure, Operator: "Exists", Effect: api.TaintEffectNoSched},
-		{Key: api.TaintPIDPressure, Operator: "Exists", Effect: api.TaintEffectNoSched},
-		{Key: api.TaintUnschedulable, Operator: "Exists", Effect: api.TaintEffectNoSched},
-	}
-	if hostNetwork {
-		tols = append(tols, api.Toleration{Key: api.TaintNetworkUnavailable, Operator: "Exists", Effect: api.TaintEffectNoSched})
-	}
-	return tols
-}
-
-// addDaemonTolerations adds each daemon toleration to spec, replacing an
-// equal one (same key, operator, value, effect), as Kubernetes'
-// AddOrUpdateTolerationInPodSpec.
-func addDaemonTolerations(spec *api.PodSpec) {
-	for _, t := range daemonTolerations(spec.HostNetwork) {
-		i := slices.IndexFunc(spec.Tolerations, func(o api.Toleration) bool {
-			return o.Key == t.Key && o.Effect == t.Effect && o.Value == t.Value && (o.Operator == t.Operator || (o.Operator == "" && t.Operator == "Equal"))
-		})
-		if i >= 0 {
-			spec.Tolerations[i] = t
-		} else {
-			spec.Tolerations = append(spec.Tolerations, t)
-		}
-	}
-}
-
 // templatePod is a pod of ds as the controller makes it, before the node
 // affinity: the template's metadata and spec with the daemon tolerations.
 func templatePod(ds *api.DaemonSet, node string) *api.Pod {
 	t := api.Clone(ds).Spec.Template // never share the cache's maps and slices
-	addDaemonTolerations(&t.Spec)
+	api.AddDaemonTolerations(&t.Spec)
 	p := &api.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
 	p.Namespace = ds.Namespace
 	if node != "" {
@@ -675,41 +640,10 @@ func sortOldestFirst(pods []*api.Pod) {
 	})
 }
 
-// nodeShouldRun decides, for the daemon pod p (templatePod) and a node,
-// whether a pod should run there (shouldRun) and whether one that runs
-// there may stay (shouldContinue), as Kubernetes' NodeShouldRunDaemonPod;
-// why not, in words, when shouldRun is false.
+// nodeShouldRun is api.DaemonPodFits for the daemon pod p (templatePod):
+// should a pod run on node, may one that runs there stay, and why not.
 func nodeShouldRun(p *api.Pod, node *api.Node) (shouldRun, shouldContinue bool, why string) {
-	if p.Spec.NodeName != "" && p.Spec.NodeName != node.Name {
-		return false, false, fmt.Sprintf("the template's spec.nodeName is %s", p.Spec.NodeName)
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.Spec.NodeSelector)) {
-		if got, ok := node.Labels[k]; !ok || got != p.Spec.NodeSelector[k] {
-			return false, false, fmt.Sprintf("node doesn't match nodeSelector %s=%s", k, p.Spec.NodeSelector[k])
-		}
-	}
-	if !plugins.RequiredNodeAffinityMatches(p, node) {
-		return false, false, "node doesn't match the template's required node affinity"
-	}
-	var untolerated *api.Taint
-	noExecute := false
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		if t.Effect != api.TaintEffectNoSched && t.Effect != api.TaintEffectNoExec {
-			continue
-		}
-		if plugins.TolerationsTolerateTaint(p.Spec.Tolerations, t) {
-			continue
-		}
-		if untolerated == nil {
-			untolerated = t
-		}
-		noExecute = noExecute || t.Effect == api.TaintEffectNoExec
-	}
-	if untolerated != nil {
-		return false, !noExecute, fmt.Sprintf("untolerated taint {%s: %s} (%s)", untolerated.Key, untolerated.Value, untolerated.Effect)
-	}
-	return true, true, ""
+	return api.DaemonPodFits(&p.Spec, node)
 }
 
 // Failed-pod backoff (Kubernetes' flowcontrol.Backoff, per key).

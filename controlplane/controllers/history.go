@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"reflect"
 	"slices"
 	"strconv"
 
@@ -35,58 +34,6 @@ import (
 
 func controllerRevisionKind() *api.Kind { return api.MustKindOf(&api.ControllerRevision{}) }
 
-// revisionPatch is the data of the revision of template.
-func revisionPatch(template *api.PodTemplateSpec) (json.RawMessage, error) {
-	b, err := json.Marshal(template)
-	if err != nil {
-		return nil, err
-	}
-	var t map[string]any
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, err
-	}
-	t["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": t}})
-}
-
-// revisionMatches reports whether rev holds template (compared as JSON
-// values, so key order and spacing do not matter).
-func revisionMatches(template *api.PodTemplateSpec, rev *api.ControllerRevision) bool {
-	want, err := revisionPatch(template)
-	if err != nil {
-		return false
-	}
-	var a, b any
-	if json.Unmarshal(want, &a) != nil || json.Unmarshal(rev.Data, &b) != nil {
-		return false
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-// TemplateOfRevision reads the pod template back out of a revision's data
-// (what `rollout undo` restores and `rollout history --revision` shows).
-func TemplateOfRevision(rev *api.ControllerRevision) (*api.PodTemplateSpec, error) {
-	var p struct {
-		Spec struct {
-			Template json.RawMessage `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(rev.Data, &p); err != nil {
-		return nil, fmt.Errorf("revision %s: %w", rev.Name, err)
-	}
-	var t map[string]any
-	if err := json.Unmarshal(p.Spec.Template, &t); err != nil || t == nil {
-		return nil, fmt.Errorf("revision %s holds no pod template", rev.Name)
-	}
-	delete(t, "$patch")
-	b, _ := json.Marshal(t)
-	var out api.PodTemplateSpec
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("revision %s: %w", rev.Name, err)
-	}
-	return &out, nil
-}
-
 // revisionHash is Kubernetes' ComputeHash(template, collisionCount): the
 // template's hash, with the collision count mixed in when there is one
 // (a revision of another template took the name).
@@ -107,7 +54,7 @@ func revisionHash(template *api.PodTemplateSpec, collisionCount *int32) string {
 
 // newRevision builds the revision of owner's template at number revision.
 func newRevision(owner api.Object, template *api.PodTemplateSpec, hash string, revision int64) (*api.ControllerRevision, error) {
-	data, err := revisionPatch(template)
+	data, err := api.RevisionPatch(template)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +120,7 @@ func constructHistory(ctx context.Context, c client.Interface, owner api.Object,
 	h := &history{}
 	var current []*api.ControllerRevision
 	for _, r := range revs {
-		if revisionMatches(template, r) {
+		if api.RevisionHolds(r, template) {
 			current = append(current, r)
 		} else {
 			h.old = append(h.old, r)
@@ -196,7 +143,7 @@ func constructHistory(ctx context.Context, c client.Interface, owner api.Object,
 			if gerr != nil {
 				return nil, fmt.Errorf("read revision %s: %w", rev.Name, gerr)
 			}
-			if !revisionMatches(template, existing) || !api.IsControlledBy(existing, om.UID) {
+			if !api.RevisionHolds(existing, template) || !api.IsControlledBy(existing, om.UID) {
 				// Another template's revision has this name: change the hash.
 				if err := bumpCollision(ctx); err != nil {
 					return nil, err

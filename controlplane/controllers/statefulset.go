@@ -180,7 +180,7 @@ func (r *StatefulSetController) prepare(ctx context.Context, set *api.StatefulSe
 			s.current = rev
 		}
 	}
-	if s.currentTemplate, err = TemplateOfRevision(s.current); err != nil {
+	if s.currentTemplate, err = api.TemplateOfRevision(s.current); err != nil {
 		return nil, err
 	}
 	s.updateTemplate = &set.Spec.Template

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
 
 	v1 "k8s.io/kube-scheduler/config/v1"
 
@@ -96,32 +94,15 @@ func (pl *NodeAffinity) Filter(_ context.Context, _ *framework.CycleState, pod *
 }
 
 // RequiredNodeAffinityMatches reports whether node satisfies the pod's
-// nodeSelector and required node affinity.
+// nodeSelector and required node affinity (api.RequiredNodeAffinityMatches).
 func RequiredNodeAffinityMatches(pod *api.Pod, node *api.Node) bool {
-	for k, v := range pod.Spec.NodeSelector {
-		if got, ok := node.Labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	a := pod.Spec.Affinity
-	if a == nil {
-		return true
-	}
-	return requiredMatches(a.NodeAffinity, node)
+	return api.RequiredNodeAffinityMatches(&pod.Spec, node)
 }
 
 // requiredMatches reports whether node matches one of a's required terms
 // (or a has none).
 func requiredMatches(a *api.NodeAffinity, node *api.Node) bool {
-	if a == nil || a.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true
-	}
-	for i := range a.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if TermMatches(&a.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i], node) {
-			return true
-		}
-	}
-	return false
+	return api.RequiredTermsMatch(a, node)
 }
 
 // Score implements framework.ScorePlugin.
@@ -155,52 +136,5 @@ func (*NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, 
 }
 
 // TermMatches reports whether node matches every expression and field of
-// term. A term with neither matches nothing, as in Kubernetes.
-func TermMatches(term *api.NodeSelectorTerm, node *api.Node) bool {
-	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-		return false
-	}
-	for i := range term.MatchExpressions {
-		r := &term.MatchExpressions[i]
-		v, ok := node.Labels[r.Key]
-		if !requirementMatches(r, v, ok) {
-			return false
-		}
-	}
-	for i := range term.MatchFields {
-		r := &term.MatchFields[i]
-		if r.Key != "metadata.name" || !requirementMatches(r, node.Name, true) {
-			return false
-		}
-	}
-	return true
-}
-
-// requirementMatches applies one operator to a label value (has: whether the
-// label exists).
-func requirementMatches(r *api.NodeSelectorRequirement, value string, has bool) bool {
-	switch r.Operator {
-	case "In":
-		return has && slices.Contains(r.Values, value)
-	case "NotIn":
-		return !has || !slices.Contains(r.Values, value)
-	case "Exists":
-		return has
-	case "DoesNotExist":
-		return !has
-	case "Gt", "Lt":
-		if !has || len(r.Values) != 1 {
-			return false
-		}
-		got, err1 := strconv.ParseInt(value, 10, 64)
-		want, err2 := strconv.ParseInt(r.Values[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		if r.Operator == "Gt" {
-			return got > want
-		}
-		return got < want
-	}
-	return false
-}
+// term (api.NodeSelectorTerm.Matches).
+func TermMatches(term *api.NodeSelectorTerm, node *api.Node) bool { return term.Matches(node) }

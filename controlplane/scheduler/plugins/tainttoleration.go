@@ -80,29 +80,11 @@ func (*TaintToleration) NormalizeScore(_ context.Context, _ *framework.CycleStat
 	return nil
 }
 
-// ToleratesTaint reports whether one toleration matches a taint.
-func ToleratesTaint(tol *api.Toleration, t *api.Taint) bool {
-	if tol.Effect != "" && tol.Effect != t.Effect {
-		return false
-	}
-	if tol.Key != t.Key && !(tol.Key == "" && tol.Operator == "Exists") {
-		return false
-	}
-	switch tol.Operator {
-	case "Exists":
-		return true
-	case "", "Equal":
-		return tol.Value == t.Value
-	}
-	return false
-}
+// ToleratesTaint reports whether one toleration matches a taint
+// (api.Toleration.Tolerates).
+func ToleratesTaint(tol *api.Toleration, t *api.Taint) bool { return tol.Tolerates(t) }
 
 // TolerationsTolerateTaint reports whether any toleration matches the taint.
 func TolerationsTolerateTaint(tols []api.Toleration, t *api.Taint) bool {
-	for i := range tols {
-		if ToleratesTaint(&tols[i], t) {
-			return true
-		}
-	}
-	return false
+	return api.TolerationsTolerate(tols, t)
 }
