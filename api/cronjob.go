@@ -96,6 +96,19 @@ func CronSchedule(cj *CronJob) (cron.Schedule, error) {
 	return cron.ParseStandard(s)
 }
 
+// CronJobNextRun is when a CronJob's next Job is due after now (what
+// `skiff describe cronjob` shows); the zero time when it is suspended.
+func CronJobNextRun(cj *CronJob, now time.Time) (time.Time, error) {
+	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
+		return time.Time{}, nil
+	}
+	sched, err := CronSchedule(cj)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return sched.Next(now), nil
+}
+
 func defaultCronJob(cj *CronJob) {
 	s := &cj.Spec
 	if s.ConcurrencyPolicy == "" {

@@ -199,3 +199,24 @@ func DaemonPodFits(spec *PodSpec, node *Node) (shouldRun, shouldContinue bool, w
 	}
 	return true, true, ""
 }
+
+// PodTargetNode is the node a pod is for: its spec.nodeName once bound,
+// else the node its required affinity selects by name, as a DaemonSet's
+// pods do ("" if none).
+func PodTargetNode(p *Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range t.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == "In" && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}

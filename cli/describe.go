@@ -144,6 +144,14 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 		describeWorkload(ctx, w, cl, o, now)
 	case *api.HorizontalPodAutoscaler:
 		describeHPA(w, o) // describe_hpa.go
+	case *api.DaemonSet: // describe_workloads.go
+		describeDaemonSet(ctx, w, cl, o, now)
+	case *api.StatefulSet:
+		describeStatefulSet(ctx, w, cl, o, now)
+	case *api.CronJob:
+		describeCronJob(w, o, now)
+	case *api.PodDisruptionBudget:
+		describePodDisruptionBudget(w, o)
 	case *api.Service:
 		describeService(ctx, w, cl, o)
 	case *api.ResourceClaim: // describe_dra.go

@@ -92,7 +92,7 @@ func TestKubectlDaemonSet(t *testing.T) {
 					continue
 				}
 				if p.Spec.NodeName == "" {
-					if err := e.local.Bind(t.Context(), &api.Binding{ObjectMeta: api.ObjectMeta{Name: p.Name, Namespace: "default"}, Target: api.ObjectReference{Kind: "Node", Name: controllers.TargetNode(p)}}); err != nil {
+					if err := e.local.Bind(t.Context(), &api.Binding{ObjectMeta: api.ObjectMeta{Name: p.Name, Namespace: "default"}, Target: api.ObjectReference{Kind: "Node", Name: api.PodTargetNode(p)}}); err != nil {
 						return false
 					}
 					continue

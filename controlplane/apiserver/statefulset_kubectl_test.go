@@ -110,7 +110,7 @@ func playNode(ctx context.Context, c client.Interface, p *api.Pod, nodes []strin
 			if err != nil || node.Spec.Unschedulable {
 				continue
 			}
-			if want := controllers.TargetNode(p); want != "" && want != n {
+			if want := api.PodTargetNode(p); want != "" && want != n {
 				continue
 			}
 			_ = c.Bind(ctx, &api.Binding{ObjectMeta: api.ObjectMeta{Name: p.Name, Namespace: p.Namespace}, Target: api.ObjectReference{Kind: "Node", Name: n}})

@@ -461,16 +461,3 @@ func nextScheduleDuration(cj *api.CronJob, now time.Time, sched cron.Schedule) *
 	d := sched.Next(from).Add(nextScheduleDelta).Sub(now)
 	return &d
 }
-
-// NextScheduleTime is when a CronJob's next Job is due after now (for
-// describe); zero when suspended.
-func NextScheduleTime(cj *api.CronJob, now time.Time) (time.Time, error) {
-	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
-		return time.Time{}, nil
-	}
-	sched, err := api.CronSchedule(cj)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return sched.Next(now), nil
-}

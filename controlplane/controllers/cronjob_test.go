@@ -280,7 +280,7 @@ func TestCronJobSuspendAndTimeZone(t *testing.T) {
 	if a := get[*api.Job](t, f.c, ns, want).Annotations[api.AnnotationCronJobScheduledTimestamp]; a != "2025-03-02T21:00:00+09:00" {
 		t.Errorf("scheduled timestamp %q, want it in Tokyo time", a)
 	}
-	next, err := NextScheduleTime(f.cronJob(), at(24*60, 20))
+	next, err := api.CronJobNextRun(f.cronJob(), at(24*60, 20))
 	if err != nil || !next.Equal(at(48*60, 0)) {
 		t.Errorf("next run %v (%v), want the next day's 12:00 UTC", next, err)
 	}

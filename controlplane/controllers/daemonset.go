@@ -591,25 +591,8 @@ func pinToNode(a *api.Affinity, node string) *api.Affinity {
 	return a
 }
 
-// TargetNode is the node a daemon pod is for: its spec.nodeName once
-// bound, else the node its required affinity selects by name ("" if none).
-func TargetNode(p *api.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range t.MatchFields {
-			if f.Key == "metadata.name" && f.Operator == "In" && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
-}
+// TargetNode is the node a daemon pod is for (api.PodTargetNode).
+func TargetNode(p *api.Pod) string { return api.PodTargetNode(p) }
 
 // podsByNode groups pods by TargetNode (pods for no node are left out).
 func podsByNode(pods []*api.Pod) map[string][]*api.Pod {
