@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -137,8 +138,19 @@ func (c *drainCmd) Run(ctx context.Context, node string) error {
 		DisableEviction: c.disableEviction, GracePeriodSeconds: c.gracePeriod,
 		Timeout: c.timeout, PollInterval: c.pollInterval, Out: c.root.Stdout, ErrOut: c.root.Stderr}
 	if err := d.DeletePods(ctx, node); err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("unable to drain node %q due to error: %w, continuing command...\n"+
-			"There are pending nodes to be drained:\n %s", node, err, node)}
+		// kubectl's RunDrain: the node's error, the nodes left, then the
+		// error again as its CheckErr prints it: a refusal (an
+		// aggregate) one reason a line, bare; anything else "error: ...".
+		fmt.Fprintf(c.root.Stderr, "error: unable to drain node %q due to error: %s, continuing command...\n", node, err)
+		fmt.Fprintf(c.root.Stderr, "There are pending nodes to be drained:\n %s\n", node)
+		var refusal *kubectl.Refusal
+		if errors.As(err, &refusal) {
+			for _, r := range refusal.Reasons {
+				fmt.Fprintln(c.root.Stderr, r)
+			}
+			return &ExitError{Code: 1}
+		}
+		return &ExitError{Code: 1, Err: err}
 	}
 	fmt.Fprintf(c.root.Stdout, "%s drained\n", objectRef(nodeKind, node))
 	return nil

@@ -187,8 +187,15 @@ func TestDrain(t *testing.T) {
 			t.Fatalf("exit %d", res.code)
 		}
 		wantLines(t, res.out, "node/n1 cordoned")
-		wantContains(t, res.err, `error: unable to drain node "n1" due to error: [cannot delete Pods that declare no controller (use --force to override): default/bare], continuing command...`,
-			"There are pending nodes to be drained:\n n1")
+		// kubectl 1.32's stderr, word for word (one reason: no brackets).
+		// ("cannot delete" twice is kubectl 1.32's.)
+		if want := `error: unable to drain node "n1" due to error: cannot delete cannot delete Pods that declare no controller (use --force to override): default/bare, continuing command...
+There are pending nodes to be drained:
+ n1
+cannot delete cannot delete Pods that declare no controller (use --force to override): default/bare
+`; res.err != want {
+			t.Errorf("stderr:\n%s\nwant:\n%s", res.err, want)
+		}
 		if !getNode(t, fc, "n1").Spec.Unschedulable {
 			t.Error("node not cordoned")
 		}
@@ -246,9 +253,25 @@ func TestDrain(t *testing.T) {
 		daemon.OwnerReferences = []api.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "plugin", UID: "ds-uid", Controller: &yes}}
 		fc := newFake(testNode("n1"), ds, daemon, owned("web-1", "n1"))
 		res := runNode(t, fc, "drain", "n1")
-		if res.code != 1 || !strings.Contains(res.err, "[cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/plugin-x7k2p]") {
+		if res.code != 1 || !strings.Contains(res.err, "due to error: cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/plugin-x7k2p, continuing command...") {
 			t.Fatalf("without --ignore-daemonsets: %+v", res)
 		}
+		// Two reasons: kubectl's aggregate, in brackets (kubectl's order is
+		// a map's; skiff's the pods' order); each pod refused
+		// by the first of kubectl's filters that refuses it.
+		scratch := owned("scratch", "n1")
+		scratch.OwnerReferences = nil
+		scratch.Spec.Volumes = []api.Volume{{Name: "tmp", EmptyDir: &api.EmptyDirVolumeSource{}}}
+		fc2 := newFake(testNode("n1"), ds, daemon, scratch)
+		res = runNode(t, fc2, "drain", "n1")
+		if res.code != 1 || !strings.Contains(res.err, "due to error: [cannot delete Pods with local storage (use --delete-emptydir-data to override): default/scratch, cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): kube-system/plugin-x7k2p], continuing command...") {
+			t.Fatalf("two reasons: %+v", res)
+		}
+		res = runNode(t, fc2, "drain", "n1", "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=5s")
+		if res.code != 0 {
+			t.Fatalf("%+v", res)
+		}
+		wantContains(t, res.err, "Warning: deleting Pods that declare no controller: default/scratch; ignoring DaemonSet-managed Pods: kube-system/plugin-x7k2p\n")
 		res = runNode(t, fc, "drain", "n1", "--ignore-daemonsets", "--timeout=5s")
 		if res.code != 0 {
 			t.Fatalf("%+v", res)

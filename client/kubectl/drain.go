@@ -116,66 +116,111 @@ func (d *Drainer) DeletePods(ctx context.Context, node string) error {
 	return nil
 }
 
-// filter returns the pods to remove, or kubectl's refusal: pods with no
-// controller (unless Force), with emptyDir data (unless
-// DeleteEmptyDirData), of a DaemonSet (left alone with IgnoreDaemonSets).
+// filter returns the pods to remove, or kubectl's refusal. Each pod goes
+// through kubectl's filters in its order (k8s.io/kubectl/pkg/drain
+// makeFilters: DaemonSet, local storage, no controller), the first that
+// refuses it deciding: the refusals are grouped per reason ("cannot delete
+// REASON: NS/NAME, ..."), one alone as it is, several in brackets as
+// kubectl's aggregate error says them. A DaemonSet pod left alone
+// (IgnoreDaemonSets) and a pod without a controller deleted (Force) are
+// warned about on one line, "; " between reasons, as kubectl's; as in
+// kubectl, a later filter's pass drops an earlier one's warning (emptyDir
+// data, an orphaned DaemonSet pod).
 func (d *Drainer) filter(ctx context.Context, node string, pods []*api.Pod) ([]*api.Pod, error) {
+	const (
+		daemonSetFatal    = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
+		daemonSetWarning  = "ignoring DaemonSet-managed Pods"
+		localStorageFatal = "Pods with local storage (use --delete-emptydir-data to override)"
+		// kubectl 1.32's words, "cannot delete" twice (its constant
+		// carries it and the list adds it again; later kubectl drops one).
+		unmanagedFatal   = "cannot delete Pods that declare no controller (use --force to override)"
+		unmanagedWarning = "deleting Pods that declare no controller"
+	)
 	var doomed []*api.Pod
-	var unmanaged, local, daemons, ignored []string
-	dsKind := api.MustKindOf(&api.DaemonSet{})
+	var fatal, warn groups
 	for _, p := range pods {
 		if p.Spec.NodeName != node {
 			continue
 		}
 		name := p.Namespace + "/" + p.Name
-		if finished(p) || p.DeletionTimestamp != nil {
-			doomed = append(doomed, p) // terminated or already going: no questions
+		if finished(p) {
+			doomed = append(doomed, p) // every filter passes a finished pod
 			continue
 		}
 		if ref := api.ControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
-			_, err := d.Client.Get(ctx, dsKind, p.Namespace, ref.Name)
+			_, err := d.Client.Get(ctx, api.MustKindOf(&api.DaemonSet{}), p.Namespace, ref.Name)
 			switch {
-			case api.IsNotFound(err) && d.Force:
-				fmt.Fprintf(d.ErrOut, "Warning: %v: %s\n", err, name) // an orphan: removed
+			case api.IsNotFound(err) && d.Force: // an orphan: removed
 			case err != nil:
-				return nil, fmt.Errorf("cannot delete %v: %s", err, name)
+				fatal.add(err.Error(), name)
+				continue
 			case d.IgnoreDaemonSets:
-				ignored = append(ignored, name)
+				warn.add(daemonSetWarning, name)
 				continue
 			default:
-				daemons = append(daemons, name)
+				fatal.add(daemonSetFatal, name)
 				continue
 			}
 		}
-		if api.ControllerOf(p) == nil {
-			unmanaged = append(unmanaged, name)
+		if hasEmptyDir(p) && !d.DeleteEmptyDirData {
+			fatal.add(localStorageFatal, name)
+			continue
 		}
-		if hasEmptyDir(p) {
-			local = append(local, name)
+		if api.ControllerOf(p) == nil {
+			if !d.Force {
+				fatal.add(unmanagedFatal, name)
+				continue
+			}
+			warn.add(unmanagedWarning, name)
 		}
 		doomed = append(doomed, p)
 	}
-	var refusals []string
-	if len(daemons) > 0 {
-		refusals = append(refusals, "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "+strings.Join(daemons, ", "))
+	if len(fatal.order) > 0 {
+		return nil, &Refusal{Reasons: fatal.lines("cannot delete %s: %s")}
 	}
-	if len(unmanaged) > 0 {
-		if d.Force {
-			fmt.Fprintf(d.ErrOut, "Warning: deleting Pods that declare no controller: %s\n", strings.Join(unmanaged, ", "))
-		} else {
-			refusals = append(refusals, "cannot delete Pods that declare no controller (use --force to override): "+strings.Join(unmanaged, ", "))
-		}
-	}
-	if len(local) > 0 && !d.DeleteEmptyDirData {
-		refusals = append(refusals, "cannot delete Pods with local storage (use --delete-emptydir-data to override): "+strings.Join(local, ", "))
-	}
-	if len(refusals) > 0 {
-		return nil, errors.New("[" + strings.Join(refusals, ", ") + "]")
-	}
-	if len(ignored) > 0 {
-		fmt.Fprintf(d.ErrOut, "Warning: ignoring DaemonSet-managed Pods: %s\n", strings.Join(ignored, ", "))
+	if len(warn.order) > 0 {
+		fmt.Fprintf(d.ErrOut, "Warning: %s\n", strings.Join(warn.lines("%s: %s"), "; "))
 	}
 	return doomed, nil
+}
+
+// Refusal is drain's refusal of a node's pods, one reason per line of
+// kubectl's ("cannot delete REASON: NS/NAME, ..."). Its Error is
+// kubectl's aggregate: one reason as it is, several in brackets.
+type Refusal struct {
+	Reasons []string
+}
+
+func (r *Refusal) Error() string {
+	if len(r.Reasons) == 1 {
+		return r.Reasons[0]
+	}
+	return "[" + strings.Join(r.Reasons, ", ") + "]"
+}
+
+// groups collects pod names per reason, in the order reasons first come.
+type groups struct {
+	order []string
+	pods  map[string][]string
+}
+
+func (g *groups) add(reason, pod string) {
+	if g.pods == nil {
+		g.pods = map[string][]string{}
+	}
+	if _, ok := g.pods[reason]; !ok {
+		g.order = append(g.order, reason)
+	}
+	g.pods[reason] = append(g.pods[reason], pod)
+}
+
+// lines formats each reason with its pods, joined by ", ".
+func (g *groups) lines(format string) []string {
+	out := make([]string, 0, len(g.order))
+	for _, r := range g.order {
+		out = append(out, fmt.Sprintf(format, r, strings.Join(g.pods[r], ", ")))
+	}
+	return out
 }
 
 // remove evicts (or deletes) one pod, trying a refused eviction again
