@@ -20,14 +20,14 @@ import (
 //  1. a plain pod: apply → Running, the baseline of the timings below;
 //  2. a DaemonSet: one pod per node, Running, `rollout status` complete;
 //  3. a StatefulSet behind a headless Service: web-0 Running before web-1
-//     is made, stable names and hostnames;
+//     is made, stable names and hostnames, a Bound claim per ordinal
+//     (local-path), a file written in web-0 read by the next web-0;
 //  4. a CronJob: `create job --from=cronjob/hello` runs its template now
 //     and the pod's log says hello (the schedule itself is tested on a
 //     fake clock in controlplane/controllers);
-//  5. a PodDisruptionBudget over the StatefulSet: `drain
-//     --ignore-daemonsets` of a node leaves its DaemonSet pod and evicts
-//     the StatefulSet pod only when the budget allows, retrying the
-//     budget's 429.
+//  5. a PodDisruptionBudget over a Deployment: `drain --ignore-daemonsets`
+//     of a node leaves its DaemonSet pod and evicts the Deployment's pods
+//     only when the budget allows, retrying the budget's 429.
 //
 // Each apply → Running is logged next to the plain pod's, measured in
 // this run (a ratio, never asserted: docs/performance.md).
@@ -110,6 +110,23 @@ func TestWorkloadsOnContainerd(t *testing.T) {
 	if out := k.Must(t, "", "exec", "web-0", "--", "hostname"); strings.TrimSpace(out) != "web-0" {
 		t.Errorf("hostname in web-0: %q", out)
 	}
+	// Each ordinal has its claim, Bound (local-path, WaitForFirstConsumer);
+	// a file written in web-0 is there for the next web-0.
+	for _, name := range []string{"www-web-0", "www-web-1"} {
+		pvc, err := client.Get[*api.PersistentVolumeClaim](context.Background(), c, "default", name)
+		if err != nil || pvc.Status.Phase != api.ClaimBound {
+			t.Errorf("claim %s: %v %+v", name, err, pvc)
+		}
+	}
+	k.Must(t, "", "exec", "web-0", "--", "sh", "-c", "echo written-by-web-0 > /data/f")
+	k.Must(t, "", "delete", "pod", "web-0", "--wait=true")
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
+		p, err := client.Get[*api.Pod](context.Background(), c, "default", "web-0")
+		return err == nil && p.UID != w0.UID && runningPods([]*api.Pod{p}) == 1, "a new web-0 running"
+	})
+	if out := k.Must(t, "", "exec", "web-0", "--", "cat", "/data/f"); strings.TrimSpace(out) != "written-by-web-0" {
+		t.Errorf("the new web-0 reads %q from its claim", out)
+	}
 
 	// 4. The CronJob's template, run now.
 	apply("cronjob", workloadCronJobYAML)
@@ -123,16 +140,18 @@ func TestWorkloadsOnContainerd(t *testing.T) {
 		t.Errorf("logs job/hello-now: %q", out)
 	}
 
-	// 5. drain waits on the budget: minAvailable 2 of the 2 web pods
-	// refuses every eviction until web-1 (or web-0) is back elsewhere.
+	// 5. drain waits on the budget: minAvailable 2 of the 2 busy pods
+	// refuses every eviction; with 1, drain evicts one at a time.
+	apply("busy", workloadDeploymentYAML)
+	testwait.Until(t, 60*time.Second, running("app=busy", 2))
 	apply("pdb", workloadPDBYAML)
 	testwait.Until(t, 20*time.Second, func() (bool, string) {
-		p, err := client.Get[*api.PodDisruptionBudget](context.Background(), c, "default", "web-pdb")
+		p, err := client.Get[*api.PodDisruptionBudget](context.Background(), c, "default", "busy-pdb")
 		return err == nil && p.Status.ObservedGeneration == 1 && p.Status.CurrentHealthy == 2, "the budget's status"
 	})
 	// The plain pod has no controller: drain would refuse it.
 	k.Must(t, "", "delete", "pod", "plain", "--wait=true")
-	victim := w1.Spec.NodeName
+	victim := listPods(t, c, "default", "app=busy")[0].Spec.NodeName
 	r := k.Run(t, "", "drain", victim, "--ignore-daemonsets", "--timeout=5s")
 	all := r.Stdout + r.Stderr
 	if r.Err == nil || !strings.Contains(all, "Cannot evict pod as it would violate the pod's disruption budget.") {
@@ -141,7 +160,7 @@ func TestWorkloadsOnContainerd(t *testing.T) {
 	if !strings.Contains(all, "Warning: ignoring DaemonSet-managed Pods: default/agent-") {
 		t.Errorf("drain does not say it leaves the DaemonSet pod:\n%s", all)
 	}
-	k.Must(t, "", "patch", "pdb", "web-pdb", "--type=merge", "-p", `{"spec":{"minAvailable":1}}`)
+	k.Must(t, "", "patch", "pdb", "busy-pdb", "--type=merge", "-p", `{"spec":{"minAvailable":1}}`)
 	r = k.Run(t, "", "drain", victim, "--ignore-daemonsets", "--timeout=60s")
 	if r.Err != nil || !strings.Contains(r.Stdout, "node/"+victim+" drained") {
 		t.Errorf("drain of %s with minAvailable 1: %v\n%s%s", victim, r.Err, r.Stdout, r.Stderr)
@@ -149,7 +168,7 @@ func TestWorkloadsOnContainerd(t *testing.T) {
 	for _, p := range listPods(t, c, "default", "") {
 		switch {
 		case p.Spec.NodeName != victim || p.DeletionTimestamp != nil:
-		case strings.HasPrefix(p.Name, "agent-"):
+		case strings.HasPrefix(p.Name, "agent-"), p.Status.Phase == api.PodSucceeded:
 		default:
 			t.Errorf("pod %s still on drained %s", p.Name, victim)
 		}
@@ -246,6 +265,17 @@ spec:
         image: busybox:1.36
         imagePullPolicy: IfNotPresent
         command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+        volumeMounts:
+        - name: www
+          mountPath: /data
+  volumeClaimTemplates:
+  - metadata:
+      name: www
+    spec:
+      accessModes: [ "ReadWriteOnce" ]
+      resources:
+        requests:
+          storage: 1Gi
 `
 
 // The Kubernetes docs' hello CronJob, with the local busybox.
@@ -271,12 +301,32 @@ spec:
           restartPolicy: OnFailure
 `
 
+const workloadDeploymentYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: busy
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: busy}
+  template:
+    metadata:
+      labels: {app: busy}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: main
+        image: busybox:1.36
+        imagePullPolicy: IfNotPresent
+        command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+`
+
 const workloadPDBYAML = `apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata:
-  name: web-pdb
+  name: busy-pdb
 spec:
   minAvailable: 2
   selector:
-    matchLabels: {app: web}
+    matchLabels: {app: busy}
 `
