@@ -119,7 +119,6 @@ Notation: ` + "`[]`" + ` after a name is a list, ` + "`{}`" + ` a map; types are
 ## Values skiff restricts further than Kubernetes
 
 - Service ` + "`spec.type`" + `: ClusterIP or NodePort (no LoadBalancer, ExternalName); protocols TCP and UDP.
-- Pod ` + "`spec.dnsPolicy`" + `: ClusterFirst, ClusterFirstWithHostNet or Default (no None: there is no dnsConfig).
 - Container ` + "`terminationMessagePath`" + ` and ` + "`terminationMessagePolicy`" + `: only their defaults.
 - Volumes: configMap, secret, emptyDir, hostPath and projected; projected sources: serviceAccountToken,
   configMap and downwardAPI (metadata.name, metadata.namespace, metadata.uid), the three of the API access

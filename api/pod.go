@@ -78,8 +78,11 @@ type PodSpec struct {
 	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
 	// EnableServiceLinks injects Service environment variables (default true).
 	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
-	// DNSPolicy: ClusterFirst (default), Default or None-less subset.
+	// DNSPolicy: ClusterFirst (default), ClusterFirstWithHostNet, Default
+	// or None (agent/podworker/resolvconf.go).
 	DNSPolicy string `json:"dnsPolicy,omitempty"`
+	// DNSConfig is added to what the policy gives (all of it with None).
+	DNSConfig *PodDNSConfig `json:"dnsConfig,omitempty"`
 	// ResourceClaims the pod's containers may use (DRA, resource.go): an
 	// existing ResourceClaim or a ResourceClaimTemplate per entry.
 	ResourceClaims []PodResourceClaim `json:"resourceClaims,omitempty"`

@@ -23,7 +23,7 @@ var notSupported = map[string][]string{
 	"ObjectMeta": {"selfLink"},
 	"PodSpec": {"imagePullSecrets",
 		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "hostAliases", "runtimeClassName",
-		"topologySpreadConstraints", "overhead", "readinessGates", "dnsConfig", "os", "ephemeralContainers",
+		"topologySpreadConstraints", "overhead", "readinessGates", "os", "ephemeralContainers",
 		"schedulingGates", "setHostnameAsFQDN", "resources", "hostnameOverride"},
 	"Container": {"lifecycle", "resizePolicy", "restartPolicy", "restartPolicyRules",
 		"stdinOnce", "volumeDevices"},

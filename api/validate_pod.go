@@ -61,11 +61,7 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	default:
 		errs = append(errs, NotSupported(p+".restartPolicy", s.RestartPolicy, RestartAlways, RestartOnFailure, RestartNever))
 	}
-	switch s.DNSPolicy {
-	case "", "ClusterFirst", "ClusterFirstWithHostNet", "Default":
-	default:
-		errs = append(errs, NotSupported(p+".dnsPolicy", s.DNSPolicy, "ClusterFirst", "ClusterFirstWithHostNet", "Default"))
-	}
+	errs = append(errs, validatePodDNS(s, p)...) // dns.go
 	if s.TerminationGracePeriodSeconds != nil {
 		errs = append(errs, nonNegative(*s.TerminationGracePeriodSeconds, p+".terminationGracePeriodSeconds")...)
 	}

@@ -138,6 +138,17 @@ func TestValidateCases(t *testing.T) {
 			[]string{`status.capacity[nvidia.com/gpu]: Invalid value: "10e399": must be less than or equal to 9223372036854775807`,
 				`status.allocatable[cpu]: Invalid value: "9223372036854776": must be less than or equal to 9223372036854775807m`,
 				`status.allocatable[memory]: Invalid value: "-1": must be greater than or equal to 0`}},
+		{"dnsPolicy None needs dnsConfig", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {dnsPolicy: None, containers: [{name: c, image: i}]}\n",
+			[]string{"spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"}},
+		{"dnsPolicy None needs a nameserver", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {dnsPolicy: None, dnsConfig: {searches: [a.example]}, containers: [{name: c, image: i}]}\n",
+			[]string{"spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"}},
+		{"dnsConfig", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {dnsPolicy: Bad, dnsConfig: {nameservers: [1.1.1.1, 2.2.2.2, 3.3.3.3, x], searches: [\"Bad_Name\", ok.example.], options: [{value: \"1\"}]}, containers: [{name: c, image: i}]}\n",
+			[]string{`spec.dnsPolicy: Unsupported value: "Bad": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"`,
+				`spec.dnsConfig.nameservers: Invalid value: `, `must not have more than 3 nameservers`,
+				`spec.dnsConfig.nameservers[3]: Invalid value: "x": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`,
+				`spec.dnsConfig.searches[0]: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain`,
+				"spec.dnsConfig.options[0]: Required value: Option.Name must not be empty"}},
+		{"dnsConfig of the docs", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {dnsPolicy: None, dnsConfig: {nameservers: [192.0.2.1], searches: [ns1.svc.cluster-domain.example, my.dns.search.suffix], options: [{name: ndots, value: \"2\"}, {name: edns0}]}, containers: [{name: c, image: i}]}\n", nil},
 		{"largest quantities", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {limits: {cpu: 9223372036854775807m, memory: \"9223372036854775807\", nvidia.com/gpu: \"9223372036854775807\"}}}]}\n", nil},
 	}
 	for _, tt := range tests {

@@ -342,6 +342,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := ensureClusterInfo(ctx, reg, infoURL, ca.CertPEM()); err != nil { // clusterinfo.go
 		lg.Warn("cluster-info not written", "err", err) // the listener is open: nothing to fail on
 	}
+	if err := ensureClusterDNSService(ctx, reg); err != nil { // clusterdns.go
+		lg.Warn("the cluster DNS Service kube-system/kube-dns not made", "err", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	cp.cancel = cancel
 	local := srv.Local()

@@ -107,7 +107,8 @@ func startNodeNetwork(ctx context.Context, c client.Interface, nodeName string, 
 	pcfg := proxy.DefaultConfig()
 	pcfg.Wrap, pcfg.Log = wrap, lg
 	px := proxy.New(c, pcfg)
-	for name, run := range map[string]func(context.Context) error{"routes": routes.Run, "service proxy": px.Run} {
+	dnsRun := func(ctx context.Context) error { return runClusterDNS(ctx, c, netns, lg) } // dns.go
+	for name, run := range map[string]func(context.Context) error{"routes": routes.Run, "service proxy": px.Run, "cluster DNS": dnsRun} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -32,12 +32,12 @@ import (
 //     whenever it syncs the pod (an event, or the resync), so new
 //     services appear within a minute.
 //
-// Why a hosts file rather than a DNS server in the agent: nothing to run
-// or to secure, no port 53 to find on the node, no resolv.conf search
-// path games, and `cat /etc/hosts` in a pod shows students exactly what
-// name resolution sees. What it cannot do that CoreDNS does: names of
-// other namespaces' services other than by refresh, SRV records, and
-// immediate updates.
+// Names are also, and for every namespace, answered by the cluster DNS
+// (agent/dns; the pod's resolv.conf: resolvconf.go). The hosts file stays
+// because `cat /etc/hosts` shows students what a name lookup finds first
+// (the C library reads it before asking DNS); it is refreshed at each
+// sync, so it may lag a Service's change by up to a minute, while DNS
+// follows it at once. `nslookup` asks DNS only.
 
 // serviceLinkEnv are the service environment variables for svcs, sorted
 // by service name (later definitions of a variable lose to earlier ones

@@ -77,6 +77,11 @@ func (w *Worker) containerSpec(ctx context.Context, pod *api.Pod, c *api.Contain
 	} else if ok {
 		spec.Mounts = append(spec.Mounts, m)
 	}
+	if m, ok, err := w.resolvConfMount(ctx, pod); err != nil { // resolvconf.go
+		return runtime.ContainerSpec{}, err
+	} else if ok {
+		spec.Mounts = append(spec.Mounts, m)
+	}
 	if q, ok := c.Resources.Limits[api.ResourceCPU]; ok {
 		spec.CPUMillis = q.MilliValue()
 	}

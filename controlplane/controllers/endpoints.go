@@ -187,6 +187,11 @@ func endpointSubsets(svc *api.Service, pods []*api.Pod) []api.EndpointSubset {
 		if p.Spec.NodeName != "" {
 			addr.NodeName = new(p.Spec.NodeName)
 		}
+		// Kubernetes' ShouldSetHostname: the pod names itself under
+		// this headless Service (HOST.SVC.NS.svc.cluster.local).
+		if p.Spec.Hostname != "" && p.Spec.Subdomain == svc.Name && svc.Namespace == p.Namespace {
+			addr.Hostname = p.Spec.Hostname
+		}
 		if isPodReady(p) {
 			ss.Addresses = append(ss.Addresses, addr)
 		} else {
