@@ -40,7 +40,7 @@ func (f *clusterFlags) registerHA(cmd *cobra.Command) {
 	fl.StringVar(&e.CACertHash, "discovery-token-ca-cert-hash", "", "with --join-server: the cluster CA's pin, sha256:HEX, as the first server printed it; the join is refused when the server's CA does not match")
 	fl.BoolVar(&e.UnsafeSkipCAVerification, "discovery-token-unsafe-skip-ca-verification", false, "with --join-server: trust whatever CA the server presents (no pin); only on a network you trust")
 	fl.StringVar(&f.etcdURLs, "etcd-endpoints", "", "comma list of the client URLs of an external etcd to store the cluster in (no embedded member)")
-	fl.StringVar(&e.PeerListen, "etcd-peer-listen", e.PeerListen, "URL the embedded etcd member listens on for its peers (plain http: no cluster CA yet; keep it on a trusted network)")
+	fl.StringVar(&e.PeerListen, "etcd-peer-listen", e.PeerListen, "URL the embedded etcd member listens on for its peers (https: TLS with the cluster CA, only servers' certificates accepted)")
 	fl.StringVar(&e.ClientListen, "etcd-client-listen", e.ClientListen, "URL the embedded etcd member serves clients on (this server's own API server; loopback is enough)")
 	fl.DurationVar(&e.LeaderLeaseTTL, "leader-lease-ttl", e.LeaderLeaseTTL, "with etcd: how long a dead leader holds the leadership of the scheduler and controllers before another server takes over")
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/dashboard"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 // dashboardCluster is a real API server with the dashboard, over TLS, and
@@ -43,9 +43,7 @@ func dashboardCluster(t *testing.T) (*client.Client, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewTLSServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	ts, caPEM := pkitest.StartAPIServer(t, srv.Handler())
 	c, err := client.New(client.Config{Server: ts.URL, Token: "t", CAData: caPEM})
 	if err != nil {
 		t.Fatal(err)

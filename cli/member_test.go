@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
+	"skiff.dev/skiff/controlplane/etcd"
 	"skiff.dev/skiff/controlplane/etcd/etcdtest"
 )
 
@@ -27,7 +29,7 @@ func startEtcdServer(t *testing.T, name, join, token, caHash string) (*controlpl
 	cfg.Scheduler = false
 	ec := controlplane.DefaultEtcdConfig()
 	ec.Name, ec.ClusterInit, ec.JoinServer, ec.CACertHash = name, join == "", join, caHash
-	ec.PeerListen, ec.ClientListen = "http://"+etcdtest.FreeAddr(t), "http://"+etcdtest.FreeAddr(t)
+	ec.PeerListen, ec.ClientListen = "https://"+etcdtest.FreeAddr(t), "https://"+etcdtest.FreeAddr(t)
 	cfg.Etcd = ec
 	cp, err := controlplane.Start(context.Background(), cfg) // its ctx is its life: Stop ends it
 	if err != nil {
@@ -38,7 +40,15 @@ func startEtcdServer(t *testing.T, name, join, token, caHash string) (*controlpl
 	if err := client.WriteKubeconfig(conf, cp.ClientConfig()); err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ec.ClientListen}, DialTimeout: 5 * time.Second})
+	tlsc, err := etcd.ServerTLS(cfg.DataDir, cp.CA(), ec.PeerListen, ec.ClientListen) // the server's own etcd certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := (transport.TLSInfo{CertFile: tlsc.CertFile, KeyFile: tlsc.KeyFile, TrustedCAFile: tlsc.CAFile}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ec.ClientListen}, DialTimeout: 5 * time.Second, TLS: tc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/apiserver"
 	"skiff.dev/skiff/controlplane/store"
+	"skiff.dev/skiff/pki/pkitest"
 )
 
 // newHTTPCluster is a real API server over HTTP (default Pod Security:
@@ -37,10 +36,8 @@ func newHTTPCluster(t *testing.T) (config string) {
 		t.Fatal(err)
 	}
 	// TLS: a kubeconfig's token is sent over https only, as kubectl does.
-	ts := httptest.NewTLSServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	ts, caPEM := pkitest.StartAPIServer(t, srv.Handler())
 	config = filepath.Join(t.TempDir(), "config")
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
 	if err := client.WriteKubeconfig(config, client.Config{Server: ts.URL, Token: "t", CAData: caPEM}); err != nil {
 		t.Fatal(err)
 	}

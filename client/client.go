@@ -19,6 +19,7 @@ import (
 	sjson "sigs.k8s.io/json"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/pki"
 )
 
 // Client speaks HTTP to a skiff API server. It is safe for concurrent use;
@@ -163,9 +164,11 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // unreachable reports whether err means no connection was made: the
-// request was not sent, and another server may take it.
+// request was not sent, and another server may take it. A server that is
+// no API server (pki.ErrNotAPIServer, refused in the handshake) is one
+// of those: it is skipped, as one that is down.
 func unreachable(err error) bool {
-	if errors.Is(err, syscall.ECONNREFUSED) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, pki.ErrNotAPIServer) {
 		return true
 	}
 	var op *net.OpError

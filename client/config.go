@@ -6,12 +6,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/pki"
 )
 
 // Config tells a client where the API server is and how to authenticate.
@@ -72,7 +74,12 @@ func (c Config) Validate() error {
 
 // TLSConfig is the TLS configuration the config asks for: the servers
 // verified against CAData (the system's roots without it), the client
-// certificate presented when there is one.
+// certificate presented when there is one. With CAData (a skiff cluster's
+// CA) a server must also prove it is an API server (pki.VerifyAPIServer):
+// the cluster CA signs the agents' serving certificates too, and anyone
+// with the join token can get one, so chain and host name are not enough.
+// The check runs in the handshake, before the client sends its
+// certificate or any request: a refused server sees no token.
 func (c Config) TLSConfig() (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(c.CAData) > 0 {
@@ -81,6 +88,9 @@ func (c Config) TLSConfig() (*tls.Config, error) {
 			return nil, errors.New("certificate authority data: no PEM certificate in it")
 		}
 		tc.RootCAs = pool
+		tc.VerifyConnection = func(cs tls.ConnectionState) error {
+			return pki.VerifyAPIServer(cs.PeerCertificates)
+		}
 	}
 	if len(c.CertData) > 0 || len(c.KeyData) > 0 {
 		cert, err := tls.X509KeyPair(c.CertData, c.KeyData)
@@ -133,4 +143,41 @@ func WithFieldManager(ctx context.Context, manager string) context.Context {
 func FieldManager(ctx context.Context) string {
 	m, _ := ctx.Value(fieldManagerKey{}).(string)
 	return m
+}
+
+// CheckServer completes a TLS handshake with the API server at server (a
+// URL or host:port) with the config's TLS and sends nothing: nil when it
+// is an API server of the cluster (chain, host name, pki.APIServerURI).
+// An agent checks each server gossip names before it uses it.
+func (c Config) CheckServer(ctx context.Context, server string) error {
+	u, err := parseServer(server)
+	if err != nil {
+		return err
+	}
+	if len(c.CAData) == 0 {
+		return fmt.Errorf("check API server %s: no cluster CA to check it against", server)
+	}
+	tc, err := Config{CAData: c.CAData}.TLSConfig()
+	if err != nil {
+		return err
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "443")
+	}
+	d := &tls.Dialer{Config: tc, NetDialer: &net.Dialer{Timeout: 10 * time.Second}}
+	conn, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return fmt.Errorf("check API server %s: %w", server, err)
+	}
+	return conn.Close()
+}
+
+// IsNotAPIServer reports whether err (of CheckServer, or of a request)
+// means the server answered but is not an API server of the cluster: its
+// certificate is not of the cluster CA, names another host, or is not an
+// API server's (pki.ErrNotAPIServer).
+func IsNotAPIServer(err error) bool {
+	var ve *tls.CertificateVerificationError
+	return errors.Is(err, pki.ErrNotAPIServer) || errors.As(err, &ve)
 }

@@ -122,14 +122,17 @@ func Agent(ctx context.Context, a AgentConfig) error {
 	if nodeIP == "" {
 		nodeIP = agent.DefaultConfig().NodeIP
 	}
-	creds, err := node.Credentials(ctx, node.BootstrapConfig{DataDir: a.DataDir, Server: apiURL, Token: a.Token, CAHash: a.CAHash,
+	creds, apiURL, err := node.Credentials(ctx, node.BootstrapConfig{DataDir: a.DataDir, Servers: node.GossipServers(m, apiURL), Token: a.Token, CAHash: a.CAHash,
 		UnsafeSkipCA: a.UnsafeSkipCA, Name: cfg.Name, Addresses: []string{nodeIP}, Log: lg})
 	if err != nil {
 		return err
 	}
 	cfg.Credentials = &creds
-	c, err := client.New(client.Config{Server: apiURL, Servers: m.APIServers(), CAData: creds.CA, CertData: creds.ClientCert, KeyData: creds.ClientKey,
-		UserAgent: client.UserAgent("skiff-agent")})
+	cc := client.Config{Server: apiURL, CAData: creds.CA, CertData: creds.ClientCert, KeyData: creds.ClientKey,
+		UserAgent: client.UserAgent("skiff-agent")}
+	verified := node.NewServerCheck(cc, lg)
+	cc.Servers = verified.Filter(ctx, m.APIServers())
+	c, err := client.New(cc)
 	if err != nil {
 		return err
 	}
@@ -139,7 +142,7 @@ func Agent(ctx context.Context, a AgentConfig) error {
 	}
 	followCtx, stopFollow := context.WithCancel(ctx)
 	defer stopFollow()
-	go node.FollowAPIServers(followCtx, m, c, lg)
+	go node.FollowAPIServers(followCtx, m, c, verified, lg)
 	info := n.Info()
 	if !info.Simulated {
 		if err := RecordContainerd(Containerd{Address: a.ContainerdAddress, Namespace: a.ContainerdNamespace}); err != nil {

@@ -278,8 +278,12 @@ func FetchCA(ctx context.Context, server, pin string, skipVerify bool) (*pki.CA,
 		return nil, errors.New("no --discovery-token-ca-cert-hash: give the sha256:... pin `skiff server` printed (or, on a trusted network only, --discovery-token-unsafe-skip-ca-verification)")
 	}
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		// Nothing to verify against yet: the pin below is the check.
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // checked against the pin
+		// Nothing to verify the chain against yet: the pin below is the
+		// check, and checkServerCert after it. A server whose certificate
+		// does not even claim to be an API server's is refused in the
+		// handshake, before any request.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, //nolint:gosec // checked against the pin
+			VerifyConnection: func(cs tls.ConnectionState) error { return pki.VerifyAPIServer(cs.PeerCertificates) }},
 		ForceAttemptHTTP2: false,
 	}}
 	defer hc.CloseIdleConnections()
@@ -305,7 +309,31 @@ func FetchCA(ctx context.Context, server, pin string, skipVerify bool) (*pki.CA,
 			return nil, fmt.Errorf("%w: %w (is %s really the cluster's server?)", ErrCAHash, err, server)
 		}
 	}
+	// The CA is public: anyone can hand it out. The server that did must
+	// also hold an API server's certificate of it.
+	if err := checkServerCert(resp.TLS, ca, req.URL.Hostname()); err != nil {
+		return nil, fmt.Errorf("fetch the cluster CA from %s: %w", server, err)
+	}
 	return ca, nil
+}
+
+// checkServerCert verifies the certificate a server presented on a
+// connection made without verification: signed by ca, valid for host, an
+// API server's (pki.IsAPIServer).
+func checkServerCert(cs *tls.ConnectionState, ca *pki.CA, host string) error {
+	if cs == nil || len(cs.PeerCertificates) == 0 {
+		return errors.New("the server presented no certificate")
+	}
+	leaf := cs.PeerCertificates[0]
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), Intermediates: inter, DNSName: host,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return fmt.Errorf("the server's certificate: %w", err)
+	}
+	return pki.VerifyAPIServer(cs.PeerCertificates)
 }
 
 // RequestNodeCredentials asks the API server at server (verified against
@@ -447,5 +475,5 @@ func servingLeaf(listen string, advertised ...string) pki.Leaf {
 		hosts = append(hosts, a)
 	}
 	dns, ips := pki.ServingNames(hosts...)
-	return pki.Leaf{CommonName: "kube-apiserver", DNSNames: dns, IPs: ips, Server: true}
+	return pki.APIServerLeaf(pki.Leaf{DNSNames: dns, IPs: ips})
 }

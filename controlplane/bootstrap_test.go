@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -173,4 +174,49 @@ func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestFetchCARefusesANodePosingAsTheServer: a join-token holder can get a
+// node's serving certificate for its own address and hand out the
+// cluster's (public) CA; the pin matches, but its certificate is not an
+// API server's, so FetchCA refuses it, and a joining server or agent
+// never sends it a token.
+func TestFetchCARefusesANodePosingAsTheServer(t *testing.T) {
+	cp := bootstrapCP(t)
+	nc, err := cp.ca.IssueNode("laptop", []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeCert, err := tls.X509KeyPair(nc.ServingCert, nc.ServingKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiCert, apiKey, err := cp.ca.Issue(servingLeaf("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realCert, err := tls.X509KeyPair(apiCert, apiKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(cert tls.Certificate) string {
+		srv := httptest.NewUnstartedServer(cp.bootstrapHandler())
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	rogue, real := serve(nodeCert), serve(realCert)
+	for _, skip := range []bool{false, true} {
+		pin := cp.ca.Hash()
+		if skip {
+			pin = ""
+		}
+		if _, err := FetchCA(t.Context(), rogue, pin, skip); !errors.Is(err, pki.ErrNotAPIServer) {
+			t.Errorf("FetchCA from a node's server (skip verification %v): %v, want %v", skip, err, pki.ErrNotAPIServer)
+		}
+		if _, err := FetchCA(t.Context(), real, pin, skip); err != nil {
+			t.Errorf("FetchCA from the API server (skip verification %v): %v", skip, err)
+		}
+	}
 }

@@ -585,14 +585,13 @@ func (cp *ControlPlane) Local() client.Interface { return cp.server.Local() }
 func (cp *ControlPlane) Metrics() *metrics.Metrics { return cp.metrics }
 
 // ClientConfig is what a CLI needs to reach this control plane: this
-// server, then the other servers gossip knows (with etcd).
+// server, then the other servers (with etcd: those recorded in etcd and
+// alive in gossip). The CLI checks each one's certificate anyway.
 func (cp *ControlPlane) ClientConfig() client.Config {
 	cc := client.Config{Server: cp.URL(), Token: cp.token, CAData: cp.ca.CertPEM()}
-	if cp.etcd != nil && cp.gossip != nil {
-		for _, u := range cp.gossip.APIServers() {
-			if u != cp.advURL && u != cc.Server {
-				cc.Servers = append(cc.Servers, u)
-			}
+	for _, u := range cp.otherServers() { // etcd_backend.go: never gossip's word alone
+		if u != cc.Server {
+			cc.Servers = append(cc.Servers, u)
 		}
 	}
 	return cc

@@ -56,7 +56,11 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, ca *pki.CA, l
 		}
 		// The member listens on its peer URL and advertises it: the
 		// advertised one, so that the others can reach it.
-		mc := etcd.Config{Name: name, DataDir: dir, PeerURL: peer, ClientURL: ec.ClientListen, Log: lg}
+		tlsc, err := etcd.ServerTLS(cfg.DataDir, ca, peer, ec.PeerListen, ec.ClientListen)
+		if err != nil {
+			return nil, err
+		}
+		mc := etcd.Config{Name: name, DataDir: dir, PeerURL: peer, ClientURL: ec.ClientListen, TLS: tlsc, Log: lg}
 		switch {
 		case memberDataExists(dir):
 			lg.Info("restarting the etcd member from its data", "dir", dir)
@@ -73,6 +77,15 @@ func openEtcd(ctx context.Context, cfg Config, name, token string, ca *pki.CA, l
 		m, err := etcd.StartEmbedded(ctx, mc)
 		if err != nil {
 			return nil, fmt.Errorf("start etcd member %s: %w", name, err)
+		}
+		if !m.IsLearner() {
+			// A member made when etcd's peer traffic was plain http still
+			// advertises its http:// URL: the others would dial it there.
+			if changed, err := etcd.UpdatePeerURL(ctx, m.Client(), name, peer); err != nil {
+				lg.Warn("update this member's peer URL", "err", err)
+			} else if changed {
+				lg.Info("this etcd member now advertises its TLS peer URL", "peer", peer)
+			}
 		}
 		if m.IsLearner() {
 			// Added as a learner (a join, or a restart of one that stopped
@@ -184,6 +197,46 @@ func (b *etcdBackend) meetServers(ctx context.Context, name, apiURL string, m *m
 	return nil
 }
 
+// otherServers are the API URLs of the other servers of this cluster
+// that gossip knows alive: with etcd those that recorded themselves under
+// ServersPrefix (only a server can write to etcd); a gossip member that
+// says it is a server is no server by that alone. With bbolt there is no
+// other server.
+func (cp *ControlPlane) otherServers() []string {
+	if cp.etcd == nil || cp.gossip == nil {
+		return nil
+	}
+	alive := cp.gossip.APIServers()
+	if len(alive) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cp.etcd.client.Get(ctx, ServersPrefix, clientv3.WithPrefix())
+	if err != nil {
+		cp.log.Warn("read the servers' records from etcd", "err", err)
+		return nil
+	}
+	recorded := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		var r serverRecord
+		if json.Unmarshal(kv.Value, &r) == nil && r.APIServer != "" {
+			recorded[r.APIServer] = true
+		}
+	}
+	var out []string
+	for _, u := range alive {
+		switch {
+		case u == cp.advURL:
+		case recorded[u]:
+			out = append(out, u)
+		default:
+			cp.log.Debug("a gossip member advertises an API server no server recorded; ignored", "url", u)
+		}
+	}
+	return out
+}
+
 // skiffHandler serves api.JoinPath and api.LeaderPath (behind the API token).
 func (cp *ControlPlane) skiffHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -209,7 +262,7 @@ func (cp *ControlPlane) serveJoin(w http.ResponseWriter, r *http.Request) {
 	if req.Name == "" {
 		errs = append(errs, "name: required")
 	}
-	if _, err := parseHTTPURL(req.PeerURL); err != nil {
+	if err := checkEtcdURL(req.PeerURL); err != nil {
 		errs = append(errs, "peerURL: "+err.Error())
 	}
 	if len(errs) > 0 {

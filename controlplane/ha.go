@@ -49,9 +49,11 @@ import (
 // cluster again without being told where it is.
 //
 // Every server serves the API; the scheduler and the controllers run on
-// the elected leader only (package controlplane/election). etcd's peer traffic is still
-// plain http on the given addresses (the cluster CA does not cover port
-// 2380 yet), so keep --etcd-peer-listen on a trusted lab network.
+// the elected leader only (package controlplane/election). etcd's peer
+// and client traffic is TLS with the cluster CA (https:// URLs;
+// etcd.ServerTLS): each server's member has a certificate named
+// pki.EtcdCommonName, which no node or user certificate can carry, and
+// etcd refuses a peer or client without one.
 //
 // What stays per server, in memory, with several servers:
 //   - pod traces (`skiff trace pod`, GET/POST pods/NAME/trace): each API
@@ -109,8 +111,8 @@ func DefaultEtcdConfig() *EtcdConfig {
 	return &EtcdConfig{
 		// etcd's own ports, on loopback: a lab machine runs one server; on
 		// one machine (tests, a demo) each server takes other ports.
-		PeerListen:   "http://127.0.0.1:2380",
-		ClientListen: "http://127.0.0.1:2379",
+		PeerListen:   "https://127.0.0.1:2380",
+		ClientListen: "https://127.0.0.1:2379",
 		// 5 s: failover within seconds, and 2/3 of it (the time a leader
 		// waits without a renewal before it steps down) stays well above
 		// the stalls of a busy lab machine (an fsync, a GC pause), so a
@@ -155,12 +157,12 @@ func (c *EtcdConfig) validate(token string) []error {
 	}
 	if c.embedded() {
 		for _, f := range []struct{ name, v string }{{"--etcd-peer-listen", c.PeerListen}, {"--etcd-client-listen", c.ClientListen}} {
-			if _, err := parseHTTPURL(f.v); err != nil {
+			if err := checkEtcdURL(f.v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
 			}
 		}
 		if c.PeerAdvertise != "" {
-			if _, err := parseHTTPURL(c.PeerAdvertise); err != nil {
+			if err := checkEtcdURL(c.PeerAdvertise); err != nil {
 				errs = append(errs, fmt.Errorf("etcd peer advertise URL: %w", err))
 			}
 		}
@@ -185,6 +187,19 @@ func parseHTTPURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q: want http://HOST:PORT (no port)", s)
 	}
 	return u, nil
+}
+
+// checkEtcdURL accepts an embedded member's URL: https://HOST:PORT. Its
+// peer and client traffic is TLS with the cluster CA (etcd.ServerTLS).
+func checkEtcdURL(s string) error {
+	u, err := parseHTTPURL(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("%q: want https://HOST:PORT (etcd's traffic between servers is TLS with the cluster CA)", s)
+	}
+	return nil
 }
 
 // memberDataExists reports whether dir already holds an etcd member (a

@@ -32,6 +32,9 @@ func TestEtcdConfigValidate(t *testing.T) {
 			c.ClusterInit, c.PeerListen, c.ClientListen = true, "127.0.0.1:2380", "http://127.0.0.1"
 		}), "",
 			[]string{"--etcd-peer-listen", "--etcd-client-listen", "no port"}},
+		{"plain-http member URLs", with(func(c *EtcdConfig) {
+			c.ClusterInit, c.PeerListen = true, "http://127.0.0.1:2380"
+		}), "", []string{`--etcd-peer-listen: "http://127.0.0.1:2380": want https://HOST:PORT (etcd's traffic between servers is TLS with the cluster CA)`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -64,17 +64,15 @@ func (cp *ControlPlane) kubernetesService() *controllers.KubernetesServiceConfig
 }
 
 // apiServerAddrs are the IP:port of every API server: this one first
-// (its advertised URL, else its listen address), then the others gossip
-// knows alive. An unspecified host (0.0.0.0) becomes this machine's
+// (its advertised URL, else its listen address), then the others
+// (otherServers: recorded in etcd and alive in gossip). An unspecified host (0.0.0.0) becomes this machine's
 // address towards the default route.
 func (cp *ControlPlane) apiServerAddrs() []string {
 	urls := []string{cp.advURL}
 	if cp.advURL == "" {
 		urls[0] = "https://" + cp.server.Addr()
 	}
-	if cp.gossip != nil {
-		urls = append(urls, cp.gossip.APIServers()...)
-	}
+	urls = append(urls, cp.otherServers()...) // never gossip's word alone
 	var out []string
 	for _, u := range urls {
 		a, err := hostPortOf(u)

@@ -81,7 +81,7 @@ func startHAClusterOn(t testing.TB, servers, agents int, external string) *haClu
 			s.args = append(append(s.args, "--join-server", h.servers[0].apiURL), joinArgs(t, h.servers[0].dataDir, "token")...)
 		}
 		if external == "" {
-			s.args = append(s.args, "--etcd-peer-listen", "http://"+freeLoopbackAddr(t), "--etcd-client-listen", "http://"+freeLoopbackAddr(t))
+			s.args = append(s.args, "--etcd-peer-listen", "https://"+freeLoopbackAddr(t), "--etcd-client-listen", "https://"+freeLoopbackAddr(t))
 		}
 		s.proc = startProc(t, h.bin, h.home, s.args...)
 		h.servers = append(h.servers, s)

@@ -26,7 +26,9 @@ import (
 //     against it, for the node's certificates (CN system:node:NAME) with
 //     the join token; kept in the data dir and reused while they fit.
 //  3. FollowAPIServers: keep the client's API servers equal to those
-//     gossip knows alive (several servers on embedded etcd).
+//     gossip knows alive that prove to be API servers (several servers
+//     on embedded etcd). Gossip grants nothing by itself: a server's
+//     certificate must be an API server's (pki.VerifyAPIServer).
 
 // JoinConfig is what Join needs.
 type JoinConfig struct {
@@ -81,20 +83,43 @@ func Join(ctx context.Context, cfg JoinConfig) (*membership.Membership, string, 
 
 // BootstrapConfig is what Credentials needs.
 type BootstrapConfig struct {
-	DataDir, Server, Token, CAHash string
-	UnsafeSkipCA                   bool
-	Name                           string
-	Addresses                      []string
-	Log                            *slog.Logger
+	DataDir, Token, CAHash string
+	// Servers are the API servers gossip names (GossipServers), tried in
+	// order.
+	Servers      []string
+	UnsafeSkipCA bool
+	Name         string
+	Addresses    []string
+	Log          *slog.Logger
 }
 
-// Credentials returns the node's certificates: those kept in its data
-// dir (pki.NodeDir) when they still fit (its name, its addresses, not
-// near expiry, the pinned CA), else new ones from the server at
-// j.Server: the CA fetched and checked against the pin first
+// GossipServers are the API servers gossip names, first the one Join
+// returned.
+func GossipServers(m *membership.Membership, first string) []string {
+	out := []string{first}
+	for _, s := range m.APIServers() {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Credentials returns the node's certificates and the API server to start
+// with. Gossip grants nothing by itself: a member that says it is an API
+// server, with a node's certificate of the cluster CA (anyone holding the
+// join token can get one), is refused, and the next server tried.
+//
+// Those kept in the data dir (pki.NodeDir) are used when they still fit
+// (its name, its addresses, not near expiry, the pinned CA), with the
+// first of j.Servers that proves to be an API server of that CA
+// (client.Config.CheckServer; one that cannot be reached now is kept: the
+// client keeps trying it). Else new ones come from the first of j.Servers
+// that answers as the cluster's API server: the CA fetched, checked
+// against the pin, and the server's certificate against the CA
 // (controlplane.FetchCA), then the credential request with the join
 // token, verified against that CA. New ones are saved for the next start.
-func Credentials(ctx context.Context, j BootstrapConfig) (pki.NodeCredentials, error) {
+func Credentials(ctx context.Context, j BootstrapConfig) (pki.NodeCredentials, string, error) {
 	dir := pki.NodeDir(j.DataDir)
 	kept, err := pki.LoadNodeCredentials(dir)
 	if err == nil {
@@ -108,38 +133,87 @@ func Credentials(ctx context.Context, j BootstrapConfig) (pki.NodeCredentials, e
 	}
 	if err == nil {
 		j.Log.Info("using the node credentials kept in the data dir", "dir", dir)
-		return kept, nil
+		var errs []error
+		for _, s := range j.Servers {
+			cerr := client.Config{CAData: kept.CA}.CheckServer(ctx, s)
+			if cerr == nil || !client.IsNotAPIServer(cerr) {
+				return kept, s, nil
+			}
+			j.Log.Warn("not an API server of this cluster; trying the next", "server", s, "err", cerr)
+			errs = append(errs, cerr)
+		}
+		return pki.NodeCredentials{}, "", fmt.Errorf("no API server gossip names proves to be one: %w", errors.Join(errs...))
 	}
 	if !pki.IsNotExist(err) {
 		j.Log.Info("asking for new node credentials", "reason", err)
 	}
-	ca, err := controlplane.FetchCA(ctx, j.Server, j.CAHash, j.UnsafeSkipCA)
-	if err != nil {
-		return pki.NodeCredentials{}, err
+	var errs []error
+	for _, s := range j.Servers {
+		ca, err := controlplane.FetchCA(ctx, s, j.CAHash, j.UnsafeSkipCA)
+		if err != nil {
+			if len(j.Servers) > 1 {
+				j.Log.Warn("not the cluster's API server; trying the next", "server", s, "err", err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		nc, err := controlplane.RequestNodeCredentials(ctx, s, ca, j.Token, j.Name, j.Addresses)
+		if err != nil {
+			return pki.NodeCredentials{}, "", err
+		}
+		if err := nc.Save(dir); err != nil {
+			return pki.NodeCredentials{}, "", err
+		}
+		return nc, s, nil
 	}
-	nc, err := controlplane.RequestNodeCredentials(ctx, j.Server, ca, j.Token, j.Name, j.Addresses)
-	if err != nil {
-		return pki.NodeCredentials{}, err
+	return pki.NodeCredentials{}, "", errors.Join(errs...)
+}
+
+// ServerCheck remembers which API server URLs proved to be API servers
+// of the cluster (client.Config.CheckServer): gossip names them, and
+// gossip metadata grants nothing by itself. Not safe for concurrent use.
+type ServerCheck struct {
+	cc  client.Config
+	ok  map[string]bool
+	log *slog.Logger
+}
+
+// NewServerCheck checks servers against cc's CA; cc.Server is known good.
+func NewServerCheck(cc client.Config, lg *slog.Logger) *ServerCheck {
+	return &ServerCheck{cc: cc, ok: map[string]bool{cc.Server: true}, log: lg}
+}
+
+// Filter keeps the servers that prove to be API servers (one TLS
+// handshake each, the first time; a refused one is asked again next time).
+func (v *ServerCheck) Filter(ctx context.Context, servers []string) []string {
+	var out []string
+	for _, s := range servers {
+		if !v.ok[s] {
+			if err := v.cc.CheckServer(ctx, s); err != nil {
+				v.log.Warn("gossip names an API server that is not one of this cluster; ignored", "server", s, "err", err)
+				continue
+			}
+			v.ok[s] = true
+		}
+		out = append(out, s)
 	}
-	if err := nc.Save(dir); err != nil {
-		return pki.NodeCredentials{}, err
-	}
-	return nc, nil
+	return out
 }
 
 // FollowAPIServers keeps the client's list of API servers equal to the
-// servers gossip knows alive (several with embedded etcd: the client
-// fails over among them), until ctx ends. It is the member's one reader
-// of Changed. An empty list (every server gone) keeps the last one: the
-// client keeps trying it until a server comes back.
-func FollowAPIServers(ctx context.Context, m *membership.Membership, c *client.Client, lg *slog.Logger) {
+// servers gossip knows alive that prove to be API servers (verified), so
+// the client fails over among them (several servers on embedded etcd),
+// until ctx ends. It is the member's one reader of Changed. An empty list
+// (every server gone) keeps the last one: the client keeps trying it
+// until a server comes back.
+func FollowAPIServers(ctx context.Context, m *membership.Membership, c *client.Client, verified *ServerCheck, lg *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.Changed():
 		}
-		servers := m.APIServers()
+		servers := verified.Filter(ctx, m.APIServers())
 		if len(servers) == 0 || slices.Equal(sortedCopy(servers), sortedCopy(c.Servers())) {
 			continue
 		}

@@ -146,7 +146,7 @@ func TestJoinPinsTheCA(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			nc, err := node.Credentials(t.Context(), node.BootstrapConfig{DataDir: dir, Server: cp.URL(), Token: tt.token, CAHash: tt.pin,
+			nc, _, err := node.Credentials(t.Context(), node.BootstrapConfig{DataDir: dir, Servers: []string{cp.URL()}, Token: tt.token, CAHash: tt.pin,
 				UnsafeSkipCA: tt.skip, Name: "gpu-1", Addresses: []string{"127.0.0.1"}, Log: lg})
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -172,7 +172,7 @@ func TestJoinPinsTheCA(t *testing.T) {
 				t.Fatalf("client certificate of %s %v", user, groups)
 			}
 			// A restart reuses what was kept, even without the server.
-			again, err := node.Credentials(t.Context(), node.BootstrapConfig{DataDir: dir, Server: "https://127.0.0.1:1", Token: tt.token, CAHash: tt.pin,
+			again, _, err := node.Credentials(t.Context(), node.BootstrapConfig{DataDir: dir, Servers: []string{"https://127.0.0.1:1"}, Token: tt.token, CAHash: tt.pin,
 				UnsafeSkipCA: tt.skip, Name: "gpu-1", Addresses: []string{"127.0.0.1"}, Log: lg})
 			if err != nil || string(again.ClientCert) != string(nc.ClientCert) {
 				t.Fatalf("restart: %v; want the kept credentials", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,7 +80,8 @@ func (ca *CA) fits(c tls.Certificate, leaf Leaf, now time.Time) error {
 	if x.Subject.CommonName != leaf.CommonName || !slices.Equal(x.Subject.Organization, leaf.Organization) {
 		return errors.New("subject differs")
 	}
-	if !slices.Equal(sortedStrings(x.DNSNames), sortedStrings(leaf.DNSNames)) || !sameIPs(x.IPAddresses, leaf.IPs) {
+	if !slices.Equal(sortedStrings(x.DNSNames), sortedStrings(leaf.DNSNames)) || !sameIPs(x.IPAddresses, leaf.IPs) ||
+		!slices.Equal(uriStrings(x.URIs), uriStrings(leaf.URIs)) {
 		return errors.New("SANs differ")
 	}
 	if slices.Contains(x.ExtKeyUsage, x509.ExtKeyUsageServerAuth) != leaf.Server ||
@@ -235,4 +237,12 @@ func sameIPs(a, b []net.IP) bool {
 		bs[i] = ip.String()
 	}
 	return slices.Equal(sortedStrings(as), sortedStrings(bs))
+}
+
+func uriStrings(us []*url.URL) []string {
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = u.String()
+	}
+	return sortedStrings(out)
 }

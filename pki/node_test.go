@@ -3,6 +3,9 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,6 +87,67 @@ func TestIssueNodeUsages(t *testing.T) {
 			if err := pair.Leaf.VerifyHostname("10.0.0.7"); err != nil {
 				t.Errorf("the serving certificate is not valid for the node's address: %v", err)
 			}
+		}
+	}
+}
+
+// TestOnlyAPIServersCarryTheIdentity: the API server's leaf carries
+// APIServerURI; nothing a node gets does, whatever its name.
+func TestOnlyAPIServersCarryTheIdentity(t *testing.T) {
+	ca, err := LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(certPEM []byte) *x509.Certificate {
+		t.Helper()
+		b, _ := pem.Decode(certPEM)
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	apiCert, _, err := ca.Issue(APIServerLeaf(Leaf{IPs: []net.IP{net.IPv4(10, 0, 0, 1)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := parse(apiCert); !IsAPIServer(c) || VerifyAPIServer([]*x509.Certificate{c}) != nil {
+		t.Fatalf("the API server's certificate is not an API server's: URIs %v", c.URIs)
+	}
+	nc, err := ca.IssueNode("kube-apiserver", []string{"10.0.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]byte{nc.ServingCert, nc.ClientCert} {
+		if x := parse(c); IsAPIServer(x) || !errors.Is(VerifyAPIServer([]*x509.Certificate{x}), ErrNotAPIServer) {
+			t.Errorf("a node's certificate (%s) passes for an API server", x.Subject.CommonName)
+		}
+	}
+	etcdCert, _, err := ca.Issue(EtcdLeaf("127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if IsAPIServer(parse(etcdCert)) {
+		t.Error("the etcd certificate passes for an API server")
+	}
+}
+
+func TestReservedNames(t *testing.T) {
+	for _, tt := range []struct {
+		cn     string
+		groups []string
+		ok     bool
+	}{
+		{"alice", []string{"students"}, true},
+		{"teacher", []string{MastersGroup}, true},
+		{EtcdCommonName, nil, false},
+		{"system:node:gpu-1", []string{NodesGroup}, false},
+		{"bob", []string{NodesGroup}, false},
+		{"system:serviceaccount:a:b", nil, false},
+		{"carol", []string{"system:serviceaccounts:default"}, false},
+	} {
+		if got := Reserved(tt.cn, tt.groups) == ""; got != tt.ok {
+			t.Errorf("Reserved(%q, %v) allows: %v, want %v", tt.cn, tt.groups, got, tt.ok)
 		}
 	}
 }

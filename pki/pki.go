@@ -33,6 +33,7 @@ import (
 	"io/fs"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,6 +221,9 @@ type Leaf struct {
 	// DNSNames and IPs are the SANs of a serving certificate.
 	DNSNames []string
 	IPs      []net.IP
+	// URIs are URI SANs: APIServerURI marks an API server's serving
+	// certificate, EtcdPeerURI a server's etcd certificate (role.go).
+	URIs []*url.URL
 	// Server and Client choose the extended key usages (both may be set).
 	Server, Client bool
 }
@@ -246,6 +250,7 @@ func (ca *CA) Issue(leaf Leaf) (certPEM, keyPEM []byte, err error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		DNSNames:     leaf.DNSNames,
 		IPAddresses:  leaf.IPs,
+		URIs:         leaf.URIs,
 	}
 	if leaf.Server {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)

@@ -2,10 +2,12 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,9 +15,12 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"skiff.dev/skiff/pki"
 )
 
 // Cluster states of Config.ClusterState.
@@ -32,9 +37,9 @@ type Config struct {
 	Name string
 	// DataDir holds the member's write-ahead log and database.
 	DataDir string
-	// ClientURL is where clients connect, e.g. http://127.0.0.1:2379.
+	// ClientURL is where clients connect, e.g. https://127.0.0.1:2379.
 	ClientURL string
-	// PeerURL is where the other members connect, e.g. http://10.0.0.1:2380.
+	// PeerURL is where the other members connect, e.g. https://10.0.0.1:2380.
 	PeerURL string
 	// InitialCluster is "name=peerURL,..." of every member at start; ""
 	// means a cluster of this member alone (Name=PeerURL).
@@ -45,8 +50,36 @@ type Config struct {
 	// StartTimeout bounds the wait for the member to serve; 0 means one
 	// minute (a joining member may need to catch up on a snapshot).
 	StartTimeout time.Duration
+	// TLS secures both URLs (then both are https://); nil serves them
+	// in plain http (only the package's own tests do: skiff's servers
+	// always give it, controlplane/etcd_backend.go).
+	TLS *TLS
 	// Log receives etcd's warnings and errors; nil discards them.
 	Log *slog.Logger
+}
+
+// TLS is a member's TLS, as kubeadm sets up a stacked etcd: one
+// certificate (CertFile, KeyFile; both usages) that the member serves its
+// peer and client URLs with and presents as a client (to the other
+// members, and its own client to itself); CAFile, the CA every member's
+// certificate chains to; and AllowedCN, the common name every member's
+// certificate carries (etcd's --peer-cert-allowed-cn, applied to the
+// client URL too). A client certificate of the same CA with another name
+// (a node's, a user's) is refused on both URLs, and so is a connection
+// without one: only the cluster's servers reach etcd.
+type TLS struct {
+	CertFile, KeyFile, CAFile string
+	AllowedCN                 string
+}
+
+// info is the TLS as etcd's transport takes it. The client's address is
+// not checked against its certificate's SANs: a member may dial from any
+// of its machine's addresses; its name (AllowedCN) is what counts.
+func (t *TLS) info() transport.TLSInfo {
+	return transport.TLSInfo{
+		CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile,
+		ClientCertAuth: true, AllowedCNs: []string{t.AllowedCN}, SkipClientSANVerify: true,
+	}
 }
 
 // Validate reports every problem with c at once.
@@ -59,9 +92,18 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("data dir: must not be empty"))
 	}
 	for _, u := range []struct{ field, value string }{{"client url", c.ClientURL}, {"peer url", c.PeerURL}} {
-		if _, err := parseURL(u.value); err != nil {
+		pu, err := parseURL(u.value)
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", u.field, err))
+		case c.TLS != nil && pu.Scheme != "https":
+			errs = append(errs, fmt.Errorf("%s %q: want https://HOST:PORT (the member serves TLS)", u.field, u.value))
+		case c.TLS == nil && pu.Scheme == "https":
+			errs = append(errs, fmt.Errorf("%s %q: https needs the member's TLS certificate", u.field, u.value))
 		}
+	}
+	if t := c.TLS; t != nil && (t.CertFile == "" || t.KeyFile == "" || t.CAFile == "" || t.AllowedCN == "") {
+		errs = append(errs, errors.New("tls: certificate, key, CA and allowed common name are all required"))
 	}
 	switch c.ClusterState {
 	case "", ClusterStateNew, ClusterStateExisting:
@@ -121,6 +163,15 @@ func StartEmbedded(ctx context.Context, c Config) (*Server, error) {
 		cfg.ClusterState = ClusterStateNew
 	}
 	cfg.InitialClusterToken = "skiff"
+	var clientTLS *tls.Config
+	if c.TLS != nil {
+		cfg.PeerTLSInfo, cfg.ClientTLSInfo = c.TLS.info(), c.TLS.info()
+		ct, err := c.TLS.info().ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("start etcd member %s: client TLS: %w", c.Name, err)
+		}
+		clientTLS = ct
+	}
 	log := c.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -152,6 +203,7 @@ func StartEmbedded(ctx context.Context, c Config) (*Server, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{c.ClientURL},
 		DialTimeout: 5 * time.Second,
+		TLS:         clientTLS,
 		Logger:      zap.New(newSlogCore(log.With("component", "etcd-client").Handler(), slog.LevelWarn)),
 	})
 	if err != nil {
@@ -354,4 +406,61 @@ func RemoveMember(ctx context.Context, cli *clientv3.Client, name string) error 
 		}
 	}
 	return fmt.Errorf("remove etcd member %s: %w", name, ErrNoMember)
+}
+
+// UpdatePeerURL makes the member called name advertise peerURL when it
+// advertises another (a member made before skiff's etcd spoke TLS has
+// http:// in the cluster's member list). It reports whether it changed
+// anything.
+func UpdatePeerURL(ctx context.Context, cli *clientv3.Client, name, peerURL string) (bool, error) {
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		return false, fmt.Errorf("update etcd member %s: %w", name, err)
+	}
+	for _, m := range list.Members {
+		if m.Name != name {
+			continue
+		}
+		if slices.Equal(m.PeerURLs, []string{peerURL}) {
+			return false, nil
+		}
+		if _, err := cli.MemberUpdate(ctx, m.ID, []string{peerURL}); err != nil {
+			return false, fmt.Errorf("update etcd member %s: %w", name, err)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("update etcd member %s: %w", name, ErrNoMember)
+}
+
+// Files of a server's etcd certificate in DATA-DIR/pki, named as kubeadm
+// names its stacked etcd's peer certificate.
+const (
+	CertFile = "etcd/peer.crt"
+	KeyFile  = "etcd/peer.key"
+)
+
+// ServerTLS is the TLS of this server's embedded etcd member reached at
+// urls (its peer URLs and its client URL): its certificate in
+// DATA-DIR/pki (pki.EtcdLeaf, issued by the cluster CA, reissued when
+// the hosts change or it nears expiry) and the CA's file. Every server of
+// the cluster holds the CA's key and issues its own; nothing but a server
+// gets one (pki.EtcdCommonName, which etcd requires of peers and clients).
+func ServerTLS(dataDir string, ca *pki.CA, urls ...string) (*TLS, error) {
+	var hosts []string
+	for _, raw := range urls {
+		if raw == "" {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("etcd certificate: %w", err)
+		}
+		hosts = append(hosts, u.Hostname())
+	}
+	dir := filepath.Join(dataDir, "pki")
+	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
+	if _, err := ca.LoadOrIssue(certPath, keyPath, pki.EtcdLeaf(hosts...), time.Now()); err != nil {
+		return nil, fmt.Errorf("etcd certificate: %w", err)
+	}
+	return &TLS{CertFile: certPath, KeyFile: keyPath, CAFile: filepath.Join(dir, pki.CACertFile), AllowedCN: pki.EtcdCommonName}, nil
 }

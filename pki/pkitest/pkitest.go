@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func CA(t testing.TB) *pki.CA {
 // and 127.0.0.1, client certificates of ca verified if given.
 func ServerTLS(t testing.TB, ca *pki.CA) *tls.Config {
 	t.Helper()
-	return ca.ServerTLS(Leaf(t, ca, pki.Leaf{CommonName: "kube-apiserver", DNSNames: []string{"localhost"}, IPs: localIPs(), Server: true}), false)
+	return ca.ServerTLS(Leaf(t, ca, pki.APIServerLeaf(pki.Leaf{DNSNames: []string{"localhost"}, IPs: localIPs()})), false)
 }
 
 // Leaf issues leaf and returns it as a tls.Certificate.
@@ -73,3 +74,17 @@ func HTTPClient(ca *pki.CA, cert *tls.Certificate) *http.Client {
 }
 
 func localIPs() []net.IP { return []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback} }
+
+// StartAPIServer serves h over HTTPS with an API server's certificate
+// (ServerTLS) of a fresh CA, closed at cleanup, and returns the server
+// and the CA's PEM, what a kubeconfig holds: skiff's clients talk only to
+// a server whose certificate is an API server's (pki.VerifyAPIServer).
+func StartAPIServer(t testing.TB, h http.Handler) (*httptest.Server, []byte) {
+	t.Helper()
+	ca := CA(t)
+	ts := httptest.NewUnstartedServer(h)
+	ts.TLS = ServerTLS(t, ca)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts, ca.CertPEM()
+}

@@ -40,6 +40,7 @@ import (
 	"skiff.dev/skiff/controlplane/etcd"
 	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/controlplane/store/etcdstore"
+	"skiff.dev/skiff/pki"
 )
 
 // Info is a checked snapshot: a skiff bbolt store (Bolt) or an etcd
@@ -228,7 +229,17 @@ func Migrate(ctx context.Context, from string, to Target) (Migrated, error) {
 		if err != nil {
 			return Migrated{}, fmt.Errorf("snapshot migrate: %w", err)
 		}
-		em, err := etcd.StartEmbedded(ctx, etcd.Config{Name: m.Name, DataDir: dir, PeerURL: m.PeerURL, ClientURL: m.ClientURL, Log: m.Log})
+		// The member speaks TLS with the cluster CA as the server will
+		// (made here when the data dir has none yet, as the server would).
+		ca, err := pki.LoadOrCreateCA(filepath.Join(to.DataDir, "pki"))
+		if err != nil {
+			return Migrated{}, fmt.Errorf("snapshot migrate: %w", err)
+		}
+		tlsc, err := etcd.ServerTLS(to.DataDir, ca, m.PeerURL, m.ClientURL)
+		if err != nil {
+			return Migrated{}, fmt.Errorf("snapshot migrate: %w", err)
+		}
+		em, err := etcd.StartEmbedded(ctx, etcd.Config{Name: m.Name, DataDir: dir, PeerURL: m.PeerURL, ClientURL: m.ClientURL, TLS: tlsc, Log: m.Log})
 		if err != nil {
 			os.RemoveAll(dir)
 			return Migrated{}, fmt.Errorf("snapshot migrate: %w", err)
