@@ -70,6 +70,35 @@ type SubjectAccessReviewStatus struct {
 	EvaluationError string `json:"evaluationError,omitempty"`
 }
 
+// SubjectAccessReview asks whether a given user (spec.user, spec.groups)
+// may do one thing: what a component that authorizes for others asks
+// (kube-apiserver's webhook authorizers; `kubectl auth can-i --as` goes
+// through impersonation instead). Creating one is cluster-admin's
+// (system:auth-delegator's) to do.
+type SubjectAccessReview struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata,omitempty"`
+	// Spec is the question.
+	Spec SubjectAccessReviewSpec `json:"spec"`
+	// Status is the answer, filled in by the server.
+	Status SubjectAccessReviewStatus `json:"status,omitempty"`
+}
+
+// SubjectAccessReviewSpec names the request and who makes it.
+type SubjectAccessReviewSpec struct {
+	// ResourceAttributes describe a request for an API resource.
+	ResourceAttributes *ResourceAttributes `json:"resourceAttributes,omitempty"`
+	// NonResourceAttributes describe a request for another path.
+	NonResourceAttributes *NonResourceAttributes `json:"nonResourceAttributes,omitempty"`
+	// User and Groups are who asks (at least one is required).
+	User   string   `json:"user,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	// UID of the user (kept for the shape).
+	UID string `json:"uid,omitempty"`
+	// Extra is kept for the shape; skiff's authorizers read none.
+	Extra map[string][]string `json:"extra,omitempty"`
+}
+
 // SelfSubjectRulesReview lists what the requesting user may do in a
 // namespace.
 type SelfSubjectRulesReview struct {
@@ -148,4 +177,5 @@ var ReviewKinds = []*Kind{
 	{Kind: "SelfSubjectAccessReview", Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews", Singular: "selfsubjectaccessreview", CreateOnly: true, Type: reflect.TypeFor[SelfSubjectAccessReview]()},
 	{Kind: "SelfSubjectRulesReview", Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectrulesreviews", Singular: "selfsubjectrulesreview", CreateOnly: true, Type: reflect.TypeFor[SelfSubjectRulesReview]()},
 	{Kind: "SelfSubjectReview", Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews", Singular: "selfsubjectreview", CreateOnly: true, Type: reflect.TypeFor[SelfSubjectReview]()},
+	{Kind: "SubjectAccessReview", Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews", Singular: "subjectaccessreview", CreateOnly: true, Type: reflect.TypeFor[SubjectAccessReview]()},
 }

@@ -5,15 +5,13 @@ import (
 	"testing"
 )
 
-// skiff has no RBAC: a Role or RoleBinding is refused, saying so.
-func TestRBACKindsRefused(t *testing.T) {
-	for _, doc := range []string{
-		"apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r, namespace: a}\nrules: []\n",
-		"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: b}\n",
-	} {
-		_, _, err := DecodeAny([]byte(doc))
-		if err == nil || !strings.Contains(err.Error(), "no matches for kind") || !strings.Contains(err.Error(), "skiff has no RBAC") {
-			t.Errorf("%s: got %v", doc, err)
-		}
+// A RoleBinding's roleRef cannot change, as Kubernetes says.
+func TestRoleRefImmutable(t *testing.T) {
+	old := &RoleBinding{ObjectMeta: ObjectMeta{Name: "b", Namespace: "a"}, RoleRef: RoleRef{APIGroup: RBACGroup, Kind: "Role", Name: "x"}}
+	n := *old
+	n.RoleRef.Name = "y"
+	errs := ValidateUpdate(&n, old)
+	if len(errs) == 0 || !strings.Contains(errs.Error(), "roleRef: Invalid value") || !strings.Contains(errs.Error(), "cannot change roleRef") {
+		t.Fatalf("roleRef changed: %v", errs)
 	}
 }

@@ -76,6 +76,10 @@ func SetDefaults(obj Object) {
 		}
 	case *PriorityClass:
 		defaultPriorityClass(o)
+	case *RoleBinding:
+		defaultSubjects(o.Subjects) // rbac.go
+	case *ClusterRoleBinding:
+		defaultSubjects(o.Subjects)
 	case *ClusterQueue:
 		if o.Spec.QueueingStrategy == "" {
 			o.Spec.QueueingStrategy = BestEffortFIFO // Kueue's CRD default

@@ -117,17 +117,28 @@ var Kinds = []*Kind{
 	{Kind: "LocalQueue", Group: KueueGroup, Version: "v1beta2", Resource: "localqueues", Singular: "localqueue", ShortNames: []string{"queue", "queues", "lq"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[LocalQueue](), CustomResource: true, Served: kueueV1beta1(localQueueToV1beta2, localQueueToV1beta1)},
 	{Kind: "Workload", Group: KueueGroup, Version: "v1beta2", Resource: "workloads", Singular: "workload", ShortNames: []string{"kwl", "kueueworkload", "kueueworkloads"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[Workload](), CustomResource: true, Served: kueueV1beta1(workloadToV1beta2, workloadToV1beta1)},
 	{Kind: "Topology", Group: KueueGroup, Version: "v1beta2", Resource: "topologies", Singular: "topology", ShortNames: []string{"topo"}, Type: reflect.TypeFor[Topology](), CustomResource: true, Served: kueueV1beta1(nil, nil)},
+	{Kind: "Role", Group: RBACGroup, Version: "v1", Resource: "roles", Singular: "role", Namespaced: true, Type: reflect.TypeFor[Role]()},
+	{Kind: "ClusterRole", Group: RBACGroup, Version: "v1", Resource: "clusterroles", Singular: "clusterrole", Type: reflect.TypeFor[ClusterRole]()},
+	{Kind: "RoleBinding", Group: RBACGroup, Version: "v1", Resource: "rolebindings", Singular: "rolebinding", Namespaced: true, Type: reflect.TypeFor[RoleBinding]()},
+	{Kind: "ClusterRoleBinding", Group: RBACGroup, Version: "v1", Resource: "clusterrolebindings", Singular: "clusterrolebinding", Type: reflect.TypeFor[ClusterRoleBinding]()},
+	{Kind: "CertificateSigningRequest", Group: CertificatesGroup, Version: "v1", Resource: "certificatesigningrequests", Singular: "certificatesigningrequest", ShortNames: []string{"csr"}, HasStatus: true, Type: reflect.TypeFor[CertificateSigningRequest]()},
 	{Kind: "PodTrace", Group: "skiff.dev", Version: "v1", Resource: "podtraces", Singular: "podtrace", Namespaced: true, Internal: true, Type: reflect.TypeFor[PodTrace]()},
 	{Kind: "ServiceAllocation", Group: "skiff.dev", Version: "v1", Resource: "serviceallocations", Singular: "serviceallocation", Internal: true, Type: reflect.TypeFor[ServiceAllocation]()},
 }
 
-// KindOf returns the registered kind of an object, by its Go type.
+// KindOf returns the registered kind of an object, by its Go type: one of
+// Kinds, or of the create-only ReviewKinds.
 func KindOf(o Object) (*Kind, error) {
 	t := reflect.TypeOf(o)
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	for _, k := range Kinds {
+		if k.Type == t {
+			return k, nil
+		}
+	}
+	for _, k := range ReviewKinds { // create only (authorization.go)
 		if k.Type == t {
 			return k, nil
 		}
@@ -163,9 +174,6 @@ func LookupKind(apiVersion, kind string) (*Kind, error) {
 	}
 	if len(versions) > 0 {
 		return nil, fmt.Errorf("no matches for kind %q in version %q (skiff serves %s %s)", kind, apiVersion, kind, strings.Join(versions, ", "))
-	}
-	if strings.HasPrefix(apiVersion, "rbac.authorization.k8s.io/") {
-		return nil, fmt.Errorf("no matches for kind %q in version %q (skiff has no RBAC: who may do what is a fixed policy, see \"Who may do what\" in docs/concepts.md)", kind, apiVersion)
 	}
 	return nil, fmt.Errorf("no matches for kind %q in version %q", kind, apiVersion)
 }

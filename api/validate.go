@@ -90,6 +90,16 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validatePodGroup(o)...) // podgroup.go
 	case *PersistentVolume, *PersistentVolumeClaim, *StorageClass:
 		errs = append(errs, validateStorage(o)...) // validate_storage.go
+	case *CertificateSigningRequest:
+		errs = append(errs, validateCSR(o)...) // certificates.go
+	case *Role:
+		errs = append(errs, validateRole(o)...) // rbac.go
+	case *ClusterRole:
+		errs = append(errs, validateClusterRole(o)...)
+	case *RoleBinding:
+		errs = append(errs, validateBinding(&o.ObjectMeta, true, o.RoleRef, o.Subjects)...)
+	case *ClusterRoleBinding:
+		errs = append(errs, validateBinding(&o.ObjectMeta, false, o.RoleRef, o.Subjects)...)
 	case *ResourceFlavor, *ClusterQueue, *LocalQueue, *Workload, *Topology:
 		errs = append(errs, validateKueue(o)...) // validate_kueue.go
 	case *Event:
@@ -153,6 +163,12 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		errs = append(errs, validateJobUpdate(n, oldObj.(*Job))...) // batch.go
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClassUpdate(n, oldObj.(*PriorityClass))...)
+	case *CertificateSigningRequest:
+		errs = append(errs, validateCSRUpdate(n, oldObj.(*CertificateSigningRequest))...) // certificates.go
+	case *RoleBinding:
+		errs = append(errs, validateBindingUpdate(n.RoleRef, oldObj.(*RoleBinding).RoleRef)...) // rbac.go
+	case *ClusterRoleBinding:
+		errs = append(errs, validateBindingUpdate(n.RoleRef, oldObj.(*ClusterRoleBinding).RoleRef)...)
 	case *ResourceFlavor, *LocalQueue, *Workload, *Topology:
 		errs = append(errs, validateKueueUpdate(n, oldObj)...) // validate_kueue.go
 	case *ResourceClaim, *ResourceClaimTemplate:

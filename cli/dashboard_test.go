@@ -43,6 +43,7 @@ func dashboardCluster(t *testing.T) (*client.Client, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Stop)
 	ts, caPEM := pkitest.StartAPIServer(t, srv.Handler())
 	c, err := client.New(client.Config{Server: ts.URL, Token: "t", CAData: caPEM})
 	if err != nil {

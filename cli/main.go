@@ -73,6 +73,10 @@ type Root struct {
 	Namespace string
 	// Verbosity is -v/--v: 0 quiet, 1 info, 2+ debug.
 	Verbosity int
+	// As and AsGroups are --as and --as-group: act as another user
+	// (impersonation, kubectl's flags).
+	As       string
+	AsGroups []string
 
 	// NewClient builds the API client. The default reads the kubeconfig;
 	// tests set it to return client/fake.
@@ -103,6 +107,18 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 	pf.StringVar(&r.KubeconfigPath, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then $HOME/.skiff/kubeconfig, which `skiff up` writes)")
 	pf.StringVarP(&r.Namespace, "namespace", "n", "default", "namespace of the request")
 	pf.IntVarP(&r.Verbosity, "v", "v", 0, "log verbosity (0-4)")
+	pf.StringVar(&r.As, "as", "", "username to impersonate for the operation (the credential needs RBAC's impersonate verb)")
+	pf.StringArrayVar(&r.AsGroups, "as-group", nil, "group to impersonate for the operation, repeatable")
+	// The kubeconfig context's namespace is the default of -n, as in
+	// kubectl (a student's kubeconfig names their namespace).
+	cmd.PersistentPreRun = func(*cobra.Command, []string) {
+		if r.namespaceFlagSet() {
+			return
+		}
+		if cfg, err := client.LoadKubeconfig(r.KubeconfigPath); err == nil && cfg.Namespace != "" {
+			r.Namespace = cfg.Namespace
+		}
+	}
 	_ = cmd.RegisterFlagCompletionFunc("namespace", r.completeNames("namespaces"))
 	r.cmd = cmd
 	cmd.AddCommand(
@@ -112,6 +128,7 @@ then use the kubectl verbs you know: skiff apply -f, get, describe, delete, scal
 		newExposeCmd(r),
 		newWaitCmd(r),
 		newDashboardCmd(r),
+		newAuthCmd(r), newCertificateCmd(r), // auth.go
 	)
 	return r
 }
@@ -163,7 +180,12 @@ func (r *Root) Client() (client.Interface, error) {
 // for commands that need more than an Interface (exec's and
 // port-forward's upgrades, snapshots).
 func (r *Root) ClientConfig() (client.Config, error) {
-	return client.LoadKubeconfig(r.KubeconfigPath)
+	cfg, err := client.LoadKubeconfig(r.KubeconfigPath)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Impersonate, cfg.ImpersonateGroups = r.As, r.AsGroups
+	return cfg, cfg.Validate()
 }
 
 func (r *Root) defaultClient() (client.Interface, error) {

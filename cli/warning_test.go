@@ -35,6 +35,7 @@ func newHTTPCluster(t *testing.T) (config string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Stop)
 	// TLS: a kubeconfig's token is sent over https only, as kubectl does.
 	ts, caPEM := pkitest.StartAPIServer(t, srv.Handler())
 	config = filepath.Join(t.TempDir(), "config")

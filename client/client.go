@@ -35,6 +35,9 @@ type Client struct {
 	token     string
 	userAgent string
 	http      *http.Client
+	// as and asGroups are the impersonation headers (Config.Impersonate).
+	as       string
+	asGroups []string
 
 	mu    sync.Mutex
 	bases []*url.URL // never empty
@@ -65,7 +68,7 @@ func New(cfg Config) (*Client, error) {
 	if ua == "" {
 		ua = UserAgent("skiff")
 	}
-	return &Client{bases: bases, token: cfg.Token, userAgent: ua, http: &http.Client{Transport: tr}}, nil
+	return &Client{bases: bases, token: cfg.Token, userAgent: ua, http: &http.Client{Transport: tr}, as: cfg.Impersonate, asGroups: cfg.ImpersonateGroups}, nil
 }
 
 // parseServers parses API server URLs (a bare host:port means https),
@@ -273,6 +276,12 @@ func (c *Client) do(ctx context.Context, base *url.URL, method, path string, bod
 	req.Header.Set("User-Agent", c.userAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.as != "" {
+		req.Header.Set("Impersonate-User", c.as)
+		for _, g := range c.asGroups {
+			req.Header.Add("Impersonate-Group", g)
+		}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

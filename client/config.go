@@ -39,12 +39,21 @@ type Config struct {
 	CAData []byte
 	// CertData and KeyData are a client certificate and its key, PEM
 	// (kubeconfig's client-certificate-data, client-key-data): a node's
-	// credential. Both or neither.
+	// credential, a user's. Both or neither.
 	CertData, KeyData []byte
 	// UserAgent is sent with every request; "" sends UserAgent("skiff").
 	// The API server names a write's field manager after it (up to its
 	// first '/'), as kube-apiserver does: "skiff", "skiff-agent".
 	UserAgent string
+	// Namespace is the kubeconfig context's namespace ("" when it names
+	// none): the CLI's default for -n.
+	Namespace string
+	// Impersonate and ImpersonateGroups act as another user (kubectl's
+	// --as and --as-group): sent as Impersonate-User and
+	// Impersonate-Group on every request; the server checks that the
+	// credential may impersonate them.
+	Impersonate       string
+	ImpersonateGroups []string
 }
 
 // UserAgent is a User-Agent in kubectl's shape: "skiff/v0.1.0 (linux/amd64)".
@@ -62,6 +71,9 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(s) == "" {
 			errs = append(errs, fmt.Errorf("servers[%d]: empty", i))
 		}
+	}
+	if c.Impersonate == "" && len(c.ImpersonateGroups) > 0 {
+		errs = append(errs, errors.New("impersonating groups without a user: give --as too"))
 	}
 	if (len(c.CertData) == 0) != (len(c.KeyData) == 0) {
 		errs = append(errs, errors.New("client certificate and key: give both or neither"))

@@ -138,6 +138,7 @@ func configFromKubeconfig(kc *clientcmdapi.Config) (Config, error) {
 	}
 	cfg := Config{Server: rc.Host, Token: tok, CAData: rc.CAData, CertData: rc.CertData, KeyData: rc.KeyData}
 	if ctx := kc.Contexts[kc.CurrentContext]; ctx != nil {
+		cfg.Namespace = ctx.Namespace
 		if cl := kc.Clusters[ctx.Cluster]; cl != nil {
 			if ext, ok := cl.Extensions[ServersExtension]; ok {
 				var se serversExtension
@@ -245,4 +246,30 @@ func writePrivate(path string, data []byte) error {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return nil
+}
+
+// UserKubeconfig is a kubeconfig for one user (`skiff kubeconfig --user`):
+// cluster KubeconfigCluster as cfg names it (server, CA, the other
+// servers), user NAME with cfg's client certificate and key, and context
+// NAME@KubeconfigCluster, the current one, whose namespace is
+// cfg.Namespace.
+func UserKubeconfig(cfg Config, user string) ([]byte, error) {
+	kc := clientcmdapi.NewConfig()
+	if err := setKubeconfig(kc, cfg); err != nil {
+		return nil, fmt.Errorf("encode kubeconfig: %w", err)
+	}
+	ai := kc.AuthInfos[KubeconfigUser]
+	delete(kc.AuthInfos, KubeconfigUser)
+	delete(kc.Contexts, KubeconfigContext)
+	kc.AuthInfos[user] = ai
+	ctx := clientcmdapi.NewContext()
+	ctx.Cluster, ctx.AuthInfo, ctx.Namespace = KubeconfigCluster, user, cfg.Namespace
+	name := user + "@" + KubeconfigCluster
+	kc.Contexts[name] = ctx
+	kc.CurrentContext = name
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, fmt.Errorf("encode kubeconfig: %w", err)
+	}
+	return b, nil
 }

@@ -514,7 +514,8 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 		return controllers.Run(ctx, local, local, controllers.Options{Log: clog, Metrics: m,
 			Members: cfg.Members, NodeLifecycle: controllers.NodeLifecycleConfig{GracePeriod: cfg.NodeMonitorGracePeriod, PodEvictionTimeout: cfg.PodEvictionTimeout},
 			RootCA: cp.rootCA(), KubernetesService: cp.kubernetesService(), Informers: informers, // serviceaccounts.go
-			HPA: cfg.HPA, HPAMetrics: controllers.APIMetrics{C: cp.server.RawLocal()}})
+			HPA: cfg.HPA, HPAMetrics: controllers.APIMetrics{C: cp.server.RawLocal()},
+			CSRSigner: cp.ca}) // users' client certificates (CertificateSigningRequests)
 	})
 	runOne("kueue", func() error { // the queue manager (controlplane/kueue)
 		kcfg := kueue.DefaultConfig()

@@ -34,9 +34,8 @@ const (
 	LoginPath = Prefix + "login"
 	// LoginCodePath is where `skiff dashboard` asks for a code (POST, a
 	// LoginCodeRequest): a skiff-only path the API server serves after
-	// authentication and authorization; the dashboard then refuses (403)
-	// anyone outside system:masters itself, since a session reads the
-	// whole cluster.
+	// authentication and authorization; the session reads as the user
+	// who asked.
 	LoginCodePath = apiserver.DashboardLoginCodePrefix + "login-codes"
 	// CookieName is the session cookie.
 	CookieName = "skiff-dashboard"
@@ -197,15 +196,9 @@ func (d *Dashboard) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w)
 		return
 	}
-	// A session reads through the API server's Local, which does not
-	// authorize: whoever holds one sees everything. So whatever the API
-	// server's policy lets reach this path, only the cluster's admins get
-	// a code.
-	if !u.InGroup(pki.MastersGroup) {
-		api.WriteStatus(w, api.NewStatusError(http.StatusForbidden, api.ReasonForbidden,
-			fmt.Sprintf("dashboard login codes are forbidden: User %q is not in the group %q (the dashboard shows the whole cluster, so only its admins may open it)", u.Name, pki.MastersGroup)))
-		return
-	}
+	// Any authenticated user gets a code for themselves: a session reads
+	// through the API server's Local as that user, authorized as every
+	// request of theirs is (a student sees what their credential may read).
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
 	if err != nil {
 		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("read dashboard login request: %v", err)))
@@ -320,6 +313,19 @@ func (d *Dashboard) serveDevices(w http.ResponseWriter, r *http.Request, node st
 		api.WriteStatus(w, api.NewBadRequest("want /dashboard/api/devices/NODE"))
 		return
 	}
+	if can, ok := d.cfg.Client.(interface {
+		Can(ctx context.Context, verb, group, resource, sub, namespace, name string) (bool, error)
+	}); ok {
+		// The agent's call log is the node's: as `kubectl get --raw
+		// /api/v1/nodes/NODE/proxy/...` it needs nodes/proxy.
+		allowed, err := can.Can(r.Context(), "get", "", "nodes", "proxy", "", node)
+		if err != nil || !allowed {
+			u, _ := apiserver.UserFrom(r.Context())
+			api.WriteStatus(w, api.NewStatusError(http.StatusForbidden, api.ReasonForbidden,
+				fmt.Sprintf("nodes %q is forbidden: User %q cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope", node, u.Name)))
+			return
+		}
+	}
 	if d.cfg.NodeProxy == nil {
 		api.WriteStatus(w, api.NewStatusError(http.StatusServiceUnavailable, api.ReasonServiceUnavail, "this dashboard cannot reach the agents"))
 		return
@@ -328,6 +334,33 @@ func (d *Dashboard) serveDevices(w http.ResponseWriter, r *http.Request, node st
 	out.URL = &url.URL{Path: AgentDeviceCallsPath}
 	out.Header = http.Header{"Accept": {"application/json"}}
 	d.cfg.NodeProxy.ServeNode(w, out, node, AgentDeviceCallsPath)
+}
+
+// reconcileFilter says which reconcile lines ctx's user sees: all for the
+// cluster's admins (system:masters); for anyone else, those about an
+// object of a namespace where they may list pods (the loops' keys name
+// other users' objects otherwise).
+func (d *Dashboard) reconcileFilter(ctx context.Context) func(Reconcile) bool {
+	u, ok := apiserver.UserFrom(ctx)
+	can, canOK := d.cfg.Client.(interface {
+		Can(ctx context.Context, verb, group, resource, sub, namespace, name string) (bool, error)
+	})
+	if !ok || u.InGroup(pki.MastersGroup) || !canOK {
+		return func(Reconcile) bool { return true }
+	}
+	seen := map[string]bool{}
+	return func(r Reconcile) bool {
+		ns, _, namespaced := strings.Cut(r.Key, "/")
+		if !namespaced || ns == "" {
+			return false
+		}
+		if v, ok := seen[ns]; ok {
+			return v
+		}
+		v, err := can.Can(ctx, "list", "", "pods", "", ns, "")
+		seen[ns] = err == nil && v
+		return seen[ns]
+	}
 }
 
 // watched are the kinds the live view shows, those of them the API
@@ -416,12 +449,26 @@ func send(ctx context.Context, ch chan<- event, e event) bool {
 }
 
 // watchKind forwards one kind's watch until ctx ends, watching again
-// (after a reset) when a stream ends.
+// (after a reset) when a stream ends. A user who may not watch the kind
+// cluster-wide gets the namespaces where they may (authorized as them):
+// nothing else reaches their page.
 func (d *Dashboard) watchKind(ctx context.Context, k *api.Kind, ch chan<- event) {
 	reset, _ := json.Marshal(map[string]string{"kind": k.Resource})
 	for ctx.Err() == nil {
-		wt, err := d.cfg.Client.Watch(ctx, k, "", api.ListOptions{})
+		namespaces, err := d.watchable(ctx, k)
+		var watchers []client.Watcher
+		for _, ns := range namespaces {
+			wt, werr := d.cfg.Client.Watch(ctx, k, ns, api.ListOptions{})
+			if werr != nil {
+				err = werr
+				break
+			}
+			watchers = append(watchers, wt)
+		}
 		if err != nil {
+			for _, wt := range watchers {
+				wt.Stop()
+			}
 			d.cfg.Log.Debug("dashboard watch", "resource", k.Resource, "err", err)
 			select {
 			case <-ctx.Done():
@@ -430,35 +477,97 @@ func (d *Dashboard) watchKind(ctx context.Context, k *api.Kind, ch chan<- event)
 			}
 			continue
 		}
-		if !send(ctx, ch, event{"reset", reset}) {
-			wt.Stop()
+		if !send(ctx, ch, event{"reset", reset}) || !d.forward(ctx, k, watchers, ch) {
 			return
 		}
-		for ev := range wt.Events() {
-			if ev.Type == api.Error || ev.Object == nil {
-				break // a Gone or a failed stream: watch again
-			}
-			if ev.Type == api.Bookmark {
-				continue
-			}
-			b, err := json.Marshal(map[string]any{"kind": k.Resource, "object": ev.Object})
-			if err != nil {
-				continue
-			}
-			if !send(ctx, ch, event{string(ev.Type), b}) {
-				wt.Stop()
-				return
-			}
+	}
+}
+
+// watchable are the namespaces ctx's user may watch k in: [""] (all) when
+// cluster-wide, else those of the existing namespaces they may.
+func (d *Dashboard) watchable(ctx context.Context, k *api.Kind) ([]string, error) {
+	can, ok := d.cfg.Client.(interface {
+		Can(ctx context.Context, verb, group, resource, sub, namespace, name string) (bool, error)
+	})
+	if !ok {
+		return []string{""}, nil
+	}
+	all, err := can.Can(ctx, "watch", k.Group, k.Resource, "", "", "")
+	if err != nil || all {
+		return []string{""}, err
+	}
+	if !k.Namespaced {
+		return nil, nil
+	}
+	nss, _, err := d.cfg.Client.List(apiserver.WithoutUser(ctx), api.MustKindOf(&api.Namespace{}), "", api.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range nss {
+		name := o.GetObjectMeta().Name
+		if ok, err := can.Can(ctx, "watch", k.Group, k.Resource, "", name, ""); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, name)
 		}
+	}
+	return out, nil
+}
+
+// forward sends the events of watchers until one of them ends (it returns
+// true: watch again) or ctx does (false).
+func (d *Dashboard) forward(ctx context.Context, k *api.Kind, watchers []client.Watcher, ch chan<- event) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer func() {
+		for _, wt := range watchers {
+			wt.Stop()
+		}
+	}()
+	if len(watchers) == 0 {
+		<-ctx.Done()
+		return false
+	}
+	var wg sync.WaitGroup
+	for _, wt := range watchers {
+		wg.Go(func() {
+			defer cancel() // one ended: all start again
+			for ev := range wt.Events() {
+				if ev.Type == api.Error || ev.Object == nil {
+					return // a Gone or a failed stream: watch again
+				}
+				if ev.Type == api.Bookmark {
+					continue
+				}
+				b, err := json.Marshal(map[string]any{"kind": k.Resource, "object": ev.Object})
+				if err != nil {
+					continue
+				}
+				if !send(ctx, ch, event{string(ev.Type), b}) {
+					return
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	for _, wt := range watchers {
 		wt.Stop()
 	}
+	wg.Wait()
+	return true
 }
 
 func (d *Dashboard) watchReconciles(ctx context.Context, ch chan<- event) {
 	var seq int64
+	visible := d.reconcileFilter(ctx)
 	for {
 		recs, changed := d.cfg.Reconciles.Since(seq)
 		for _, rec := range recs {
+			seq = rec.Seq
+			if !visible(rec) {
+				continue
+			}
 			b, _ := json.Marshal(rec)
 			if !send(ctx, ch, event{"reconcile", b}) {
 				return

@@ -26,9 +26,9 @@
 //
 // `skiff dashboard` asks the API server (with its credential) for a
 // one-time login code: POST LoginCodePath, which the API server serves
-// behind its authentication and authorization; the dashboard then
-// checks the user is in system:masters itself (403 otherwise) and refuses
-// a request with an unknown field or view (400). The URL it prints
+// behind its authentication and authorization (every authenticated user
+// may: the default ClusterRole system:skiff:dashboard-user); the
+// dashboard refuses a request with an unknown field or view (400). The URL it prints
 // carries the code once; GET /dashboard/login
 // exchanges it for a session cookie (random, HttpOnly, Secure,
 // SameSite=Strict, kept server-side with an expiry) and redirects to the
@@ -38,7 +38,12 @@
 // Every other path under /dashboard/ answers 401 without a live session.
 // The data endpoints read through a client.Interface (the API server's
 // Local) with the session's user on the context (apiserver.WithUser): the
-// admin who asked for the code. Local does not authorize again; a
-// session only ever holds a system:masters user (the check above), who
-// may read everything.
+// user who asked for the code, authorized by Local on every read exactly
+// as their own requests are. A student sees what their credential may
+// read: the live view watches each kind cluster-wide when they may, else
+// in the namespaces where they may (found when the stream starts); a
+// pod's chain is refused (403) in another namespace; a node's device
+// calls need nodes/proxy; the control loops' lines are those about
+// objects of namespaces where they may list pods (system:masters sees
+// them all).
 package dashboard

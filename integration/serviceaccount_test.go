@@ -28,8 +28,9 @@ import (
 // what skiff gives every pod (the API access volume: token, ca.crt,
 // namespace; KUBERNETES_SERVICE_HOST/PORT), through the kubernetes
 // Service's cluster IP and the node's service proxy to the API server,
-// and is refused in another namespace (a service account may act in its
-// own namespace only).
+// as the RoleBinding of examples/rbac/serviceaccount-pod-reader.yaml lets
+// it (a pod's token gets nothing by default), and is refused in another
+// namespace, and for its own status, a binding or a Workload's status.
 //
 // Topology, as the net lab's (net_lab_test.go) with one host: the API
 // server listens on this namespace's address on the test LAN
@@ -93,11 +94,12 @@ func TestInClusterKubectl(t *testing.T) {
 		}
 		return len(ep.Subsets) == 1 && len(ep.Subsets[0].Addresses) == 1 && ep.Subsets[0].Addresses[0].IP == rootIP, "endpoints not yet the API server's"
 	})
-	for _, ns := range []string{"team", "other"} {
-		if _, err := c.Create(ctx, namespace(ns)); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := c.Create(ctx, namespace("other")); err != nil {
+		t.Fatal(err)
 	}
+	// A pod's token gets nothing by default: the example grants the
+	// namespace's default service account the reading of its pods.
+	applyFile(t, c, "../examples/rbac/serviceaccount-pod-reader.yaml")
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		_, err := client.Get[*api.ConfigMap](ctx, c, "team", api.RootCAConfigMap)
 		return err == nil, "no kube-root-ca.crt in team yet"
@@ -105,6 +107,9 @@ func TestInClusterKubectl(t *testing.T) {
 	script := `echo "== env"; env | grep KUBERNETES | sort
 echo "== own"; kubectl get pods -o name; echo "rc=$?"
 echo "== other"; kubectl get pods -n other 2>&1; echo "rc=$?"
+echo "== status"; kubectl patch pod kubectl --subresource=status --type=merge -p '{"status":{"message":"mine"}}' 2>&1; echo "rc=$?"
+echo "== can-i"; kubectl auth can-i update pods --subresource=status; kubectl auth can-i create pods --subresource=binding
+kubectl auth can-i update workloads.kueue.x-k8s.io --subresource=status; kubectl auth can-i create rolebindings; kubectl auth can-i list pods
 echo "== end"`
 	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "kubectl", Namespace: "team"}, Spec: api.PodSpec{
 		RestartPolicy: api.RestartNever,
@@ -160,6 +165,15 @@ echo "== end"`
 	}
 	if own := section("own"); !strings.Contains(own, "pod/kubectl\n") || !strings.Contains(own, "rc=0") {
 		t.Errorf("kubectl get pods in its own namespace:\n%s\nwant pod/kubectl and rc=0", own)
+	}
+	status := section("status")
+	// kubectl reads the subresource before it patches it: the read is
+	// already refused (a real cluster says the same).
+	if want := `pods "kubectl" is forbidden: User "system:serviceaccount:team:default" cannot get resource "pods/status" in API group "" in the namespace "team"`; !strings.Contains(status, want) || !strings.Contains(status, "rc=1") {
+		t.Errorf("kubectl patch pod --subresource=status:\n%s\nwant %q and rc=1", status, want)
+	}
+	if canI := section("can-i"); canI != "no\nno\nno\nno\nyes" {
+		t.Errorf("kubectl auth can-i (pods/status, pods/binding, workloads/status, rolebindings, list pods):\n%s\nwant no, no, no, no, yes", canI)
 	}
 	other := section("other")
 	if want := `pods is forbidden: User "system:serviceaccount:team:default" cannot list resource "pods" in API group "" in the namespace "other"`; !strings.Contains(other, want) || !strings.Contains(other, "rc=1") {

@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/pki"
 )
@@ -58,6 +61,23 @@ func copyClusterSecrets(t testing.TB, from, to string) {
 		}
 		if err := os.WriteFile(filepath.Join(to, f), b, 0o600); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// applyFile creates every object of a YAML file (an example) with c.
+func applyFile(t testing.TB, c client.Interface, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range api.DecodeStream(data) {
+		if d.Err != nil {
+			t.Fatalf("%s: %v", path, d.Err)
+		}
+		if _, err := c.Create(context.Background(), d.Object); err != nil {
+			t.Fatalf("%s: create %s %s: %v", path, d.Kind.Kind, d.Object.GetObjectMeta().Name, err)
 		}
 	}
 }

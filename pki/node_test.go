@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNodeServingLeaf(t *testing.T) {
@@ -148,6 +149,54 @@ func TestReservedNames(t *testing.T) {
 	} {
 		if got := Reserved(tt.cn, tt.groups) == ""; got != tt.ok {
 			t.Errorf("Reserved(%q, %v) allows: %v, want %v", tt.cn, tt.groups, got, tt.ok)
+		}
+	}
+}
+
+// A user's request signed: CN and O kept, client usage only, no SANs,
+// capped at a year; reserved names refused.
+func TestSignClient(t *testing.T) {
+	ca, err := LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	csrPEM, keyPEM, err := NewUserRequest("alice", []string{"students"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(csrPEM)
+	req, err := x509.ParseCertificateRequest(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	certPEM, err := ca.SignClient(req, 24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("certificate and key do not match: %v", err)
+	}
+	c, _ := x509.ParseCertificate(pair.Certificate[0])
+	if user, groups := Identity(c); user != "alice" || len(groups) != 1 || groups[0] != "students" {
+		t.Errorf("identity %s %v", user, groups)
+	}
+	if !slices.Equal(c.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) || IsAPIServer(c) || len(c.URIs)+len(c.DNSNames)+len(c.IPAddresses) > 0 {
+		t.Errorf("usages %v, SANs %v %v %v: want client auth only, none", c.ExtKeyUsage, c.URIs, c.DNSNames, c.IPAddresses)
+	}
+	if got := c.NotAfter.Sub(now); got > 24*time.Hour+time.Minute || got < 23*time.Hour {
+		t.Errorf("valid for %v, want a day", got)
+	}
+	if err := ca.Verify(c, now); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range [][2]string{{EtcdCommonName, ""}, {"system:node:gpu-1", NodesGroup}} {
+		csrPEM, _, _ := NewUserRequest(bad[0], []string{bad[1]})
+		b, _ := pem.Decode(csrPEM)
+		req, _ := x509.ParseCertificateRequest(b.Bytes)
+		if _, err := ca.SignClient(req, 0, now); err == nil {
+			t.Errorf("signed a request for %s", bad[0])
 		}
 	}
 }

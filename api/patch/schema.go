@@ -10,10 +10,12 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -37,30 +39,35 @@ var schemas = map[string]any{
 	"v1, Kind=Pod":       &corev1.Pod{},
 	"v1, Kind=Service":   &corev1.Service{},
 	//lint:ignore SA1019 skiff serves core/v1 Endpoints, not EndpointSlices
-	"v1, Kind=Endpoints":                             &corev1.Endpoints{},
-	"v1, Kind=Node":                                  &corev1.Node{},
-	"v1, Kind=Event":                                 &corev1.Event{},
-	"v1, Kind=ServiceAccount":                        &corev1.ServiceAccount{},
-	"apps/v1, Kind=Deployment":                       &appsv1.Deployment{},
-	"apps/v1, Kind=ReplicaSet":                       &appsv1.ReplicaSet{},
-	"apps/v1, Kind=DaemonSet":                        &appsv1.DaemonSet{},
-	"apps/v1, Kind=StatefulSet":                      &appsv1.StatefulSet{},
-	"apps/v1, Kind=ControllerRevision":               &appsv1.ControllerRevision{},
-	"batch/v1, Kind=Job":                             &batchv1.Job{},
-	"batch/v1, Kind=CronJob":                         &batchv1.CronJob{},
-	"autoscaling/v2, Kind=HorizontalPodAutoscaler":   &autoscalingv2.HorizontalPodAutoscaler{},
-	"scheduling.k8s.io/v1, Kind=PriorityClass":       &schedulingv1.PriorityClass{},
-	"policy/v1, Kind=PodDisruptionBudget":            &policyv1.PodDisruptionBudget{},
-	"autoscaling/v1, Kind=Scale":                     &autoscalingv1.Scale{},
-	"v1, Kind=PersistentVolume":                      &corev1.PersistentVolume{},
-	"v1, Kind=PersistentVolumeClaim":                 &corev1.PersistentVolumeClaim{},
-	"storage.k8s.io/v1, Kind=StorageClass":           &storagev1.StorageClass{},
-	"coordination.k8s.io/v1, Kind=Lease":             &coordinationv1.Lease{},
-	"discovery.k8s.io/v1, Kind=EndpointSlice":        &discoveryv1.EndpointSlice{},
-	"resource.k8s.io/v1, Kind=DeviceClass":           &resourcev1.DeviceClass{},
-	"resource.k8s.io/v1, Kind=ResourceClaim":         &resourcev1.ResourceClaim{},
-	"resource.k8s.io/v1, Kind=ResourceClaimTemplate": &resourcev1.ResourceClaimTemplate{},
-	"resource.k8s.io/v1, Kind=ResourceSlice":         &resourcev1.ResourceSlice{},
+	"v1, Kind=Endpoints":                                     &corev1.Endpoints{},
+	"v1, Kind=Node":                                          &corev1.Node{},
+	"v1, Kind=Event":                                         &corev1.Event{},
+	"v1, Kind=ServiceAccount":                                &corev1.ServiceAccount{},
+	"apps/v1, Kind=Deployment":                               &appsv1.Deployment{},
+	"apps/v1, Kind=ReplicaSet":                               &appsv1.ReplicaSet{},
+	"apps/v1, Kind=DaemonSet":                                &appsv1.DaemonSet{},
+	"apps/v1, Kind=StatefulSet":                              &appsv1.StatefulSet{},
+	"apps/v1, Kind=ControllerRevision":                       &appsv1.ControllerRevision{},
+	"batch/v1, Kind=Job":                                     &batchv1.Job{},
+	"batch/v1, Kind=CronJob":                                 &batchv1.CronJob{},
+	"autoscaling/v2, Kind=HorizontalPodAutoscaler":           &autoscalingv2.HorizontalPodAutoscaler{},
+	"scheduling.k8s.io/v1, Kind=PriorityClass":               &schedulingv1.PriorityClass{},
+	"policy/v1, Kind=PodDisruptionBudget":                    &policyv1.PodDisruptionBudget{},
+	"autoscaling/v1, Kind=Scale":                             &autoscalingv1.Scale{},
+	"v1, Kind=PersistentVolume":                              &corev1.PersistentVolume{},
+	"v1, Kind=PersistentVolumeClaim":                         &corev1.PersistentVolumeClaim{},
+	"storage.k8s.io/v1, Kind=StorageClass":                   &storagev1.StorageClass{},
+	"coordination.k8s.io/v1, Kind=Lease":                     &coordinationv1.Lease{},
+	"discovery.k8s.io/v1, Kind=EndpointSlice":                &discoveryv1.EndpointSlice{},
+	"resource.k8s.io/v1, Kind=DeviceClass":                   &resourcev1.DeviceClass{},
+	"resource.k8s.io/v1, Kind=ResourceClaim":                 &resourcev1.ResourceClaim{},
+	"resource.k8s.io/v1, Kind=ResourceClaimTemplate":         &resourcev1.ResourceClaimTemplate{},
+	"resource.k8s.io/v1, Kind=ResourceSlice":                 &resourcev1.ResourceSlice{},
+	"certificates.k8s.io/v1, Kind=CertificateSigningRequest": &certificatesv1.CertificateSigningRequest{},
+	"rbac.authorization.k8s.io/v1, Kind=Role":                &rbacv1.Role{},
+	"rbac.authorization.k8s.io/v1, Kind=ClusterRole":         &rbacv1.ClusterRole{},
+	"rbac.authorization.k8s.io/v1, Kind=RoleBinding":         &rbacv1.RoleBinding{},
+	"rbac.authorization.k8s.io/v1, Kind=ClusterRoleBinding":  &rbacv1.ClusterRoleBinding{},
 }
 
 func schemaKey(apiVersion, kind string) string { return apiVersion + ", Kind=" + kind }

@@ -52,6 +52,11 @@ var printers = map[string]func() Printer{
 	"ClusterQueue.kueue.x-k8s.io":         clusterQueuePrinter, // kueue.go
 	"LocalQueue.kueue.x-k8s.io":           localQueuePrinter,
 	"Workload.kueue.x-k8s.io":             workloadPrinter,
+	"CertificateSigningRequest." + api.CertificatesGroup: csrPrinter,  // certificates.go
+	"Role." + api.RBACGroup:                              rolePrinter, // rbac.go
+	"ClusterRole." + api.RBACGroup:                       rolePrinter,
+	"RoleBinding." + api.RBACGroup:                       bindingPrinter,
+	"ClusterRoleBinding." + api.RBACGroup:                bindingPrinter,
 }
 
 // For returns the printer of kind k: its own columns, or NAME AGE.

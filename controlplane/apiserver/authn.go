@@ -50,6 +50,13 @@ func WithUser(ctx context.Context, u User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
 }
 
+// WithoutUser returns ctx with no user: what the control plane does on
+// its own behalf inside a request (the dashboard finding which
+// namespaces exist before it asks, as the user, what it may show).
+func WithoutUser(ctx context.Context) context.Context {
+	return context.WithValue(ctx, userKey{}, nil)
+}
+
 // UserFrom returns the user of a request's context.
 func UserFrom(ctx context.Context) (User, bool) {
 	u, ok := ctx.Value(userKey{}).(User)

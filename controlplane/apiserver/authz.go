@@ -10,32 +10,34 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/apiserver/authz"
 	"skiff.dev/skiff/pki"
 )
 
-// Authorization: who may do what. skiff has no RBAC (no Role or
-// RoleBinding objects); a fixed policy decides from the user and the
-// request, as Kubernetes' authorizers do from authorizer.Attributes:
+// Authorization: who may do what, decided as kube-apiserver with
+// --authorization-mode=Node,RBAC decides it, from the user and the request
+// (authorizer.Attributes):
 //
 //   - system:masters (the admin token, the API server's own client
-//     certificate) may do everything;
-//   - a node (system:node:NAME in system:nodes) what Kubernetes' Node
-//     authorizer and NodeRestriction admission let a kubelet do: its own
-//     Node and its status, its Lease in kube-node-lease, the ResourceSlices
-//     of its own devices, the ResourceClaims of its pods (and, for its DRA
-//     driver, list and watch of all claims), the pods bound to
-//     it (read, status, delete, evict), storage as its local-path
-//     provisioner needs (authz_storage.go), events, reading nodes, services,
-//     endpoints and endpointslices, and getting the secrets, configmaps and
-//     serviceaccounts its own pods use (and their tokens), reading the
-//     ConfigMaps of kube-system and gpu-operator (the GPU sharing and MIG
-//     configs), nothing else;
-//   - a service account (system:serviceaccount:NS:NAME) every verb on the
-//     namespaced resources of its own namespace, nothing elsewhere;
-//   - every authenticated user discovery, /openapi, /version and the
-//     self-subject reviews (who am I, may I).
+//     certificate) may do everything, before anything is asked;
+//   - the Node authorizer: a node (system:node:NAME in system:nodes) may do
+//     what Kubernetes' Node authorizer and NodeRestriction admission let a
+//     kubelet do: its own Node and its status, its Lease in
+//     kube-node-lease, the ResourceSlices of its own devices, the
+//     ResourceClaims of its pods (and, for its DRA driver, list and watch
+//     of all claims), the pods bound to it (read, status, delete, evict),
+//     storage as its local-path provisioner needs (authz_storage.go),
+//     events, reading nodes, services, endpoints and endpointslices,
+//     getting the secrets, configmaps and serviceaccounts its own pods use
+//     (and their tokens), reading the ConfigMaps of kube-system and
+//     gpu-operator (the GPU sharing and MIG configs). What it does not
+//     allow, it has no opinion on;
+//   - RBAC (authz/): the Roles, ClusterRoles and their bindings, the
+//     default ones (authz/bootstrap.go: discovery, /openapi, /version and
+//     the self reviews for everyone authenticated; admin, edit, view ...)
+//     and those the cluster's users made.
 //
-// Anything else is 403 in Kubernetes' words.
+// Anything no one allows is 403 in Kubernetes' words.
 
 // NodeLeaseNamespace holds the nodes' heartbeat Leases, one per node.
 const NodeLeaseNamespace = "kube-node-lease"
@@ -69,7 +71,7 @@ func requestAttributes(r *http.Request, u User) attributes {
 		ri.kind, ri.name, ri.sub = nodeKind, name, "proxy"
 		ri.verb = methodVerb(r.Method)
 	} else if parseRequest(r, &ri) != nil {
-		return a
+		return shapeAttributes(a, r)
 	}
 	a.resourceRequest = true
 	a.verb = ri.verb
@@ -87,6 +89,49 @@ func requestAttributes(r *http.Request, u User) attributes {
 	return a
 }
 
+// shapeAttributes reads a path under /api/VERSION or /apis/GROUP/VERSION
+// that names no resource this server serves by its shape alone, as
+// Kubernetes' RequestInfoFactory: a resource request (RBAC then refuses
+// it, 403, unless a rule covers it; the handler answers 404 after), not a
+// path under /apis/* that discovery's rule would let everyone get. The
+// discovery documents themselves (/api, /api/v1, /apis/GROUP/VERSION)
+// stay non-resource requests.
+func shapeAttributes(a attributes, r *http.Request) attributes {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		a.group, a.version, parts = "", parts[1], parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		a.group, a.version, parts = parts[1], parts[2], parts[3:]
+	default:
+		return a
+	}
+	a.resourceRequest = true
+	if parts[0] == "namespaces" && len(parts) >= 3 {
+		a.namespace, parts = parts[1], parts[2:]
+	}
+	a.resource = parts[0]
+	if len(parts) > 1 {
+		a.name = parts[1]
+	}
+	if len(parts) > 2 {
+		a.sub = parts[2]
+	}
+	if a.resource == "namespaces" && a.namespace == "" {
+		a.namespace = a.name
+	}
+	a.verb = methodVerb(r.Method)
+	switch {
+	case a.name == "" && r.Method == http.MethodGet && r.URL.Query().Get("watch") != "" && r.URL.Query().Get("watch") != "0" && !strings.EqualFold(r.URL.Query().Get("watch"), "false"):
+		a.verb = "watch"
+	case a.name == "" && r.Method == http.MethodGet:
+		a.verb = "list"
+	case a.name == "" && r.Method == http.MethodDelete:
+		a.verb = "deletecollection"
+	}
+	return a
+}
+
 // methodVerb is the verb of a request on one object by its HTTP method.
 func methodVerb(method string) string {
 	switch method {
@@ -100,46 +145,45 @@ func methodVerb(method string) string {
 
 // authorize decides a. allowed false with a nil error is a refusal,
 // reason (maybe "") saying why; an error means the decision could not be
-// made (a store lookup failed).
+// made (a store lookup failed, the RBAC cache is not filled yet when ctx
+// ends).
 func (s *Server) authorize(ctx context.Context, a attributes) (allowed bool, reason string, err error) {
 	u := a.user
 	if u.InGroup(pki.MastersGroup) {
 		return true, "", nil
 	}
-	if !u.InGroup(AuthenticatedGroup) {
-		return false, "", nil
-	}
-	if !a.resourceRequest {
-		return a.verb == "get" && discoveryPath(a.path), "", nil
-	}
-	if a.verb == "create" && a.sub == "" && a.name == "" && reviewKind(a.group, a.resource) != nil {
-		return true, "", nil // who am I, may I: everybody may ask
-	}
+	var reasons []string
 	if node, ok := nodeOf(u); ok {
-		return s.authorizeNode(ctx, node, a)
+		allowed, reason, err := s.authorizeNode(ctx, node, a)
+		if err != nil || allowed {
+			return allowed, reason, err
+		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
 	}
-	if ns, _, ok := serviceAccountOf(u); ok && a.namespace != "" && a.namespace == ns && namespaced(a) {
-		return true, "", nil
+	if s.cfg.Authorization == AuthorizationAlwaysAllow {
+		return u.InGroup(AuthenticatedGroup), "", nil // benchmarks only (config.go)
 	}
-	return false, "", nil
+	ix, err := s.rbac.index(ctx) // rbac.go
+	if err != nil {
+		return false, "", err
+	}
+	ok, reason := ix.Authorize(a.authz())
+	if ok {
+		return true, reason, nil
+	}
+	if reason != "" {
+		reasons = append(reasons, reason)
+	}
+	return false, strings.Join(reasons, "\n"), nil
 }
 
-// discoveryPath: what Kubernetes' system:discovery and
-// system:public-info-viewer roles let everyone get: the API's
-// discovery documents (/api, /api/v1, /apis, /apis/GROUP,
-// /apis/GROUP/VERSION, not the resources under them), /openapi/*,
-// /version and the health checks.
-func discoveryPath(p string) bool {
-	parts := strings.Split(strings.Trim(p, "/"), "/")
-	switch parts[0] {
-	case "api":
-		return len(parts) <= 2
-	case "apis":
-		return len(parts) <= 3
-	case "openapi", "version", "healthz", "livez", "readyz":
-		return true
-	}
-	return false
+// authz is a as the RBAC authorizer takes it.
+func (a attributes) authz() authz.Attributes {
+	return authz.Attributes{User: authz.User{Name: a.user.Name, Groups: a.user.Groups}, Verb: a.verb,
+		ResourceRequest: a.resourceRequest, APIGroup: a.group, Resource: a.resource, Subresource: a.sub,
+		Namespace: a.namespace, Name: a.name, Path: a.path}
 }
 
 // namespaced reports whether a's resource lives in a namespace: by its

@@ -11,6 +11,12 @@ import (
 	"skiff.dev/skiff/controlplane/metrics"
 )
 
+// Authorization modes of Config.Authorization.
+const (
+	AuthorizationRBAC        = ""
+	AuthorizationAlwaysAllow = "AlwaysAllow"
+)
+
 // Config of the HTTP server.
 type Config struct {
 	// Listen is the TCP address to serve on, host:port (port 0 picks a free one).
@@ -76,6 +82,12 @@ type Config struct {
 	// ShutdownTimeout bounds how long Run waits for in-flight requests
 	// after its ctx ends.
 	ShutdownTimeout time.Duration
+	// Authorization is the authorization mode after system:masters and the
+	// Node authorizer: AuthorizationRBAC (""; the default, always in the
+	// product) or AuthorizationAlwaysAllow, every authenticated user may
+	// do everything (kube-apiserver's AlwaysAllow): only the benchmark
+	// that measures what RBAC costs sets it (docs/performance.md).
+	Authorization string
 	// Version is reported by GET /version.
 	Version string
 	// Metrics receives the request metrics and is served at /metrics; nil
@@ -161,6 +173,9 @@ func (c Config) Validate() error {
 	}
 	if c.Token == "" {
 		errs = append(errs, errors.New("token: required (see LoadOrCreateToken)"))
+	}
+	if c.Authorization != AuthorizationRBAC && c.Authorization != AuthorizationAlwaysAllow {
+		errs = append(errs, fmt.Errorf("authorization %q: want %q or %q", c.Authorization, AuthorizationRBAC, AuthorizationAlwaysAllow))
 	}
 	if c.MaxRequestBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max request bytes %d: must be positive", c.MaxRequestBytes))

@@ -126,6 +126,8 @@ func resourceList(group, version string) map[string]any {
 			sub("scale", "Scale", "autoscaling", "v1", "get", "patch", "update")
 		case namespaceKind:
 			sub("finalize", "Namespace", "", "", "update")
+		case csrKind:
+			sub("approval", "CertificateSigningRequest", "", "", "get", "patch", "update")
 		}
 	}
 	gv := version

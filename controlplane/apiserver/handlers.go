@@ -87,6 +87,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		writeError(w, api.NewStatusError(http.StatusUnauthorized, api.ReasonUnauthorized, "Unauthorized"))
 		return
 	}
+	u, err := s.impersonate(r, u) // impersonate.go: kubectl --as
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	r = r.WithContext(WithUser(r.Context(), u))
 	// Limits under load (inflight.go), as kube-apiserver's filters after
 	// authentication: long-running requests pass; the others take an
@@ -296,6 +301,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.serveScale(w, r, info, body)
 	case "trace GET", "trace POST":
 		s.serveTrace(w, r, info, body)
+	case "approval PUT":
+		if k != csrKind {
+			writeError(w, notFoundPath())
+			return
+		}
+		s.serveApproval(ctx, w, info, body) // certificates.go
 	case "finalize PUT":
 		if k != namespaceKind {
 			writeError(w, notFoundPath())
@@ -426,6 +437,8 @@ func knownSub(k *api.Kind, sub string) bool {
 		return k == serviceAccountKind
 	case "finalize":
 		return k == namespaceKind
+	case "approval":
+		return k == csrKind
 	case "proxy":
 		return k == nodeKind
 	}

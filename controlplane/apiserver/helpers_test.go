@@ -54,6 +54,7 @@ func newEnvWith(t testing.TB, opts store.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Stop) // after ts.Close, before the store closes
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &env{t: t, st: st, reg: reg, srv: srv, ts: ts, local: srv.Local()}

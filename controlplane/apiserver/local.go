@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -12,6 +13,11 @@ import (
 // Local is client.Interface served in process by a Registry: the same
 // admission, validation and watch semantics as HTTP, without the network.
 // The controllers that run inside the server use it.
+//
+// A call whose ctx carries a user (WithUser: the web dashboard reading as
+// its session's user) is authorized as that user first, exactly as the
+// same request over HTTP (authz.go), and refused with the same 403. A
+// call without one is the control plane's own and is not authorized.
 type Local struct {
 	r *Registry
 }
@@ -27,6 +33,9 @@ func (l *Local) Create(ctx context.Context, obj api.Object) (api.Object, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := l.authorize(ctx, "create", k, obj.GetObjectMeta().Namespace, "", ""); err != nil {
+		return nil, err
+	}
 	return l.r.Create(ctx, k, obj)
 }
 
@@ -34,6 +43,10 @@ func (l *Local) Create(ctx context.Context, obj api.Object) (api.Object, error) 
 func (l *Local) Update(ctx context.Context, obj api.Object) (api.Object, error) {
 	k, err := kindOf(obj)
 	if err != nil {
+		return nil, err
+	}
+	m := obj.GetObjectMeta()
+	if err := l.authorize(ctx, "update", k, m.Namespace, m.Name, ""); err != nil {
 		return nil, err
 	}
 	return l.r.Update(ctx, k, obj)
@@ -45,22 +58,35 @@ func (l *Local) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, e
 	if err != nil {
 		return nil, err
 	}
+	m := obj.GetObjectMeta()
+	if err := l.authorize(ctx, "update", k, m.Namespace, m.Name, "status"); err != nil {
+		return nil, err
+	}
 	return l.r.UpdateStatus(ctx, k, obj)
 }
 
 // Delete implements client.Interface.
 func (l *Local) Delete(ctx context.Context, kind *api.Kind, namespace, name string, opts api.DeleteOptions) error {
+	if err := l.authorize(ctx, "delete", kind, namespace, name, ""); err != nil {
+		return err
+	}
 	_, _, err := l.r.Delete(ctx, kind, namespace, name, opts)
 	return err
 }
 
 // Get implements client.Interface.
 func (l *Local) Get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error) {
+	if err := l.authorize(ctx, "get", kind, namespace, name, ""); err != nil {
+		return nil, err
+	}
 	return l.r.Get(ctx, kind, namespace, name)
 }
 
 // List implements client.Interface.
 func (l *Local) List(ctx context.Context, kind *api.Kind, namespace string, opts api.ListOptions) ([]api.Object, string, error) {
+	if err := l.authorize(ctx, "list", kind, namespace, "", ""); err != nil {
+		return nil, "", err
+	}
 	return l.r.List(ctx, kind, namespace, opts)
 }
 
@@ -69,6 +95,9 @@ func (l *Local) List(ctx context.Context, kind *api.Kind, namespace string, opts
 // than the store's history gives a watcher that ends at once with a Gone
 // Err (list again).
 func (l *Local) Watch(ctx context.Context, kind *api.Kind, namespace string, opts api.ListOptions) (client.Watcher, error) {
+	if err := l.authorize(ctx, "watch", kind, namespace, "", ""); err != nil {
+		return nil, err
+	}
 	var wctx context.Context
 	var cancel context.CancelFunc
 	if opts.TimeoutSeconds > 0 {
@@ -112,28 +141,43 @@ func (l *Local) Watch(ctx context.Context, kind *api.Kind, namespace string, opt
 
 // Bind implements client.Interface.
 func (l *Local) Bind(ctx context.Context, b *api.Binding) error {
+	if err := l.authorize(ctx, "create", podKind, b.Namespace, b.Name, "binding"); err != nil {
+		return err
+	}
 	_, err := l.r.Bind(ctx, b)
 	return err
 }
 
 // GetScale implements client.Interface.
 func (l *Local) GetScale(ctx context.Context, kind *api.Kind, namespace, name string) (*api.Scale, error) {
+	if err := l.authorize(ctx, "get", kind, namespace, name, "scale"); err != nil {
+		return nil, err
+	}
 	return l.r.GetScale(ctx, kind, namespace, name)
 }
 
 // UpdateScale implements client.Interface.
 func (l *Local) UpdateScale(ctx context.Context, kind *api.Kind, namespace, name string, s *api.Scale) (*api.Scale, error) {
+	if err := l.authorize(ctx, "update", kind, namespace, name, "scale"); err != nil {
+		return nil, err
+	}
 	return l.r.UpdateScale(ctx, kind, namespace, name, s)
 }
 
 // AddTrace implements client.Interface.
 func (l *Local) AddTrace(ctx context.Context, namespace, pod string, spans ...api.TraceSpan) error {
+	if err := l.authorize(ctx, "create", podKind, namespace, pod, "trace"); err != nil {
+		return err
+	}
 	_, err := l.r.AddTrace(ctx, namespace, pod, spans...)
 	return err
 }
 
 // GetTrace implements client.Interface.
 func (l *Local) GetTrace(ctx context.Context, namespace, pod string) (*api.PodTrace, error) {
+	if err := l.authorize(ctx, "get", podKind, namespace, pod, "trace"); err != nil {
+		return nil, err
+	}
 	return l.r.GetTrace(ctx, namespace, pod)
 }
 
@@ -141,8 +185,56 @@ func (l *Local) GetTrace(ctx context.Context, namespace, pod string) (*api.PodTr
 // controller calls it once a Terminating namespace is empty, and the
 // namespace is then removed.
 func (l *Local) FinalizeNamespace(ctx context.Context, name string) error {
+	if err := l.authorize(ctx, "update", namespaceKind, "", name, "finalize"); err != nil {
+		return err
+	}
 	_, err := l.r.FinalizeNamespace(ctx, name, nil)
 	return err
+}
+
+// authorize checks a call as ctx's user (none: the control plane's own
+// call, allowed).
+func (l *Local) authorize(ctx context.Context, verb string, k *api.Kind, namespace, name, sub string) error {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	s := l.r.authorizer.Load()
+	if s == nil {
+		return api.NewStatusError(http.StatusForbidden, api.ReasonForbidden, "forbidden: no authorizer serves this registry")
+	}
+	if k.Namespaced && namespace == "" && (verb == "create" || verb == "get" || verb == "update" || verb == "delete") {
+		namespace = DefaultNamespace
+	}
+	a := attributes{user: u, verb: verb, resourceRequest: true, group: k.Group, version: k.Version, resource: k.Resource,
+		sub: sub, namespace: scope(k, namespace), name: name}
+	if k == namespaceKind {
+		a.namespace = name
+	}
+	allowed, reason, err := s.authorize(ctx, a)
+	if err != nil {
+		return api.NewInternal(err)
+	}
+	if !allowed {
+		return forbiddenError(a, reason)
+	}
+	return nil
+}
+
+// Can reports whether ctx's user may do verb on resource (group,
+// subresource sub) in namespace ("" cluster-wide or all namespaces), as
+// the dashboard asks before it shows a view; without a user, yes.
+func (l *Local) Can(ctx context.Context, verb, group, resource, sub, namespace, name string) (bool, error) {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return true, nil
+	}
+	s := l.r.authorizer.Load()
+	if s == nil {
+		return false, nil
+	}
+	ok, _, err := s.authorize(ctx, attributes{user: u, verb: verb, resourceRequest: true, group: group, resource: resource, sub: sub, namespace: namespace, name: name})
+	return ok, err
 }
 
 func kindOf(obj api.Object) (*api.Kind, error) {

@@ -78,6 +78,9 @@ type Registry struct {
 	// (serviceaccount_token.go); nil: no token subresource, no
 	// ServiceAccount admission.
 	saTokens *serviceaccount.Tokens
+	// authorizer is the server that serves this registry: escalation
+	// checks of RBAC writes (escalation.go) ask it.
+	authorizer atomic.Pointer[Server]
 }
 
 // NewRegistry returns a registry over st. A nil logger discards.
@@ -94,7 +97,8 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 // StorageClass local-path. It is idempotent; the server calls it at every
 // start, so a namespace that was deleted (only kube-node-lease may be) is
 // back after a restart; the namespace controller brings it back sooner
-// (controllers.NamespaceController).
+// (controllers.NamespaceController); and the default RBAC roles and
+// bindings (reconciled with what is stored: rbac_defaults.go).
 func (r *Registry) EnsureDefaults(ctx context.Context) error {
 	for _, name := range api.SystemNamespaces {
 		ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name}}
@@ -102,7 +106,10 @@ func (r *Registry) EnsureDefaults(ctx context.Context) error {
 			return fmt.Errorf("create namespace %q: %w", name, err)
 		}
 	}
-	return r.ensureLocalPathClass(ctx) // admission_storage.go
+	if err := r.ensureLocalPathClass(ctx); err != nil { // admission_storage.go
+		return err
+	}
+	return r.ensureRBACDefaults(ctx) // rbac_defaults.go
 }
 
 // Get returns one object. A namespaced kind with namespace "" reads from "default".
@@ -154,7 +161,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err := checkType(k, in); err != nil {
 		return nil, err
 	}
-	if k.Internal {
+	if k.Internal || k.CreateOnly { // reviews are answered over HTTP (selfsubject.go), never stored
 		return nil, methodNotAllowed("create", k)
 	}
 	obj := api.Clone(in)
@@ -179,6 +186,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err := nodeRestriction(ctx, k, obj); err != nil { // authz.go: a node creates only its own Node and Lease
 		return nil, err
 	}
+	if err := admitCSRCreate(ctx, k, obj); err != nil { // certificates.go: the requester, no system:masters
+		return nil, err
+	}
 	api.SetDefaults(obj)
 	strategy.PrepareStrategy(obj, nil)
 	r.trackFields(ctx, k, nil, obj) // apply.go: managedFields of an HTTP write
@@ -195,6 +205,9 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	}
 	if errs := api.Validate(obj); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
+	}
+	if err := r.admitRBAC(ctx, k, obj); err != nil { // escalation.go: no one grants what they lack
+		return nil, err
 	}
 	if k.Namespaced {
 		if err := r.checkNamespace(ctx, k, m.Namespace, m.Name); err != nil {
@@ -293,7 +306,15 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 		if errs := api.ValidateUpdate(next, cur); len(errs) > 0 {
 			return nil, api.NewInvalid(k, m.Name, errs)
 		}
+		if status {
+			if err := r.admitCSRStatus(ctx, next, cur); err != nil { // certificates.go: only a signer issues
+				return nil, err
+			}
+		}
 		if !status {
+			if err := r.admitRBAC(ctx, k, next); err != nil {
+				return nil, err
+			}
 			if err := r.admitPodSecurity(ctx, k, next, cur); err != nil {
 				return nil, err
 			}

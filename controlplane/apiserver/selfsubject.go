@@ -1,10 +1,13 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 	"slices"
+	"strings"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/apiserver/authz"
 	"skiff.dev/skiff/pki"
 )
 
@@ -14,6 +17,7 @@ import (
 //	POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews  kubectl auth can-i
 //	POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews   kubectl auth can-i --list
 //	POST /apis/authentication.k8s.io/v1/selfsubjectreviews       kubectl auth whoami
+//	POST /apis/authorization.k8s.io/v1/subjectaccessreviews      may user U do X? (cluster-admin's question)
 
 // servedKinds is every kind the API serves: the stored ones and the
 // create-only review kinds (parseRequest and discovery resolve both).
@@ -54,7 +58,9 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info *reque
 	case *api.SelfSubjectAccessReview:
 		err = s.answerAccessReview(r, u, o)
 	case *api.SelfSubjectRulesReview:
-		err = answerRulesReview(u, o)
+		err = s.answerRulesReview(r.Context(), u, o)
+	case *api.SubjectAccessReview:
+		err = s.answerSubjectAccessReview(r, o)
 	case *api.SelfSubjectReview:
 		o.Status.UserInfo = api.UserInfo{Username: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
 	}
@@ -68,7 +74,26 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info *reque
 // answerAccessReview fills in the status of a SelfSubjectAccessReview
 // from the same decision a request would get.
 func (s *Server) answerAccessReview(r *http.Request, u User, o *api.SelfSubjectAccessReview) error {
-	ra, na := o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes
+	st, err := s.review(r.Context(), u, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes, api.ReviewKinds[0])
+	o.Status = st
+	return err
+}
+
+// answerSubjectAccessReview answers for the user the spec names.
+func (s *Server) answerSubjectAccessReview(r *http.Request, o *api.SubjectAccessReview) error {
+	if o.Spec.User == "" && len(o.Spec.Groups) == 0 {
+		return api.NewInvalid(subjectAccessReviewKind, "", api.FieldErrors{api.Invalid("spec.user", o.Spec.User, "at least one of user or group must be specified")})
+	}
+	u := User{Name: o.Spec.User, UID: o.Spec.UID, Groups: slices.Clone(o.Spec.Groups)}
+	st, err := s.review(r.Context(), u, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes, subjectAccessReviewKind)
+	o.Status = st
+	return err
+}
+
+var subjectAccessReviewKind = reviewKind("authorization.k8s.io", "subjectaccessreviews")
+
+// review decides a review's request for u.
+func (s *Server) review(ctx context.Context, u User, ra *api.ResourceAttributes, na *api.NonResourceAttributes, k *api.Kind) (api.SubjectAccessReviewStatus, error) {
 	var errs api.FieldErrors
 	switch {
 	case ra != nil && na != nil:
@@ -77,7 +102,7 @@ func (s *Server) answerAccessReview(r *http.Request, u User, o *api.SelfSubjectA
 		errs = append(errs, api.Invalid("spec.resourceAttributes", nil, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
 	}
 	if len(errs) > 0 {
-		return api.NewInvalid(api.ReviewKinds[0], "", errs)
+		return api.SubjectAccessReviewStatus{}, api.NewInvalid(k, "", errs)
 	}
 	a := attributes{user: u}
 	if ra != nil {
@@ -87,55 +112,74 @@ func (s *Server) answerAccessReview(r *http.Request, u User, o *api.SelfSubjectA
 	} else {
 		a.verb, a.path = na.Verb, na.Path
 	}
-	ok, reason, err := s.authorize(r.Context(), a)
-	o.Status = api.SubjectAccessReviewStatus{Allowed: ok, Reason: reason}
+	ok, reason, err := s.authorize(ctx, a)
+	st := api.SubjectAccessReviewStatus{Allowed: ok, Reason: reason}
 	if err != nil {
-		o.Status.EvaluationError = err.Error()
+		st.EvaluationError = err.Error()
 	}
-	return nil
+	return st, nil
 }
 
 // answerRulesReview lists the user's rules in a namespace, as
-// kube-apiserver's SelfSubjectRulesReview: a listing for people, not the
-// decision (a node's rules depend on its pods, so its list is incomplete).
-func answerRulesReview(u User, o *api.SelfSubjectRulesReview) error {
+// kube-apiserver's SelfSubjectRulesReview: the RBAC rules bound to the
+// user there and cluster-wide, for people, not the decision (a node's
+// rules depend on its pods, so its list is incomplete).
+func (s *Server) answerRulesReview(ctx context.Context, u User, o *api.SelfSubjectRulesReview) error {
 	ns := o.Spec.Namespace
 	if ns == "" {
 		return api.NewBadRequest("no namespace on request")
 	}
-	all := []string{"*"}
-	st := api.SubjectRulesReviewStatus{
-		ResourceRules: []api.ResourceRule{
-			{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
-			{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
-		},
-		NonResourceRules: []api.NonResourceRule{
-			{Verbs: []string{"get"}, NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"}},
-		},
-	}
+	var st api.SubjectRulesReviewStatus
+	var rules []api.PolicyRule
+	var evalErrs []string
 	if u.InGroup(pki.MastersGroup) {
-		st.ResourceRules = append(st.ResourceRules, api.ResourceRule{Verbs: all, APIGroups: all, Resources: all})
-		st.NonResourceRules = append(st.NonResourceRules, api.NonResourceRule{Verbs: all, NonResourceURLs: all})
-	} else if node, ok := nodeOf(u); ok {
-		read := []string{"get", "list", "watch"}
-		st.ResourceRules = append(st.ResourceRules,
-			api.ResourceRule{Verbs: read, APIGroups: []string{""}, Resources: []string{"nodes", "services", "endpoints"}},
-			api.ResourceRule{Verbs: read, APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}},
-			api.ResourceRule{Verbs: []string{"update", "patch", "delete"}, APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, ResourceNames: []string{node}},
-			api.ResourceRule{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"nodes"}},
-			api.ResourceRule{Verbs: []string{"create", "update", "patch"}, APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}},
-		)
-		if ns == NodeLeaseNamespace {
-			st.ResourceRules = append(st.ResourceRules,
-				api.ResourceRule{Verbs: []string{"get", "update", "patch", "delete"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{node}},
-				api.ResourceRule{Verbs: []string{"create"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}})
-		}
-		// The pods bound to the node and what they use are per object.
+		rules = authz.FullAuthority // the privileged group authorizer
+	}
+	if node, ok := nodeOf(u); ok {
+		rules = append(rules, nodeListedRules(node, ns)...)
 		st.Incomplete = true
-		st.EvaluationError = "node authorizer does not support user rule resolution"
-	} else if sa, _, ok := serviceAccountOf(u); ok && sa == ns {
-		st.ResourceRules = append(st.ResourceRules, api.ResourceRule{Verbs: all, APIGroups: all, Resources: all})
+		evalErrs = append(evalErrs, "node authorizer does not support user rule resolution")
+	}
+	ix, err := s.rbac.index(ctx)
+	if err != nil {
+		return api.NewInternal(err)
+	}
+	more, errs := ix.RulesFor(authz.User{Name: u.Name, Groups: u.Groups}, ns)
+	rules = append(rules, more...)
+	for _, e := range errs {
+		st.Incomplete = true
+		evalErrs = append(evalErrs, e.Error())
+	}
+	st.ResourceRules, st.NonResourceRules = []api.ResourceRule{}, []api.NonResourceRule{}
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			st.NonResourceRules = append(st.NonResourceRules, api.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+		} else {
+			st.ResourceRules = append(st.ResourceRules, api.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+		}
+	}
+	if len(evalErrs) > 0 {
+		st.EvaluationError = strings.Join(evalErrs, ", ")
 	}
 	o.Status = st
 	return nil
+}
+
+// nodeListedRules are what the Node authorizer lets node do in ns, as far
+// as rules can say it (per object rules are not listed).
+func nodeListedRules(node, ns string) []api.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	rules := []api.PolicyRule{
+		{Verbs: read, APIGroups: []string{""}, Resources: []string{"nodes", "services", "endpoints"}},
+		{Verbs: read, APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}},
+		{Verbs: []string{"update", "patch", "delete"}, APIGroups: []string{""}, Resources: []string{"nodes", "nodes/status"}, ResourceNames: []string{node}},
+		{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"nodes"}},
+		{Verbs: []string{"create", "update", "patch"}, APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}},
+	}
+	if ns == NodeLeaseNamespace {
+		rules = append(rules,
+			api.PolicyRule{Verbs: []string{"get", "update", "patch", "delete"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{node}},
+			api.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}})
+	}
+	return rules
 }

@@ -65,10 +65,11 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 	}{
 		{"admin may create pods", plain, testToken, `{"resourceAttributes":{"verb":"create","resource":"pods","namespace":"default"}}`, true, ""},
 		{"admin may do anything anywhere", plain, testToken, `{"resourceAttributes":{"verb":"*","group":"*","resource":"*"}}`, true, ""},
-		{"service account may list pods at home", plain, "sa-a", `{"resourceAttributes":{"verb":"list","resource":"pods","namespace":"a"}}`, true, ""},
+		{"service account may not list pods at home: nothing by default", plain, "sa-a", `{"resourceAttributes":{"verb":"list","resource":"pods","namespace":"a"}}`, false, ""},
 		{"service account may not list pods elsewhere", plain, "sa-a", `{"resourceAttributes":{"verb":"list","resource":"pods","namespace":"b"}}`, false, ""},
 		{"service account may not get /metrics", plain, "sa-a", `{"nonResourceAttributes":{"verb":"get","path":"/metrics"}}`, false, ""},
-		{"service account may get /version", plain, "sa-a", `{"nonResourceAttributes":{"verb":"get","path":"/version"}}`, true, ""},
+		{"service account may get /version", plain, "sa-a", `{"nonResourceAttributes":{"verb":"get","path":"/version"}}`, true,
+			`RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`},
 		{"node may get its pod's secret", n1, "", `{"resourceAttributes":{"verb":"get","resource":"secrets","namespace":"x","name":"s1"}}`, true, ""},
 		{"node may not get another node's pod's secret", n1, "", `{"resourceAttributes":{"verb":"get","resource":"secrets","namespace":"x","name":"s2"}}`, false,
 			"no relationship found between node 'n1' and this object"},
@@ -154,8 +155,9 @@ func TestSelfSubjectReviewAndRules(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("rules: %d %s", code, b)
 	}
-	if rules := decode[api.SelfSubjectRulesReview](t, b).Status; !hasRule(rules, "*", "*", "*", "") {
-		t.Fatalf("service account rules at home: %+v", rules)
+	if rules := decode[api.SelfSubjectRulesReview](t, b).Status; hasRule(rules, "*", "*", "*", "") ||
+		!hasRule(rules, "authorization.k8s.io", "selfsubjectaccessreviews", "create", "") || hasRule(rules, "", "pods", "list", "") {
+		t.Fatalf("service account rules at home (the basic user's only): %+v", rules)
 	}
 	_, b = e.post(t, e.client(t, ""), "sa-a", ssrrPath, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{"namespace":"b"}}`)
 	if rules := decode[api.SelfSubjectRulesReview](t, b).Status; hasRule(rules, "*", "*", "*", "") {
@@ -200,7 +202,7 @@ func TestReviewDiscovery(t *testing.T) {
 	for _, r := range rl.Resources {
 		got = append(got, fmt.Sprintf("%s %s %v %v", r.Name, r.Kind, r.Namespaced, r.Verbs))
 	}
-	want := "selfsubjectaccessreviews SelfSubjectAccessReview false [create]|selfsubjectrulesreviews SelfSubjectRulesReview false [create]"
+	want := "selfsubjectaccessreviews SelfSubjectAccessReview false [create]|selfsubjectrulesreviews SelfSubjectRulesReview false [create]|subjectaccessreviews SubjectAccessReview false [create]"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("got %q\nwant %q", strings.Join(got, "|"), want)
 	}

@@ -22,8 +22,9 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics.Metrics
 	handler  http.Handler
-	proxy    *Proxy    // pods/log and pods/exec
-	inflight *inflight // max in-flight requests (inflight.go)
+	proxy    *Proxy     // pods/log and pods/exec
+	inflight *inflight  // max in-flight requests (inflight.go)
+	rbac     *rbacCache // the RBAC objects the authorizer reads (rbac.go)
 
 	// openapi serves /openapi/v2 and /openapi/v3 (openapi.go).
 	openapi *openAPIServer
@@ -73,6 +74,8 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("api server: %w", err)
 	}
 	s.watchCtx, s.stopWatch = context.WithCancel(context.Background())
+	s.rbac = newRBACCache(s.watchCtx, reg, logger.With("component", "rbac"))
+	reg.setAuthorizer(s) // escalation checks and in-process reads as a user (escalation.go, local.go)
 	s.handler = s.routes()
 	if cfg.Bootstrap != nil {
 		api := s.handler
@@ -86,6 +89,11 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Stop ends what the server runs besides serving (watch streams, the
+// RBAC cache's informers) when it was used through Handler alone, without
+// Run. Safe twice; Run stops them itself.
+func (s *Server) Stop() { s.stopWatch() }
 
 // BootstrapPrefix starts the paths of Config.Bootstrap.
 const BootstrapPrefix = "/skiff/v1/bootstrap/"

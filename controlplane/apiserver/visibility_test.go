@@ -214,11 +214,14 @@ func TestVisibilityDiscovery(t *testing.T) {
 	}
 }
 
-// Who may read what: a service account its own namespace's LocalQueues,
-// system:masters everything; the 403 names the subresource.
+// Who may read what: a service account bound to Kueue's batch user role
+// in its namespace its LocalQueues' pending workloads there, not
+// elsewhere; the 403 names the subresource.
 func TestVisibilityAuthorization(t *testing.T) {
 	e := newEnv(t)
 	sa := User{Name: "system:serviceaccount:default:default", Groups: []string{ServiceAccountsGroup, ServiceAccountsGroup + ":default", AuthenticatedGroup}}
+	bindRole(t, e, "default", "batch-user", "ClusterRole", "kueue-batch-user-role", api.Subject{Kind: api.SubjectServiceAccount, Name: "default"})
+	waitAllowed(t, e, res(sa, "get", "kueue.x-k8s.io", "workloads", "", "default", ""))
 	const prefix = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 	tests := []struct {
 		path    string

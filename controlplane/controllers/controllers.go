@@ -70,6 +70,10 @@ type Options struct {
 	// over the client when it sends raw requests (*client.Client), else
 	// every metric fails (FailedGetResourceMetric, ...).
 	HPAMetrics MetricsSource
+	// CSRSigner signs approved CertificateSigningRequests for
+	// kubernetes.io/kube-apiserver-client (csrsigning.go: the cluster CA);
+	// nil runs no signer.
+	CSRSigner CSRSigner
 }
 
 // Manager owns the shared informers and the loops of every controller,
@@ -247,6 +251,21 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 		endpoints.AddHandler(h)
 		eslices.AddHandler(h)
 		m.runners = append(m.runners, func(context.Context) { kLoop.Enqueue(KubernetesServiceKey) })
+	}
+
+	// ClusterRole aggregation (clusterroleaggregation.go): any ClusterRole
+	// changed; every aggregated one is recomputed.
+	croles := m.informer(c, clusterRoleKind(), log)
+	crac := NewClusterRoleAggregationController(c, croles, log)
+	craLoop := newLoop(clusterRoleAggregationControllerName, crac, crac.Keys)
+	croles.AddHandler(crac.Handler(craLoop.Enqueue))
+
+	// CSR signing (csrsigning.go): a request changed (approved, most often).
+	if opts.CSRSigner != nil {
+		csrs := m.informer(c, csrKind(), log)
+		csc := NewCSRSigningController(c, csrs, opts.CSRSigner, log)
+		csLoop := newLoop(csrSigningControllerName, csc, csrs.Keys)
+		csrs.AddHandler(csLoop.Handler())
 	}
 
 	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
