@@ -10,13 +10,13 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/controlplane/apiserver/authz"
+	"skiff.dev/skiff/client/kubectl"
 )
 
 // `skiff auth can-i|whoami|reconcile` and `skiff certificate
 // approve|deny`, as kubectl's: the questions go to the API server
 // (SelfSubjectAccessReview, SelfSubjectRulesReview, SelfSubjectReview);
-// reconcile merges with authz's reconciliation.
+// reconcile merges as kubectl (client/kubectl.Reconcile).
 
 func newAuthCmd(r *Root) *cobra.Command {
 	cmd := &cobra.Command{Use: "auth", Short: "Inspect authorization"}
@@ -224,7 +224,7 @@ func (c *reconcileCmd) Run(ctx context.Context) error {
 			if err := c.r.prepareObject(d.Kind, d.Object); err != nil {
 				return err
 			}
-			op, err := c.reconcile(ctx, cl, d.Object)
+			op, err := kubectl.Reconcile(ctx, cl, d.Object, kubectl.ReconcileOptions{RemoveExtraPermissions: c.removeExtraPermissions, RemoveExtraSubjects: c.removeExtraSubj})
 			if err != nil {
 				return err
 			}
@@ -235,55 +235,6 @@ func (c *reconcileCmd) Run(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// reconcile creates want or merges it into what is stored, and says what
-// it did ("create", "update" or "").
-func (c *reconcileCmd) reconcile(ctx context.Context, cl client.Interface, want api.Object) (string, error) {
-	k := api.MustKindOf(want)
-	m := want.GetObjectMeta()
-	cur, err := cl.Get(ctx, k, m.Namespace, m.Name)
-	if api.IsNotFound(err) {
-		_, err = cl.Create(ctx, want)
-		return "create", err
-	}
-	if err != nil {
-		return "", err
-	}
-	next := api.Clone(cur)
-	var changed bool
-	switch n := next.(type) {
-	case *api.ClusterRole:
-		changed = authz.ReconcileClusterRole(n, want.(*api.ClusterRole), c.removeExtraPermissions)
-	case *api.Role:
-		changed = authz.ReconcileMeta(&n.ObjectMeta, &want.(*api.Role).ObjectMeta)
-		if rules, ch := authz.ReconcileRules(n.Rules, want.(*api.Role).Rules, c.removeExtraPermissions); ch {
-			n.Rules, changed = rules, true
-		}
-	case *api.RoleBinding:
-		w := want.(*api.RoleBinding)
-		if n.RoleRef != w.RoleRef {
-			return "", fmt.Errorf("%s: cannot change roleRef (delete the binding and run again)", objectRef(k, m.Name))
-		}
-		changed = authz.ReconcileMeta(&n.ObjectMeta, &w.ObjectMeta)
-		if s, ch := authz.ReconcileSubjects(n.Subjects, w.Subjects, c.removeExtraSubj); ch {
-			n.Subjects, changed = s, true
-		}
-	case *api.ClusterRoleBinding:
-		w := want.(*api.ClusterRoleBinding)
-		if n.RoleRef != w.RoleRef {
-			return "", fmt.Errorf("%s: cannot change roleRef (delete the binding and run again)", objectRef(k, m.Name))
-		}
-		changed = authz.ReconcileMeta(&n.ObjectMeta, &w.ObjectMeta)
-		if s, ch := authz.ReconcileSubjects(n.Subjects, w.Subjects, c.removeExtraSubj); ch {
-			n.Subjects, changed = s, true
-		}
-	}
-	if !changed {
-		return "", nil
-	}
-	_, err = cl.Update(ctx, next)
-	return "update", err
 }
 
 type certificateCmd struct {

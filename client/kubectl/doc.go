@@ -9,6 +9,7 @@
 //   - update.go: read-modify-write with conflict retries (Update).
 //   - stream.go: the client side of exec, attach and port-forward, the
 //     connections kubectl 1.32 makes (WebSocket first, SPDY on refusal).
+//   - reconcile.go: `kubectl auth reconcile` of RBAC objects (Reconcile).
 //
 // It talks to the API through client.Interface only (so client/fake runs
 // it in unit tests) and keeps no state between calls.

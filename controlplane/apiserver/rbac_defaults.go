@@ -19,7 +19,7 @@ func (r *Registry) ensureRBACDefaults(ctx context.Context) error {
 	for _, want := range authz.DefaultClusterRoles() {
 		err := r.retryUpdate(ctx, clusterRoleKind, want, func(cur api.Object) bool {
 			c := cur.(*api.ClusterRole)
-			return !authz.Protected(&c.ObjectMeta) && authz.ReconcileClusterRole(c, want, false)
+			return !api.Protected(&c.ObjectMeta) && api.ReconcileClusterRole(c, want, false)
 		})
 		if err != nil {
 			return fmt.Errorf("default clusterrole %q: %w", want.Name, err)
@@ -28,11 +28,11 @@ func (r *Registry) ensureRBACDefaults(ctx context.Context) error {
 	for _, want := range authz.DefaultClusterRoleBindings() {
 		err := r.retryUpdate(ctx, clusterRoleBindingKind, want, func(cur api.Object) bool {
 			b := cur.(*api.ClusterRoleBinding)
-			if authz.Protected(&b.ObjectMeta) {
+			if api.Protected(&b.ObjectMeta) {
 				return false
 			}
-			changed := authz.ReconcileMeta(&b.ObjectMeta, &want.ObjectMeta)
-			subjects, ch := authz.ReconcileSubjects(b.Subjects, want.Subjects, false)
+			changed := api.ReconcileMeta(&b.ObjectMeta, &want.ObjectMeta)
+			subjects, ch := api.ReconcileSubjects(b.Subjects, want.Subjects, false)
 			b.Subjects = subjects
 			return changed || ch
 		})

@@ -6,9 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/component-helpers/auth/rbac/validation"
 
 	"skiff.dev/skiff/api"
 )
@@ -83,30 +81,6 @@ var FullAuthority = []api.PolicyRule{
 	{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
 }
 
-// Covers reports whether owner's rules allow everything servant's do, and
-// which of servant's (broken down to one verb, resource and name each) they
-// do not, as Kubernetes' validation.Covers (used as is).
-func Covers(owner, servant []api.PolicyRule) (bool, []api.PolicyRule) {
-	ok, missing := validation.Covers(toV1(owner), toV1(servant))
-	return ok, fromV1(missing)
-}
-
-func toV1(rules []api.PolicyRule) []rbacv1.PolicyRule {
-	out := make([]rbacv1.PolicyRule, len(rules))
-	for i, r := range rules {
-		out[i] = rbacv1.PolicyRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames, NonResourceURLs: r.NonResourceURLs}
-	}
-	return out
-}
-
-func fromV1(rules []rbacv1.PolicyRule) []api.PolicyRule {
-	out := make([]api.PolicyRule, len(rules))
-	for i, r := range rules {
-		out[i] = api.PolicyRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames, NonResourceURLs: r.NonResourceURLs}
-	}
-	return out
-}
-
 // ConfirmNoEscalation is Kubernetes' ConfirmNoEscalation: nil when owner
 // (the rules u holds where the object goes) covers rules, else the error
 // that lists what u lacks:
@@ -114,7 +88,7 @@ func fromV1(rules []rbacv1.PolicyRule) []api.PolicyRule {
 //	user "alice" (groups=["students" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:
 //	{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}
 func ConfirmNoEscalation(u User, owner []api.PolicyRule, resolutionErrs []error, rules []api.PolicyRule) error {
-	ok, missing := Covers(owner, rules)
+	ok, missing := api.Covers(owner, rules)
 	if ok {
 		return nil
 	}

@@ -1,11 +1,12 @@
-package authz
+package api
 
 import (
 	"maps"
 	"reflect"
 	"slices"
 
-	"skiff.dev/skiff/api"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/component-helpers/auth/rbac/validation"
 )
 
 // Reconciling a role or binding with an expected one, as Kubernetes'
@@ -17,12 +18,12 @@ import (
 // "false" is protected and left as it is.
 
 // Protected reports whether an existing object opted out of reconciling.
-func Protected(m *api.ObjectMeta) bool { return m.Annotations[api.AnnotationRBACAutoUpdate] == "false" }
+func Protected(m *ObjectMeta) bool { return m.Annotations[AnnotationRBACAutoUpdate] == "false" }
 
 // ReconcileRules returns existing's rules reconciled with expected's and
 // whether they changed: missing ones appended, or with removeExtra exactly
 // expected's.
-func ReconcileRules(existing, expected []api.PolicyRule, removeExtra bool) ([]api.PolicyRule, bool) {
+func ReconcileRules(existing, expected []PolicyRule, removeExtra bool) ([]PolicyRule, bool) {
 	_, missing := Covers(existing, expected)
 	if removeExtra {
 		_, extra := Covers(expected, existing)
@@ -40,7 +41,7 @@ func ReconcileRules(existing, expected []api.PolicyRule, removeExtra bool) ([]ap
 // ReconcileMeta merges expected's labels and annotations into existing's
 // (existing's values win for a key both have, as Kubernetes' merge keeps
 // the later map: existing) and reports whether they changed.
-func ReconcileMeta(existing *api.ObjectMeta, expected *api.ObjectMeta) bool {
+func ReconcileMeta(existing *ObjectMeta, expected *ObjectMeta) bool {
 	l, a := merged(expected.Labels, existing.Labels), merged(expected.Annotations, existing.Annotations)
 	changed := !maps.Equal(l, existing.Labels) || !maps.Equal(a, existing.Annotations)
 	existing.Labels, existing.Annotations = l, a
@@ -61,7 +62,7 @@ func merged(base, over map[string]string) map[string]string {
 // in place) with expected, and reports whether cur changed. When both are
 // aggregated, rules cur holds beyond expected's are its aggregation
 // controller's and stay.
-func ReconcileClusterRole(cur, expected *api.ClusterRole, removeExtra bool) bool {
+func ReconcileClusterRole(cur, expected *ClusterRole, removeExtra bool) bool {
 	changed := ReconcileMeta(&cur.ObjectMeta, &expected.ObjectMeta)
 	bothAggregated := expected.AggregationRule != nil && cur.AggregationRule != nil
 	if rules, ch := ReconcileRules(cur.Rules, expected.Rules, removeExtra && !bothAggregated); ch {
@@ -73,7 +74,7 @@ func ReconcileClusterRole(cur, expected *api.ClusterRole, removeExtra bool) bool
 	case expected.AggregationRule != nil:
 		want := expected.AggregationRule.ClusterRoleSelectors
 		if cur.AggregationRule == nil {
-			cur.AggregationRule = &api.AggregationRule{}
+			cur.AggregationRule = &AggregationRule{}
 		}
 		have := cur.AggregationRule.ClusterRoleSelectors
 		if removeExtra && !reflect.DeepEqual(have, want) {
@@ -81,7 +82,7 @@ func ReconcileClusterRole(cur, expected *api.ClusterRole, removeExtra bool) bool
 			break
 		}
 		for _, s := range want {
-			if !slices.ContainsFunc(have, func(h api.LabelSelector) bool { return reflect.DeepEqual(h, s) }) {
+			if !slices.ContainsFunc(have, func(h LabelSelector) bool { return reflect.DeepEqual(h, s) }) {
 				cur.AggregationRule.ClusterRoleSelectors = append(cur.AggregationRule.ClusterRoleSelectors, s)
 				changed = true
 			}
@@ -92,7 +93,7 @@ func ReconcileClusterRole(cur, expected *api.ClusterRole, removeExtra bool) bool
 
 // ReconcileSubjects returns existing's subjects with expected's missing
 // ones appended (with removeExtra: expected's), and whether they changed.
-func ReconcileSubjects(existing, expected []api.Subject, removeExtra bool) ([]api.Subject, bool) {
+func ReconcileSubjects(existing, expected []Subject, removeExtra bool) ([]Subject, bool) {
 	if removeExtra {
 		if slices.Equal(existing, expected) {
 			return existing, false
@@ -107,4 +108,28 @@ func ReconcileSubjects(existing, expected []api.Subject, removeExtra bool) ([]ap
 		}
 	}
 	return out, changed
+}
+
+// Covers reports whether owner's rules allow everything servant's do, and
+// which of servant's (broken down to one verb, resource and name each) they
+// do not, as Kubernetes' validation.Covers (used as is).
+func Covers(owner, servant []PolicyRule) (bool, []PolicyRule) {
+	ok, missing := validation.Covers(toV1Rules(owner), toV1Rules(servant))
+	return ok, fromV1Rules(missing)
+}
+
+func toV1Rules(rules []PolicyRule) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, len(rules))
+	for i, r := range rules {
+		out[i] = rbacv1.PolicyRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames, NonResourceURLs: r.NonResourceURLs}
+	}
+	return out
+}
+
+func fromV1Rules(rules []rbacv1.PolicyRule) []PolicyRule {
+	out := make([]PolicyRule, len(rules))
+	for i, r := range rules {
+		out[i] = PolicyRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames, NonResourceURLs: r.NonResourceURLs}
+	}
+	return out
 }
