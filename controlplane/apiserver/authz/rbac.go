@@ -148,9 +148,10 @@ func subjectKey(s api.Subject, bindingNS string) string {
 }
 
 // visit calls f with every grant that applies to u in namespace ns ("" for
-// cluster-wide grants only), until f returns false.
-func (ix *Index) visit(u User, ns string, f func(g *grant, subject string) bool) {
-	try := func(key, subject string) bool {
+// cluster-wide grants only), until f returns false. subject says who the
+// grant is for: the user (-1) or u.Groups[i] (i).
+func (ix *Index) visit(u User, ns string, f func(g *grant, subject int) bool) {
+	try := func(key string, subject int) bool {
 		for _, g := range ix.cluster[key] {
 			if !f(g, subject) {
 				return false
@@ -166,18 +167,25 @@ func (ix *Index) visit(u User, ns string, f func(g *grant, subject string) bool)
 		}
 		return true
 	}
-	subject := "User"
-	if strings.HasPrefix(u.Name, ServiceAccountUserPrefix) {
-		subject = "ServiceAccount"
-	}
-	if !try(userKey(u.Name), fmt.Sprintf("%s %q", subject, u.Name)) {
+	if !try(userKey(u.Name), -1) {
 		return
 	}
-	for _, grp := range u.Groups {
-		if !try(groupKey(grp), fmt.Sprintf("Group %q", grp)) {
+	for i, grp := range u.Groups {
+		if !try(groupKey(grp), i) {
 			return
 		}
 	}
+}
+
+// subjectString names who a grant went to, as Kubernetes' reason does.
+func subjectString(u User, subject int) string {
+	switch {
+	case subject >= 0:
+		return fmt.Sprintf("Group %q", u.Groups[subject])
+	case strings.HasPrefix(u.Name, ServiceAccountUserPrefix):
+		return fmt.Sprintf("ServiceAccount %q", u.Name)
+	}
+	return fmt.Sprintf("User %q", u.Name)
 }
 
 // Authorize decides a as Kubernetes' RBAC authorizer: allowed with the
@@ -190,7 +198,7 @@ func (ix *Index) Authorize(a Attributes) (allowed bool, reason string) {
 	if !a.ResourceRequest {
 		ns = ""
 	}
-	ix.visit(a.User, ns, func(g *grant, subject string) bool {
+	ix.visit(a.User, ns, func(g *grant, subject int) bool {
 		if g.missing != nil {
 			missing = append(missing, g.missing)
 			return true
@@ -198,7 +206,7 @@ func (ix *Index) Authorize(a Attributes) (allowed bool, reason string) {
 		for i := range g.rules {
 			if RuleAllows(a, &g.rules[i]) {
 				allowed = true
-				reason = fmt.Sprintf("RBAC: allowed by %s of %s to %s", g.binding, g.role, subject)
+				reason = "RBAC: allowed by " + g.binding + " of " + g.role + " to " + subjectString(a.User, subject)
 				return false
 			}
 		}
@@ -219,7 +227,7 @@ func (ix *Index) Authorize(a Attributes) (allowed bool, reason string) {
 func (ix *Index) RulesFor(u User, ns string) ([]api.PolicyRule, []error) {
 	var rules []api.PolicyRule
 	var errs []error
-	ix.visit(u, ns, func(g *grant, _ string) bool {
+	ix.visit(u, ns, func(g *grant, _ int) bool {
 		if g.missing != nil {
 			errs = append(errs, g.missing)
 		}
