@@ -39,7 +39,9 @@ func (s *Server) tablePrinter(ctx context.Context, k *api.Kind) table.Printer {
 	if k != workloadKind {
 		return table.For(k)
 	}
-	pending, err := queueorder.ListPending(ctx, s.Local(), "")
+	// The positions count every queued workload, whoever asks: read as
+	// the server (the rows are what the caller may list, authorized).
+	pending, err := queueorder.ListPending(WithoutUser(ctx), s.Local(), "")
 	if err != nil {
 		s.log.Warn("workload positions for a table", "err", err)
 		return table.For(k)

@@ -137,7 +137,9 @@ func (s *Server) serveVisibilityAPI(w http.ResponseWriter, r *http.Request) bool
 		writeError(w, err)
 		return true
 	}
-	pending, err := queueorder.ListPending(r.Context(), s.Local(), "")
+	// Positions count every queued workload: read as the server (the
+	// request was authorized for its queue's pending workloads).
+	pending, err := queueorder.ListPending(WithoutUser(r.Context()), s.Local(), "")
 	if err != nil {
 		writeError(w, err)
 		return true
