@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +26,7 @@ func newAuthCmd(r *Root) *cobra.Command {
 type canICmd struct {
 	r                *Root
 	list, all, quiet bool
+	noHeaders        bool
 	subresource      string
 }
 
@@ -43,6 +43,7 @@ func newCanICmd(r *Root) *cobra.Command {
 	cmd.Flags().BoolVar(&c.list, "list", false, "list all allowed actions in the namespace")
 	cmd.Flags().BoolVarP(&c.all, "all-namespaces", "A", false, "check in all namespaces")
 	cmd.Flags().BoolVarP(&c.quiet, "quiet", "q", false, "print nothing; the exit code says")
+	cmd.Flags().BoolVar(&c.noHeaders, "no-headers", false, "with --list: print no header row")
 	cmd.Flags().StringVar(&c.subresource, "subresource", "", "subresource, such as pod/log or deployment/scale")
 	return cmd
 }
@@ -114,28 +115,26 @@ func (c *canICmd) Run(ctx context.Context, args []string) error {
 
 // runList prints the rules of the namespace as kubectl's table.
 func (c *canICmd) runList(ctx context.Context, cl client.Interface) error {
-	review := &api.SelfSubjectRulesReview{Spec: api.SelfSubjectRulesReviewSpec{Namespace: c.r.Namespace}}
+	ns := c.r.Namespace
+	if c.all {
+		ns = ""
+	}
+	review := &api.SelfSubjectRulesReview{Spec: api.SelfSubjectRulesReviewSpec{Namespace: ns}}
 	api.SetTypeMeta(review)
 	out, err := cl.Create(ctx, review)
 	if err != nil {
 		return err
 	}
 	st := out.(*api.SelfSubjectRulesReview).Status
-	tw := tabwriter.NewWriter(c.r.Stdout, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "Resources\tNon-Resource URLs\tResource Names\tVerbs")
-	for _, r := range st.ResourceRules {
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				name := res
-				if g != "" {
-					name += "." + g
-				}
-				fmt.Fprintf(tw, "%s\t[]\t%s\t%s\n", name, brackets(r.ResourceNames), brackets(r.Verbs))
-			}
-		}
+	if st.Incomplete {
+		fmt.Fprintf(c.r.Stderr, "warning: the list may be incomplete: %v\n", st.EvaluationError)
 	}
-	for _, r := range st.NonResourceRules {
-		fmt.Fprintf(tw, "\t%s\t[]\t%s\n", brackets(r.NonResourceURLs), brackets(r.Verbs))
+	tw := newTabWriter(c.r.Stdout)
+	if !c.noHeaders {
+		fmt.Fprintln(tw, kubectl.AccessHeader)
+	}
+	for _, r := range kubectl.AccessList(st) {
+		fmt.Fprintln(tw, kubectl.AccessRow(r))
 	}
 	return tw.Flush()
 }
@@ -163,7 +162,7 @@ func (c *whoamiCmd) Run(ctx context.Context) error {
 		return err
 	}
 	u := out.(*api.SelfSubjectReview).Status.UserInfo
-	tw := tabwriter.NewWriter(c.r.Stdout, 0, 8, 3, ' ', 0)
+	tw := newTabWriter(c.r.Stdout)
 	fmt.Fprintln(tw, "ATTRIBUTE\tVALUE")
 	fmt.Fprintf(tw, "Username\t%s\n", u.Username)
 	if u.UID != "" {

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"skiff.dev/skiff/internal/kubectltest"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -65,6 +67,24 @@ func TestStudentKubeconfigAndRBACVerbs(t *testing.T) {
 	}
 	if out := must("auth", "can-i", "--list", "--kubeconfig", alice); !strings.Contains(out, "deployments.apps") || !strings.Contains(out, "Resources") {
 		t.Fatalf("can-i --list:\n%s", out)
+	}
+	// The real kubectl prints the same tables from the same answers.
+	kubectl := kubectltest.Binary(t)
+	for _, args := range [][]string{
+		{"auth", "can-i", "--list", "--kubeconfig", alice},
+		{"auth", "can-i", "--list", "-n", "default", "--kubeconfig", alice},
+		{"auth", "can-i", "--list", "--no-headers", "--kubeconfig", admin},
+		{"auth", "can-i", "--list", "-n", "alice", "--as", "alice", "--as-group", "students", "--kubeconfig", admin},
+		{"auth", "whoami", "--kubeconfig", alice},
+		{"auth", "whoami", "--as", "bob", "--as-group", "students", "--kubeconfig", admin},
+	} {
+		want, err := exec.Command(kubectl, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, want)
+		}
+		if got := must(args...); got != string(want) {
+			t.Errorf("skiff %s:\n%s\nkubectl prints:\n%s", strings.Join(args, " "), got, want)
+		}
 	}
 	// edit holds no RBAC writes: her own role is refused.
 	res = runCLI(t, "create", "role", "reader", "--verb", "get,list", "--resource", "pods", "--kubeconfig", alice)

@@ -10,6 +10,9 @@
 //   - stream.go: the client side of exec, attach and port-forward, the
 //     connections kubectl 1.32 makes (WebSocket first, SPDY on refusal).
 //   - reconcile.go: `kubectl auth reconcile` of RBAC objects (Reconcile).
+//   - access.go: the table of `kubectl auth can-i --list` from a
+//     SelfSubjectRulesReview (AccessList: kubectl's breakdown, compaction
+//     and order).
 //
 // It talks to the API through client.Interface only (so client/fake runs
 // it in unit tests) and keeps no state between calls.
