@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -141,7 +141,7 @@ type ClusterRoleBinding struct {
 }
 
 // validateRBACName is Kubernetes' ValidateRBACName: any path segment.
-func validateRBACName(name string) []string { return path.IsValidPathSegmentName(name) }
+func validateRBACName(name string) []string { return content.IsPathSegmentName(name) }
 
 // validatePolicyRules follows pkg/apis/rbac/validation.ValidatePolicyRule.
 func validatePolicyRules(rules []PolicyRule, namespaced bool, base string) FieldErrors {

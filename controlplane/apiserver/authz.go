@@ -186,16 +186,6 @@ func (a attributes) authz() authz.Attributes {
 		Namespace: a.namespace, Name: a.name, Path: a.path}
 }
 
-// namespaced reports whether a's resource lives in a namespace: by its
-// kind, or for a resource skiff does not serve (a review may ask about
-// anything) by whether a namespace was named.
-func namespaced(a attributes) bool {
-	if k := api.KindForResource(a.group, "", a.resource); k != nil {
-		return k.Namespaced
-	}
-	return a.resource != "namespaces" && a.namespace != ""
-}
-
 // nodeOf returns the node name of a node's user: system:node:NAME in
 // system:nodes, as Kubernetes' NodeIdentifier requires both.
 func nodeOf(u User) (string, bool) {
