@@ -33,9 +33,10 @@ type rbacCache struct {
 	// ctx is the server's life (watchCtx): the informers end with it.
 	ctx context.Context
 
-	start  sync.Once
-	synced chan struct{}
-	infs   [4]*client.Informer // roles, clusterroles, rolebindings, clusterrolebindings
+	start   sync.Once
+	started atomic.Bool // the informers run (watches)
+	synced  chan struct{}
+	infs    [4]*client.Informer // roles, clusterroles, rolebindings, clusterrolebindings
 
 	stale atomic.Bool
 	mu    sync.Mutex // one rebuild at a time
@@ -59,6 +60,7 @@ func (c *rbacCache) run() {
 			c.infs[i] = inf
 			go inf.Run(c.ctx)
 		}
+		c.started.Store(true)
 		go func() {
 			for _, inf := range c.infs {
 				if !inf.WaitForSync(c.ctx) {
@@ -69,6 +71,14 @@ func (c *rbacCache) run() {
 			close(c.synced)
 		}()
 	})
+}
+
+// watches is how many store watches the cache's informers hold.
+func (c *rbacCache) watches() int {
+	if c.started.Load() {
+		return len(c.infs)
+	}
+	return 0
 }
 
 // index returns the current RBAC index, rebuilt first when an RBAC

@@ -90,6 +90,11 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
+// OwnWatches is how many store watches the server's own caches hold: the
+// RBAC informers every API server runs, leader or not (the leader's
+// controllers share another cache, controlplane.LeaderInformers).
+func (s *Server) OwnWatches() int { return s.rbac.watches() }
+
 // Stop ends what the server runs besides serving (watch streams, the
 // RBAC cache's informers) when it was used through Handler alone, without
 // Run. Safe twice; Run stops them itself.
