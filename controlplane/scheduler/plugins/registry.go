@@ -181,7 +181,7 @@ func Registry() map[string]Factory {
 			if err != nil {
 				return nil, err
 			}
-			pl := NewVolumeBinding(a.Client, a.Logger)
+			pl := NewVolumeBinding(a.Client, a.Informers, a.Logger)
 			if args != nil && args.BindTimeoutSeconds != nil {
 				pl.BindTimeout = time.Duration(*args.BindTimeoutSeconds) * time.Second
 			}

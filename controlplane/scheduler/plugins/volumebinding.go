@@ -49,6 +49,9 @@ type VolumeBinding struct {
 	BindTimeout time.Duration
 
 	claims, volumes, classes *client.Informer
+	informers                *client.InformerFactory // the scheduler's (shared) or its own
+	own                      bool                    // informers made here: Run waits for them
+	registered               chan struct{}           // closed once Run's handlers are on the informers
 
 	mu sync.Mutex
 	// assumed: volumes Reserve chose, by name, with the claim (namespace/name)
@@ -78,16 +81,19 @@ const (
 	DefaultBindTimeout = 600 * time.Second
 )
 
-// NewVolumeBinding makes the plugin with informers on c; Run starts them.
-func NewVolumeBinding(c client.Interface, log *slog.Logger) *VolumeBinding {
+// NewVolumeBinding makes the plugin reading claims, volumes and classes
+// from f (the scheduler's shared informers) when f reads through c, else
+// from informers of its own on c; Run starts them.
+func NewVolumeBinding(c client.Interface, f *client.InformerFactory, log *slog.Logger) *VolumeBinding {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	pl := &VolumeBinding{client: c, log: log.With("plugin", VolumeBindingName), BindTimeout: DefaultBindTimeout,
-		assumed: map[string]string{}, changed: make(chan struct{})}
-	pl.claims = client.NewInformer(c, api.MustKindOf(&api.PersistentVolumeClaim{}), "", api.ListOptions{}, log)
-	pl.volumes = client.NewInformer(c, api.MustKindOf(&api.PersistentVolume{}), "", api.ListOptions{}, log)
-	pl.classes = client.NewInformer(c, api.MustKindOf(&api.StorageClass{}), "", api.ListOptions{}, log)
+		assumed: map[string]string{}, changed: make(chan struct{}), registered: make(chan struct{})}
+	pl.informers, pl.own = informersOf(c, f, log)
+	pl.claims = pl.informers.InformerFor(&api.PersistentVolumeClaim{})
+	pl.volumes = pl.informers.InformerFor(&api.PersistentVolume{})
+	pl.classes = pl.informers.InformerFor(&api.StorageClass{})
 	return pl
 }
 
@@ -102,12 +108,20 @@ func (pl *VolumeBinding) Run(ctx context.Context, moved func()) {
 		OnUpdate: func(_, o api.Object) { pl.seen(o); moved() },
 		OnDelete: func(o api.Object) { pl.seen(o); moved() },
 	}
-	var wg sync.WaitGroup
-	for _, inf := range []*client.Informer{pl.claims, pl.volumes, pl.classes} {
-		inf.AddHandler(h)
-		wg.Go(func() { inf.Run(ctx) })
+	infs := []*client.Informer{pl.claims, pl.volumes, pl.classes}
+	regs := make([]client.Registration, len(infs))
+	for i, inf := range infs {
+		regs[i] = inf.AddHandler(h)
 	}
-	wg.Wait()
+	close(pl.registered)
+	pl.informers.Start(ctx) // a no-op when the scheduler started them
+	<-ctx.Done()
+	for i, inf := range infs {
+		inf.RemoveHandler(regs[i])
+	}
+	if pl.own {
+		pl.informers.Wait()
+	}
 }
 
 // seen forgets an assumed volume the informer now shows taken, and wakes
@@ -124,6 +138,11 @@ func (pl *VolumeBinding) seen(o api.Object) {
 
 // WaitForSync implements framework.EventSourcePlugin.
 func (pl *VolumeBinding) WaitForSync(ctx context.Context) bool {
+	select {
+	case <-pl.registered:
+	case <-ctx.Done():
+		return false
+	}
 	return pl.claims.WaitForSync(ctx) && pl.volumes.WaitForSync(ctx) && pl.classes.WaitForSync(ctx)
 }
 

@@ -61,7 +61,7 @@ func usesClaims(names ...string) func(*api.Pod) {
 func runningVolumeBinding(t *testing.T, objs ...api.Object) (*VolumeBinding, *fake.Client) {
 	t.Helper()
 	c := fake.New(objs...)
-	pl := NewVolumeBinding(c, nil)
+	pl := NewVolumeBinding(c, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go pl.Run(ctx, func() {})
