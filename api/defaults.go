@@ -41,6 +41,8 @@ func SetDefaults(obj Object) {
 		defaultDaemonSet(o) // daemonset.go
 	case *StatefulSet:
 		defaultStatefulSet(o) // statefulset.go
+	case *LimitRange:
+		defaultLimitRange(o) // quota.go
 	case *Job:
 		defaultJob(o) // batch.go
 	case *CronJob:

@@ -93,6 +93,8 @@ var Kinds = []*Kind{
 	{Kind: "ServiceAccount", Version: "v1", Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"}, Namespaced: true, Type: reflect.TypeFor[ServiceAccount]()},
 	{Kind: "PersistentVolume", Version: "v1", Resource: "persistentvolumes", Singular: "persistentvolume", ShortNames: []string{"pv"}, HasStatus: true, Type: reflect.TypeFor[PersistentVolume]()},
 	{Kind: "PersistentVolumeClaim", Version: "v1", Resource: "persistentvolumeclaims", Singular: "persistentvolumeclaim", ShortNames: []string{"pvc"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[PersistentVolumeClaim]()},
+	{Kind: "ResourceQuota", Version: "v1", Resource: "resourcequotas", Singular: "resourcequota", ShortNames: []string{"quota"}, Namespaced: true, HasStatus: true, Type: reflect.TypeFor[ResourceQuota]()},
+	{Kind: "LimitRange", Version: "v1", Resource: "limitranges", Singular: "limitrange", ShortNames: []string{"limits"}, Namespaced: true, Type: reflect.TypeFor[LimitRange]()},
 	{Kind: "Event", Version: "v1", Resource: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true, Type: reflect.TypeFor[Event]()},
 	{Kind: "ControllerRevision", Group: "apps", Version: "v1", Resource: "controllerrevisions", Singular: "controllerrevision", Namespaced: true, Type: reflect.TypeFor[ControllerRevision]()},
 	{Kind: "DaemonSet", Group: "apps", Version: "v1", Resource: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"}, Namespaced: true, HasStatus: true, Categories: []string{"all"}, Type: reflect.TypeFor[DaemonSet]()},

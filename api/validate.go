@@ -100,6 +100,10 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateBinding(&o.ObjectMeta, true, o.RoleRef, o.Subjects)...)
 	case *ClusterRoleBinding:
 		errs = append(errs, validateBinding(&o.ObjectMeta, false, o.RoleRef, o.Subjects)...)
+	case *ResourceQuota:
+		errs = append(errs, validateResourceQuota(o)...) // validate_quota.go
+	case *LimitRange:
+		errs = append(errs, validateLimitRange(o)...)
 	case *ResourceFlavor, *ClusterQueue, *LocalQueue, *Workload, *Topology:
 		errs = append(errs, validateKueue(o)...) // validate_kueue.go
 	case *Event:
@@ -175,6 +179,8 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 		errs = append(errs, validateResourceUpdate(n, oldObj)...) // validate_resource.go
 	case *PersistentVolume, *PersistentVolumeClaim, *StorageClass:
 		errs = append(errs, validateStorageUpdate(n, oldObj)...) // validate_storage.go
+	case *ResourceQuota:
+		errs = append(errs, validateResourceQuotaUpdate(n, oldObj.(*ResourceQuota))...) // validate_quota.go
 	case *EndpointSlice:
 		if o := oldObj.(*EndpointSlice); n.AddressType != o.AddressType {
 			errs = append(errs, Invalid("addressType", n.AddressType, "field is immutable"))

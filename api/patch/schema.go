@@ -68,6 +68,8 @@ var schemas = map[string]any{
 	"rbac.authorization.k8s.io/v1, Kind=ClusterRole":         &rbacv1.ClusterRole{},
 	"rbac.authorization.k8s.io/v1, Kind=RoleBinding":         &rbacv1.RoleBinding{},
 	"rbac.authorization.k8s.io/v1, Kind=ClusterRoleBinding":  &rbacv1.ClusterRoleBinding{},
+	"v1, Kind=ResourceQuota":                                 &corev1.ResourceQuota{},
+	"v1, Kind=LimitRange":                                    &corev1.LimitRange{},
 }
 
 func schemaKey(apiVersion, kind string) string { return apiVersion + ", Kind=" + kind }

@@ -47,6 +47,8 @@ var printers = map[string]func() Printer{
 	"PersistentVolume":                    persistentVolumePrinter, // storage.go
 	"PersistentVolumeClaim":               persistentVolumeClaimPrinter,
 	"StorageClass.storage.k8s.io":         storageClassPrinter,
+	"ResourceQuota":                       resourceQuotaPrinter, // quota.go
+	"LimitRange":                          limitRangePrinter,
 	"ResourceClaim.resource.k8s.io":       resourceClaimPrinter,
 	"ResourceSlice.resource.k8s.io":       resourceSlicePrinter,
 	"ClusterQueue.kueue.x-k8s.io":         clusterQueuePrinter, // kueue.go
