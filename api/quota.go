@@ -130,6 +130,27 @@ const (
 	LimitTypePersistentVolumeClaim = "PersistentVolumeClaim"
 )
 
+// QuotaReservationsAnnotation holds, on a ResourceQuota, the charges
+// quota admission made for objects being created that the resourcequota
+// controller has not counted yet (controlplane/quota: Reservation). It
+// belongs to the quota's status: a status write brings it, a spec write
+// keeps the stored one (api/strategy: SetStatus).
+const QuotaReservationsAnnotation = "quota.skiff.dev/reservations"
+
+// PrepareResourceQuota starts a new quota with status.hard = spec.hard
+// and no usage: admission refuses what it covers ("status unknown for
+// quota") until the resourcequota controller has counted, a moment
+// later, instead of admitting uncounted objects (Kubernetes leaves the
+// status empty, so a quota enforces nothing until counted). Reservations
+// come from admission only.
+func PrepareResourceQuota(q *ResourceQuota) {
+	q.Status = ResourceQuotaStatus{Hard: ResourceList{}}
+	for k, v := range q.Spec.Hard {
+		q.Status.Hard[k] = v.DeepCopy()
+	}
+	delete(q.Annotations, QuotaReservationsAnnotation)
+}
+
 // AnnotationLimitRanger is what LimitRanger admission set on a pod
 // ("LimitRanger plugin set: cpu, memory request for container web").
 const AnnotationLimitRanger = "kubernetes.io/limit-ranger"

@@ -83,11 +83,16 @@ func RequireName(k *api.Kind, m *api.ObjectMeta) error {
 
 // PrepareStrategy sets what a kind's strategy derives from the object and
 // its stored version (cur nil at create), after defaults: a DaemonSet's
-// template generation annotation.
+// template generation annotation, a new ResourceQuota's status.hard.
 func PrepareStrategy(obj, cur api.Object) {
-	if d, ok := obj.(*api.DaemonSet); ok {
+	switch o := obj.(type) {
+	case *api.DaemonSet:
 		old, _ := cur.(*api.DaemonSet)
-		api.PrepareDaemonSet(d, old)
+		api.PrepareDaemonSet(o, old)
+	case *api.ResourceQuota:
+		if cur == nil {
+			api.PrepareResourceQuota(o)
+		}
 	}
 }
 
@@ -106,9 +111,25 @@ func PrepareForUpdate(k *api.Kind, next, cur api.Object) {
 	CarryOver(next, cur)
 }
 
-// SetStatus copies the Status field of src into dst (same kind).
+// SetStatus copies the Status field of src into dst (same kind), and
+// what belongs to the status but lives in an annotation: a
+// ResourceQuota's reservations (api.QuotaReservationsAnnotation), which
+// the resourcequota controller prunes as it counts (a status write brings
+// them), and which a spec write keeps as stored.
 func SetStatus(dst, src api.Object) {
 	reflect.ValueOf(dst).Elem().FieldByName("Status").Set(reflect.ValueOf(src).Elem().FieldByName("Status"))
+	q, ok := dst.(*api.ResourceQuota)
+	if !ok {
+		return
+	}
+	if v, set := src.GetObjectMeta().Annotations[api.QuotaReservationsAnnotation]; set {
+		if q.Annotations == nil {
+			q.Annotations = map[string]string{}
+		}
+		q.Annotations[api.QuotaReservationsAnnotation] = v
+	} else {
+		delete(q.Annotations, api.QuotaReservationsAnnotation)
+	}
 }
 
 // CarryOver copies into an update what the server owns or assigned and a

@@ -81,6 +81,9 @@ type Registry struct {
 	// authorizer is the server that serves this registry: escalation
 	// checks of RBAC writes (escalation.go) ask it.
 	authorizer atomic.Pointer[Server]
+	// quotas queues ResourceQuota admission per namespace
+	// (admission_quota.go).
+	quotas quotaAdmission
 }
 
 // NewRegistry returns a registry over st. A nil logger discards.
@@ -203,10 +206,17 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err := r.admitStorage(ctx, obj); err != nil {
 		return nil, err
 	}
+	ranges, err := r.defaultLimits(ctx, obj) // admission_limitrange.go
+	if err != nil {
+		return nil, err
+	}
 	if errs := api.Validate(obj); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
 	if err := r.admitRBAC(ctx, k, obj); err != nil { // escalation.go: no one grants what they lack
+		return nil, err
+	}
+	if err := validateLimits(k, obj, ranges); err != nil {
 		return nil, err
 	}
 	if k.Namespaced {
@@ -222,6 +232,10 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err := alloc.allocate(ctx, obj, nil); err != nil {
 		return nil, err
 	}
+	quotaDone, err := r.chargeQuota(ctx, k, obj, nil) // admission_quota.go: the last step
+	if err != nil {
+		return nil, err
+	}
 	if isDryRun(ctx) { // dryrun.go: all of the above, nothing stored
 		return r.dryRunCreate(ctx, k, obj, generated)
 	}
@@ -230,6 +244,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		m.Name = generateName(m.GenerateName)
 		out, err = r.store.Create(ctx, obj)
 	}
+	quotaDone(ctx, err == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +294,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	alloc := r.serviceWrite(k)
 	defer alloc.done(ctx)
 	var dryOut api.Object
+	quotaDone := func(context.Context, bool) {} // the last attempt's quota charge
 	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
 		if err := strategy.CheckPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
@@ -321,6 +337,14 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			if err := alloc.allocate(ctx, next, cur); err != nil {
 				return nil, err
 			}
+			// admission_quota.go; on a retry after a conflict, charge again from cur.
+			quotaDone(ctx, false)
+			done, err := r.chargeQuota(ctx, k, next, cur)
+			if err != nil {
+				quotaDone = func(context.Context, bool) {}
+				return nil, err
+			}
+			quotaDone = done
 		}
 		if strategy.SameObject(next, cur) {
 			next = cur
@@ -334,6 +358,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	if errors.Is(err, errDryRun) {
 		return withTypeMeta(k, api.Clone(dryOut)), nil
 	}
+	quotaDone(ctx, err == nil)
 	if err != nil {
 		return nil, err
 	}

@@ -268,6 +268,11 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 		csrs.AddHandler(csLoop.Handler())
 	}
 
+	// ResourceQuota controller (resourcequota.go): a quota changed, or an
+	// object of a kind with a cache here came, went or changed its usage.
+	// Last: it counts with every cache above.
+	m.addResourceQuota(c, newLoop, log)
+
 	// Node IPAM controller (nodeipam.go): a node without a pod CIDR.
 	ipam := newDefaultNodeIPAM(c, nodes, log)
 	ipamLoop := newLoop(nodeIPAMControllerName, ipam, nodes.Keys)

@@ -1,0 +1,198 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/quota"
+)
+
+// The resourcequota controller keeps each ResourceQuota's status true, as
+// kube-controller-manager's: status.hard is spec.hard, status.used what
+// the namespace's objects use (controlplane/quota: Calculate), every hard
+// resource listed (0 when unused), so admission can judge the next create
+// (it refuses while a quota has no usage yet: "status unknown for
+// quota"). One reconcile of a quota key (namespace/name):
+//
+//  1. Read the quota from the API server (not the cache: its
+//     resourceVersion and the charges admission reserved on it are what
+//     the write below must not lose).
+//  2. Take the objects of every kind a hard resource counts, in the
+//     quota's namespace: from the controllers' caches where there is one,
+//     else listed from the API server; when that count is below a stored
+//     usage, count again from fresh lists (a cache may lag behind an
+//     object admission has charged).
+//  3. Count them, add admission's reservations for objects the count does
+//     not see yet, drop the ones it does, and write status (and the
+//     reservations) with the quota's resourceVersion when anything
+//     changed. A write that lost to admission is a Conflict: the loop
+//     tries again from the new quota.
+//
+// It reconciles when a quota changes, when an object a quota counts comes,
+// goes or changes what it uses (pods ending free their share at once), and
+// every resync (the kinds without a cache, and reservations that expired).
+type ResourceQuotaController struct {
+	client client.Interface
+	quotas Lister // *api.ResourceQuota
+	// caches of the kinds the controllers keep, by kind name ("Pod").
+	caches map[string]Lister
+	log    *slog.Logger
+	now    func() time.Time
+	// seen remembers, for ReservationTTL, the objects (resource/uid) it
+	// has counted and their generation, so the reservation of an object
+	// counted and deleted since is not counted again.
+	mu    sync.Mutex
+	seen  map[string]seenObject
+	swept time.Time // when seen last lost its old entries
+}
+
+type seenObject struct {
+	gen int64
+	at  time.Time
+}
+
+const resourceQuotaControllerName = "resourcequota-controller"
+
+// NewResourceQuotaController returns the controller; quotas is a cache of
+// every ResourceQuota, caches the controllers' other caches by kind name.
+func NewResourceQuotaController(c client.Interface, quotas Lister, caches map[string]Lister, log *slog.Logger) *ResourceQuotaController {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ResourceQuotaController{client: c, quotas: quotas, caches: caches, log: log.With("controller", resourceQuotaControllerName),
+		now: time.Now, seen: map[string]seenObject{}}
+}
+
+// see records objects of kind k as counted now.
+func (rc *ResourceQuotaController) see(k *api.Kind, objs ...api.Object) {
+	now := rc.now()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, o := range objs {
+		m := o.GetObjectMeta()
+		key := k.GroupResource() + "/" + m.UID
+		if s, ok := rc.seen[key]; !ok || s.gen <= m.Generation {
+			rc.seen[key] = seenObject{gen: m.Generation, at: now}
+		}
+	}
+	if now.Sub(rc.swept) < quota.ReservationTTL/4 {
+		return
+	}
+	rc.swept = now
+	for key, s := range rc.seen {
+		if now.Sub(s.at) > quota.ReservationTTL {
+			delete(rc.seen, key)
+		}
+	}
+}
+
+// seenBefore is quota.Seen over what see recorded.
+func (rc *ResourceQuotaController) seenBefore(resource, uid string, gen int64) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	s, ok := rc.seen[resource+"/"+uid]
+	return ok && s.gen >= gen
+}
+
+// Reconcile recounts the quota key. It implements client.Reconciler.
+func (rc *ResourceQuotaController) Reconcile(ctx context.Context, key string) error {
+	ns, name := splitKey(key)
+	q, err := client.Get[*api.ResourceQuota](ctx, rc.client, ns, name)
+	if api.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("resource quota %s: %w", key, err)
+	}
+	st, keep, err := rc.count(ctx, q, true)
+	if err == nil && quota.Lower(q.Status.Used, st.Used) {
+		// Admission settles a charge once its object is stored, maybe
+		// before the cache has it: lower a usage only on a fresh count.
+		st, keep, err = rc.count(ctx, q, false)
+	}
+	if err != nil {
+		return fmt.Errorf("resource quota %s: %w", key, err)
+	}
+	next := api.Clone(q)
+	if !quota.Apply(next, st, keep) {
+		logReconcile(rc.log, false, key, quota.PrettyPrint(q.Status.Used), "the same", "none")
+		return nil
+	}
+	if _, err := rc.client.UpdateStatus(ctx, next); err != nil {
+		if api.IsConflict(err) {
+			return client.RequeueAfter(conflictRetry)
+		}
+		return fmt.Errorf("resource quota %s: update status: %w", key, err)
+	}
+	logReconcile(rc.log, true, key, quota.PrettyPrint(q.Status.Used), quota.PrettyPrint(st.Used), fmt.Sprintf("status written (%d charges in flight)", len(keep)))
+	return nil
+}
+
+// count calculates q's status from the caches (where there are caches and
+// fromCache) or fresh lists.
+func (rc *ResourceQuotaController) count(ctx context.Context, q *api.ResourceQuota, fromCache bool) (api.ResourceQuotaStatus, []quota.Reservation, error) {
+	var objs []quota.Objects
+	for _, k := range quota.KindsFor(q.Spec.Hard, api.Kinds) {
+		var items []api.Object
+		if cache := rc.caches[k.Kind]; cache != nil && fromCache {
+			items = cache.ListBy(nil, q.Namespace)
+		} else {
+			var err error
+			if items, _, err = rc.client.List(ctx, k, q.Namespace, api.ListOptions{}); err != nil {
+				return api.ResourceQuotaStatus{}, nil, fmt.Errorf("list %s: %w", k.Resource, err)
+			}
+		}
+		objs = append(objs, quota.Objects{Kind: k, Items: items})
+		rc.see(k, items...)
+	}
+	st, keep := quota.Calculate(q, objs, rc.now(), rc.seenBefore)
+	return st, keep, nil
+}
+
+// ObjectHandler enqueues the quotas of an object's namespace when the
+// object comes, goes or changes what a quota counts of it.
+func (rc *ResourceQuotaController) ObjectHandler(k *api.Kind, enqueue func(string)) client.Handler {
+	all := func(o api.Object) {
+		for _, q := range rc.quotas.ListBy(nil, o.GetObjectMeta().Namespace) {
+			enqueue(api.KeyOf(q))
+		}
+	}
+	return client.Handler{
+		OnAdd: all,
+		OnUpdate: func(old, o api.Object) {
+			if quota.UsageChanged(k, o, old, rc.now()) {
+				all(o)
+			}
+		},
+		OnDelete: func(o api.Object) {
+			rc.see(k, o) // it lived: its reservation is settled
+			all(o)
+		},
+	}
+}
+
+// addResourceQuota wires the resourcequota controller to the quota cache
+// and to every other cache of the manager.
+func (m *Manager) addResourceQuota(c client.Interface, newLoop func(string, client.Reconciler, func() []string) *client.Loop, log *slog.Logger) {
+	caches := map[string]Lister{}
+	counted := map[string]*client.Informer{}
+	for _, inf := range m.informers {
+		k := inf.Kind()
+		if k.Namespaced && caches[k.Kind] == nil {
+			caches[k.Kind] = inf
+			counted[k.Kind] = inf
+		}
+	}
+	quotas := m.informer(c, api.MustKindOf(&api.ResourceQuota{}), log)
+	rc := NewResourceQuotaController(c, quotas, caches, log)
+	loop := newLoop(resourceQuotaControllerName, rc, quotas.Keys)
+	quotas.AddHandler(loop.Handler())
+	for _, inf := range counted {
+		inf.AddHandler(rc.ObjectHandler(inf.Kind(), loop.Enqueue))
+	}
+}

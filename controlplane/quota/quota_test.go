@@ -1,0 +1,220 @@
+package quota
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"skiff.dev/skiff/api"
+)
+
+var (
+	podKind     = api.MustKindOf(&api.Pod{})
+	serviceKind = api.MustKindOf(&api.Service{})
+	jobKind     = api.MustKindOf(&api.Job{})
+	t0          = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+)
+
+func rl(kv ...string) api.ResourceList {
+	out := api.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i]] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+// quotaOf is a quota as the controller leaves it: status.hard = spec.hard.
+func quotaOf(name string, hard, used api.ResourceList) *api.ResourceQuota {
+	q := &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "bob"}}
+	q.Spec.Hard, q.Status.Hard, q.Status.Used = hard, hard, used
+	return q
+}
+
+func gpuPod(name string, gpus string) *api.Pod {
+	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "bob", UID: "uid-" + name, Generation: 1}}
+	p.Spec.Containers = []api.Container{{Name: "cuda", Image: "cuda", Resources: api.ResourceRequirements{
+		Limits: rl("nvidia.com/gpu", gpus), Requests: rl("nvidia.com/gpu", gpus)}}}
+	return p
+}
+
+// Bob's second GPU pod, in Kubernetes' words; the first is charged.
+func TestCheckGPUQuota(t *testing.T) {
+	q := quotaOf("gpus", rl("requests.nvidia.com/gpu", "1", "pods", "10"), rl("requests.nvidia.com/gpu", "0", "pods", "0"))
+	deltas, err := Check([]*api.ResourceQuota{q}, Request{Kind: podKind, Obj: gpuPod("first", "1"), Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := rl("requests.nvidia.com/gpu", "1", "pods", "1"); !Equal(deltas[0], want) {
+		t.Fatalf("charge %v, want %v", deltas[0], want)
+	}
+	charged := api.Clone(q)
+	Charge(charged, "pods", "uid-first", 1, deltas[0], t0)
+	_, err = Check([]*api.ResourceQuota{charged}, Request{Kind: podKind, Obj: gpuPod("second", "1"), Now: t0})
+	want := "exceeded quota: gpus, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=1, limited: requests.nvidia.com/gpu=1"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrForbidden) {
+		t.Fatalf("second GPU pod: %v, want %s", err, want)
+	}
+	// A CPU pod still fits: only what it uses is checked.
+	cpu := gpuPod("cpu", "1")
+	cpu.Spec.Containers[0].Resources = api.ResourceRequirements{}
+	if _, err := Check([]*api.ResourceQuota{charged}, Request{Kind: podKind, Obj: cpu, Now: t0}); err != nil {
+		t.Errorf("a pod without GPUs: %v", err)
+	}
+}
+
+func TestCheckRefusals(t *testing.T) {
+	compute := quotaOf("compute", rl("limits.cpu", "2", "requests.memory", "1Gi"), rl("limits.cpu", "0", "requests.memory", "0"))
+	p := gpuPod("web", "1")
+	p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: "sidecar", Resources: api.ResourceRequirements{Limits: rl("cpu", "1")}})
+	_, err := Check([]*api.ResourceQuota{compute}, Request{Kind: podKind, Obj: p, Now: t0})
+	if want := "failed quota: compute: must specify limits.cpu for: cuda; requests.memory for: cuda,sidecar"; err == nil || err.Error() != want {
+		t.Errorf("constraints: %v, want %s", err, want)
+	}
+	unknown := quotaOf("new", rl("pods", "1"), nil)
+	_, err = Check([]*api.ResourceQuota{unknown}, Request{Kind: podKind, Obj: gpuPod("p", "1"), Now: t0})
+	if want := "status unknown for quota: new, resources: pods"; err == nil || err.Error() != want {
+		t.Errorf("no usage yet: %v, want %s", err, want)
+	}
+	jobs := quotaOf("jobs", rl("count/jobs.batch", "1"), rl("count/jobs.batch", "1"))
+	_, err = Check([]*api.ResourceQuota{jobs}, Request{Kind: jobKind, Obj: &api.Job{ObjectMeta: api.ObjectMeta{Name: "j"}}, Now: t0})
+	if want := "exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=1, limited: count/jobs.batch=1"; err == nil || err.Error() != want {
+		t.Errorf("count/jobs.batch: %v, want %s", err, want)
+	}
+	// A quota on something else: not charged.
+	if d, err := Check([]*api.ResourceQuota{jobs}, Request{Kind: podKind, Obj: gpuPod("p", "1"), Now: t0}); err != nil || len(d) != 0 {
+		t.Errorf("pod against a jobs quota: %v %v", d, err)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	p := &api.Pod{}
+	p.Spec.Containers = []api.Container{
+		{Name: "a", Resources: api.ResourceRequirements{Requests: rl("cpu", "250m", "memory", "64Mi"), Limits: rl("cpu", "500m", "memory", "128Mi")}},
+		{Name: "b", Resources: api.ResourceRequirements{Requests: rl("cpu", "250m", "nvidia.com/gpu", "2"), Limits: rl("nvidia.com/gpu", "2")}},
+	}
+	p.Spec.InitContainers = []api.Container{{Name: "init", Resources: api.ResourceRequirements{Requests: rl("cpu", "2")}}}
+	want := rl("count/pods", "1", "pods", "1", "cpu", "2", "requests.cpu", "2", "memory", "64Mi", "requests.memory", "64Mi",
+		"limits.cpu", "500m", "limits.memory", "128Mi", "requests.nvidia.com/gpu", "2")
+	if got := Usage(podKind, p, t0); !Equal(got, want) {
+		t.Errorf("pod usage\n%v\nwant\n%v", got, want)
+	}
+	p.Status.Phase = api.PodSucceeded
+	if got := Usage(podKind, p, t0); !Equal(got, rl("count/pods", "1")) {
+		t.Errorf("ended pod: %v, want count/pods only", got)
+	}
+	s := &api.Service{}
+	s.Spec.Type = api.ServiceTypeNodePort
+	s.Spec.Ports = []api.ServicePort{{Port: 80}, {Port: 443}}
+	if got := Usage(serviceKind, s, t0); !Equal(got, rl("count/services", "1", "services", "1", "services.nodeports", "2", "services.loadbalancers", "0")) {
+		t.Errorf("NodePort service: %v", got)
+	}
+}
+
+func TestScopes(t *testing.T) {
+	be := quotaOf("be", rl("pods", "1"), rl("pods", "0"))
+	be.Spec.Scopes = []string{api.ResourceQuotaScopeBestEffort}
+	high := quotaOf("high", rl("pods", "1"), rl("pods", "0"))
+	high.Spec.ScopeSelector = &api.ScopeSelector{MatchExpressions: []api.ScopedResourceSelectorRequirement{{ScopeName: api.ResourceQuotaScopePriorityClass, Operator: api.ScopeSelectorOpIn, Values: []string{"high"}}}}
+	plain := gpuPod("plain", "1")
+	plain.Spec.Containers[0].Resources = api.ResourceRequirements{}
+	prio := api.Clone(plain)
+	prio.Spec.PriorityClassName = "high"
+	cases := []struct {
+		q    *api.ResourceQuota
+		p    *api.Pod
+		want bool
+	}{{be, plain, true}, {be, gpuPod("g", "1"), true}, {high, plain, false}, {high, prio, true}}
+	for _, c := range cases {
+		if got := Matches(c.q, podKind, c.p); got != c.want {
+			t.Errorf("quota %s, pod %s: matches %v, want %v", c.q.Name, c.p.Name, got, c.want)
+		}
+	}
+	withCPU := gpuPod("c", "1")
+	withCPU.Spec.Containers[0].Resources.Requests["cpu"] = resource.MustParse("100m")
+	if Matches(be, podKind, withCPU) {
+		t.Error("a pod with a cpu request matched BestEffort")
+	}
+}
+
+// The controller counts objects and the reservations it does not see yet;
+// it never drops a charge admission made for an object still on its way.
+func TestCalculateKeepsInFlightCharges(t *testing.T) {
+	q := quotaOf("gpus", rl("requests.nvidia.com/gpu", "2"), rl("requests.nvidia.com/gpu", "0"))
+	Charge(q, "pods", "uid-a", 1, rl("requests.nvidia.com/gpu", "1"), t0)
+	Charge(q, "pods", "uid-b", 1, rl("requests.nvidia.com/gpu", "1"), t0)
+	// The controller's cache has a but not b yet.
+	st, keep := Calculate(q, []Objects{{Kind: podKind, Items: []api.Object{gpuPod("a", "1")}}}, t0.Add(time.Second), nil)
+	if used := st.Used["requests.nvidia.com/gpu"]; used.String() != "2" || len(keep) != 1 || keep[0].UID != "uid-b" {
+		t.Fatalf("used %s, reservations %v; want 2 and b's kept", used.String(), keep)
+	}
+	// b never came: after the TTL its charge goes.
+	st, keep = Calculate(q, []Objects{{Kind: podKind, Items: []api.Object{gpuPod("a", "1")}}}, t0.Add(ReservationTTL+time.Second), nil)
+	if used := st.Used["requests.nvidia.com/gpu"]; used.String() != "1" || len(keep) != 0 {
+		t.Fatalf("after the TTL: used %s, reservations %v", used.String(), keep)
+	}
+	// b was created, counted and deleted between two counts: its
+	// reservation does not count it again.
+	seen := func(res, uid string, gen int64) bool { return res == "pods" && uid == "uid-b" }
+	st, keep = Calculate(q, []Objects{{Kind: podKind, Items: []api.Object{gpuPod("a", "1")}}}, t0.Add(time.Second), seen)
+	if used := st.Used["requests.nvidia.com/gpu"]; used.String() != "1" || len(keep) != 0 {
+		t.Fatalf("b seen before: used %s, reservations %v", used.String(), keep)
+	}
+	// Release takes a charge back at once.
+	r := api.Clone(q)
+	before := r.Status.Used["requests.nvidia.com/gpu"]
+	released := Release(r, "pods", "uid-b")
+	after := r.Status.Used["requests.nvidia.com/gpu"]
+	if !released || before.String() != "2" || after.String() != "1" || len(Reservations(r)) != 1 {
+		t.Errorf("release: used %v, reservations %v", r.Status.Used, Reservations(r))
+	}
+}
+
+func TestLimitRange(t *testing.T) {
+	lr := &api.LimitRange{ObjectMeta: api.ObjectMeta{Name: "limits"}, Spec: api.LimitRangeSpec{Limits: []api.LimitRangeItem{
+		{Type: api.LimitTypeContainer, Default: rl("memory", "512Mi"), DefaultRequest: rl("memory", "256Mi"), Max: rl("cpu", "800m"), Min: rl("cpu", "200m")},
+		{Type: api.LimitTypePod, MaxLimitRequestRatio: rl("cpu", "2")},
+	}}}
+	api.SetDefaults(lr)
+	p := gpuPod("web", "1")
+	p.Spec.Containers[0].Resources = api.ResourceRequirements{}
+	ApplyDefaults(p, []*api.LimitRange{lr})
+	c := p.Spec.Containers[0].Resources
+	// Kubernetes' LimitRange defaulting: the default limit comes from max,
+	// the default request from the default limit (before min).
+	if !Equal(c.Limits, rl("memory", "512Mi", "cpu", "800m")) || !Equal(c.Requests, rl("memory", "256Mi", "cpu", "800m")) {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if want := "LimitRanger plugin set: cpu, memory request for container cuda; cpu, memory limit for container cuda"; p.Annotations[api.AnnotationLimitRanger] != want {
+		t.Errorf("annotation %q, want %q", p.Annotations[api.AnnotationLimitRanger], want)
+	}
+	if err := ValidatePod(p, []*api.LimitRange{lr}); err != nil {
+		t.Errorf("the defaulted pod: %v", err)
+	}
+	big := gpuPod("big", "1")
+	big.Spec.Containers[0].Resources = api.ResourceRequirements{Requests: rl("cpu", "100m"), Limits: rl("cpu", "1")}
+	err := ValidatePod(big, []*api.LimitRange{lr})
+	if want := "[minimum cpu usage per Container is 200m, but request is 100m, maximum cpu usage per Container is 800m, but limit is 1, cpu max limit to request ratio per Pod is 2, but provided ratio is 10.000000]"; err == nil || err.Error() != want {
+		t.Errorf("bounds: %v\nwant %s", err, want)
+	}
+}
+
+// Sums past int64 do not wrap: a usage near the largest int64 plus
+// another is still over a hard limit of the largest int64, and Add keeps
+// the exact sum.
+func TestCheckSumsNeverOverflow(t *testing.T) {
+	const max = "9223372036854775807"
+	q := quotaOf("big", rl("requests.memory", max), rl("requests.memory", max))
+	p := gpuPod("mem", "0")
+	p.Spec.Containers[0].Resources = api.ResourceRequirements{Requests: rl("memory", max), Limits: rl("memory", max)}
+	_, err := Check([]*api.ResourceQuota{q}, Request{Kind: podKind, Obj: p, Now: t0})
+	want := "exceeded quota: big, requested: requests.memory=" + max + ", used: requests.memory=" + max + ", limited: requests.memory=" + max
+	if err == nil || err.Error() != want {
+		t.Fatalf("over int64: %v, want %s", err, want)
+	}
+	sum := Add(rl("cpu", max), rl("cpu", max))["cpu"]
+	if sum.Sign() <= 0 || sum.Cmp(resource.MustParse(max)) <= 0 || sum.String() != "18446744073709551614" {
+		t.Errorf("sum of two int64 maxima: %s", sum.String())
+	}
+}
