@@ -24,14 +24,14 @@ type createCmd struct {
 func newCreateCmd(r *Root) *cobra.Command {
 	c := &createCmd{root: r}
 	cmd := &cobra.Command{
-		Use:   "create -f FILENAME | create namespace|deployment|configmap|job|role|clusterrole|rolebinding|clusterrolebinding NAME",
+		Use:   "create -f FILENAME | create namespace|deployment|configmap|job|role|clusterrole|rolebinding|clusterrolebinding|quota NAME",
 		Short: "Create a resource from a file or from arguments",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, args []string) error { return c.Run(cmd.Context()) },
 	}
 	cmd.Flags().StringArrayVarP(&c.files, "filename", "f", nil, "file, directory or - for stdin")
 	cmd.Flags().BoolVarP(&c.recursive, "recursive", "R", false, "process directories recursively")
-	cmd.AddCommand(newCreateNamespaceCmd(r), newCreateDeploymentCmd(r), newCreateConfigMapCmd(r), newCreateJobCmd(r),
+	cmd.AddCommand(newCreateNamespaceCmd(r), newCreateDeploymentCmd(r), newCreateConfigMapCmd(r), newCreateJobCmd(r), newCreateQuotaCmd(r),
 		newCreateRoleCmd(r, false), newCreateRoleCmd(r, true), newCreateBindingCmd(r, false), newCreateBindingCmd(r, true)) // create_rbac.go
 	return cmd
 }

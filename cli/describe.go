@@ -167,6 +167,16 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 	case *api.Namespace:
 		w.objectHeader(&o.ObjectMeta, false)
 		w.line(0, "Status:\t%s\n", orDefault(o.Status.Phase, "Active"))
+		if err := describeNamespaceLimits(ctx, w, cl, o.Name); err != nil { // describe_quota.go
+			return err
+		}
+		return w.Flush()
+	case *api.ResourceQuota:
+		describeQuota(w, o)
+		return w.Flush()
+	case *api.LimitRange:
+		describeLimitRange(w, o)
+		return w.Flush()
 	case *api.ConfigMap:
 		w.objectHeader(&o.ObjectMeta, true)
 		w.line(0, "\nData\n====\n")
