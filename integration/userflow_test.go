@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/internal/kubectltest"
@@ -258,6 +260,27 @@ func TestServerKill9KeepsObjectsAndWatchersResume(t *testing.T) {
 		ps := listPods(t, c, ns, "app=web")
 		return runningPods(ps) == 2, podSummary(ps)
 	})
+	// A quota's count survives the kill: the two pods, a third charged.
+	if _, err := c.Create(ctx, &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: "pods", Namespace: ns},
+		Spec: api.ResourceQuotaSpec{Hard: api.ResourceList{"pods": resource.MustParse("3")}}}); err != nil {
+		t.Fatal(err)
+	}
+	quotaUsed := func(want string) {
+		t.Helper()
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			q, err := client.Get[*api.ResourceQuota](ctx, c, ns, "pods")
+			if err != nil {
+				return false, err.Error()
+			}
+			used, ok := q.Status.Used["pods"]
+			return ok && used.String() == want, fmt.Sprintf("used %v", q.Status.Used)
+		})
+	}
+	quotaUsed("2")
+	if _, err := c.Create(ctx, benchPod(ns, "third")); err != nil {
+		t.Fatalf("third pod under a quota of 3: %v", err)
+	}
+	quotaUsed("3")
 
 	// What the store holds before the kill, by kind/name: uid and resourceVersion.
 	kinds := []api.Object{&api.Namespace{}, &api.ConfigMap{}, &api.Secret{}, &api.Deployment{}, &api.ReplicaSet{}, &api.Pod{}}
@@ -308,6 +331,10 @@ func TestServerKill9KeepsObjectsAndWatchersResume(t *testing.T) {
 	startSkiffUp(t, bin, home, dataDir, listen)
 	checkSystemNamespaces(t, kc, "sharing-config-2")
 
+	quotaUsed("3")
+	if _, err := c.Create(ctx, benchPod(ns, "fourth")); err == nil || !strings.Contains(err.Error(), "exceeded quota: pods") {
+		t.Errorf("a fourth pod after the restart: %v, want exceeded quota", err)
+	}
 	after := snapshot()
 	for key, was := range before {
 		now, ok := after[key]
