@@ -316,6 +316,9 @@ func TestNetLab(t *testing.T) {
 		t.Logf("from %s: replicas served %v", h.name, seen)
 	}
 
+	// Cluster DNS from a replica (dns_test.go).
+	netLabDNS(t, c, pods[0], byNode[pods[0].Spec.NodeName])
+
 	// Measure: the NodePort path against straight to a pod IP, same host.
 	netLabMeasure(t, hosts[0], nodePortURL+"/", "http://"+net.JoinHostPort(pods[0].Status.PodIP, "80")+"/")
 
