@@ -71,7 +71,6 @@ type summary struct {
 	failedPkgs                   []string
 	output                       map[key][]string
 	allow                        func(name string) bool
-	sawPackage                   bool
 }
 
 func newSummary(out io.Writer, verbose bool) *summary {
