@@ -26,7 +26,7 @@ func TestParseResourceArgs(t *testing.T) {
 		{"several kind/name", []string{"deploy/x", "po/y", "deployment/z"}, "Deployment:x,z;Pod:y", ""},
 		{"resource.group", []string{"deployments.apps", "web"}, "Deployment:web", ""},
 		{"kind list", []string{"configmap,deploy,pods,svc"}, "ConfigMap:;Deployment:;Pod:;Service:", ""},
-		{"all", []string{"all"}, "Pod:;Service:;DaemonSet:;Deployment:;ReplicaSet:;StatefulSet:;CronJob:;Job:", ""},
+		{"all", []string{"all"}, "Pod:;Service:;DaemonSet:;Deployment:;ReplicaSet:;StatefulSet:;HorizontalPodAutoscaler:;CronJob:;Job:", ""},
 		{"singular and Kind", []string{"Node"}, "Node:", ""},
 		{"ns ep ev cm no rs", []string{"ns,ep,ev,cm,no,rs"}, "Namespace:;Endpoints:;Event:;ConfigMap:;Node:;ReplicaSet:", ""},
 		{"nothing", nil, "", "you must specify the type of resource"},
