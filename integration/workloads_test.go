@@ -90,7 +90,16 @@ func TestWorkloadsOnContainerd(t *testing.T) {
 
 	// 3. The StatefulSet: web-0 before web-1.
 	start = apply("sts", workloadStatefulSetYAML)
-	testwait.Until(t, 60*time.Second, running("app=web", 1))
+	// web-0 Running (web-1 may follow before the next poll: not "exactly one").
+	testwait.Until(t, 60*time.Second, func() (bool, string) {
+		ps := listPods(t, c, "default", "app=web")
+		for _, p := range ps {
+			if p.Name == "web-0" && runningPods([]*api.Pod{p}) == 1 {
+				return true, ""
+			}
+		}
+		return false, "web-0 Running: " + podSummary(ps)
+	})
 	web0 := time.Since(start)
 	w0, err := client.Get[*api.Pod](context.Background(), c, "default", "web-0")
 	if err != nil {
