@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -179,21 +178,13 @@ func (s *Server) servePodsCustomMetric(w http.ResponseWriter, r *http.Request, n
 		}
 		pods = append(pods, o.(*api.Pod))
 	} else {
-		objs, _, err := s.reg.List(ctx, podKind, namespace, opts)
-		if err != nil {
+		var err error
+		if pods, err = s.podsIn(ctx, namespace, opts); err != nil {
 			writeError(w, err)
 			return
 		}
-		for _, o := range objs {
-			pods = append(pods, o.(*api.Pod))
-		}
 	}
-	var nodes []string
-	for _, p := range pods {
-		if p.Spec.NodeName != "" && !slices.Contains(nodes, p.Spec.NodeName) {
-			nodes = append(nodes, p.Spec.NodeName)
-		}
-	}
+	nodes := nodesOf(pods)
 	now := time.Now()
 	sums := podValues(s.scrapeDCGM(ctx, nodes), rule, namespace, msel)
 	items := []api.MetricValue{}

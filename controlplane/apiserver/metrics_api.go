@@ -190,21 +190,13 @@ func (s *Server) servePodMetrics(w http.ResponseWriter, r *http.Request, namespa
 		}
 		pods = append(pods, o.(*api.Pod))
 	} else {
-		objs, _, err := s.reg.List(ctx, podKind, namespace, opts)
-		if err != nil {
+		var err error
+		if pods, err = s.podsIn(ctx, namespace, opts); err != nil {
 			writeError(w, err)
 			return
 		}
-		for _, o := range objs {
-			pods = append(pods, o.(*api.Pod))
-		}
 	}
-	var nodes []string
-	for _, p := range pods {
-		if p.Spec.NodeName != "" && !slices.Contains(nodes, p.Spec.NodeName) {
-			nodes = append(nodes, p.Spec.NodeName)
-		}
-	}
+	nodes := nodesOf(pods)
 	summaries := s.fetchSummaries(ctx, nodes)
 	byUID := map[string]statsapi.PodStats{}
 	for _, sum := range summaries {
@@ -363,3 +355,29 @@ func (l *limitedRecorder) Write(b []byte) (int, error) {
 
 // Flush is a no-op: the reverse proxy flushes every write (FlushInterval -1).
 func (l *limitedRecorder) Flush() {}
+
+// podsIn lists the pods of namespace ("" = all) that opts select: the pods
+// metrics.k8s.io and custom.metrics.k8s.io answer for.
+func (s *Server) podsIn(ctx context.Context, namespace string, opts api.ListOptions) ([]*api.Pod, error) {
+	objs, _, err := s.reg.List(ctx, podKind, namespace, opts)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*api.Pod, 0, len(objs))
+	for _, o := range objs {
+		pods = append(pods, o.(*api.Pod))
+	}
+	return pods, nil
+}
+
+// nodesOf is the nodes pods are bound to, each once, in the pods' order:
+// the agents a metrics answer scrapes.
+func nodesOf(pods []*api.Pod) []string {
+	var nodes []string
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && !slices.Contains(nodes, p.Spec.NodeName) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	return nodes
+}
