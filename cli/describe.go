@@ -441,25 +441,7 @@ func describeReplicaSet(ctx context.Context, w *describeWriter, cl client.Interf
 	w.annotations(0, rs.Annotations)
 	controlledBy(w, rs)
 	w.line(0, "Replicas:\t%d current / %d desired\n", rs.Status.Replicas, table.Replicas(rs.Spec.Replicas))
-	running, waiting, succeeded, failed := 0, 0, 0, 0
-	if pods, _, err := client.List[*api.Pod](ctx, cl, rs.Namespace, api.ListOptions{}); err == nil {
-		for _, p := range pods {
-			if !api.IsControlledBy(p, rs.UID) {
-				continue
-			}
-			switch p.Status.Phase {
-			case api.PodRunning:
-				running++
-			case api.PodSucceeded:
-				succeeded++
-			case api.PodFailed:
-				failed++
-			default:
-				waiting++
-			}
-		}
-	}
-	w.line(0, "Pods Status:\t%d Running / %d Waiting / %d Succeeded / %d Failed\n", running, waiting, succeeded, failed)
+	printPodsStatus(ctx, w, cl, rs) // describe_workloads.go
 	printPodTemplate(w, 0, rs.Spec.Template)
 }
 
