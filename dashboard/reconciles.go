@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -8,8 +9,8 @@ import (
 	"time"
 )
 
-// MaxReconciles bounds the reconcile records kept: minutes of a busy lab,
-// a few hundred KiB.
+// MaxReconciles bounds the reconcile records kept per controller: minutes
+// of a busy lab, a few hundred KiB each.
 const MaxReconciles = 1000
 
 // Reconcile is one reconcile line of a controller, as logReconcile writes
@@ -28,22 +29,26 @@ type Reconcile struct {
 	Acted bool `json:"acted"`
 }
 
-// Reconciles is a bounded ring of Reconcile records with change
-// notification. Safe for concurrent use.
+// Reconciles keeps the newest Reconcile records of each controller, with
+// change notification. One ring per controller: the periodic no-op
+// reconciles of one loop (the quota controller's recounts, the HPA's
+// syncs every 15 s) never push another loop's records out. Safe for
+// concurrent use.
 type Reconciles struct {
 	mu      sync.Mutex
 	max     int
 	seq     int64
-	recs    []Reconcile
-	changed chan struct{} // closed and replaced on every Add
+	rings   map[string][]Reconcile // by controller, oldest first
+	changed chan struct{}          // closed and replaced on every Add
 }
 
-// NewReconciles keeps at most max records (MaxReconciles when max <= 0).
+// NewReconciles keeps at most max records per controller (MaxReconciles
+// when max <= 0).
 func NewReconciles(max int) *Reconciles {
 	if max <= 0 {
 		max = MaxReconciles
 	}
-	return &Reconciles{max: max, changed: make(chan struct{})}
+	return &Reconciles{max: max, rings: map[string][]Reconcile{}, changed: make(chan struct{})}
 }
 
 // Add records r (its Seq is set).
@@ -52,31 +57,38 @@ func (rs *Reconciles) Add(r Reconcile) {
 	defer rs.mu.Unlock()
 	rs.seq++
 	r.Seq = rs.seq
-	rs.recs = append(rs.recs, r)
-	// Drop the oldest only once twice max are kept, so a busy cluster
+	ring := append(rs.rings[r.Controller], r)
+	// Drop the oldest only once twice max are kept, so a busy controller
 	// copies max records once per max reconciles, not on every one.
-	if len(rs.recs) >= 2*rs.max {
-		rs.recs = slices.Clone(rs.recs[len(rs.recs)-rs.max:])
+	if len(ring) >= 2*rs.max {
+		ring = slices.Clone(ring[len(ring)-rs.max:])
 	}
+	rs.rings[r.Controller] = ring
 	close(rs.changed)
 	rs.changed = make(chan struct{})
 }
 
-// Since returns the records after seq, and a channel closed at the next Add.
+// Since returns the records after seq (the newest max of each
+// controller), in order, and a channel closed at the next Add.
 func (rs *Reconciles) Since(seq int64) ([]Reconcile, <-chan struct{}) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	recs := rs.recs[max(0, len(rs.recs)-rs.max):] // the newest max
-	i, _ := slices.BinarySearchFunc(recs, seq+1, func(r Reconcile, s int64) int {
-		switch {
-		case r.Seq < s:
-			return -1
-		case r.Seq > s:
-			return 1
-		}
-		return 0
-	})
-	return slices.Clone(recs[i:]), rs.changed
+	var out []Reconcile
+	for _, ring := range rs.rings {
+		recs := ring[max(0, len(ring)-rs.max):] // the newest max
+		i, _ := slices.BinarySearchFunc(recs, seq+1, func(r Reconcile, s int64) int {
+			switch {
+			case r.Seq < s:
+				return -1
+			case r.Seq > s:
+				return 1
+			}
+			return 0
+		})
+		out = append(out, recs[i:]...)
+	}
+	slices.SortFunc(out, func(a, b Reconcile) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, rs.changed
 }
 
 // TeeReconciles returns a handler that passes every record to next (when

@@ -70,3 +70,33 @@ func TestReconcilesKeepsTheNewest(t *testing.T) {
 		t.Errorf("Since(8) = %+v; want seqs 9 and 10", recs)
 	}
 }
+
+// The quota and HPA controllers' periodic no-op reconciles, however many,
+// do not push the Deployment and ReplicaSet controllers' records out of
+// what the control-loop view is sent: each controller keeps its own newest.
+func TestReconcilesNoOpsDoNotCrowdOutOthers(t *testing.T) {
+	rs := dashboard.NewReconciles(5)
+	rs.Add(dashboard.Reconcile{Controller: "deployment-controller", Key: "default/web", Desired: "3 replicas", Acted: true})
+	rs.Add(dashboard.Reconcile{Controller: "replicaset-controller", Key: "default/web-1", Desired: "3 pods", Acted: true})
+	for range 100 {
+		rs.Add(dashboard.Reconcile{Controller: "resourcequota-controller", Key: "default/quota"})
+		rs.Add(dashboard.Reconcile{Controller: "horizontal-pod-autoscaler", Key: "default/web"})
+	}
+	recs, _ := rs.Since(0)
+	per := map[string]int{}
+	for i, r := range recs {
+		per[r.Controller]++
+		if i > 0 && recs[i-1].Seq >= r.Seq {
+			t.Fatalf("records out of order at %d: %d then %d", i, recs[i-1].Seq, r.Seq)
+		}
+	}
+	if per["deployment-controller"] != 1 || per["replicaset-controller"] != 1 || per["resourcequota-controller"] != 5 || per["horizontal-pod-autoscaler"] != 5 {
+		t.Errorf("kept per controller %v; want the deployment and replicaset lines and the newest 5 of each no-op loop", per)
+	}
+	if recs[0].Controller != "deployment-controller" || recs[0].Seq != 1 || recs[len(recs)-1].Seq != 202 {
+		t.Errorf("first %+v, last seq %d", recs[0], recs[len(recs)-1].Seq)
+	}
+	if later, _ := rs.Since(1); len(later) != len(recs)-1 || later[0].Controller != "replicaset-controller" {
+		t.Errorf("Since(1): %d records starting %+v", len(later), later[0])
+	}
+}

@@ -414,7 +414,7 @@ function nodePicker(current) {
 const store = new Map(); // resource → Map(ns/name → object)
 for (const k of ["nodes", "pods", "deployments", "replicasets", "jobs", "clusterqueues", "localqueues", "workloads", "resourceclaims"]) store.set(k, new Map());
 let servedKinds = [];
-const reconciles = [];
+const reconciles = new Map(); // controller → its newest records (one ring each: no loop's no-ops crowd out another's)
 const keyOf = (o) => (o.metadata.namespace ? o.metadata.namespace + "/" : "") + o.metadata.name;
 const listeners = new Set(); // (kind, type, object) → void
 
@@ -436,8 +436,10 @@ function connect() {
   }
   es.addEventListener("reconcile", (e) => {
     const r = JSON.parse(e.data);
-    reconciles.push(r);
-    if (reconciles.length > 1000) reconciles.shift();
+    if (!reconciles.has(r.controller)) reconciles.set(r.controller, []);
+    const ring = reconciles.get(r.controller);
+    ring.push(r);
+    if (ring.length > 1000) ring.shift();
     emit("reconcile", "ADDED", r);
   });
 }
@@ -545,7 +547,8 @@ function recLine(r, fresh) {
 function renderLoops(root) {
   const all = localStorage.getItem("skiff-loops-all") === "1";
   const shown = (r) => all || r.controller === "deployment-controller" || r.controller === "replicaset-controller";
-  const list = h("div", { id: "recs" }, reconciles.filter(shown).slice(-200).reverse().map((r) => recLine(r, false)));
+  const recs = [...reconciles.values()].flat().filter(shown).sort((a, b) => a.seq - b.seq);
+  const list = h("div", { id: "recs" }, recs.slice(-200).reverse().map((r) => recLine(r, false)));
   const objs = (kind) => [...store.get(kind).values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
   fill(root,
     h("h1", {}, t("nav.loops")),
