@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
 )
 
@@ -122,6 +124,17 @@ func TestPrepareSharedClaimThroughTheSockets(t *testing.T) {
 	shared := allocated("shared", "claim-1", []string{"p1", "p2"}, result("first", "gpu-0"), result("second/fast", "gpu-1"))
 	f := setUp(t, shared)
 	ctx := context.Background()
+	// Count the driver's NodePrepareResources work: it reads the claim
+	// once per prepare it does (not for one answered from its checkpoint).
+	var mu sync.Mutex
+	reads := 0
+	f.d.SetClaimGetter(func(ctx context.Context, ns, name string) (*api.ResourceClaim, error) {
+		mu.Lock()
+		reads++
+		mu.Unlock()
+		return client.Get[*api.ResourceClaim](ctx, f.c, ns, name)
+	})
+	driverReads := func() int { mu.Lock(); defer mu.Unlock(); return reads }
 	p1, p2 := pod("p1"), pod("p2")
 	got, err := f.m.PrepareResources(ctx, p1)
 	if err != nil {
@@ -137,6 +150,9 @@ func TestPrepareSharedClaimThroughTheSockets(t *testing.T) {
 	}
 	if c := f.m.Claims(); !slices.Equal(c["claim-1"], []string{"uid-p1", "uid-p2"}) {
 		t.Errorf("claims %v", c)
+	}
+	if n := driverReads(); n != 1 {
+		t.Errorf("the shared claim was prepared by the driver %d times for two pods, want once", n)
 	}
 	// p1 ends: p2 still uses the claim, so it stays prepared.
 	if err := f.m.UnprepareResources(ctx, p1.UID); err != nil {

@@ -25,6 +25,14 @@
 //     atomically before answering), write the claim's CDI spec
 //     (agent/gpu/cdi) and answer with the CDI device IDs: the GPU's own
 //     nvidia.com/gpu=INDEX and the claim's k8s.gpu.nvidia.com/claim=UID-gpu-N.
+//     Each device's sharing comes from the allocation's opaque configs
+//     for gpu.nvidia.com, NVIDIA's GpuConfig (gpuconfig.go, sharing.go):
+//     time-slicing with an interval, or MPS, whose client variables
+//     (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT)
+//     go into the claim device's CDI edits. A config NVIDIA's driver
+//     refuses fails the prepare with its words, before anything changed.
+//     A claim shared by several pods is prepared once: the kubelet side
+//     (agent/dra) asks again only after the last pod unprepared it.
 //  3. Unprepare (NodeUnprepareResources): forget the claim, remove its spec.
 //
 // # Invariants
@@ -202,6 +210,9 @@ type preparedDevice struct {
 	Device       string   `json:"device"`
 	UUID         string   `json:"uuid"`
 	CDIDeviceIDs []string `json:"cdiDeviceIDs"`
+	// Sharing: from the claim's GpuConfig (nil in checkpoints of older
+	// versions: time-slicing at the Default interval).
+	Sharing *deviceSharing `json:"sharing,omitempty"`
 }
 
 // New builds a Driver and reads its checkpoint; Start serves it.
@@ -361,40 +372,13 @@ func (d *Driver) Prepare(ctx context.Context, ref ClaimRef) ([]PreparedDevice, e
 	if claim.Status.Allocation == nil {
 		return nil, fmt.Errorf("ResourceClaim %s/%s is not allocated", ref.Namespace, ref.Name)
 	}
-	gpus, err := d.cfg.Source.Devices(ctx)
+	devs, err := d.claimDevices(ctx, ref, claim)
 	if err != nil {
-		return nil, fmt.Errorf("list GPUs: %w", err)
+		return nil, err
 	}
-	byName := map[string]gpu.Device{}
-	for _, g := range gpus {
-		byName[DeviceName(g)] = g
-	}
-	// One entry per device, with every request it serves.
-	var devs []preparedDevice
-	at := map[string]int{}
-	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver != DriverName {
-			continue
-		}
-		if r.Pool != d.cfg.NodeName {
-			return nil, fmt.Errorf("request %s: device %s is in pool %s, not this node's (%s)", r.Request, r.Device, r.Pool, d.cfg.NodeName)
-		}
-		g, ok := byName[r.Device]
-		if !ok {
-			return nil, fmt.Errorf("request %s: no GPU %s on node %s", r.Request, r.Device, d.cfg.NodeName)
-		}
-		if !g.Healthy {
-			return nil, fmt.Errorf("request %s: GPU %s (%s) is unhealthy (Xid %d: %s)", r.Request, r.Device, g.UUID, g.LastXid, gpu.XidReason(g.LastXid))
-		}
-		if i, ok := at[r.Device]; ok {
-			devs[i].Requests = append(devs[i].Requests, r.Request)
-			continue
-		}
-		at[r.Device] = len(devs)
-		devs = append(devs, preparedDevice{
-			Requests: []string{r.Request}, Pool: r.Pool, Device: r.Device, UUID: g.UUID,
-			CDIDeviceIDs: []string{cdi.DeviceName(strconv.Itoa(g.Index)), cdi.ClaimDeviceName(ref.UID, r.Device)},
-		})
+	if err := d.resolveSharing(claim, devs); err != nil {
+		// NVIDIA's words: error preparing devices for claim NS/NAME:UID.
+		return nil, fmt.Errorf("error preparing devices for claim %s/%s:%s: prepare devices failed: %w", ref.Namespace, ref.Name, ref.UID, err)
 	}
 	key := ref.Namespace + "/" + ref.Name
 
@@ -433,7 +417,11 @@ func (d *Driver) Prepare(ctx context.Context, ref ClaimRef) ([]PreparedDevice, e
 	}
 	cdiDevs := make([]cdi.ClaimDevice, 0, len(devs))
 	for _, dev := range devs {
-		cdiDevs = append(cdiDevs, cdi.ClaimDevice{Name: dev.Device, UUID: dev.UUID})
+		cd := cdi.ClaimDevice{Name: dev.Device, UUID: dev.UUID}
+		if dev.Sharing != nil {
+			cd.Env = dev.Sharing.Env
+		}
+		cdiDevs = append(cdiDevs, cd)
 	}
 	if _, err := cdi.WriteClaimSpec(d.cfg.CDISpecDir, ref.Namespace, ref.Name, ref.UID, cdiDevs); err != nil {
 		unmark()
@@ -459,6 +447,48 @@ func (d *Driver) Prepare(ctx context.Context, ref ClaimRef) ([]PreparedDevice, e
 		d.cfg.OnChange()
 	}
 	return pc.answer(), nil
+}
+
+// claimDevices lists the claim's GPUs of this driver, one entry per
+// device with every request it serves; each must be on this node and
+// healthy.
+func (d *Driver) claimDevices(ctx context.Context, ref ClaimRef, claim *api.ResourceClaim) ([]preparedDevice, error) {
+	gpus, err := d.cfg.Source.Devices(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list GPUs: %w", err)
+	}
+	byName := map[string]gpu.Device{}
+	for _, g := range gpus {
+		byName[DeviceName(g)] = g
+	}
+	// One entry per device, with every request it serves.
+	var devs []preparedDevice
+	at := map[string]int{}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != DriverName {
+			continue
+		}
+		if r.Pool != d.cfg.NodeName {
+			return nil, fmt.Errorf("request %s: device %s is in pool %s, not this node's (%s)", r.Request, r.Device, r.Pool, d.cfg.NodeName)
+		}
+		g, ok := byName[r.Device]
+		if !ok {
+			return nil, fmt.Errorf("request %s: no GPU %s on node %s", r.Request, r.Device, d.cfg.NodeName)
+		}
+		if !g.Healthy {
+			return nil, fmt.Errorf("request %s: GPU %s (%s) is unhealthy (Xid %d: %s)", r.Request, r.Device, g.UUID, g.LastXid, gpu.XidReason(g.LastXid))
+		}
+		if i, ok := at[r.Device]; ok {
+			devs[i].Requests = append(devs[i].Requests, r.Request)
+			continue
+		}
+		at[r.Device] = len(devs)
+		devs = append(devs, preparedDevice{
+			Requests: []string{r.Request}, Pool: r.Pool, Device: r.Device, UUID: g.UUID,
+			CDIDeviceIDs: []string{cdi.DeviceName(strconv.Itoa(g.Index)), cdi.ClaimDeviceName(ref.UID, r.Device)},
+		})
+	}
+	return devs, nil
 }
 
 // Unprepare forgets a claim and removes its CDI spec. An unknown claim

@@ -20,6 +20,9 @@ type ClaimDevice struct {
 	Name string
 	// UUID of the GPU.
 	UUID string
+	// Env is more of the device's environment: what its claim's config
+	// sets (NVIDIA's MPS client variables, skiff's sharing note).
+	Env []string
 }
 
 // ClaimSpecName is the file name of a claim's spec.
@@ -51,7 +54,7 @@ func WriteClaimSpec(dir, namespace, name, claimUID string, devs []ClaimDevice) (
 		spec.Devices = append(spec.Devices, specs.Device{
 			Name: claimUID + "-" + d.Name,
 			ContainerEdits: specs.ContainerEdits{
-				Env: []string{fmt.Sprintf("DRA_CLAIM_%s=%s/%s/%s", envName(d.Name), namespace, name, d.UUID)},
+				Env: append([]string{fmt.Sprintf("DRA_CLAIM_%s=%s/%s/%s", EnvName(d.Name), namespace, name, d.UUID)}, d.Env...),
 			},
 		})
 	}
@@ -79,8 +82,8 @@ func RemoveClaimSpec(dir, claimUID string) error {
 	return nil
 }
 
-// envName turns gpu-3 into GPU_3.
-func envName(device string) string {
+// EnvName turns gpu-3 into GPU_3 (DRA_CLAIM_GPU_3).
+func EnvName(device string) string {
 	b := []byte(device)
 	for i, c := range b {
 		switch {
