@@ -307,6 +307,12 @@ const (
 	PodNetworkNone       = "none"
 )
 
+// LabelClassroom marks what `skiff classroom create ROOM` made (each
+// student's namespace, ResourceQuota, LimitRange and RoleBinding) with
+// the room's name, so that its status and delete find them and touch
+// nothing else.
+const LabelClassroom = "skiff.dev/classroom"
+
 // Event records something that happened to an object, e.g. a pod
 // FailedScheduling. Repeats bump Count instead of adding events.
 type Event struct {

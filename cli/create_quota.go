@@ -42,22 +42,33 @@ func newCreateQuotaCmd(r *Root) *cobra.Command {
 func (c *createQuotaCmd) Run(ctx context.Context) error {
 	q := &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: c.name, Namespace: c.root.Namespace}}
 	if c.hard != "" {
-		q.Spec.Hard = api.ResourceList{}
-		for _, pair := range strings.Split(c.hard, ",") {
-			k, v, ok := strings.Cut(pair, "=")
-			if !ok || k == "" || v == "" {
-				return fmt.Errorf("invalid argument syntax %v, expected <resource>=<value>", pair)
-			}
-			qty, err := resource.ParseQuantity(v)
-			if err != nil {
-				return fmt.Errorf("invalid quantity %q for %s: %w", v, k, err)
-			}
-			q.Spec.Hard[k] = qty
+		hard, err := parseResourcePairs(c.hard)
+		if err != nil {
+			return err
 		}
+		q.Spec.Hard = hard
 	}
 	if c.scopes != "" {
 		q.Spec.Scopes = strings.Split(c.scopes, ",")
 	}
 	api.SetTypeMeta(q)
 	return c.root.createOne(ctx, q)
+}
+
+// parseResourcePairs reads kubectl's resource=quantity,... (create
+// quota's --hard) in kubectl's words.
+func parseResourcePairs(s string) (api.ResourceList, error) {
+	out := api.ResourceList{}
+	for _, pair := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("invalid argument syntax %v, expected <resource>=<value>", pair)
+		}
+		qty, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("invalid quantity %q for %s: %w", v, k, err)
+		}
+		out[k] = qty
+	}
+	return out, nil
 }

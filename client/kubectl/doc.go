@@ -13,6 +13,10 @@
 //   - access.go: the table of `kubectl auth can-i --list` from a
 //     SelfSubjectRulesReview (AccessList: kubectl's breakdown, compaction
 //     and order).
+//   - classroom*.go: `skiff classroom`, the teacher's kubectl session for
+//     a room of students (namespaces, quotas, edit bindings, kubeconfigs
+//     through the CSR API) as one idempotent, checked-first call
+//     (CreateClassroom, ClassroomStatus, DeleteClassroom).
 //
 // It talks to the API through client.Interface only (so client/fake runs
 // it in unit tests) and keeps no state between calls.
