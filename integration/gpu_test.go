@@ -279,7 +279,7 @@ func (g *gpuCluster) deleteAll(t *testing.T) {
 func TestGPUOnSimulatedDGXA100(t *testing.T) {
 	e := newCtrdEnv(t)
 	top, start := t, time.Now()
-	cp, c := startControlPlane(t, nil)
+	cp, c := startControlPlane(t, gpuHPATune) // the HPA's sync and window shortened (gpu_hpa_test.go)
 	g := &gpuCluster{cp: cp, c: c, ctrd: e, dataDir: t.TempDir()}
 	g.cfgPath = filepath.Join(g.dataDir, "cli-config")
 	if err := client.WriteKubeconfig(g.cfgPath, cp.ClientConfig()); err != nil {
@@ -477,6 +477,9 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 		}
 		g.gpuNoDoubleUse(t)
 	})
+	g.deleteAll(t)
+
+	t.Run("HPAScalesOnGPUUtilization", g.gpuHPAScalesOnUtilization) // gpu_hpa_test.go
 	t.Logf("TestGPUOnSimulatedDGXA100 took %v", time.Since(start).Round(time.Millisecond))
 }
 
