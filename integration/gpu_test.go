@@ -345,6 +345,8 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 	})
 	g.deleteAll(t)
 
+	t.Run("BobsGPUQuota", g.bobsGPUQuota) // gpu_quota_test.go
+
 	t.Run("NinthPodPending", func(t *testing.T) {
 		for i := range 9 {
 			g.create(t, gpuPod(fmt.Sprintf("one-%d", i), 1, gpuSleep))
