@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,16 +19,12 @@ import (
 // store): their registries must never give one address twice.
 
 // sharedStores returns, per store implementation, a function that opens
-// two stores seeing the same, empty data: two etcd stores (two servers'
+// two stores seeing the same new data: two etcd stores (two servers'
 // clients) on one new member, or one new bbolt store twice.
 func sharedStores() map[string]func(t *testing.T) [2]store.Store {
 	return map[string]func(t *testing.T) [2]store.Store{
 		"bbolt": func(t *testing.T) [2]store.Store {
-			bolt, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), store.Options{NoSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = bolt.Close() })
+			bolt := defaultsStore(t, store.Options{NoSync: true})
 			return [2]store.Store{bolt, bolt}
 		},
 		"etcd": func(t *testing.T) [2]store.Store {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -36,13 +37,57 @@ type env struct {
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, store.Options{NoSync: true}) }
 
-func newEnvWith(t testing.TB, opts store.Options) *env {
+// defaultsDB is the file of a store that holds what EnsureDefaults
+// writes (the system namespaces, the storage class, the default RBAC
+// roles and bindings), made once per test binary. Every env starts from
+// a copy of it: EnsureDefaults on a fresh store is some 50 creates
+// through admission (a fifth of a second under the race detector, paid
+// by each of the hundred-odd envs); on the copy it only reads and finds
+// everything there, which is what a server restarted on its data does.
+var defaultsDB = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "skiff-apiserver-defaults-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "skiff.db")
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		return nil, err
+	}
+	err = NewRegistry(st, slog.New(slog.DiscardHandler)).EnsureDefaults(context.Background())
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+})
+
+// defaultsStore opens a bbolt store in a temporary directory that starts
+// as a copy of defaultsDB; it is closed when the test ends.
+func defaultsStore(t testing.TB, opts store.Options) *store.Bolt {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), opts)
+	db, err := defaultsDB()
+	if err != nil {
+		t.Fatalf("store with the defaults: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "skiff.db")
+	if err := os.WriteFile(path, db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newEnvWith(t testing.TB, opts store.Options) *env {
+	t.Helper()
+	st := defaultsStore(t, opts)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := NewRegistry(st, logger)
 	if err := reg.EnsureDefaults(context.Background()); err != nil {

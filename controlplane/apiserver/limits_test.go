@@ -160,13 +160,15 @@ func TestConfigValidateLimits(t *testing.T) {
 
 // TestSlowLoris: connections that never finish their headers, or sit idle,
 // are closed by the server after its timeout, while a normal client's
-// requests keep succeeding.
+// requests keep succeeding. Each case has a server of its own whose other
+// timeout is long, so the one under test is what closes the connection
+// (with both short, a loaded machine could let the header timeout cut the
+// idle case's request before it was read).
 func TestSlowLoris(t *testing.T) {
-	const headerTimeout, idleTimeout = 300 * time.Millisecond, 400 * time.Millisecond
+	const headerTimeout, idleTimeout, long = 300 * time.Millisecond, 400 * time.Millisecond, time.Minute
 	e := newEnv(t)
-	s := startTLSServer(t, e, func(c *Config) {
-		c.ReadHeaderTimeout, c.IdleTimeout = headerTimeout, idleTimeout
-	})
+	headerServer := startTLSServer(t, e, func(c *Config) { c.ReadHeaderTimeout, c.IdleTimeout = headerTimeout, long })
+	idleServer := startTLSServer(t, e, func(c *Config) { c.ReadHeaderTimeout, c.IdleTimeout = long, idleTimeout })
 	tests := []struct {
 		name    string
 		timeout time.Duration // the one that closes it
@@ -200,6 +202,10 @@ func TestSlowLoris(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			s := headerServer
+			if tc.timeout == idleTimeout {
+				s = idleServer
+			}
 			// Many connections at once, and a normal client meanwhile.
 			const conns = 50
 			var closed atomic.Int32

@@ -21,11 +21,7 @@ const localHistory = 32
 func TestLocalSuite(t *testing.T) {
 	clienttest.Run(t, clienttest.Target{
 		New: func(t testing.TB) client.Interface {
-			st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{NoSync: true, HistorySize: localHistory})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
+			st := defaultsStore(t, store.Options{NoSync: true, HistorySize: localHistory})
 			reg := NewRegistry(st, nil)
 			if err := reg.EnsureDefaults(t.Context()); err != nil {
 				t.Fatal(err)

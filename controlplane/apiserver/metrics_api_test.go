@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -43,11 +42,7 @@ func metricsEnv(t *testing.T, sum statsapi.Summary) *env {
 	pool := x509.NewCertPool()
 	pool.AddCert(agent.Certificate())
 
-	st, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := defaultsStore(t, store.Options{NoSync: true})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := NewRegistry(st, logger)
 	if err := reg.EnsureDefaults(context.Background()); err != nil {

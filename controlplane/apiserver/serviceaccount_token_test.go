@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,11 +20,7 @@ import (
 // subresource, the authenticator and ServiceAccount admission).
 func newSAEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := defaultsStore(t, store.Options{NoSync: true})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := NewRegistry(st, logger)
 	key, err := serviceaccount.LoadOrCreateKey(t.TempDir())

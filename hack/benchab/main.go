@@ -164,14 +164,22 @@ func run() error {
 			return err
 		}
 		for _, bn := range selected {
-			for _, b := range builds {
+			for i, b := range builds {
 				if bn.needs != "" && !b.features[bn.needs] {
 					continue
 				}
+				if i == 1 && b.dir == builds[0].dir {
+					continue // A is B (-a and -b the same build): one profile is enough
+				}
 				prefix := filepath.Join(o.profileDir, bn.name+"-"+b.label+"-")
-				if _, err := bn.run(&o, b, prefix); err != nil {
+				t0 := time.Now()
+				f, err := bn.run(&o, b, prefix)
+				if err != nil {
 					return fmt.Errorf("profiled run of %s on %s: %w", bn.name, b.label, err)
 				}
+				// Its figures are printed, never counted (profiling slows it).
+				line, _ := json.Marshal(f)
+				fmt.Fprintf(os.Stderr, "profiled %-22s %s %5.1fs load %s %s\n", bn.name, b.label, time.Since(t0).Seconds(), loadAvg(), line)
 			}
 		}
 		fmt.Fprintf(os.Stderr, "profiles in %s (go tool pprof -top FILE)\n", o.profileDir)
