@@ -151,17 +151,12 @@ func (c *classroomCmd) create(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	teacher := kubectl.Teacher{
-		Client: cl, Cluster: cfg,
-		Issue: func(ctx context.Context, user string, groups []string, exp time.Duration) ([]byte, []byte, error) {
-			csrClient, err := client.New(cfg)
-			if err != nil {
-				return nil, nil, err
-			}
-			return kubectl.CSRIssuer(csrClient)(ctx, user, groups, exp)
-		},
-		Progress: func(s string) { fmt.Fprintln(c.root.Stdout, s) },
+	csrClient, err := client.New(cfg) // connects at its first request
+	if err != nil {
+		return err
 	}
+	teacher := kubectl.Teacher{Client: cl, Cluster: cfg, Issue: kubectl.CSRIssuer(csrClient),
+		Progress: func(s string) { fmt.Fprintln(c.root.Stdout, s) }}
 	if err := kubectl.CreateClassroom(ctx, teacher, room); err != nil {
 		return err
 	}

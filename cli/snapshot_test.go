@@ -25,7 +25,7 @@ import (
 
 // startTestControlPlane starts a control plane (no scheduler) in dir and
 // writes a CLI config for it; it stops at the test's end.
-func startTestControlPlane(t *testing.T, dir string) (*controlplane.ControlPlane, string) {
+func startTestControlPlane(t testing.TB, dir string) (*controlplane.ControlPlane, string) {
 	t.Helper()
 	cfg := controlplane.DefaultConfig(dir)
 	cfg.API.Listen = "127.0.0.1:0"
