@@ -52,6 +52,8 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		return len(s.Spec.Devices) == 8, fmt.Sprintf("%d devices", len(s.Spec.Devices))
 	})
 
+	quickStartImages(t, g.agent.node.Runtime())
+	var pluginTook time.Duration // apply → Running of a device-plugin GPU pod
 	t.Run("QuickStartTemplate", func(t *testing.T) {
 		start := time.Now()
 		g.cli(t, "apply", "-f", "../examples/dra/gpu-test1.yaml")
@@ -65,7 +67,7 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		start = time.Now()
 		applyDoc(t, g, devicePluginPod)
 		draWaitPhase(t, c, ns, "plugin-pod", api.PodRunning, 30*time.Second)
-		pluginTook := time.Since(start)
+		pluginTook = time.Since(start)
 		t.Logf("apply → Running: gpu-test1 pod1 (ResourceClaimTemplate) %v, device-plugin GPU pod %v, ratio %.2f",
 			draTook.Round(time.Millisecond), pluginTook.Round(time.Millisecond), draTook.Seconds()/pluginTook.Seconds())
 		claims := draClaims(t, c, ns)
@@ -100,6 +102,15 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 			return len(left) == 0 && len(draPrepared(t, g)) == 0, fmt.Sprintf("%d claims left, prepared %v", len(left), draPrepared(t, g))
 		})
 	})
+
+	t.Run("QuickStartSharedClaim", func(t *testing.T) {
+		if pluginTook == 0 {
+			t.Fatal("QuickStartTemplate did not time the device-plugin pod")
+		}
+		draSharedClaim(t, g, pluginTook)
+	})
+	t.Run("QuickStartGpuConfig", func(t *testing.T) { draGpuConfig(t, g) })
+	t.Run("GpuConfigRefused", func(t *testing.T) { draGpuConfigRefused(t, g) })
 
 	t.Run("ClaimStatesAndV1beta1", func(t *testing.T) {
 		claim := "gpu-claim-v1beta1"
@@ -398,7 +409,15 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 						running++
 					}
 				}
-				return running == min(len(ps), 8), podSummary(ps)
+				msg := podSummary(ps)
+				for _, p := range ps {
+					if p.Status.Phase != api.PodRunning {
+						for _, ev := range eventsFor(t, c, gpuNS, p.Name) {
+							msg += "\nEVENT " + p.Name + " " + ev.Reason + ": " + ev.Message
+						}
+					}
+				}
+				return running == min(len(ps), 8), msg
 			})
 		}
 		create(4, 4)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -248,6 +249,45 @@ func TestDynamicResourcesNoDeviceTwice(t *testing.T) {
 	testwait.For(t, 5*time.Second, "claim a allocated", func() bool { return f.claim("a").Status.Allocation != nil })
 	if f.claim("b").Status.Allocation != nil {
 		t.Error("claim b allocated too")
+	}
+}
+
+// One claim, two pods (NVIDIA's gpu-test3): the second pod's cycle runs
+// while the first's allocation is reserved but not written. It must use
+// that allocation (Kubernetes' assume cache), not allocate the claim
+// again, so both bind at once and share the one device.
+func TestDynamicResourcesSharedClaimInFlight(t *testing.T) {
+	for _, secondFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("second pod binds first %v", secondFirst), func(t *testing.T) {
+			f := newDRAFixture(t, gpuNode("dgx-1", 0), gpuClass(), gpuSlice("dgx-1", "nvl-0", "nvl-0"), gpuClaim("shared"),
+				claimPodFor("pa", "shared"), claimPodFor("pb", "shared"))
+			t1 := f.cycle()
+			t2 := f.cycle()
+			if t1 == nil || t2 == nil {
+				t.Fatal("pods not tried")
+			}
+			if t1.result.SelectedNode != "dgx-1" || t2.result.SelectedNode != "dgx-1" {
+				t.Fatalf("first %q, second %q (%s): want both placed", t1.result.SelectedNode, t2.result.SelectedNode, t2.result.Message)
+			}
+			// Either binding may write first: the other reserves only.
+			if secondFirst {
+				t1, t2 = t2, t1
+			}
+			f.finish(t1)
+			f.finish(t2)
+			testwait.For(t, 5*time.Second, "both pods bound", func() bool {
+				return f.pod("gpu-demo", "pa").Spec.NodeName == "dgx-1" && f.pod("gpu-demo", "pb").Spec.NodeName == "dgx-1"
+			})
+			c := f.claim("shared")
+			if got := allocatedDevices(c); len(got) != 1 {
+				t.Errorf("allocated %v, want one device", got)
+			}
+			for _, p := range []string{"pa", "pb"} {
+				if !c.IsReservedFor(f.pod("gpu-demo", p).UID) {
+					t.Errorf("claim reservedFor %v lacks %s", c.Status.ReservedFor, p)
+				}
+			}
+		})
 	}
 }
 

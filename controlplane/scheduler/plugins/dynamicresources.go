@@ -357,6 +357,10 @@ type draState struct {
 	perNode map[string][]resourcev1.AllocationResult
 	// chosen: what Reserve took.
 	chosen []resourcev1.AllocationResult
+	// unwritten: the claims (as the informer has them, by index in
+	// claims) whose allocation in claims is another pod's assumed one,
+	// not written yet; PreBind writes it unless that pod did first.
+	unwritten map[int]*api.ResourceClaim
 	// counted: the nodes Filter found room on by counting (their
 	// allocation is made in Reserve).
 	counted map[string]*api.Node
@@ -384,6 +388,25 @@ func (pl *DynamicResources) PreFilter(_ context.Context, state *framework.CycleS
 	}
 	s := &draState{claims: claims, perNode: map[string][]resourcev1.AllocationResult{}, counted: map[string]*api.Node{}}
 	for i, c := range claims {
+		if c.Status.Allocation == nil {
+			// Another pod's cycle reserved an allocation of this claim
+			// (one claim, several pods) that is not written yet: use it,
+			// as Kubernetes' assume cache does, rather than allocate the
+			// claim a second time (whose PreBind would then fail).
+			a, err := pl.assumedAllocation(c.UID)
+			if err != nil {
+				return framework.AsStatus(err)
+			}
+			if a != nil {
+				if s.unwritten == nil {
+					s.unwritten = map[int]*api.ResourceClaim{}
+				}
+				s.unwritten[i] = c
+				cp := *c
+				cp.Status.Allocation = a
+				c, claims[i] = &cp, &cp
+			}
+		}
 		if c.Status.Allocation != nil {
 			if !c.IsReservedFor(pod.UID) && len(c.Status.ReservedFor) >= api.ResourceClaimReservedForMaxSize {
 				return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("resourceclaim %s: %s", c.Name, ReasonClaimInUse))
@@ -433,6 +456,26 @@ func requestClasses(r api.DeviceRequest) []string {
 		out = append(out, s.DeviceClassName)
 	}
 	return out
+}
+
+// assumedAllocation is the allocation a Reserve made for the claim and
+// the informer does not show yet, in skiff's form; nil when none.
+func (pl *DynamicResources) assumedAllocation(uid string) (*api.AllocationResult, error) {
+	pl.mu.RLock()
+	a, ok := pl.assumed[uid]
+	pl.mu.RUnlock()
+	if !ok || a == nil {
+		return nil, nil
+	}
+	return fromKubernetes[api.AllocationResult](a)
+}
+
+// sameDevices reports whether two allocations hand out the same devices
+// for the same requests.
+func sameDevices(a, b *api.AllocationResult) bool {
+	return a != nil && b != nil && slices.EqualFunc(a.Devices.Results, b.Devices.Results, func(x, y api.DeviceRequestAllocationResult) bool {
+		return x.Request == y.Request && x.Driver == y.Driver && x.Pool == y.Pool && x.Device == y.Device
+	})
 }
 
 // setAllocatedLocked records the devices an allocated claim holds (nil:
@@ -700,13 +743,20 @@ func (pl *DynamicResources) PreBind(ctx context.Context, state *framework.CycleS
 		return nil
 	}
 	s := d.(*draState)
-	chosen := map[int]*resourcev1.AllocationResult{}
+	chosen := map[int]*api.AllocationResult{}
 	for i, idx := range s.toAllocateIndex {
 		if i < len(s.chosen) {
-			chosen[idx] = &s.chosen[i]
+			a, err := fromKubernetes[api.AllocationResult](&s.chosen[i])
+			if err != nil {
+				return framework.AsStatus(err)
+			}
+			chosen[idx] = a
 		}
 	}
 	for i, c := range s.claims {
+		if orig, ok := s.unwritten[i]; ok {
+			c, chosen[i] = orig, c.Status.Allocation
+		}
 		if err := pl.bindClaim(ctx, c, chosen[i], pod); err != nil {
 			return framework.AsStatus(fmt.Errorf("claim %s: %w", api.Key(c.Namespace, c.Name), err))
 		}
@@ -718,19 +768,16 @@ func (pl *DynamicResources) PreBind(ctx context.Context, state *framework.CycleS
 // not vanish under its pod), then status. A conflict rereads the claim
 // once; an allocation someone else wrote meanwhile fails the binding
 // (the pod is retried).
-func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim, alloc *resourcev1.AllocationResult, pod *api.Pod) error {
-	var allocation *api.AllocationResult
-	if alloc != nil {
-		a, err := fromKubernetes[api.AllocationResult](alloc)
-		if err != nil {
-			return err
-		}
-		allocation = a
-	}
+func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim, allocation *api.AllocationResult, pod *api.Pod) error {
 	for attempt := 0; ; attempt++ {
 		cur := claimForWrite(c)
 		if allocation != nil && cur.Status.Allocation != nil {
-			return fmt.Errorf("allocated by someone else meanwhile")
+			if !sameDevices(allocation, cur.Status.Allocation) {
+				return fmt.Errorf("allocated by someone else meanwhile")
+			}
+			// A pod sharing the claim wrote this cycle's allocation
+			// first (it used the assumed one): only reserve.
+			allocation = nil
 		}
 		if !slices.Contains(cur.Finalizers, api.ResourceClaimFinalizer) {
 			cur.Finalizers = append(cur.Finalizers, api.ResourceClaimFinalizer)
