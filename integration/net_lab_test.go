@@ -126,7 +126,7 @@ func netLabJoin(t *testing.T, lan *netnstest.NS, name, ip string) *netnstest.NS 
 // startNetLabAgent runs the node of host h until cleanup: node.Start with
 // a CNI pod network, routes and service proxy inside h's namespace
 // (Config.NetNS), and the agent's server listening there on h's IP.
-func startNetLabAgent(t *testing.T, cp *controlplane.ControlPlane, h *netLabHost, netnsPrefix string) {
+func startNetLabAgent(t *testing.T, cp *controlplane.ControlPlane, h *netLabHost, netnsPrefix string) (*runningAgent, string) {
 	t.Helper()
 	cfg := testNodeConfig(h.rt, h.name, t.TempDir(), nil)
 	cfg.NodeIP, cfg.Network = h.ip, node.NetworkCNI
@@ -135,7 +135,7 @@ func startNetLabAgent(t *testing.T, cp *controlplane.ControlPlane, h *netLabHost
 	if testing.Verbose() {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", h.name)
 	}
-	startNode(t, cp, cfg)
+	return startNode(t, cp, cfg), cfg.DataDir
 }
 
 func TestNetLab(t *testing.T) {
@@ -180,9 +180,12 @@ func TestNetLab(t *testing.T) {
 		t.Fatalf("import the nginx stand-in: %v", err)
 	}
 	byNode := map[string]*netLabHost{}
+	var agents []*runningAgent
+	var dataDirs []string
 	for _, h := range hosts {
 		byNode[h.name] = h
-		startNetLabAgent(t, cp, h, netnsPrefix)
+		a, dir := startNetLabAgent(t, cp, h, netnsPrefix)
+		agents, dataDirs = append(agents, a), append(dataDirs, dir)
 	}
 	// Runs before the agents stop: pods go the normal way (CNI DEL).
 	t.Cleanup(func() {
@@ -469,6 +472,9 @@ func TestNetLab(t *testing.T) {
 		})
 	}
 	t.Logf("nginx lab done in %v", time.Since(start).Round(time.Millisecond))
+
+	// 5. skiff reset on nl2 (reset_lab_test.go).
+	netLabReset(t, c, agents[1], hosts[1], dataDirs[1], netnsPrefix)
 }
 
 // netLabMeasure runs a bounded load (fixed concurrency and count, a new

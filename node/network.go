@@ -63,19 +63,27 @@ func podNetwork(cfg Config, c client.Interface, simulated bool) (pn podworker.Ne
 	if err != nil || mode == NetworkNone {
 		return nil, mode, note, err
 	}
+	nc := nodeNetworkConfig(cfg.DataDir, cfg.Bridge, cfg.NetNS)
+	return network.NewNode(nc, nodePodCIDR(c, cfg.Name)), mode, note, nil
+}
+
+// nodeNetworkConfig is the pod network of a node with its state in
+// dataDir (without the pod CIDR, known later): Start and Reset agree on it.
+func nodeNetworkConfig(dataDir, bridge string, netns *NetNS) network.Config {
 	nc := network.DefaultConfig("")
-	if cfg.Bridge != "" {
-		nc.Bridge = cfg.Bridge
+	if bridge != "" {
+		nc.Bridge = bridge
 	}
-	nc.CacheDir = filepath.Join(cfg.DataDir, "cni", "cache")
-	nc.IPAMDataDir = filepath.Join(cfg.DataDir, "cni", "networks")
-	if cfg.NetNS != nil {
-		nc.Wrap = cfg.NetNS.Wrap
-		if cfg.NetNS.PodPrefix != "" {
-			nc.NetNSPrefix = cfg.NetNS.PodPrefix
+	nc.CacheDir = filepath.Join(dataDir, "cni", "cache")
+	nc.IPAMDataDir = filepath.Join(dataDir, "cni", "networks")
+	nc.ConfFile = filepath.Join(dataDir, "cni", "net.d", network.ConfFileName)
+	if netns != nil {
+		nc.Wrap = netns.Wrap
+		if netns.PodPrefix != "" {
+			nc.NetNSPrefix = netns.PodPrefix
 		}
 	}
-	return network.NewNode(nc, nodePodCIDR(c, cfg.Name)), mode, note, nil
+	return nc
 }
 
 // nodePodCIDR reads a node's pod CIDR from the API ("" until the node is

@@ -20,6 +20,12 @@
 //  6. the local-path provisioner (agent/localpath): the node's volumes of
 //     the default StorageClass, under DataDir/storage.
 //
+// Start holds the data directory's lock (LockFile) while the node runs
+// and records what it makes on the machine (RecordFile): Reset, `skiff
+// reset`, works from that record to remove the containers and pod network
+// a stopped node left (Ctrl-C keeps them for adoption), and refuses while
+// the lock is held.
+//
 // Stop undoes it all in reverse and is safe twice. A Node owns its
 // goroutines: Start launches them, Stop cancels and waits. Info says what
 // the node ended up with and, in one line, which labs cannot work on it
@@ -240,6 +246,7 @@ type Node struct {
 	err      error // the agent's, set before done closes
 	netWait  func()
 	provWait func()
+	unlock   func() // the data dir's lock
 
 	stopOnce sync.Once
 }
@@ -259,7 +266,11 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("node %s: create data dir: %w", cfg.Name, err)
 	}
-	n := &Node{c: c, done: make(chan struct{}), netWait: func() {}, provWait: func() {}}
+	unlock, err := lockDataDir(cfg.DataDir) // record.go: skiff reset refuses while held
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	n := &Node{c: c, done: make(chan struct{}), netWait: func() {}, provWait: func() {}, unlock: unlock}
 	n.info.Name = cfg.Name
 	// Undo what was built when a later step fails.
 	defer func() {
@@ -299,6 +310,9 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
 	n.info.PodNetwork, n.info.NetworkNote = mode, why
+	if err := writeRecord(cfg.DataDir, recordOf(cfg, n.info.Simulated, mode)); err != nil { // record.go
+		return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
 	n.info.Limits = limits(n.info.Simulated, mode)
 
 	acfg := agent.DefaultConfig()
@@ -421,6 +435,7 @@ func (n *Node) closeParts() {
 		n.rt.Close()
 	}
 	n.gpus.Close() // nil-safe
+	n.unlock()
 }
 
 // limits is Info.Limits: which labs cannot work, and why, in one line.

@@ -65,6 +65,9 @@ type Config struct {
 	CacheDir string
 	// IPAMDataDir is host-local's record of handed-out addresses.
 	IPAMDataDir string
+	// ConfFile, when set, gets the network configuration list (ConfList)
+	// once the node's pod CIDR is known: the record Reset works from.
+	ConfFile string
 	// NetNSPrefix starts the name of every pod's network namespace.
 	NetNSPrefix string
 	// IPMasq masquerades pod traffic leaving the pod CIDR.

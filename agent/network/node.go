@@ -58,6 +58,9 @@ func (n *Node) get(ctx context.Context) (*CNI, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.WriteConfFile(); err != nil {
+		return nil, err
+	}
 	n.cni = c
 	return c, nil
 }

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,22 +163,44 @@ func Apply(ctx context.Context, wrap []string, ports []ServicePort) error {
 // Cleanup removes every rule and chain of skiff's proxy (also those a
 // crashed agent left). Safe to repeat.
 func Cleanup(ctx context.Context, wrap []string) error {
-	var errs []error
+	_, err := Reset(ctx, func(ctx context.Context, stdin []byte, argv ...string) ([]byte, error) {
+		return network.Run(ctx, wrap, stdin, argv[0], argv[1:]...)
+	})
+	return err
+}
+
+// Exec runs one command (argv) with stdin when not nil and returns its
+// stdout; an error means it failed (network.Run is the real one).
+type Exec func(ctx context.Context, stdin []byte, argv ...string) ([]byte, error)
+
+// Reset removes the jumps into skiff's chains and every SKIFF-* chain of
+// the nat table through run, and returns the names of the chains it
+// removed (none when there were none: safe to repeat). `skiff reset` and
+// Cleanup use it.
+func Reset(ctx context.Context, run Exec) (removed []string, err error) {
 	for _, j := range jumps {
 		for {
-			if _, err := run(ctx, wrap, nil, "iptables", append([]string{"-w", "-t", "nat", "-D"}, j...)...); err != nil {
+			if _, err := run(ctx, nil, append([]string{"iptables", "-w", "-t", "nat", "-D"}, j...)...); err != nil {
 				break // gone (or never there)
 			}
 		}
 	}
-	save, err := run(ctx, wrap, nil, "iptables-save", "-t", "nat")
+	save, err := run(ctx, nil, "iptables-save", "-t", "nat")
 	if err != nil {
-		return fmt.Errorf("read nat table: %w", err)
+		return nil, fmt.Errorf("read nat table: %w", err)
 	}
-	if _, err := run(ctx, wrap, CleanupRules(chainsOf(string(save))), "iptables-restore", "-w", "--noflush"); err != nil {
-		errs = append(errs, fmt.Errorf("delete service chains: %w", err))
+	for _, c := range chainsOf(string(save)) {
+		if strings.HasPrefix(c, chainPrefix) {
+			removed = append(removed, c)
+		}
 	}
-	return errors.Join(errs...)
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	if _, err := run(ctx, CleanupRules(removed), "iptables-restore", "-w", "--noflush"); err != nil {
+		return nil, fmt.Errorf("delete service chains: %w", err)
+	}
+	return removed, nil
 }
 
 func run(ctx context.Context, wrap []string, stdin []byte, name string, args ...string) ([]byte, error) {
