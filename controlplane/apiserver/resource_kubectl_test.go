@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -164,5 +165,28 @@ spec:
 	}
 	if r := c.Run(t, "", "get", "resourceclaim", "bad-selector"); r.Err == nil {
 		t.Error("the refused claim was stored")
+	}
+
+	// NVIDIA's quick-start gpu-test3 (one claim, two pods) and gpu-test5
+	// (opaque GpuConfig parameters) applied unchanged; the opaque
+	// parameters come back as written.
+	for file, want := range map[string][]string{
+		"gpu-test3.yaml": {"namespace/gpu-test3 created", "resourceclaim.resource.k8s.io/single-gpu created", "pod/pod1 created", "pod/pod2 created"},
+		"gpu-test5.yaml": {"namespace/gpu-test5 created", "resourceclaimtemplate.resource.k8s.io/multiple-gpus created", "pod/pod0 created"},
+	} {
+		path, err := filepath.Abs(filepath.Join("..", "..", "examples", "dra", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := c.Must(t, "", "apply", "-f", path)
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("kubectl apply -f %s: no %q in\n%s", file, w, out)
+			}
+		}
+	}
+	if out := c.Must(t, "", "get", "resourceclaimtemplate", "multiple-gpus", "-n", "gpu-test5", "-o",
+		"jsonpath={.spec.spec.devices.config[0].opaque.parameters.sharing.timeSlicingConfig.interval} {.spec.spec.devices.config[1].opaque.parameters.sharing.mpsConfig.defaultPinnedDeviceMemoryLimit}"); out != "Long 10Gi" {
+		t.Errorf("gpu-test5's GpuConfigs read back: %q, want \"Long 10Gi\"", out)
 	}
 }
