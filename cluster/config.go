@@ -71,6 +71,9 @@ type Config struct {
 	// (node.Config.DCGMExporterListen); with several nodes, node i
 	// listens on the port + i - 1.
 	DCGMExporterListen string
+	// MetricsAdapterConfig is the custom metrics APIs' rule file
+	// (controlplane.Config.MetricsAdapterConfig); "" for the default.
+	MetricsAdapterConfig string
 	// HPA are the HorizontalPodAutoscaler controller's settings
 	// (kube-controller-manager's --horizontal-pod-autoscaler-* flags);
 	// nil: controllers.DefaultHPAConfig().

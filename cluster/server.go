@@ -88,6 +88,7 @@ func (c *Config) controlPlaneConfig(member string) controlplane.Config {
 	cfg := controlplane.DefaultConfig(c.DataDir)
 	cfg.API.Listen = c.Listen
 	cfg.SchedulerConfig = c.SchedulerConfig
+	cfg.MetricsAdapterConfig = c.MetricsAdapterConfig
 	if c.HPA != nil {
 		cfg.HPA = *c.HPA
 	}

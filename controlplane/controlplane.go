@@ -66,6 +66,10 @@ type Config struct {
 	// (kubescheduler.config.k8s.io/v1), or "" for the defaults. Changes to
 	// the file are applied while the server runs.
 	SchedulerConfig string
+	// MetricsAdapterConfig is the custom and external metrics APIs' rule
+	// file (prometheus-adapter's --config format: apiserver's
+	// adapter_config.go), or "" for apiserver.DefaultAdapterConfig.
+	MetricsAdapterConfig string
 	// Kueue configures the queue manager (controlplane/kueue), which runs
 	// on the leader with the controllers; nil: kueue.DefaultConfig().
 	Kueue *kueue.Config
@@ -326,6 +330,11 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 		self := api.LeaderInfo{Name: eb.name, APIServer: advURL}
 		cp.elector = election.New(eb.client, self, cfg.Etcd.LeaderLeaseTTL, lg.With("component", "leader-election"))
 		cfg.API.Skiff = cp.skiffHandler()
+	}
+	if cfg.MetricsAdapterConfig != "" {
+		if cfg.API.MetricsAdapterConfig, err = os.ReadFile(cfg.MetricsAdapterConfig); err != nil {
+			return fail(fmt.Errorf("metrics adapter config: %w", err))
+		}
 	}
 	srv, err := apiserver.New(cfg.API, reg, lg.With("component", "apiserver"))
 	if err != nil {

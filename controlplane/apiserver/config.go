@@ -118,6 +118,10 @@ type Config struct {
 	// DefaultPodSecurity(): baseline, kube-system exempt. New refuses an
 	// invalid one.
 	PodSecurity *PodSecurityConfig
+	// MetricsAdapterConfig is the custom and external metrics APIs' rule
+	// file, in prometheus-adapter's --config format (adapter_config.go);
+	// nil is DefaultAdapterConfig. New refuses what it cannot evaluate.
+	MetricsAdapterConfig []byte
 }
 
 // The dashboard's paths (Config.Dashboard; dashboard.Prefix and

@@ -22,16 +22,19 @@ import (
 // The custom and external metrics APIs, served as prometheus-adapter
 // serves them over Prometheus: here the "Prometheus" is a scrape of every
 // node's DCGM exporter (api.DCGMMetricsPath, through nodes/proxy) at the
-// time of the request, and the adapter's rules are adapterRules.
+// time of the request, and the adapter's rules are its rule file
+// (adapter_config.go; Config.MetricsAdapterConfig, by default
+// DefaultAdapterConfig).
 //
 //   - custom.metrics.k8s.io/v1beta2: GET namespaces/NS/pods/NAME/METRIC
 //     (NAME or * with labelSelector, metricLabelSelector on the series'
-//     labels) answers a MetricValueList, one item per pod: the sum of the
-//     pod's series (prometheus-adapter's default metricsQuery, sum by
-//     pod; a pod with one GPU has its GPU's value).
+//     labels) answers a MetricValueList, one item per pod: its rule's
+//     aggregation of the pod's series (the default rules sum by pod; a
+//     pod with one GPU has its GPU's value).
 //   - external.metrics.k8s.io/v1beta1: GET namespaces/NS/METRIC
 //     (labelSelector on the series' labels) answers every matching series
-//     of the cluster (the adapter's external rule, namespaced: false).
+//     of the cluster (the default rules: namespaced: false, each series),
+//     or their aggregation.
 //
 // A metric no rule names is 404 "the server could not find the metric
 // NAME for pods", prometheus-adapter's words.
@@ -42,37 +45,6 @@ const (
 	customMetricsPrefix    = "/apis/" + api.CustomMetricsGroup
 	externalMetricsPrefix  = "/apis/" + api.ExternalMetricsGroup
 )
-
-// adapterRule is one prometheus-adapter rule: the series it reads and the
-// metric name it serves.
-type adapterRule struct {
-	series, as string
-}
-
-// adapterRules are the rules of prometheus-adapter's config for
-// dcgm-exporter (each series under its own name), plus the
-// kubernetes/examples name gpu_utilization_percent for the GPU
-// utilisation (rules: - seriesQuery: DCGM_FI_DEV_GPU_UTIL; name: {as:
-// gpu_utilization_percent}).
-var adapterRules = []adapterRule{
-	{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL"},
-	{"DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL"},
-	{"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED"},
-	{"DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_FREE"},
-	{"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_USAGE"},
-	{"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP"},
-	{"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_SM_CLOCK"},
-	{"DCGM_FI_DEV_GPU_UTIL", "gpu_utilization_percent"},
-}
-
-func ruleFor(metric string) (adapterRule, bool) {
-	for _, r := range adapterRules {
-		if r.as == metric {
-			return r, true
-		}
-	}
-	return adapterRule{}, false
-}
 
 func customMetricsAPIGroup() apiGroup {
 	gv := groupVersion{GroupVersion: api.CustomMetricsGroupVersion, Version: customMetricsVersion}
@@ -122,7 +94,7 @@ func (s *Server) serveCustomMetricsAPI(w http.ResponseWriter, r *http.Request) b
 	case parts[0] != version:
 		writeError(w, notFoundPath())
 	case len(parts) == 1:
-		writeJSON(w, http.StatusOK, customResourceList(group.PreferredVersion.GroupVersion, external))
+		writeJSON(w, http.StatusOK, s.customResourceList(group.PreferredVersion.GroupVersion, external))
 	case external && len(parts) == 4 && parts[1] == "namespaces":
 		s.serveExternalMetric(w, r, parts[2], parts[3])
 	case !external && len(parts) == 6 && parts[1] == "namespaces" && parts[3] == "pods":
@@ -133,10 +105,14 @@ func (s *Server) serveCustomMetricsAPI(w http.ResponseWriter, r *http.Request) b
 	return true
 }
 
-func customResourceList(gv string, external bool) map[string]any {
+func (s *Server) customResourceList(gv string, external bool) map[string]any {
 	res := []apiResource{}
 	seen := map[string]bool{}
-	for _, rule := range adapterRules {
+	rules := s.adapter.pods
+	if external {
+		rules = s.adapter.external
+	}
+	for _, rule := range rules {
 		if seen[rule.as] {
 			continue
 		}
@@ -157,7 +133,7 @@ func metricNotFound(metric, what string) error {
 // servePodsCustomMetric answers namespaces/NS/pods/NAME|*/METRIC.
 func (s *Server) servePodsCustomMetric(w http.ResponseWriter, r *http.Request, namespace, name, metric string) {
 	ctx := r.Context()
-	rule, ok := ruleFor(metric)
+	rule, ok := s.adapter.ruleFor(metric, false)
 	if !ok {
 		writeError(w, metricNotFound(metric, "pods"))
 		return
@@ -208,7 +184,7 @@ func (s *Server) servePodsCustomMetric(w http.ResponseWriter, r *http.Request, n
 // serveExternalMetric answers namespaces/NS/METRIC: every matching series.
 func (s *Server) serveExternalMetric(w http.ResponseWriter, r *http.Request, _ string, metric string) {
 	ctx := r.Context()
-	rule, ok := ruleFor(metric)
+	rule, ok := s.adapter.ruleFor(metric, true)
 	if !ok {
 		writeError(w, metricNotFound(metric, "external metrics"))
 		return
@@ -237,25 +213,38 @@ func (s *Server) serveExternalMetric(w http.ResponseWriter, r *http.Request, _ s
 }
 
 // podValues is the adapter's pods query: the rule's series of pods of
-// namespace whose labels match msel, summed by pod.
+// namespace whose labels match msel, aggregated by pod.
 func podValues(ss []series, rule adapterRule, namespace string, msel labels.Selector) map[string]float64 {
-	sums := map[string]float64{}
+	byPod := map[string][]float64{}
 	for _, sr := range ss {
-		if sr.name == rule.series && sr.labels["namespace"] == namespace && sr.labels["pod"] != "" && msel.Matches(labels.Set(sr.labels)) {
-			sums[sr.labels["pod"]] += sr.value
+		pod := sr.labels[rule.podLabel]
+		if rule.matches(sr.name, sr.labels) && sr.labels[rule.nsLabel] == namespace && pod != "" && msel.Matches(labels.Set(sr.labels)) {
+			byPod[pod] = append(byPod[pod], sr.value)
 		}
 	}
-	return sums
+	out := make(map[string]float64, len(byPod))
+	for pod, vs := range byPod {
+		out[pod] = aggregate(rule.agg, vs)
+	}
+	return out
 }
 
 // externalSeries is the adapter's external query: the rule's series whose
-// labels match sel, in a stable order.
+// labels match sel, in a stable order, or their aggregation (one series
+// without labels; none when nothing matched).
 func externalSeries(ss []series, rule adapterRule, sel labels.Selector) []series {
 	var out []series
 	for _, sr := range ss {
-		if sr.name == rule.series && sel.Matches(labels.Set(sr.labels)) {
+		if rule.matches(sr.name, sr.labels) && sel.Matches(labels.Set(sr.labels)) {
 			out = append(out, sr)
 		}
+	}
+	if rule.agg != "" && len(out) > 0 {
+		vs := make([]float64, len(out))
+		for i, sr := range out {
+			vs[i] = sr.value
+		}
+		return []series{{name: rule.series, labels: map[string]string{}, value: aggregate(rule.agg, vs)}}
 	}
 	sort.Slice(out, func(i, j int) bool { return labels.Set(out[i].labels).String() < labels.Set(out[j].labels).String() })
 	return out

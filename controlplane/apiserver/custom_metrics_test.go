@@ -30,8 +30,9 @@ func TestCustomMetricsAdapterRules(t *testing.T) {
 	if len(ss) != 5 {
 		t.Fatalf("%d series, want 5", len(ss))
 	}
+	rules := mustDefaultAdapterRules()
 	for _, name := range []string{"DCGM_FI_DEV_GPU_UTIL", "gpu_utilization_percent"} {
-		rule, ok := ruleFor(name)
+		rule, ok := rules.ruleFor(name, false)
 		if !ok {
 			t.Fatalf("no rule for %s", name)
 		}
@@ -40,7 +41,7 @@ func TestCustomMetricsAdapterRules(t *testing.T) {
 			t.Errorf("%s: %v", name, got)
 		}
 	}
-	rule, _ := ruleFor("DCGM_FI_DEV_GPU_UTIL")
+	rule, _ := rules.ruleFor("DCGM_FI_DEV_GPU_UTIL", false)
 	sel, _ := labels.Parse("gpu=1")
 	if got := podValues(ss, rule, "default", sel); len(got) != 1 || got["web-2"] != 80.5 {
 		t.Errorf("metricLabelSelector gpu=1: %v", got)
@@ -48,6 +49,7 @@ func TestCustomMetricsAdapterRules(t *testing.T) {
 	if q := milliQuantity(80.5); q.String() != "80500m" {
 		t.Errorf("quantity %s, want 80500m as prometheus-adapter writes it", q.String())
 	}
+	rule, _ = rules.ruleFor("DCGM_FI_DEV_GPU_UTIL", true)
 	all := externalSeries(ss, rule, labels.Everything())
 	if len(all) != 4 {
 		t.Errorf("external: %d series, want 4", len(all))
@@ -56,7 +58,7 @@ func TestCustomMetricsAdapterRules(t *testing.T) {
 	if got := externalSeries(ss, rule, free); len(got) != 1 || got[0].labels["gpu"] != "3" {
 		t.Errorf("external !pod: %+v", got)
 	}
-	if _, ok := ruleFor("nvidia_gpu_duty_cycle"); ok {
+	if _, ok := rules.ruleFor("nvidia_gpu_duty_cycle", false); ok {
 		t.Error("a metric no rule names is served")
 	}
 }

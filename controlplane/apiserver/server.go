@@ -25,6 +25,9 @@ type Server struct {
 	proxy    *Proxy     // pods/log and pods/exec
 	inflight *inflight  // max in-flight requests (inflight.go)
 	rbac     *rbacCache // the RBAC objects the authorizer reads (rbac.go)
+	// adapter are the custom and external metrics APIs' rules
+	// (adapter_config.go).
+	adapter *adapterRules
 
 	// openapi serves /openapi/v2 and /openapi/v3 (openapi.go).
 	openapi *openAPIServer
@@ -70,6 +73,13 @@ func New(cfg Config, reg *Registry, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, reg: reg, log: logger, metrics: m, proxy: ProxyHandler(reg, cfg.AgentTLS), inflight: lim}
+	adapterConfig := cfg.MetricsAdapterConfig
+	if adapterConfig == nil {
+		adapterConfig = DefaultAdapterConfig
+	}
+	if s.adapter, err = ParseAdapterConfig(adapterConfig); err != nil {
+		return nil, fmt.Errorf("api server config: %w", err)
+	}
 	if s.openapi, err = newOpenAPIServer(cfg.Version); err != nil {
 		return nil, fmt.Errorf("api server: %w", err)
 	}
