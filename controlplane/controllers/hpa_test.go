@@ -215,3 +215,132 @@ func TestHPAControllerBounds(t *testing.T) {
 		t.Errorf("AbleToScale %s, want False FailedGetScale", s)
 	}
 }
+
+// cpuMetrics answers metrics.k8s.io's pod cpu from a map: pod → millicores,
+// sampled at the controller's clock over a 10 s window (the agent's).
+type cpuMetrics struct {
+	tableMetrics
+	cpu map[string]int64
+	now *time.Time
+}
+
+func (m *cpuMetrics) ResourceMetric(_ context.Context, _ string, _ labels.Selector, res, _ string) (podMetrics, error) {
+	if res != "cpu" {
+		return nil, fmt.Errorf("unable to get metrics for resource %s: no metrics returned from resource metrics API", res)
+	}
+	out := podMetrics{}
+	for p, v := range m.cpu {
+		out[p] = podMetric{Value: v, Timestamp: *m.now, Window: 10 * time.Second}
+	}
+	return out, nil
+}
+
+// phpApachePod is a replica of the walkthrough's php-apache: requests cpu
+// 200m, limits 500m, started long enough ago that its cpu counts (the
+// initialization period is behind it).
+func phpApachePod(name string, started time.Time) *api.Pod {
+	p := runningPod(name)
+	p.Spec.Containers[0].Resources.Requests = api.ResourceList{api.ResourceCPU: resource.MustParse("200m")}
+	p.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceCPU: resource.MustParse("500m")}
+	p.Status.StartTime = &api.Time{Time: started}
+	p.Status.Conditions[0].LastTransitionTime = api.Time{Time: started}
+	return p
+}
+
+// createRunning creates p and writes its status, as its node would.
+func createRunning(t *testing.T, c client.Interface, p *api.Pod) {
+	t.Helper()
+	created, err := c.Create(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := created.(*api.Pod)
+	cp.Status = p.Status
+	if _, err := c.UpdateStatus(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHPAControllerPHPApacheWalkthrough is the Kubernetes docs' HPA
+// walkthrough at the controller (the same on real cgroups is not run
+// here: see docs/labs.md): `kubectl autoscale deployment php-apache
+// --cpu-percent=50 --min=1 --max=10` makes an autoscaling/v2 autoscaler
+// without a behavior; the load generator drives the one pod to 305 % of
+// its request. The legacy rate limit takes it to 4 first (ScaleUpLimit),
+// the same load spread over 4 pods then asks for 7, the docs' count; when
+// the load stops the count holds for the 5 minute window and then falls
+// to 1.
+func TestHPAControllerPHPApacheWalkthrough(t *testing.T) {
+	ctx := context.Background()
+	min1 := int32(1)
+	h := &api.HorizontalPodAutoscaler{
+		ObjectMeta: api.ObjectMeta{Name: "php-apache", Namespace: ns, UID: "uid-php", Generation: 1},
+		Spec: api.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: api.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    &min1, MaxReplicas: 10,
+			Metrics: []api.MetricSpec{{Type: api.ResourceMetricSourceType, Resource: &api.ResourceMetricSource{
+				Name: "cpu", Target: api.MetricTarget{Type: api.UtilizationMetricType, AverageUtilization: ptr(int32(50))}}}},
+		},
+	}
+	api.SetTypeMeta(h)
+	api.SetDefaults(h)
+	if h.Spec.Behavior != nil {
+		t.Fatalf("autoscale's object has a behavior after defaulting: %+v", h.Spec.Behavior)
+	}
+	clock := t0
+	c := fake.New(deployment(1, "php-apache"), h, phpApachePod("web-0", t0.Add(-10*time.Minute)))
+	ev := &events{}
+	m := &cpuMetrics{cpu: map[string]int64{"web-0": 610}, now: &clock}
+	r := NewHPAController(c, fakeLister{c, hpaKind()}, fakeLister{c, podKind()}, m, ev, DefaultHPAConfig(), nil)
+	r.calc.now = func() time.Time { return clock }
+	key := ns + "/php-apache"
+	sync := func(at time.Duration) (*api.HorizontalPodAutoscaler, int32) {
+		t.Helper()
+		clock = t0.Add(at)
+		_ = r.Reconcile(ctx, key)
+		return get[*api.HorizontalPodAutoscaler](t, c, ns, "php-apache"), *get[*api.Deployment](t, c, ns, "web").Spec.Replicas
+	}
+
+	got, n := sync(0)
+	if n != 4 || hpaCondition(got, api.ScalingLimited) != "True ScaleUpLimit" {
+		t.Fatalf("1 pod at 305%%: replicas %d, ScalingLimited %s; want 4 (ceil(1 × 305/50) = 7 limited to max(2 × 1, 4))", n, hpaCondition(got, api.ScalingLimited))
+	}
+	if u := got.Status.CurrentMetrics[0].Resource.Current; *u.AverageUtilization != 305 || u.AverageValue.String() != "610m" {
+		t.Errorf("current cpu %d%% (%s), want 305%% (610m) as kubectl get hpa shows cpu: 305%%/50%%", *u.AverageUtilization, u.AverageValue.String())
+	}
+	if e := ev.take(); len(e) != 1 || e[0] != "Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target" {
+		t.Errorf("events %q", e)
+	}
+
+	m.cpu = map[string]int64{}
+	for i := range 4 { // the same load, spread by the Service
+		name := fmt.Sprintf("web-%d", i)
+		if i > 0 {
+			createRunning(t, c, phpApachePod(name, t0.Add(-10*time.Minute)))
+		}
+		m.cpu[name] = 610 / 4
+	}
+	got, n = sync(15 * time.Second)
+	if n != 7 || hpaCondition(got, api.ScalingLimited) != "False DesiredWithinRange" {
+		t.Fatalf("4 pods at 76%%: replicas %d, ScalingLimited %s; want ceil(4 × 76/50) = 7; decisions %q", n, hpaCondition(got, api.ScalingLimited), r.Decisions(key))
+	}
+
+	for i := 4; i < 7; i++ {
+		name := fmt.Sprintf("web-%d", i)
+		createRunning(t, c, phpApachePod(name, t0.Add(-10*time.Minute)))
+	}
+	for i := range 7 { // the load generator stopped
+		m.cpu[fmt.Sprintf("web-%d", i)] = 0
+	}
+	got, n = sync(30 * time.Second)
+	if n != 7 || hpaCondition(got, api.AbleToScale) != "True ScaleDownStabilized" {
+		t.Fatalf("load stopped: replicas %d, AbleToScale %s; want 7 held by the 5 minute window", n, hpaCondition(got, api.AbleToScale))
+	}
+	_, n = sync(5*time.Minute + 20*time.Second)
+	if n != 1 {
+		t.Fatalf("after the window: replicas %d, want 1", n)
+	}
+	if e := ev.take(); len(e) != 2 || e[1] != "Normal SuccessfulRescale New size: 1; reason: All metrics below target" {
+		t.Errorf("events %q", e)
+	}
+}
