@@ -45,6 +45,7 @@ spec:
 // themselves are the controller's unit tests (a fake clock) and the
 // integration test (real minutes).
 func TestKubectlCronJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

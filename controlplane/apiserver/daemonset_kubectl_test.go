@@ -54,6 +54,7 @@ spec:
 // rollout undo (kubectl's strategic merge patch of the revision's data),
 // get controllerrevisions.
 func TestKubectlDaemonSet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, n := range []string{"n1", "n2"} {
 		node := &api.Node{ObjectMeta: api.ObjectMeta{Name: n}}

@@ -14,6 +14,7 @@ import (
 // kubectl turns into its own clear refusal instead of crashing on a nil
 // details.
 func TestKubectlDebugRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "default"},

@@ -24,6 +24,7 @@ import (
 // a bare pod as well makes kubectl's bracketed aggregate of both reasons,
 // and with --ignore-daemonsets --force the warning line names both.
 func TestKubectlDrainSaysWhatSkiffSays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -97,6 +97,7 @@ func TestFieldValidation(t *testing.T) {
 // server; a typo is refused by apply and create (strict, the default),
 // warned about by --validate=warn, and dropped by --validate=ignore/false.
 func TestKubectlValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	const typo = `apiVersion: apps/v1
@@ -152,6 +153,7 @@ spec:
 // apply of a changed file with a typo to an existing object: the patch is
 // refused naming the field, and the object stays as it was.
 func TestKubectlApplyTypoToExisting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	good := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\ndata:\n  a: b\n"

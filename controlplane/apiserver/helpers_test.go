@@ -26,6 +26,10 @@ import (
 const testToken = "test-token"
 
 // env is one API server over a real (unsynced) bbolt store.
+//
+// Tests that type the real kubectl (internal/kubectltest) run in parallel
+// (t.Parallel): each has an env of its own, and most of their time is
+// kubectl's processes starting and its retries waiting, which overlap.
 type env struct {
 	t     testing.TB
 	st    *store.Bolt

@@ -49,6 +49,7 @@ spec:
 // come (no node serves any here: the controller reads metrics.k8s.io
 // through the server, as over HTTPS).
 func TestKubectlHPA(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

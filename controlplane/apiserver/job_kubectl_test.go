@@ -19,6 +19,7 @@ import (
 // job-controller's events, wait --for=condition=complete, and delete job
 // (kubectl's propagationPolicy Background).
 func TestKubectlJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

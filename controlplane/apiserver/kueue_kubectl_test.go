@@ -35,6 +35,7 @@ func tableFields(out string) [][]string {
 // in -o wide, the visibility API through get --raw, and Kueue's v1beta1
 // deprecation warning.
 func TestKubectlKueueQuickStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 2)

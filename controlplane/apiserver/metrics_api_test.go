@@ -178,6 +178,7 @@ func TestMetricsAPI(t *testing.T) {
 // metrics-server); get leases and get endpointslices print Kubernetes'
 // columns.
 func TestKubectlTopLeasesEndpointSlices(t *testing.T) {
+	t.Parallel()
 	e := metricsEnv(t, testSummary())
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	ctx := context.Background()

@@ -84,6 +84,7 @@ spec:
 // included; the pods carry the manifest's priority (2000001000) and
 // hostPath.
 func TestKubectlNVIDIADevicePluginDaemonSet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

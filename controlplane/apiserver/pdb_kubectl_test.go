@@ -20,6 +20,7 @@ import (
 // 429 until a replacement is Ready on the other node, and kubectl retries
 // until the node is drained.
 func TestKubectlDrainWaitsOnDisruptionBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

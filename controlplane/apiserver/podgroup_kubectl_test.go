@@ -11,6 +11,7 @@ import (
 // apply, get podgroups / pg with the CRD's printer columns, a status
 // write shown in them, and minMember's validation.
 func TestKubectlPodGroup(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	const pg = `apiVersion: scheduling.x-k8s.io/v1alpha1

@@ -27,6 +27,7 @@ func serveKubectl(t *testing.T) (*env, *kubectltest.Cluster) {
 
 // kubectl create sends protobuf bodies for these; each is stored.
 func TestKubectlCreateProtobuf(t *testing.T) {
+	t.Parallel()
 	e, c := serveKubectl(t)
 	for _, tc := range []struct {
 		name string
@@ -82,6 +83,7 @@ data:
 
 // apply --dry-run=server and diff answer without storing.
 func TestKubectlDryRunAndDiff(t *testing.T) {
+	t.Parallel()
 	e, c := serveKubectl(t)
 	dir := t.TempDir()
 	file := func(greeting string) string {
@@ -144,6 +146,7 @@ func TestKubectlDryRunAndDiff(t *testing.T) {
 // them, --grace-period=0 makes each eviction remove its pod at once, as
 // the agent's final delete would.
 func TestKubectlDrain(t *testing.T) {
+	t.Parallel()
 	e, c := serveKubectl(t)
 	ctx := context.Background()
 	if _, err := e.reg.Create(ctx, nodeKind, &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}}); err != nil {
@@ -174,6 +177,7 @@ func TestKubectlDrain(t *testing.T) {
 }
 
 func TestKubectlVersion(t *testing.T) {
+	t.Parallel()
 	_, c := serveKubectl(t)
 	out := c.Must(t, "", "version")
 	if !strings.Contains(out, "Server Version: v1.32.0+skiff-dev") {
@@ -187,6 +191,7 @@ func TestKubectlVersion(t *testing.T) {
 // apply --server-side twice (the second is unchanged), then a conflict
 // with another manager, then --force-conflicts takes the field over.
 func TestKubectlServerSideApply(t *testing.T) {
+	t.Parallel()
 	e, c := serveKubectl(t)
 	file, err := filepath.Abs("../../examples/lab1-nginx.yaml")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // GPU pod over the quota is refused with Kubernetes' words; kubectl create
 // quota works.
 func TestKubectlQuota(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ensureNamespace(t, e, context.Background(), "bob")
 	runQuotaController(t, e)

@@ -17,6 +17,7 @@ import (
 // requests, and a selector whose CEL does not compile refused naming the
 // claim, the request and the selector.
 func TestKubectlDRA(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	header := func(out string) string { return strings.Join(strings.Fields(strings.SplitN(out, "\n", 2)[0]), " ") }

@@ -211,6 +211,7 @@ func TestReviewDiscovery(t *testing.T) {
 // The real kubectl: `auth can-i` and `auth whoami` as the admin and as a
 // node's client certificate.
 func TestKubectlAuth(t *testing.T) {
+	t.Parallel()
 	e := newTLSEnv(t)
 	seedAuthz(t, e.env)
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: e.ts.Certificate().Raw})

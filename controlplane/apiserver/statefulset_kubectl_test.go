@@ -127,6 +127,7 @@ func playNode(ctx context.Context, c client.Interface, p *api.Pod, nodes []strin
 // statefulset controller: web-0 before web-1, a claim each, get sts
 // columns, rollout status, scale, rollout history, get pvc.
 func TestKubectlStatefulSet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -13,6 +13,7 @@ import (
 // volume Pending until the controller makes it Available); describe pvc
 // reads; an unsupported volume source is refused with its path.
 func TestKubectlStorage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	const docs = `apiVersion: v1

@@ -298,6 +298,7 @@ func headersOf(out string) [][]string {
 var seconds = regexp.MustCompile(`^\d+s$`)
 
 func TestKubectlGetShowsKubernetesColumns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	clusterIP := labObjects(t, e)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
@@ -402,6 +403,7 @@ func TestKubectlGetShowsKubernetesColumns(t *testing.T) {
 // kubectl get pods -w: the list, then each change as a row, without a
 // second header.
 func TestKubectlGetWatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	labObjects(t, e)
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
