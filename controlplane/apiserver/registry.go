@@ -91,7 +91,7 @@ func NewRegistry(st store.Store, logger *slog.Logger) *Registry {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{store: st, log: logger, services: newServiceAllocator(), traces: newTraceBook(MaxTracedPods), freshWait: freshnessTimeout}
+	return &Registry{store: st, log: logger, services: newServiceAllocator(), traces: newTraceBook(MaxTracedPods, MaxTraceBytes), freshWait: freshnessTimeout}
 }
 
 // EnsureDefaults creates the namespaces every Kubernetes cluster has

@@ -13,30 +13,40 @@ import (
 // several times for every pod (API server, scheduler, agent); keeping it
 // out of bbolt saves two fsynced writes and their JSON per pod, which is
 // most of what a scheduling burst costs. The price: traces do not survive
-// an API server restart, and only the MaxTracedPods most recently created
-// pods keep theirs.
+// an API server restart, and only the most recently created pods keep
+// theirs: at most MaxTracedPods pods and about MaxTraceBytes of spans,
+// the oldest trace forgotten first (the newest one is always kept).
 //
 // A trace belongs to a pod uid: a new pod with the same name starts fresh.
 type traceBook struct {
-	mu    sync.Mutex
-	max   int
-	byKey map[string]*list.Element // "ns/name" → *traceEntry
-	order *list.List               // oldest first
+	mu       sync.Mutex
+	max      int
+	maxBytes int
+	bytes    int                      // the entries' sizes summed
+	byKey    map[string]*list.Element // "ns/name" → *traceEntry
+	order    *list.List               // oldest first
 }
 
 type traceEntry struct {
 	key   string
 	uid   string
 	spans []api.TraceSpan
+	size  int // spansSize(spans)
 }
 
-// MaxTracedPods bounds the pods whose traces are kept: 1,000 traces of a
-// few tens of KiB at most (scheduler spans hold per-node tables) stay
-// well under 100 MiB even on a 5,000-node simulated cluster.
+// MaxTracedPods bounds the pods whose traces are kept.
 const MaxTracedPods = 1000
 
-func newTraceBook(max int) *traceBook {
-	return &traceBook{max: max, byKey: map[string]*list.Element{}, order: list.New()}
+// MaxTraceBytes bounds the memory the kept traces take, as spansSize
+// estimates it. A scheduler span holds a filter and a score row for up to
+// a hundred nodes (about 25 KB); a lab cluster's traces are a few KB, so
+// there the pod count is the bound, while on a 200-node simulated
+// cluster the bytes are (some 300 pods): a thousand of those traces were
+// the largest thing in the server's heap after the pods themselves.
+const MaxTraceBytes = 8 << 20
+
+func newTraceBook(max, maxBytes int) *traceBook {
+	return &traceBook{max: max, maxBytes: maxBytes, byKey: map[string]*list.Element{}, order: list.New()}
 }
 
 // append adds spans to pod's trace (a new trace when reset, or when the
@@ -49,12 +59,9 @@ func (b *traceBook) append(pod *api.Pod, reset bool, spans []api.TraceSpan) []ap
 	if !ok {
 		el = b.order.PushBack(&traceEntry{key: key, uid: pod.UID})
 		b.byKey[key] = el
-		for b.order.Len() > b.max {
-			old := b.order.Remove(b.order.Front()).(*traceEntry)
-			delete(b.byKey, old.key)
-		}
 	}
 	e := el.Value.(*traceEntry)
+	b.bytes -= e.size
 	if reset || e.uid != pod.UID {
 		e.uid, e.spans = pod.UID, nil
 	}
@@ -62,7 +69,25 @@ func (b *traceBook) append(pod *api.Pod, reset bool, spans []api.TraceSpan) []ap
 	if len(e.spans) > api.MaxTraceSpans {
 		e.spans = slices.Clone(e.spans[len(e.spans)-api.MaxTraceSpans:])
 	}
+	e.size = spansSize(e.spans)
+	b.bytes += e.size
+	b.evict(el)
 	return slices.Clone(e.spans)
+}
+
+// evict forgets the oldest traces, never keep's, while the book is over
+// its bounds.
+func (b *traceBook) evict(keep *list.Element) {
+	for b.order.Len() > 1 && (b.order.Len() > b.max || b.bytes > b.maxBytes) {
+		front := b.order.Front()
+		if front == keep {
+			// keep is the oldest: forget the next oldest instead.
+			front = front.Next()
+		}
+		old := b.order.Remove(front).(*traceEntry)
+		delete(b.byKey, old.key)
+		b.bytes -= old.size
+	}
 }
 
 // get returns a copy of pod's spans (nil when none).
@@ -84,5 +109,65 @@ func (b *traceBook) remove(namespace, name string) {
 	if el, ok := b.byKey[key]; ok {
 		b.order.Remove(el)
 		delete(b.byKey, key)
+		b.bytes -= el.Value.(*traceEntry).size
 	}
+}
+
+// spansSize estimates the bytes spans hold: the structs, their strings
+// and their details, walked by type (the scheduler's per-node rows as it
+// sends them in process, or the generic values JSON decodes to).
+func spansSize(spans []api.TraceSpan) int {
+	n := 0
+	for i := range spans {
+		s := &spans[i]
+		n += 160 + len(s.Component) + len(s.Step) + len(s.Node) + len(s.Message)
+		for k, v := range s.Details {
+			n += 48 + len(k) + valueSize(v)
+		}
+	}
+	return n
+}
+
+func valueSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return 16 + len(v)
+	case []string:
+		return stringsSize(v)
+	case []api.SchedulingFilterRow:
+		n := 24
+		for i := range v {
+			r := &v[i]
+			n += 88 + len(r.Node) + len(r.Plugin) + stringsSize(r.Reasons) + stringsSize(r.Details)
+		}
+		return n
+	case []api.SchedulingScoreRow:
+		n := 24
+		for i := range v {
+			n += 72 + len(v[i].Node) + 8*(len(v[i].Raw)+len(v[i].Normalized))
+		}
+		return n
+	case []any:
+		n := 24
+		for _, x := range v {
+			n += 16 + valueSize(x)
+		}
+		return n
+	case map[string]any:
+		n := 48
+		for k, x := range v {
+			n += 48 + len(k) + valueSize(x)
+		}
+		return n
+	default: // numbers, booleans, small structs
+		return 16
+	}
+}
+
+func stringsSize(ss []string) int {
+	n := 24
+	for _, s := range ss {
+		n += 16 + len(s)
+	}
+	return n
 }

@@ -43,6 +43,9 @@ type (
 
 func (r *CycleResult) filterDetails() filterDetails {
 	d := filterDetails{Plugins: r.FilterPlugins, Total: r.NumNodes, Evaluated: len(r.Nodes), Message: r.Message}
+	if len(r.Nodes) > 0 { // kept by the trace book: no slack from append's growth
+		d.Nodes = make([]FilterRow, 0, min(len(r.Nodes), maxTraceNodes))
+	}
 	for i, n := range r.Nodes {
 		if i == maxTraceNodes {
 			d.Omitted = len(r.Nodes) - i
@@ -75,10 +78,23 @@ func (r *CycleResult) scoreDetails() scoreDetails {
 		d.Omitted = len(order) - maxTraceNodes
 		order = order[:maxTraceNodes]
 	}
+	// The rows get their own copy of the scores: r.Scores' Raw and
+	// Normalized share one array for every feasible node (schedule.go),
+	// and the trace book keeps these rows for up to MaxTracedPods pods, so
+	// a sub-slice would pin a whole cycle's array (2 × plugins × feasible
+	// nodes int64s) for the hundred rows kept.
 	d.Nodes = make([]ScoreRow, len(order))
+	n := 0
+	for _, j := range order {
+		n += len(r.Scores[j].Raw) + len(r.Scores[j].Normalized)
+	}
+	buf := make([]int64, 0, n)
 	for i, j := range order {
 		s := &r.Scores[j]
-		d.Nodes[i] = ScoreRow{Node: s.Node, Raw: s.Raw, Normalized: s.Normalized, Total: s.Total}
+		at := len(buf)
+		buf = append(append(buf, s.Raw...), s.Normalized...)
+		raw, norm := buf[at:at+len(s.Raw):at+len(s.Raw)], buf[at+len(s.Raw):len(buf):len(buf)]
+		d.Nodes[i] = ScoreRow{Node: s.Node, Raw: raw, Normalized: norm, Total: s.Total}
 	}
 	return d
 }

@@ -1,0 +1,95 @@
+package apiserver
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"skiff.dev/skiff/api"
+)
+
+func tracedPod(name, uid string) *api.Pod {
+	return &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name, UID: uid}}
+}
+
+// schedulerSpan is a filter span as the scheduler sends it in process,
+// with a row for each of nodes nodes.
+func schedulerSpan(nodes int) api.TraceSpan {
+	rows := make([]api.SchedulingFilterRow, nodes)
+	for i := range rows {
+		rows[i] = api.SchedulingFilterRow{Node: fmt.Sprintf("node-%03d", i), Fit: true}
+	}
+	return api.TraceSpan{Component: "scheduler", Step: "filter", Message: "fit", Details: map[string]any{"nodes": rows}}
+}
+
+// The book keeps at most max pods and about maxBytes of spans, forgetting
+// the oldest first; the newest trace stays even when it alone is over.
+func TestTraceBookBounds(t *testing.T) {
+	one := spansSize([]api.TraceSpan{schedulerSpan(100)})
+	if one < 100*88 {
+		t.Fatalf("a span of 100 filter rows estimated at %d bytes", one)
+	}
+	b := newTraceBook(5, 3*one+one/2) // room for three such traces
+	for i := range 4 {
+		b.append(tracedPod(fmt.Sprint("p", i), fmt.Sprint("u", i)), true, []api.TraceSpan{schedulerSpan(100)})
+	}
+	for i, want := range []bool{false, true, true, true} {
+		if got := b.get(tracedPod(fmt.Sprint("p", i), fmt.Sprint("u", i))) != nil; got != want {
+			t.Errorf("p%d kept = %v, want %v", i, got, want)
+		}
+	}
+	if b.bytes != 3*one {
+		t.Errorf("bytes %d, want %d", b.bytes, 3*one)
+	}
+
+	// A pod count bound with small traces.
+	small := []api.TraceSpan{{Component: "apiserver", Step: "admit"}}
+	for i := range 6 {
+		b.append(tracedPod(fmt.Sprint("s", i), "s"), true, small)
+	}
+	if b.order.Len() != 5 || b.get(tracedPod("s0", "s")) != nil || b.get(tracedPod("s5", "s")) == nil {
+		t.Errorf("after 6 small traces: %d kept, s0 %v, s5 %v", b.order.Len(), b.get(tracedPod("s0", "s")), b.get(tracedPod("s5", "s")))
+	}
+
+	// One trace over the whole budget is kept while it is the newest.
+	huge := newTraceBook(5, one/2)
+	huge.append(tracedPod("h", "h"), true, []api.TraceSpan{schedulerSpan(100)})
+	if huge.get(tracedPod("h", "h")) == nil {
+		t.Error("the newest trace was forgotten")
+	}
+	huge.append(tracedPod("i", "i"), true, small)
+	if huge.get(tracedPod("h", "h")) != nil || huge.get(tracedPod("i", "i")) == nil {
+		t.Errorf("after a newer trace: h kept %v, i kept %v; want h forgotten", huge.get(tracedPod("h", "h")) != nil, huge.get(tracedPod("i", "i")) != nil)
+	}
+
+	// Appending to the oldest trace keeps it (it is the one written) and
+	// forgets the next oldest.
+	s1 := spansSize(small)
+	d := newTraceBook(5, one+s1+s1/2)
+	d.append(tracedPod("h", "h"), true, []api.TraceSpan{schedulerSpan(100)})
+	d.append(tracedPod("i", "i"), true, small)
+	d.append(tracedPod("h", "h"), false, small)
+	if got := d.get(tracedPod("h", "h")); len(got) != 2 || d.get(tracedPod("i", "i")) != nil {
+		t.Errorf("after appending to the oldest: h %d spans, i kept %v", len(got), d.get(tracedPod("i", "i")) != nil)
+	}
+
+	// Removing a pod and replacing a trace give their bytes back.
+	c := newTraceBook(5, 1<<20)
+	c.append(tracedPod("a", "1"), true, []api.TraceSpan{schedulerSpan(10)})
+	c.append(tracedPod("a", "2"), false, small) // another pod of that name: starts fresh
+	if got := c.get(tracedPod("a", "2")); len(got) != 1 || c.bytes != spansSize(small) {
+		t.Errorf("a new uid: spans %v, bytes %d, want %d", got, c.bytes, spansSize(small))
+	}
+	c.remove("default", "a")
+	if c.bytes != 0 || c.order.Len() != 0 {
+		t.Errorf("after remove: bytes %d, entries %d", c.bytes, c.order.Len())
+	}
+}
+
+// Spans decoded from JSON (an agent's, over HTTP) are counted too.
+func TestTraceSpansSizeOfDecodedDetails(t *testing.T) {
+	decoded := api.TraceSpan{Details: map[string]any{"nodes": []any{map[string]any{"node": strings.Repeat("n", 1000)}}}}
+	if n := spansSize([]api.TraceSpan{decoded}); n < 1000 {
+		t.Errorf("decoded details estimated at %d bytes, less than their strings", n)
+	}
+}
