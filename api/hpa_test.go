@@ -95,3 +95,33 @@ func TestHPAv1Conversion(t *testing.T) {
 		t.Errorf("round trip lost something: %s", back)
 	}
 }
+
+// TestHPAValidationScaleToZero: with the HPAScaleToZero feature gate off
+// (Kubernetes' default) minReplicas 0 is refused in Kubernetes' words, and
+// the other bounds too; the whole message is kube-apiserver's.
+func TestHPAValidationScaleToZero(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"minReplicas: 0\n  maxReplicas: 5", `HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.minReplicas: Invalid value: 0: must be greater than or equal to 1`},
+		{"minReplicas: 1\n  maxReplicas: 0", "spec.maxReplicas: Invalid value: 0: must be greater than 0"},
+		{"minReplicas: 3\n  maxReplicas: 2", "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`"},
+	} {
+		o, _, err := DecodeAny([]byte(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: default}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  ` + tc.spec + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		SetDefaults(o)
+		errs := Validate(o)
+		if len(errs) == 0 {
+			t.Errorf("%s: accepted", tc.spec)
+			continue
+		}
+		if got := NewInvalid(MustKindOf(o), "web", errs).Error(); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.spec, got, tc.want)
+		}
+	}
+}

@@ -344,3 +344,29 @@ func TestHPAControllerPHPApacheWalkthrough(t *testing.T) {
 		t.Errorf("events %q", e)
 	}
 }
+
+// TestHPAControllerTargetAtZero: without the HPAScaleToZero gate a target
+// scaled to 0 by hand is left there (Kubernetes: autoscaling is disabled
+// for it), whatever its metrics say.
+func TestHPAControllerTargetAtZero(t *testing.T) {
+	ctx := context.Background()
+	c := fake.New(deployment(0, "x"), gpuHPA())
+	ev := &events{}
+	r := NewHPAController(c, fakeLister{c, hpaKind()}, fakeLister{c, podKind()}, &tableMetrics{pods: map[string]int64{"web-a": 90000}}, ev, DefaultHPAConfig(), nil)
+	_ = r.Reconcile(ctx, ns+"/web")
+	if got := get[*api.Deployment](t, c, ns, "web"); *got.Spec.Replicas != 0 {
+		t.Errorf("replicas %d, want the target left at 0", *got.Spec.Replicas)
+	}
+	h := get[*api.HorizontalPodAutoscaler](t, c, ns, "web")
+	for _, cond := range h.Status.Conditions {
+		if cond.Type == api.ScalingActive && (cond.Status != api.ConditionFalse || cond.Reason != "ScalingDisabled" || cond.Message != "scaling is disabled since the replica count of the target is zero") {
+			t.Errorf("ScalingActive %+v", cond)
+		}
+	}
+	if hpaCondition(h, api.ScalingActive) != "False ScalingDisabled" {
+		t.Errorf("ScalingActive %s, want False ScalingDisabled", hpaCondition(h, api.ScalingActive))
+	}
+	if e := ev.take(); len(e) != 0 {
+		t.Errorf("events %q", e)
+	}
+}
