@@ -256,3 +256,43 @@ func HAMiRequestOf(c *Container) HAMiRequest {
 	}
 	return r
 }
+
+// HAMiWebhookName is the name of HAMi's mutating webhook (its Helm
+// chart's MutatingWebhookConfiguration), which Kubernetes names in a
+// refusal: `admission webhook "vgpu.hami.io" denied the request: …`.
+const HAMiWebhookName = "vgpu.hami.io"
+
+// HAMiMutateAdmission is what HAMi's webhook does to a pod being created
+// for NVIDIA GPUs (pkg/device/nvidia MutateAdmission), init containers
+// first: nvidia.com/gpumem-percentage (limits, else requests) must be
+// 0..100, in HAMi's words; a container with an nvidia.com/priority limit
+// gets CUDA_TASK_PRIORITY with its value appended to its environment, the
+// task priority HAMi-core reads (HAMi's example: 0 high, 1 low; HAMi does
+// not check the value, nor does skiff). On an error p may be half changed:
+// the caller discards it.
+func HAMiMutateAdmission(p *Pod) error {
+	for _, ctrs := range [][]Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range ctrs {
+			if err := hamiMutateContainer(&ctrs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func hamiMutateContainer(c *Container) error {
+	q, ok := c.Resources.Limits[HAMiResourceMemPercentage]
+	if !ok {
+		q, ok = c.Resources.Requests[HAMiResourceMemPercentage]
+	}
+	if ok {
+		if pct := q.Value(); pct < 0 || pct > 100 {
+			return fmt.Errorf("invalid %s value %d in container %s: must be an integer between 0 and 100", HAMiResourceMemPercentage, pct, c.Name)
+		}
+	}
+	if q, ok := c.Resources.Limits[HAMiResourcePriority]; ok {
+		c.Env = append(c.Env, EnvVar{Name: HAMiEnvTaskPriority, Value: strconv.FormatInt(q.Value(), 10)})
+	}
+	return nil
+}

@@ -202,6 +202,10 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		return nil, err
 	}
 	admitKueueJob(obj) // admission_kueue.go: a queued Job starts suspended
+	// admission_hami.go: HAMi's webhook (CUDA_TASK_PRIORITY, its checks).
+	if err := admitHAMi(obj); err != nil {
+		return nil, err
+	}
 	// admission_storage.go: a claim's default class, protection finalizers.
 	if err := r.admitStorage(ctx, obj); err != nil {
 		return nil, err
