@@ -71,6 +71,7 @@ var layers = [][]string{
 	{"agent", "controlplane"},       // the node agent; the server's pieces
 	{"node", "dashboard"},           // assembly of a node; the web dashboard
 	{"cluster"},                     // assembly of the processes: up, server, agent
+	{"scenario"},                    // scheduling scenarios on an in-process cluster
 	{"cli"},                         // the commands
 	{""},                            // main
 	{"integration", "hack", "docs"}, // end-to-end tests, tools, doc checks
@@ -148,7 +149,7 @@ func TestImportLayers(t *testing.T) {
 // maxCLIImports bounds the skiff packages cli imports: a thin CLI, as
 // kind's and k3s's, parses flags and prints, and leaves the work to the
 // package of its concept.
-const maxCLIImports = 10
+const maxCLIImports = 12
 
 // TestCLIImports fails when package cli (its non-test files) imports more
 // than maxCLIImports skiff packages.

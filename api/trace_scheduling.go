@@ -124,6 +124,31 @@ func ExplainSchedulingTrace(pod string, spans []TraceSpan) string {
 	return RenderSchedulingExplanation(pod, fd, sd, pd, pm, fd.Message)
 }
 
+// LastSchedulingAttempt decodes the filter and score details of the last
+// scheduling attempt in a pod's trace spans; ok is false when the trace
+// has none (or the pod was held by a gate since).
+func LastSchedulingAttempt(spans []TraceSpan) (fd SchedulingFilterDetails, sd SchedulingScoreDetails, ok bool) {
+	last := -1
+	for i, s := range spans {
+		if s.Component == "scheduler" && s.Step == "filter" {
+			last = i
+		}
+		if s.Component == "scheduler" && s.Step == "queue" {
+			last = -1
+		}
+	}
+	if last < 0 {
+		return fd, sd, false
+	}
+	decode(spans[last].Details, &fd)
+	for _, s := range spans[last+1:] {
+		if s.Component == "scheduler" && s.Step == "score" {
+			decode(s.Details, &sd)
+		}
+	}
+	return fd, sd, true
+}
+
 // decode converts span details (a map after JSON) into one of the detail structs.
 func decode(details map[string]any, into any) {
 	b, err := json.Marshal(details)

@@ -246,6 +246,8 @@ type ControlPlane struct {
 	// leader (nil when not leading); for tests and tools.
 	informersMu sync.Mutex
 	informers   *client.InformerFactory
+	// scheduler runs while this server leads (nil otherwise).
+	scheduler *scheduler.Runner
 }
 
 // LeaderInformers returns the shared informer factory the controllers,
@@ -541,6 +543,14 @@ func (cp *ControlPlane) lead(ctx context.Context, local *apiserver.Local) error 
 			if err != nil {
 				return err
 			}
+			cp.informersMu.Lock()
+			cp.scheduler = r
+			cp.informersMu.Unlock()
+			defer func() {
+				cp.informersMu.Lock()
+				cp.scheduler = nil
+				cp.informersMu.Unlock()
+			}()
 			return r.Run(ctx)
 		})
 	}
@@ -562,6 +572,19 @@ func (cp *ControlPlane) run(name string, f func() error) {
 			cp.cancel()
 		}
 	}()
+}
+
+// Scheduler is the scheduler running now (a configuration change
+// replaces it), or nil when this server does not lead or runs none. Its
+// queue tells what it still has to do (scenario waits on it).
+func (cp *ControlPlane) Scheduler() *scheduler.Scheduler {
+	cp.informersMu.Lock()
+	r := cp.scheduler
+	cp.informersMu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.Current()
 }
 
 // URL is the API server's base URL (https).

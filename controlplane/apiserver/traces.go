@@ -49,8 +49,9 @@ func newTraceBook(max, maxBytes int) *traceBook {
 	return &traceBook{max: max, maxBytes: maxBytes, byKey: map[string]*list.Element{}, order: list.New()}
 }
 
-// append adds spans to pod's trace (a new trace when reset, or when the
-// stored one belongs to another pod of that name) and returns a copy.
+// append adds spans to pod's trace (a new trace when the stored one
+// belongs to another pod of that name; with reset, spans go first: the
+// create span) and returns a copy.
 func (b *traceBook) append(pod *api.Pod, reset bool, spans []api.TraceSpan) []api.TraceSpan {
 	key := api.KeyOf(pod)
 	b.mu.Lock()
@@ -62,8 +63,15 @@ func (b *traceBook) append(pod *api.Pod, reset bool, spans []api.TraceSpan) []ap
 	}
 	e := el.Value.(*traceEntry)
 	b.bytes -= e.size
-	if reset || e.uid != pod.UID {
-		e.uid, e.spans = pod.UID, nil
+	switch {
+	case e.uid != pod.UID:
+		e.uid, e.spans = pod.UID, nil // an older pod's, of the same name
+	case reset:
+		// The create span of this very pod, after others wrote theirs (a
+		// scheduler that bound it before the create handler got here):
+		// it goes first, theirs stay.
+		e.spans = append(slices.Clone(spans), e.spans...)
+		spans = nil
 	}
 	e.spans = append(e.spans, spans...)
 	if len(e.spans) > api.MaxTraceSpans {

@@ -93,3 +93,20 @@ func TestTraceSpansSizeOfDecodedDetails(t *testing.T) {
 		t.Errorf("decoded details estimated at %d bytes, less than their strings", n)
 	}
 }
+
+// TestTraceCreateSpanAfterScheduler: the create handler's span can come
+// after the scheduler's (the watch delivered the pod first): it goes
+// first and the scheduler's stay; an older pod's spans of the same name
+// are dropped.
+func TestTraceCreateSpanAfterScheduler(t *testing.T) {
+	b := newTraceBook(10, MaxTraceBytes)
+	pod := tracedPod("p", "u1")
+	b.append(pod, false, []api.TraceSpan{{Component: "scheduler", Step: "bind"}})
+	got := b.append(pod, true, []api.TraceSpan{{Component: "apiserver", Step: "create"}})
+	if len(got) != 2 || got[0].Step != "create" || got[1].Step != "bind" {
+		t.Fatalf("spans %+v, want create then bind", got)
+	}
+	if got := b.append(tracedPod("p", "u2"), true, []api.TraceSpan{{Component: "apiserver", Step: "create"}}); len(got) != 1 {
+		t.Fatalf("a new pod of the same name kept %d spans, want only its own", len(got))
+	}
+}

@@ -51,8 +51,8 @@ func (s *Sim) reconcilePod(ctx context.Context, inf *client.Informer, key string
 		return nil
 	}
 	p := obj.(*api.Pod)
-	if !s.owns(p) {
-		return nil
+	if !s.owns(p) || s.Failed(p.Spec.NodeName) {
+		return nil // a failed node runs and stops nothing
 	}
 	if p.DeletionTimestamp != nil {
 		zero := int64(0)
@@ -111,4 +111,69 @@ func setCondition(st *api.PodStatus, c api.PodCondition) {
 		}
 	}
 	st.Conditions = append(st.Conditions, c)
+}
+
+// Fail makes a node fail as a crashed machine does: it posts no more
+// heartbeats and runs or stops none of its pods. The node lifecycle
+// controller notices (from its heartbeats, or at once from a gossip view
+// that reports the member dead) and evicts its pods. There is no way
+// back: a failed node stays failed.
+func (s *Sim) Fail(name string) error {
+	if _, ok := s.index[name]; !ok {
+		return fmt.Errorf("node %q is not one of the simulated nodes", name)
+	}
+	s.failedMu.Lock()
+	defer s.failedMu.Unlock()
+	if s.failed == nil {
+		s.failed = map[string]bool{}
+	}
+	s.failed[name] = true
+	return nil
+}
+
+// Failed reports whether Fail stopped the node.
+func (s *Sim) Failed(name string) bool {
+	s.failedMu.Lock()
+	defer s.failedMu.Unlock()
+	return s.failed[name]
+}
+
+// Complete ends a Running pod of one of the nodes as its containers
+// exiting 0 would: phase Succeeded, each container terminated
+// (Completed), Ready false (PodCompleted). A simulated pod runs until
+// told: a scenario's clock decides when its work is done.
+func (s *Sim) Complete(ctx context.Context, namespace, name string) error {
+	p, err := client.Get[*api.Pod](ctx, s.c, namespace, name)
+	if err != nil {
+		return err
+	}
+	if !s.owns(p) || s.Failed(p.Spec.NodeName) {
+		return fmt.Errorf("pod %s/%s is not running on a simulated node", namespace, name)
+	}
+	if p.Status.Phase != api.PodRunning {
+		return fmt.Errorf("pod %s/%s is %s, not Running", namespace, name, p.Status.Phase)
+	}
+	next := api.Clone(p)
+	now := api.Now()
+	st := &next.Status
+	st.Phase = api.PodSucceeded
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		started := now
+		if cs.State.Running != nil {
+			started = cs.State.Running.StartedAt
+		}
+		cs.State = api.ContainerState{Terminated: &api.ContainerStateTerminated{Reason: "Completed", StartedAt: started, FinishedAt: now,
+			ContainerID: cs.ContainerID}}
+		cs.Ready = false
+		f := false
+		cs.Started = &f
+	}
+	for _, t := range []string{api.ContainersReady, api.PodReady} {
+		setCondition(st, api.PodCondition{Type: t, Status: api.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: now})
+	}
+	if _, err := client.UpdateStatus(ctx, s.c, next); err != nil {
+		return fmt.Errorf("complete pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }

@@ -34,6 +34,14 @@ type Config struct {
 	Count int
 	// NamePrefix: nodes are NamePrefix00001, NamePrefix00002, ...
 	NamePrefix string
+	// Names, when set, name the nodes instead (Count must be len(Names)).
+	Names []string
+	// Labels, when set, are extra labels of node i (from 0), such as a
+	// cluster file's NVLink domain (api/fabric).
+	Labels func(i int) map[string]string
+	// Offset numbers the nodes' pod CIDRs and host IPs from this index,
+	// so that several Sims in one process do not share them.
+	Offset int
 	// CPU, Memory and Pods: capacity (= allocatable) of each node, as quantities.
 	CPU, Memory, Pods string
 	// GPUs per node (nvidia.com/gpu), and their product name label.
@@ -91,6 +99,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, q, err))
 		}
 	}
+	if c.Names != nil && len(c.Names) != c.Count {
+		errs = append(errs, fmt.Errorf("names: %d for count %d", len(c.Names), c.Count))
+	}
+	if c.Offset < 0 || c.Offset+c.Count > MaxCount {
+		errs = append(errs, fmt.Errorf("offset %d: the nodes must lie in 0..%d", c.Offset, MaxCount))
+	}
 	if c.Count > MaxCount {
 		errs = append(errs, fmt.Errorf("count %d: at most %d (one /24 of 100.64.0.0/10 each)", c.Count, MaxCount))
 	}
@@ -112,6 +126,9 @@ type Sim struct {
 	index  map[string]int  // node name → index, for IPs
 	podIPs []atomic.Uint32 // per node: pod IPs handed out
 
+	failedMu sync.Mutex
+	failed   map[string]bool // nodes Fail stopped
+
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -129,6 +146,9 @@ func New(cfg Config, c client.Interface) (*Sim, error) {
 	s := &Sim{cfg: cfg, c: c, log: lg.With("component", "simnodes"), index: make(map[string]int, cfg.Count), podIPs: make([]atomic.Uint32, cfg.Count)}
 	for i := range cfg.Count {
 		name := fmt.Sprintf("%s%05d", cfg.NamePrefix, i+1)
+		if cfg.Names != nil {
+			name = cfg.Names[i]
+		}
 		s.names = append(s.names, name)
 		s.index[name] = i
 	}
@@ -174,6 +194,11 @@ func (s *Sim) node(name string) *api.Node {
 		api.LabelArch:     "amd64",
 		LabelSimulated:    "true",
 	}}}
+	if s.cfg.Labels != nil {
+		for k, v := range s.cfg.Labels(s.index[name]) {
+			n.Labels[k] = v
+		}
+	}
 	n.Spec.PodCIDR = s.podCIDR(name)
 	n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
 	res := api.ResourceList{
@@ -197,13 +222,13 @@ func (s *Sim) node(name string) *api.Node {
 
 // hostIP: 172.16.0.0/12 numbered by node index.
 func (s *Sim) hostIP(name string) string {
-	i := s.index[name] + 1
+	i := s.cfg.Offset + s.index[name] + 1
 	return fmt.Sprintf("172.%d.%d.%d", 16+(i>>16)&15, (i>>8)&255, i&255)
 }
 
 // podCIDR: the node's /24 of 100.64.0.0/10, by index.
 func (s *Sim) podCIDR(name string) string {
-	i := s.index[name]
+	i := s.cfg.Offset + s.index[name]
 	return fmt.Sprintf("100.%d.%d.0/24", 64+i>>8, i&255)
 }
 
@@ -211,6 +236,7 @@ func (s *Sim) podCIDR(name string) string {
 func (s *Sim) nextPodIP(name string) string {
 	i := s.index[name]
 	n := (s.podIPs[i].Add(1)-1)%254 + 1
+	i += s.cfg.Offset
 	return fmt.Sprintf("100.%d.%d.%d", 64+i>>8, i&255, n)
 }
 
@@ -246,6 +272,9 @@ func (s *Sim) heartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		err := s.forEach(ctx, func(ctx context.Context, name string) error {
+			if s.Failed(name) {
+				return nil // a failed node posts nothing
+			}
 			n, err := client.Get[*api.Node](ctx, s.c, "", name)
 			if err != nil {
 				return err
