@@ -73,6 +73,24 @@ func TestLoadExamples(t *testing.T) {
 	}
 }
 
+// TestRunRefusesBadConfig: a configuration that does not load stops the
+// run before any cluster starts, with kube-scheduler's words.
+func TestRunRefusesBadConfig(t *testing.T) {
+	f, err := Load("testdata/failover.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	data := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofilez: []\n"
+	if err := os.WriteFile(bad, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(t.Context(), f, Options{Configs: []Config{{Name: "default"}, {Name: "alice", File: bad}}})
+	if err == nil || !strings.Contains(err.Error(), "configuration alice:") || !strings.Contains(err.Error(), "profilez") || len(results) != 0 {
+		t.Fatalf("Run: %v (%d results), want configuration alice's error naming profilez before anything ran", err, len(results))
+	}
+}
+
 func TestParseConfigFlag(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "alice.yaml")
@@ -110,8 +128,11 @@ func TestFailover(t *testing.T) {
 	if len(unmet.Failures) != 1 || !strings.HasPrefix(unmet.Failures[0], want) || !strings.HasSuffix(unmet.Failures[0], " on gpu-1") {
 		t.Fatalf("failures %q, want one: %s... on gpu-1", unmet.Failures, want)
 	}
-	if len(results) != 1 || len(results[0].Steps) != 2 {
+	if len(results) != 1 || len(results[0].Steps) != 3 {
 		t.Fatalf("results %+v", results)
+	}
+	if u := results[0].Steps[2].Usage; u.Used != 0 || u.Pending != 0 {
+		t.Errorf("after web was deleted: %s, want nothing used", u)
 	}
 	after := results[0].Steps[1]
 	if u := after.Usage; u.GPUs != 8 || u.Used != 8 {

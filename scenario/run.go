@@ -14,6 +14,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/kubectl"
+	schedconfig "skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/simnodes"
 )
 
@@ -110,6 +111,19 @@ func Run(ctx context.Context, f *File, opts Options) ([]*Result, error) {
 	groups, err := f.simGroups()
 	if err != nil {
 		return nil, err
+	}
+	// Every configuration loads before any runs: a bad one changes nothing.
+	var bad []error
+	for _, cfg := range configs {
+		if cfg.File == "" {
+			continue
+		}
+		if _, err := schedconfig.Load(cfg.File); err != nil {
+			bad = append(bad, fmt.Errorf("configuration %s: %w", cfg.Name, err))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, errors.Join(bad...)
 	}
 	var results []*Result
 	unmet := &Unmet{}
