@@ -38,8 +38,17 @@ const (
 	FirstAvailableDeviceRequestMaxSize = 8
 	// DeviceSelectorsMaxSize bounds the selectors of a class or request.
 	DeviceSelectorsMaxSize = 32
-	// ResourceSliceMaxDevices bounds the devices of one slice.
-	ResourceSliceMaxDevices = 128
+	// ResourceSliceMaxDevices bounds the devices of one slice; 64 when a
+	// device has taints or consumes counters.
+	ResourceSliceMaxDevices                             = 128
+	ResourceSliceMaxDevicesWithTaintsOrConsumesCounters = 64
+	// Partitionable devices (KEP-4815): at most 8 counter sets per slice,
+	// 32 counters per set, 2 counter consumptions per device, 32 counters
+	// per consumption.
+	ResourceSliceMaxCounterSets                         = 8
+	ResourceSliceMaxCountersPerCounterSet               = 32
+	ResourceSliceMaxDeviceCounterConsumptionsPerDevice  = 2
+	ResourceSliceMaxCountersPerDeviceCounterConsumption = 32
 	// ResourceSliceMaxAttributesAndCapacitiesPerDevice bounds one device's
 	// attributes and capacities together.
 	ResourceSliceMaxAttributesAndCapacitiesPerDevice = 32
@@ -320,8 +329,35 @@ type ResourceSliceSpec struct {
 	NodeSelector *NodeSelector `json:"nodeSelector,omitempty"`
 	// AllNodes: the devices can be used on every node.
 	AllNodes *bool `json:"allNodes,omitempty"`
-	// Devices (at most 128).
+	// Devices (at most 128). Only one of devices and sharedCounters.
 	Devices []Device `json:"devices,omitempty"`
+	// SharedCounters: counter sets the pool's devices consume from
+	// (partitionable devices, KEP-4815: a GPU's memory slices, which its
+	// MIG devices share); names unique in the pool, at most 8.
+	SharedCounters []CounterSet `json:"sharedCounters,omitempty"`
+}
+
+// CounterSet is a named set of counters a pool's devices draw from. The
+// counters are not allocated themselves: an allocated device takes its
+// share, which no other device can then have.
+type CounterSet struct {
+	// Name, a DNS label.
+	Name string `json:"name"`
+	// Counters by name (DNS labels), at most 32.
+	Counters map[string]Counter `json:"counters,omitempty"`
+}
+
+// Counter is an amount of a counter.
+type Counter struct {
+	Value Quantity `json:"value"`
+}
+
+// DeviceCounterConsumption is what a device takes from one counter set.
+type DeviceCounterConsumption struct {
+	// CounterSet names a counter set of the pool's sharedCounters.
+	CounterSet string `json:"counterSet"`
+	// Counters the device takes, by name, at most 32.
+	Counters map[string]Counter `json:"counters,omitempty"`
 }
 
 // ResourcePool names a pool and how many slices it has.
@@ -344,6 +380,10 @@ type Device struct {
 	// Taints: a device with a NoSchedule taint is allocated only to
 	// claims tolerating it.
 	Taints []DeviceTaint `json:"taints,omitempty"`
+	// ConsumesCounters: what the device takes from the pool's counter
+	// sets when allocated (one entry per set, at most 2); the allocator
+	// never hands out devices whose sum exceeds a set's counters.
+	ConsumesCounters []DeviceCounterConsumption `json:"consumesCounters,omitempty"`
 }
 
 // DeviceAttribute is one typed value: exactly one of int, bool, string, version.

@@ -259,8 +259,59 @@ spec:
 		}
 	}
 	// An unsupported field is refused with its path.
-	_, _, err := DecodeAny([]byte(strings.Replace(slice, "%s", "1.0.0", 1) + "  sharedCounters: []\n"))
-	if err == nil || !strings.Contains(err.Error(), "spec.sharedCounters: field not supported by skiff") {
-		t.Errorf("sharedCounters: %v", err)
+	_, _, err := DecodeAny([]byte(strings.Replace(slice, "%s", "1.0.0", 1) + "  perDeviceNodeSelection: true\n"))
+	if err == nil || !strings.Contains(err.Error(), "spec.perDeviceNodeSelection: field not supported by skiff") {
+		t.Errorf("perDeviceNodeSelection: %v", err)
+	}
+}
+
+// Partitionable devices (KEP-4815): a pool's counters in one slice, its
+// devices consuming them in another; Kubernetes' checks and words.
+func TestValidateResourceSliceCounters(t *testing.T) {
+	const counters = `apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-gpu.nvidia.com-counters}
+spec:
+  driver: gpu.nvidia.com
+  nodeName: node-1
+  pool: {name: node-1, generation: 1, resourceSliceCount: 2}
+  sharedCounters:
+  - name: gpu-0-counters
+    counters:
+      memory-slices: {value: "8"}
+      multiprocessors: {value: "98"}
+`
+	const devices = `apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-gpu.nvidia.com-devices}
+spec:
+  driver: gpu.nvidia.com
+  nodeName: node-1
+  pool: {name: node-1, generation: 1, resourceSliceCount: 2}
+  devices:
+  - name: gpu-0-mig-4g-0
+    attributes:
+      profile: {string: 4g.20gb}
+    consumesCounters:
+    - counterSet: gpu-0-counters
+      counters:
+        memory-slices: {value: "4"}
+`
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"counters", counters, ""},
+		{"devices", devices, ""},
+		{"both in one slice", counters + "  devices:\n  - name: gpu-0\n", "spec: Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed"},
+		{"duplicate set", counters + "  - name: gpu-0-counters\n    counters:\n      memory-slices: {value: \"8\"}\n", `spec.sharedCounters[1]: Duplicate value: "gpu-0-counters"`},
+		{"set without counters", strings.Replace(counters, "    counters:\n      memory-slices: {value: \"8\"}\n      multiprocessors: {value: \"98\"}\n", "", 1), "spec.sharedCounters[0].counters: Required value"},
+		{"bad counter name", strings.Replace(counters, "memory-slices:", "Memory_Slices:", 1), "spec.sharedCounters[0].counters[Memory_Slices]: Invalid value"},
+		{"consumption without a set", strings.Replace(devices, "    - counterSet: gpu-0-counters\n", "    - counterSet: \"\"\n", 1), "spec.devices[0].consumesCounters[0].counterSet: Required value"},
+		{"three consumptions", devices + strings.Repeat("    - counterSet: x\n      counters: {a: {value: \"1\"}}\n", 2), "spec.devices[0].consumesCounters: Too many: 3: must have at most 2 items"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := Validate(mustDecode(t, tc.yaml))
+			if tc.want == "" && len(errs) > 0 || tc.want != "" && !strings.Contains(errs.Error(), tc.want) {
+				t.Errorf("errors %v, want %q", errs, tc.want)
+			}
+		})
 	}
 }

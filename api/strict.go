@@ -78,12 +78,12 @@ var notSupported = map[string][]string{
 	"WorkloadStatus":        {"reclaimablePods", "admissionChecks", "resourceRequests", "accumulatedPastExecutionTimeSeconds", "schedulingStats", "nominatedClusterNames", "clusterName", "unhealthyNodes", "preemptionGates"},
 	"PodSetTopologyRequest": {"unconstrained", "podIndexLabel", "subGroupIndexLabel", "subGroupCount", "podSetGroupName", "podSetSliceRequiredTopology", "podSetSliceSize", "podsetSliceRequiredTopologyConstraints"},
 	"PodSetAssignment":      {"delayedTopologyRequest"},
-	// DRA (resource.go): partitionable devices (counters), per-device
-	// node selection, binding conditions, consumable capacity, admin
-	// access, extended resources backed by a class, list attributes and
-	// the drivers' device status are beyond skiff.
-	"ResourceSliceSpec": {"perDeviceNodeSelection", "sharedCounters"},
-	"Device": {"consumesCounters", "nodeName", "nodeSelector", "allNodes", "bindsToNode", "bindingConditions",
+	// DRA (resource.go): per-device node selection, binding conditions,
+	// consumable capacity, admin access, extended resources backed by a
+	// class, list attributes and the drivers' device status are beyond
+	// skiff.
+	"ResourceSliceSpec": {"perDeviceNodeSelection"},
+	"Device": {"nodeName", "nodeSelector", "allNodes", "bindsToNode", "bindingConditions",
 		"bindingFailureConditions", "allowMultipleAllocations", "nodeAllocatableResourceMappings"},
 	"DeviceAttribute":               {"ints", "bools", "strings", "versions"},
 	"DeviceCapacity":                {"requestPolicy"},

@@ -400,12 +400,23 @@ func validateResourceSliceSpec(s *ResourceSliceSpec) FieldErrors {
 	case n > 1:
 		errs = append(errs, Invalid("spec", nil, "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required, but multiple fields are set"))
 	}
-	if len(s.Devices) > ResourceSliceMaxDevices {
-		errs = append(errs, tooMany("spec.devices", len(s.Devices), ResourceSliceMaxDevices))
+	if s.SharedCounters != nil && s.Devices != nil {
+		errs = append(errs, Invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
 	}
+	maxDevices := ResourceSliceMaxDevices
+	for _, d := range s.Devices {
+		if len(d.Taints) > 0 || len(d.ConsumesCounters) > 0 {
+			maxDevices = ResourceSliceMaxDevicesWithTaintsOrConsumesCounters
+		}
+	}
+	if len(s.Devices) > maxDevices {
+		errs = append(errs, tooMany("spec.devices", len(s.Devices), maxDevices))
+	}
+	errs = append(errs, validateCounterSets(s.SharedCounters)...)
 	names := map[string]bool{}
 	for i, d := range s.Devices {
 		dp := fmt.Sprintf("spec.devices[%d]", i)
+		errs = append(errs, validateConsumesCounters(d.ConsumesCounters, dp+".consumesCounters")...)
 		errs = append(errs, validateDNSLabelField(d.Name, dp+".name")...)
 		if d.Name != "" && names[d.Name] {
 			errs = append(errs, Duplicate(dp+".name", d.Name))
@@ -434,6 +445,60 @@ func validateResourceSliceSpec(s *ResourceSliceSpec) FieldErrors {
 				errs = append(errs, NotSupported(tp+".effect", t.Effect, DeviceTaintEffectNoExecute, DeviceTaintEffectNoSchedule))
 			}
 		}
+	}
+	return errs
+}
+
+// validateCounterSets checks a slice's sharedCounters as Kubernetes:
+// at most 8, names unique DNS labels, each with 1..32 counters.
+func validateCounterSets(sets []CounterSet) FieldErrors {
+	if len(sets) > ResourceSliceMaxCounterSets {
+		return FieldErrors{tooMany("spec.sharedCounters", len(sets), ResourceSliceMaxCounterSets)}
+	}
+	var errs FieldErrors
+	seen := map[string]bool{}
+	for i, cs := range sets {
+		p := fmt.Sprintf("spec.sharedCounters[%d]", i)
+		errs = append(errs, validateDNSLabelField(cs.Name, p+".name")...)
+		errs = append(errs, validateCounters(cs.Counters, ResourceSliceMaxCountersPerCounterSet, p+".counters")...)
+		if seen[cs.Name] {
+			errs = append(errs, Duplicate(p, cs.Name))
+		}
+		seen[cs.Name] = true
+	}
+	return errs
+}
+
+// validateConsumesCounters checks a device's consumesCounters: at most 2,
+// one per counter set, each naming its set and 1..32 counters.
+func validateConsumesCounters(cs []DeviceCounterConsumption, p string) FieldErrors {
+	if len(cs) > ResourceSliceMaxDeviceCounterConsumptionsPerDevice {
+		return FieldErrors{tooMany(p, len(cs), ResourceSliceMaxDeviceCounterConsumptionsPerDevice)}
+	}
+	var errs FieldErrors
+	seen := map[string]bool{}
+	for i, c := range cs {
+		cp := fmt.Sprintf("%s[%d]", p, i)
+		errs = append(errs, validateDNSLabelField(c.CounterSet, cp+".counterSet")...)
+		errs = append(errs, validateCounters(c.Counters, ResourceSliceMaxCountersPerDeviceCounterConsumption, cp+".counters")...)
+		if seen[c.CounterSet] {
+			errs = append(errs, Duplicate(cp, c.CounterSet))
+		}
+		seen[c.CounterSet] = true
+	}
+	return errs
+}
+
+func validateCounters(m map[string]Counter, limit int, p string) FieldErrors {
+	switch {
+	case len(m) == 0:
+		return FieldErrors{Required(p, "")}
+	case len(m) > limit:
+		return FieldErrors{tooMany(p, len(m), limit)}
+	}
+	var errs FieldErrors
+	for _, name := range sortedKeys(m) {
+		errs = append(errs, validateDNSLabelField(name, p+"["+name+"]")...)
 	}
 	return errs
 }

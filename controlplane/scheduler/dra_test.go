@@ -381,3 +381,77 @@ func TestTemplateClaimPodRequeuedByEvents(t *testing.T) {
 		return err == nil && p.Spec.NodeName == "dgx-1"
 	})
 }
+
+// migSlices publishes one GPU's counters (8 memory slices) in one slice
+// and, in another slice of the same pool, MIG devices a and b consuming
+// each slices of them (partitionable devices, KEP-4815).
+func migSlices(node string, each int) []api.Object {
+	counters := &api.ResourceSlice{ObjectMeta: api.ObjectMeta{Name: node + "-counters"}, Spec: api.ResourceSliceSpec{
+		Driver: gpuDriver, NodeName: &node, Pool: api.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 2},
+		SharedCounters: []api.CounterSet{{Name: "gpu-0-counters", Counters: map[string]api.Counter{"memory-slices": {Value: resource.MustParse("8")}}}}}}
+	devices := &api.ResourceSlice{ObjectMeta: api.ObjectMeta{Name: node + "-mig"}, Spec: api.ResourceSliceSpec{
+		Driver: gpuDriver, NodeName: &node, Pool: api.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 2}}}
+	for _, name := range []string{"gpu-0-mig-a", "gpu-0-mig-b"} {
+		typ := "mig"
+		devices.Spec.Devices = append(devices.Spec.Devices, api.Device{
+			Name:       name,
+			Attributes: map[string]api.DeviceAttribute{"type": {StringValue: &typ}},
+			ConsumesCounters: []api.DeviceCounterConsumption{{CounterSet: "gpu-0-counters",
+				Counters: map[string]api.Counter{"memory-slices": {Value: *resource.NewQuantity(int64(each), resource.DecimalSI)}}}},
+		})
+	}
+	class := &api.DeviceClass{ObjectMeta: api.ObjectMeta{Name: "mig.nvidia.com"}, Spec: api.DeviceClassSpec{Selectors: []api.DeviceSelector{{CEL: &api.CELDeviceSelector{
+		Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"}}}}}
+	return []api.Object{counters, devices, class}
+}
+
+// The allocator honours shared counters: two MIG devices whose counters
+// overflow their GPU's (5 + 5 of 8 memory slices) are never both
+// allocated, in one claim or in two; two that fit (4 + 4) are.
+func TestDynamicResourcesCounters(t *testing.T) {
+	two := gpuClaim("two", class("mig.nvidia.com"), count(2))
+	t.Run("one claim, overflowing", func(t *testing.T) {
+		objs := append(migSlices("dgx-1", 5), gpuNode("dgx-1", 0), two, claimPodFor("p", "two"))
+		f := newDRAFixture(t, objs...)
+		res := f.step()
+		if res == nil || res.SelectedNode != "" || res.Message != "0/1 nodes are available: 1 cannot allocate all claims." {
+			t.Fatalf("result %+v, want unschedulable: cannot allocate all claims", res)
+		}
+		if c := f.claim("two"); c.Status.Allocation != nil {
+			t.Errorf("allocated %v", allocatedDevices(c))
+		}
+	})
+	t.Run("one claim, fitting", func(t *testing.T) {
+		objs := append(migSlices("dgx-1", 4), gpuNode("dgx-1", 0), two, claimPodFor("p", "two"))
+		f := newDRAFixture(t, objs...)
+		if res := f.step(); res == nil || res.SelectedNode != "dgx-1" {
+			t.Fatalf("result %+v, want placed", res)
+		}
+		if got := allocatedDevices(f.claim("two")); !slices.Equal(got, []string{"gpu:gpu-0-mig-a", "gpu:gpu-0-mig-b"}) {
+			t.Errorf("allocated %v, want both MIG devices", got)
+		}
+	})
+	t.Run("two claims, overflowing", func(t *testing.T) {
+		objs := append(migSlices("dgx-1", 5), gpuNode("dgx-1", 0), gpuClaim("a", class("mig.nvidia.com")), gpuClaim("b", class("mig.nvidia.com")),
+			claimPodFor("pa", "a"), claimPodFor("pb", "b"))
+		f := newDRAFixture(t, objs...)
+		t1 := f.cycle()
+		t2 := f.cycle() // before the first allocation is written: the assumed one counts
+		if t1 == nil || t2 == nil {
+			t.Fatal("pods not tried")
+		}
+		if t1.result.SelectedNode != "dgx-1" || t2.result.SelectedNode != "" {
+			t.Fatalf("first %q, second %q: want only the first placed", t1.result.SelectedNode, t2.result.SelectedNode)
+		}
+		f.finish(t1)
+		f.finish(t2)
+		testwait.For(t, 5*time.Second, "claim a allocated", func() bool { return f.claim("a").Status.Allocation != nil })
+		if f.claim("b").Status.Allocation != nil {
+			t.Errorf("claim b allocated too: %v and %v", allocatedDevices(f.claim("a")), allocatedDevices(f.claim("b")))
+		}
+		// And once a's allocation is in the informer, b still does not fit.
+		if res := f.step(); res != nil && res.SelectedNode != "" {
+			t.Errorf("b placed on a retry: %+v", res)
+		}
+	})
+}

@@ -136,7 +136,7 @@ func NewDynamicResourcesShared(c client.Interface, f *client.InformerFactory, lo
 		// ConsumableCapacity brings distinctAttribute (KEP-5075); it picks
 		// the library's "incubating" allocator, as kube-scheduler does
 		// when that gate is on.
-		features:   structured.Features{PrioritizedList: true, DeviceTaints: true, ConsumableCapacity: true},
+		features:   structured.Features{PrioritizedList: true, DeviceTaints: true, ConsumableCapacity: true, PartitionableDevices: true},
 		classesK8s: map[string]*resourcev1.DeviceClass{},
 		slicesK8s:  map[string]*resourcev1.ResourceSlice{},
 		byNode:     map[string]*nodeDevices{},
