@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"skiff.dev/skiff/api"
@@ -227,7 +228,15 @@ func TestCreate(t *testing.T) {
 // defaults and validation over a bbolt store), reached without HTTP.
 func newAPIServer(t testing.TB) *apiserver.Local {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "skiff.db"), store.Options{NoSync: true})
+	db, err := defaultsDB()
+	if err != nil {
+		t.Fatalf("store with the defaults: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "skiff.db")
+	if err := os.WriteFile(path, db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +247,32 @@ func newAPIServer(t testing.TB) *apiserver.Local {
 	}
 	return apiserver.NewLocal(reg)
 }
+
+// defaultsDB is a store file holding what EnsureDefaults writes, made
+// once per test binary: newAPIServer starts each store as a copy of it, so
+// the fifty-odd servers of these tests do not each make the default RBAC
+// through admission again (EnsureDefaults still runs on the copy, and
+// finds it there).
+var defaultsDB = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "skiff-cli-defaults-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "skiff.db")
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		return nil, err
+	}
+	err = apiserver.NewRegistry(st, slog.New(slog.DiscardHandler)).EnsureDefaults(context.Background())
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+})
 
 // Every example (examples/dra and examples/kueue too: custom resources
 // take a JSON merge patch, resource.k8s.io v1beta1 converts) and every
