@@ -176,7 +176,7 @@ func (a *Agent) podContainer(r *http.Request, name string) (*api.Pod, string, er
 		name = pod.Spec.Containers[0].Name
 	case name == "":
 		return nil, "", api.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", podName, names))
-	case !slices.Contains(names, name):
+	case !slices.Contains(names, name) && !slices.ContainsFunc(pod.Spec.EphemeralContainers, func(ec api.EphemeralContainer) bool { return ec.Name == name }):
 		return nil, "", api.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, podName))
 	}
 	return pod, name, nil

@@ -210,6 +210,9 @@ func defaultPodSpec(s *PodSpec) {
 	for i := range s.Containers {
 		defaultContainer(&s.Containers[i], s.HostNetwork)
 	}
+	for i := range s.EphemeralContainers {
+		defaultContainer(&s.EphemeralContainers[i].Container, s.HostNetwork)
+	}
 }
 
 func defaultVolume(v *Volume) {

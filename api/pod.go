@@ -27,6 +27,10 @@ type PodSpec struct {
 	Containers []Container `json:"containers"`
 	// InitContainers run to completion, one after the other, before Containers start.
 	InitContainers []Container `json:"initContainers,omitempty"`
+	// EphemeralContainers are debugging containers added to a running pod
+	// through the pods/ephemeralcontainers subresource (`kubectl debug`),
+	// never at create; they are never restarted.
+	EphemeralContainers []EphemeralContainer `json:"ephemeralContainers,omitempty"`
 	// Volumes the containers may mount.
 	Volumes []Volume `json:"volumes,omitempty"`
 	// RestartPolicy for all containers: Always (default), OnFailure or Never.
@@ -134,6 +138,14 @@ type Container struct {
 	// SecurityContext: the container's user, capabilities, privileges,
 	// read-only root filesystem and seccomp profile (security.go).
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
+}
+
+// EphemeralContainer is a container added to a running pod for
+// debugging: a Container without ports, probes or resources, in the pod's
+// network namespace. targetContainerName (kubectl debug --target, another
+// container's process namespace) is refused: skiff's pods share none.
+type EphemeralContainer struct {
+	Container `json:",inline"`
 }
 
 // ContainerPort is a port a container listens on.
@@ -495,6 +507,9 @@ type PodStatus struct {
 	InitContainerStatuses []ContainerStatus `json:"initContainerStatuses,omitempty"`
 	// ContainerStatuses, one per container.
 	ContainerStatuses []ContainerStatus `json:"containerStatuses,omitempty"`
+	// EphemeralContainerStatuses, one per ephemeral container the node
+	// has started (or tried to).
+	EphemeralContainerStatuses []ContainerStatus `json:"ephemeralContainerStatuses,omitempty"`
 	// QOSClass: Guaranteed, Burstable or BestEffort.
 	QOSClass string `json:"qosClass,omitempty"`
 	// NominatedNodeName is set when preemption made room on a node for this pod.

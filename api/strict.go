@@ -23,11 +23,14 @@ var notSupported = map[string][]string{
 	"ObjectMeta": {"selfLink"},
 	"PodSpec": {"imagePullSecrets",
 		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace", "hostAliases", "runtimeClassName",
-		"topologySpreadConstraints", "overhead", "readinessGates", "os", "ephemeralContainers",
+		"topologySpreadConstraints", "overhead", "readinessGates", "os",
 		"schedulingGates", "setHostnameAsFQDN", "resources", "hostnameOverride"},
 	"Container": {"lifecycle", "resizePolicy", "restartPolicy", "restartPolicyRules",
 		"stdinOnce", "volumeDevices"},
 	"ContainerPort": {"hostIP"},
+	// No process namespace sharing in skiff (hostPID and
+	// shareProcessNamespace are refused too): kubectl debug without --target.
+	"EphemeralContainer": {"targetContainerName"},
 	// securityContext (security.go): SELinux, AppArmor and Windows.
 	"PodSecurityContext": {"seLinuxOptions", "windowsOptions", "appArmorProfile", "seLinuxChangePolicy"},
 	"SecurityContext":    {"seLinuxOptions", "windowsOptions", "appArmorProfile"},

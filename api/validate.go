@@ -123,6 +123,36 @@ func Validate(obj Object) FieldErrors {
 	return errs
 }
 
+// ValidateCreate is what only a create must satisfy (after Validate): a
+// pod's ephemeral containers come later, through their subresource.
+func ValidateCreate(obj Object) FieldErrors {
+	if p, ok := obj.(*Pod); ok && len(p.Spec.EphemeralContainers) > 0 {
+		return FieldErrors{Forbidden("spec.ephemeralContainers", "cannot be set on create")}
+	}
+	return nil
+}
+
+// ValidateEphemeralContainersUpdate is Kubernetes' rule for the
+// pods/ephemeralcontainers subresource: ephemeral containers are only
+// added, never removed or changed.
+func ValidateEphemeralContainersUpdate(n, o *Pod) FieldErrors {
+	var errs FieldErrors
+	byName := map[string]int{}
+	for i, ec := range n.Spec.EphemeralContainers {
+		byName[ec.Name] = i
+	}
+	for _, old := range o.Spec.EphemeralContainers {
+		i, ok := byName[old.Name]
+		switch {
+		case !ok:
+			errs = append(errs, Forbidden("spec", fmt.Sprintf("existing ephemeral containers %q may not be removed\n", old.Name)))
+		case !reflect.DeepEqual(old, n.Spec.EphemeralContainers[i]):
+			errs = append(errs, Forbidden(fmt.Sprintf("spec.ephemeralContainers[%d]", i), fmt.Sprintf("existing ephemeral containers %q may not be changed\n", old.Name)))
+		}
+	}
+	return errs
+}
+
 // ValidateUpdate checks an update against the stored object (immutable
 // fields such as a Deployment's selector or a Pod's spec) plus Validate.
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,9 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	}
 	for i := range s.Containers {
 		errs = append(errs, validateContainer(&s.Containers[i], fmt.Sprintf("%s.containers[%d]", p, i), s, volumes, names)...)
+	}
+	for i := range s.EphemeralContainers {
+		errs = append(errs, validateEphemeralContainer(&s.EphemeralContainers[i], fmt.Sprintf("%s.ephemeralContainers[%d]", p, i), s, volumes, names)...)
 	}
 	errs = append(errs, validatePodTotals(s, p)...)
 	errs = append(errs, validatePodSecurity(s.SecurityContext, s.HostNetwork, p+".securityContext")...) // security.go
@@ -224,6 +228,31 @@ func validateLocalPath(p, field string) FieldErrors {
 		if part == ".." {
 			errs = append(errs, Invalid(field, p, "must not contain '..'"))
 			break
+		}
+	}
+	return errs
+}
+
+// validateEphemeralContainer: a container (names unique among all the
+// pod's), without what a pod's service may rely on: Kubernetes' words for
+// each field set ("cannot be set for an Ephemeral Container").
+func validateEphemeralContainer(ec *EphemeralContainer, ep string, spec *PodSpec, volumes, names map[string]bool) FieldErrors {
+	// targetContainerName is refused by the decoder (strict.go).
+	errs := validateContainer(&ec.Container, ep, spec, volumes, names)
+	const why = "cannot be set for an Ephemeral Container"
+	c := &ec.Container
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"ports", len(c.Ports) > 0},
+		{"resources", !reflect.DeepEqual(c.Resources, ResourceRequirements{})},
+		{"livenessProbe", c.LivenessProbe != nil},
+		{"readinessProbe", c.ReadinessProbe != nil},
+		{"startupProbe", c.StartupProbe != nil},
+	} {
+		if f.set {
+			errs = append(errs, Forbidden(ep+"."+f.name, why))
 		}
 	}
 	return errs

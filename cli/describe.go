@@ -319,6 +319,11 @@ func describePod(ctx context.Context, w *describeWriter, cl client.Interface, p 
 	controlledBy(w, p)
 	printContainers(w, 0, "Init Containers", p.Spec.InitContainers, p.Status.InitContainerStatuses, time.Now())
 	printContainers(w, 0, "Containers", p.Spec.Containers, p.Status.ContainerStatuses, time.Now())
+	var ephemeral []api.Container // kubectl debug's (kubectl prints them as containers)
+	for _, ec := range p.Spec.EphemeralContainers {
+		ephemeral = append(ephemeral, ec.Container)
+	}
+	printContainers(w, 0, "Ephemeral Containers", ephemeral, p.Status.EphemeralContainerStatuses, time.Now())
 	describeSimulatedProbes(ctx, w, cl, p)
 	if len(p.Status.Conditions) > 0 {
 		w.line(0, "Conditions:\n")

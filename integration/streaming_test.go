@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/internal/kubectltest"
 	"skiff.dev/skiff/internal/testwait"
@@ -108,6 +109,24 @@ func TestKubectlStreamingOnContainerd(t *testing.T) {
 			if string(body) != "hello from httpd\n" {
 				t.Errorf("GET %d through port-forward: %d %q", i, resp.StatusCode, body)
 			}
+		}
+	})
+	t.Run("debug", func(t *testing.T) { // kubectl debug: an ephemeral container in the pod, its logs
+		k.Must(t, "", "debug", "web", "--image=busybox:1.36", "--image-pull-policy=IfNotPresent", "--profile=baseline", "-c", "dbg",
+			"--", "sh", "-c", fmt.Sprintf("wget -qO- http://127.0.0.1:%d/", port))
+		testwait.Until(t, 30*time.Second, func() (bool, string) {
+			p, err := client.Get[*api.Pod](t.Context(), c, "default", "web")
+			if err != nil {
+				return false, err.Error()
+			}
+			es := p.Status.EphemeralContainerStatuses
+			return len(es) == 1 && es[0].State.Terminated != nil && es[0].State.Terminated.ExitCode == 0, fmt.Sprintf("ephemeral container statuses %+v", es)
+		})
+		if out := k.Must(t, "", "logs", "web", "-c", "dbg"); out != "hello from httpd\n" {
+			t.Errorf("kubectl logs web -c dbg: %q", out)
+		}
+		if out := k.Must(t, "", "describe", "pod", "web"); !strings.Contains(out, "\nEphemeral Containers:\n  dbg:\n") || !strings.Contains(out, "Reason:       Completed") {
+			t.Errorf("kubectl describe pod web:\n%s", out)
 		}
 	})
 	t.Run("attach", func(t *testing.T) {

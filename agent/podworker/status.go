@@ -10,7 +10,7 @@ import (
 )
 
 // statuses builds the container statuses of one list of containers.
-func (w *Worker) statuses(pod *api.Pod, spec []api.Container, latest map[string]runtime.ContainerStatus, st *podState) []api.ContainerStatus {
+func (w *Worker) statuses(pod *api.Pod, spec []api.Container, latest map[string]runtime.ContainerStatus, st *podState, ephemeral bool) []api.ContainerStatus {
 	var out []api.ContainerStatus
 	for i := range spec {
 		c := &spec[i]
@@ -51,6 +51,7 @@ func (w *Worker) statuses(pod *api.Pod, spec []api.Container, latest map[string]
 					r, _, _ := w.probes.result(cur.ID, probeReadiness)
 					cs.Ready = started && r == resultSuccess
 				}
+				cs.Ready = cs.Ready && !ephemeral // as the kubelet: never ready
 			case runtime.StateExited:
 				term := &api.ContainerStateTerminated{ExitCode: int32(cur.ExitCode), Reason: cur.Reason,
 					StartedAt: api.NewTime(cur.StartedAt), FinishedAt: api.NewTime(cur.FinishedAt), ContainerID: cs.ContainerID}
@@ -61,7 +62,7 @@ func (w *Worker) statuses(pod *api.Pod, spec []api.Container, latest map[string]
 				for j := range pod.Spec.InitContainers {
 					isInit = isInit || pod.Spec.InitContainers[j].Name == c.Name
 				}
-				if shouldRestart(pod.Spec.RestartPolicy, cur.ExitCode, isInit) {
+				if !ephemeral && shouldRestart(pod.Spec.RestartPolicy, cur.ExitCode, isInit) {
 					cs.LastTerminationState.Terminated = term
 					cs.State.Waiting = &api.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 						Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", st.restart[c.Name].delay, c.Name, pod.Name, pod.Namespace, pod.UID)}
@@ -102,8 +103,9 @@ func (w *Worker) computeStatus(pod *api.Pod, latest map[string]runtime.Container
 	if s.PodIP != "" {
 		s.PodIPs = []api.PodIP{{IP: s.PodIP}}
 	}
-	s.InitContainerStatuses = w.statuses(pod, pod.Spec.InitContainers, latest, st)
-	s.ContainerStatuses = w.statuses(pod, pod.Spec.Containers, latest, st)
+	s.InitContainerStatuses = w.statuses(pod, pod.Spec.InitContainers, latest, st, false)
+	s.ContainerStatuses = w.statuses(pod, pod.Spec.Containers, latest, st, false)
+	s.EphemeralContainerStatuses = w.statuses(pod, ephemeralContainers(pod), latest, st, true)
 	s.QOSClass = qosClass(pod)
 
 	initDone := true
@@ -131,6 +133,15 @@ func (w *Worker) computeStatus(pod *api.Pod, latest map[string]runtime.Container
 	setCond(s, api.ContainersReady, ready, reasonIf(!ready, "ContainersNotReady"), now)
 	setCond(s, api.PodReady, ready, reasonIf(!ready, "ContainersNotReady"), now)
 	setCond(s, api.PodScheduled, true, "", now)
+}
+
+// ephemeralContainers are the pod's ephemeral containers as Containers.
+func ephemeralContainers(pod *api.Pod) []api.Container {
+	var out []api.Container
+	for _, ec := range pod.Spec.EphemeralContainers {
+		out = append(out, ec.Container)
+	}
+	return out
 }
 
 func reasonIf(b bool, r string) string {

@@ -342,8 +342,8 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 		p.Status.StartTime = &now
 		p.Status.HostIP = w.cfg.NodeIP
 		p.Status.Phase = api.PodPending
-		p.Status.ContainerStatuses = w.statuses(pod, pod.Spec.Containers, latest, st)
-		p.Status.InitContainerStatuses = w.statuses(pod, pod.Spec.InitContainers, latest, st)
+		p.Status.ContainerStatuses = w.statuses(pod, pod.Spec.Containers, latest, st, false)
+		p.Status.InitContainerStatuses = w.statuses(pod, pod.Spec.InitContainers, latest, st, false)
 		if updated, err := w.writeStatus(ctx, pod, p); err == nil {
 			pod = updated
 		} else {
@@ -459,6 +459,20 @@ func (w *Worker) stepContainers(ctx context.Context, pod *api.Pod, latest map[st
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cur, ok := latest[c.Name]
+		d, err := w.step(ctx, pod, c, cur, ok, st, false)
+		if err != nil {
+			return 0, err
+		}
+		want(d)
+	}
+	// Ephemeral containers (kubectl debug): started once, in the pod's
+	// network namespace, never restarted or probed.
+	for i := range pod.Spec.EphemeralContainers {
+		c := &pod.Spec.EphemeralContainers[i].Container
+		cur, ok := latest[c.Name]
+		if ok && cur.State != runtime.StateCreated {
+			continue
+		}
 		d, err := w.step(ctx, pod, c, cur, ok, st, false)
 		if err != nil {
 			return 0, err

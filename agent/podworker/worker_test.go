@@ -539,3 +539,55 @@ func TestSimulatedProbes(t *testing.T) {
 		t.Fatalf("after the simulated liveness failure: %+v; want a new running container with 1 restart", cs)
 	}
 }
+
+// kubectl debug: an ephemeral container added to a running pod starts in
+// the pod (its own status, never ready), is not restarted when it ends
+// (even under restartPolicy Always), and leaves the pod Ready.
+func TestEphemeralContainerStartsOnceAndIsNeverRestarted(t *testing.T) {
+	// Added through pods/ephemeralcontainers (the fake client's plain
+	// update refuses it, as the API server does): preloaded.
+	f := newFixture(t, newPod("web", func(p *api.Pod) {
+		p.Spec.EphemeralContainers = []api.EphemeralContainer{{Container: api.Container{Name: "dbg", Image: "busybox:1.36", Command: []string{"sh"}}}}
+	}))
+	f.sync("web")
+	f.sync("web")
+	var dbg runtime.ContainerStatus
+	for _, c := range f.containers("web") {
+		if c.Labels[runtime.LabelContainerName] == "dbg" {
+			dbg = c
+		}
+	}
+	if dbg.State != runtime.StateRunning {
+		t.Fatalf("ephemeral container %+v, want running", dbg)
+	}
+	p := f.pod("web")
+	es := p.Status.EphemeralContainerStatuses
+	if len(es) != 1 || es[0].Name != "dbg" || es[0].State.Running == nil || es[0].Ready || es[0].ContainerID != "containerd://"+dbg.ID {
+		t.Fatalf("ephemeral container statuses %+v", es)
+	}
+	if len(p.Status.ContainerStatuses) != 1 || !allReady(p) {
+		t.Errorf("the pod's own containers: %+v, ready %v", p.Status.ContainerStatuses, allReady(p))
+	}
+	if err := f.rt.Exit(dbg.ID, 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(time.Minute)
+	f.sync("web")
+	f.sync("web")
+	if n := len(f.containers("web")); n != 2 {
+		t.Errorf("%d containers after the ephemeral one ended; want 2 (no restart)", n)
+	}
+	es = f.pod("web").Status.EphemeralContainerStatuses
+	if len(es) != 1 || es[0].State.Terminated == nil || es[0].State.Terminated.Reason != "Completed" || es[0].RestartCount != 0 {
+		t.Errorf("ephemeral status after exit %+v, want Terminated Completed", es)
+	}
+}
+
+func allReady(p *api.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == api.PodReady {
+			return c.Status == api.ConditionTrue
+		}
+	}
+	return false
+}

@@ -144,6 +144,10 @@ func CarryOver(next, cur api.Object) {
 		if n.Spec.NodeName == "" {
 			n.Spec.NodeName = cur.(*api.Pod).Spec.NodeName
 		}
+		// Changed only through pods/ephemeralcontainers.
+		if n.Spec.EphemeralContainers == nil {
+			n.Spec.EphemeralContainers = cur.(*api.Pod).Spec.EphemeralContainers
+		}
 	case *api.Service:
 		c := cur.(*api.Service)
 		if n.Spec.ClusterIP == "" && len(n.Spec.ClusterIPs) == 0 {

@@ -434,9 +434,11 @@ func kubePodSpec(k *api.Kind, obj api.Object) (*metav1.ObjectMeta, *corev1.PodSp
 }
 
 // podImagesChanged is Kubernetes' isSignificantPodUpdate for what a skiff
-// pod has: the number of containers or one of their images.
+// pod has: the number of containers (ephemeral ones included) or one of
+// their images.
 func podImagesChanged(pod, old *api.Pod) bool {
-	if len(pod.Spec.Containers) != len(old.Spec.Containers) || len(pod.Spec.InitContainers) != len(old.Spec.InitContainers) {
+	if len(pod.Spec.Containers) != len(old.Spec.Containers) || len(pod.Spec.InitContainers) != len(old.Spec.InitContainers) ||
+		len(pod.Spec.EphemeralContainers) != len(old.Spec.EphemeralContainers) {
 		return true
 	}
 	for i := range pod.Spec.Containers {

@@ -116,8 +116,9 @@ func resourceList(group, version string) map[string]any {
 		switch k {
 		case podKind:
 			sub("binding", "Binding", "", "", "create")
-			sub("eviction", "Eviction", "policy", "v1", "create")      // eviction.go
-			sub("attach", "PodAttachOptions", "", "", "create", "get") // streaming: proxy.go
+			sub("ephemeralcontainers", "Pod", "", "", "get", "patch", "update") // ephemeral.go
+			sub("eviction", "Eviction", "policy", "v1", "create")               // eviction.go
+			sub("attach", "PodAttachOptions", "", "", "create", "get")          // streaming: proxy.go
 			sub("exec", "PodExecOptions", "", "", "create", "get")
 			sub("log", "Pod", "", "", "get")
 			sub("portforward", "PodPortForwardOptions", "", "", "create", "get")

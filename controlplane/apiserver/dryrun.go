@@ -48,7 +48,7 @@ func dryRunContext(r *http.Request, info *requestInfo) (context.Context, error) 
 		return r.Context(), nil // reads ignore it, as kube-apiserver's
 	}
 	switch info.sub {
-	case "", "status", "scale", "eviction":
+	case "", "status", "scale", "eviction", "ephemeralcontainers":
 	default:
 		return nil, api.NewBadRequest("dryRun: not supported by skiff for " + info.resource())
 	}

@@ -297,6 +297,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.serveEviction(w, r.WithContext(ctx), info, body) // eviction.go
 	case "token POST":
 		s.serveToken(w, r, info, body) // serviceaccount_token.go
+	case "ephemeralcontainers GET", "ephemeralcontainers PUT", "ephemeralcontainers PATCH":
+		s.serveEphemeralContainers(ctx, w, r, info, body) // ephemeral.go
 	case "scale GET", "scale PUT", "scale PATCH":
 		s.serveScale(w, r, info, body)
 	case "trace GET", "trace POST":
@@ -429,7 +431,7 @@ func knownSub(k *api.Kind, sub string) bool {
 		return true
 	case "status":
 		return k.HasStatus
-	case "binding", "trace", "log", "exec", "attach", "portforward", "eviction":
+	case "binding", "trace", "log", "exec", "attach", "portforward", "eviction", "ephemeralcontainers":
 		return k == podKind
 	case "scale":
 		return k.HasScale

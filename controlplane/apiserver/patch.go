@@ -37,9 +37,12 @@ func (s *Server) patch(ctx context.Context, info *requestInfo, contentType strin
 			return nil, err
 		}
 		var out api.Object
-		if info.sub == "status" {
+		switch info.sub {
+		case "status":
 			out, err = s.reg.UpdateStatus(ctx, k, obj)
-		} else {
+		case "ephemeralcontainers":
+			out, err = s.reg.UpdateEphemeralContainers(ctx, info.namespace, info.name, obj.(*api.Pod))
+		default:
 			out, err = s.reg.Update(ctx, k, obj)
 		}
 		if api.IsConflict(err) && !setsRV && attempt < conflictRetries {

@@ -214,7 +214,7 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err != nil {
 		return nil, err
 	}
-	if errs := api.Validate(obj); len(errs) > 0 {
+	if errs := append(api.Validate(obj), api.ValidateCreate(obj)...); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
 	if err := r.admitRBAC(ctx, k, obj); err != nil { // escalation.go: no one grants what they lack
