@@ -1,9 +1,11 @@
 package plugins
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,16 +60,28 @@ const (
 //     allocate and -allocated, hami.io/vgpu-node, hami.io/bind-phase
 //     allocating), which the node's plugin reads when it allocates.
 //
+// What each node's cards hold is counted once per change of the node's
+// pods or registration (hamiNodeCache), not per pod per node.
+//
 // Sums are int64: no pod's asks can overflow a card's.
 type HAMi struct {
 	client client.Interface
 	mu     sync.Mutex
-	nodes  map[string]parsedHAMi // registrations by node name
+	nodes  map[string]*hamiNodeCache // by node name
 }
 
-type parsedHAMi struct {
-	raw  string
-	devs []api.HAMiNodeDevice // nil: does not parse
+// hamiNodeCache is one node's registration, parsed, and what its cards
+// hold, counted from the pods of the NodeInfo last seen: valid while the
+// registration is the same string and the node's pods are the same
+// PodInfos (the scheduler's cache replaces a PodInfo and its NodeInfo on
+// any change; preemption's copies change their pods list). Counting is
+// the cost of a HAMi Filter: decoding every pod's decision on every node
+// for every pod (docs/performance.md).
+type hamiNodeCache struct {
+	raw   string
+	devs  []api.HAMiNodeDevice // nil: does not parse
+	pods  []*framework.PodInfo
+	usage []hamiCard // per devs; nil until counted
 }
 
 var (
@@ -81,7 +95,7 @@ var (
 
 // NewHAMi returns the plugin; c writes the decision at PreBind.
 func NewHAMi(c client.Interface) *HAMi {
-	return &HAMi{client: c, nodes: map[string]parsedHAMi{}}
+	return &HAMi{client: c, nodes: map[string]*hamiNodeCache{}}
 }
 
 // Name implements framework.Plugin.
@@ -142,7 +156,7 @@ func (st *hamiState) asks() bool {
 
 // hamiCard is one card's usage during a fit.
 type hamiCard struct {
-	dev                      api.HAMiNodeDevice
+	dev                      *api.HAMiNodeDevice // the cache's: never changed
 	used, usedMem, usedCores int64
 }
 
@@ -174,22 +188,46 @@ func (h *HAMi) Filter(_ context.Context, state *framework.CycleState, pod *api.P
 	return nil
 }
 
-// usage is the node's cards less what its pods hold.
-func (h *HAMi) usage(ni *framework.NodeInfo) ([]*hamiCard, error) {
-	devs, err := h.registration(ni.Node)
-	if err != nil {
-		return nil, err
+// usage is the node's cards with what its pods hold: fresh copies the
+// caller may change, from the node's cache when its registration and pods
+// are those counted last.
+func (h *HAMi) usage(ni *framework.NodeInfo) ([]hamiCard, error) {
+	raw := ni.Node.Annotations[api.HAMiNodeRegister]
+	h.mu.Lock()
+	e := h.nodes[ni.Node.Name]
+	h.mu.Unlock()
+	if e == nil || e.raw != raw || e.usage == nil || !slices.Equal(e.pods, ni.Pods) {
+		e = countHAMi(e, raw, ni.Pods)
+		h.mu.Lock()
+		h.nodes[ni.Node.Name] = e
+		h.mu.Unlock()
 	}
-	cards := make([]*hamiCard, len(devs))
-	byID := make(map[string]*hamiCard, len(devs))
-	for i, d := range devs {
-		cards[i] = &hamiCard{dev: d}
-		byID[d.ID] = cards[i]
+	if e.devs == nil {
+		return nil, fmt.Errorf("node unregistered: %s does not parse", api.HAMiNodeRegister)
 	}
-	for _, pi := range ni.Pods {
+	return slices.Clone(e.usage), nil
+}
+
+// countHAMi is a new cache entry for a node: its registration (parsed
+// again only when it changed from old's) and what pods hold on its cards.
+func countHAMi(old *hamiNodeCache, raw string, pods []*framework.PodInfo) *hamiNodeCache {
+	e := &hamiNodeCache{raw: raw, pods: slices.Clone(pods)}
+	if old != nil && old.raw == raw {
+		e.devs = old.devs
+	} else if devs, err := api.DecodeHAMiNodeDevices(raw); err == nil {
+		e.devs = devs
+	}
+	e.usage = make([]hamiCard, len(e.devs))
+	byID := make(map[string]int, len(e.devs))
+	for i := range e.devs {
+		e.usage[i].dev = &e.devs[i]
+		byID[e.devs[i].ID] = i
+	}
+	for _, pi := range pods {
 		for _, ctr := range PodHAMiDevices(pi.Pod) {
 			for _, d := range ctr {
-				if c := byID[d.UUID]; c != nil {
+				if i, ok := byID[d.UUID]; ok {
+					c := &e.usage[i]
 					c.used++
 					c.usedMem += int64(d.Usedmem)
 					c.usedCores += int64(d.Usedcores)
@@ -197,7 +235,7 @@ func (h *HAMi) usage(ni *framework.NodeInfo) ([]*hamiCard, error) {
 			}
 		}
 	}
-	return cards, nil
+	return e
 }
 
 // PodHAMiDevices is what a pod holds by HAMi's decision (allocated, else
@@ -212,27 +250,6 @@ func PodHAMiDevices(p *api.Pod) api.HAMiPodDevices {
 		return nil
 	}
 	return pd
-}
-
-func (h *HAMi) registration(n *api.Node) ([]api.HAMiNodeDevice, error) {
-	raw := n.Annotations[api.HAMiNodeRegister]
-	h.mu.Lock()
-	p, ok := h.nodes[n.Name]
-	h.mu.Unlock()
-	if !ok || p.raw != raw {
-		devs, err := api.DecodeHAMiNodeDevices(raw)
-		if err != nil {
-			devs = nil
-		}
-		p = parsedHAMi{raw: raw, devs: devs}
-		h.mu.Lock()
-		h.nodes[n.Name] = p
-		h.mu.Unlock()
-	}
-	if p.devs == nil {
-		return nil, fmt.Errorf("node unregistered: %s does not parse", api.HAMiNodeRegister)
-	}
-	return p.devs, nil
 }
 
 // memOf is what r asks of card c in MiB (HAMi's computeMemreq).
@@ -261,38 +278,43 @@ func cardScore(r api.HAMiRequest, c *hamiCard) float64 {
 // fitContainer is HAMi's Fit for one container: the cards tried in the
 // GPU policy's order, each checked in HAMi's order; the chosen cards are
 // counted in cards. reason is "" when it fits.
-func fitContainer(cards []*hamiCard, r api.HAMiRequest, annos map[string]string, policy string) ([]api.HAMiContainerDevice, string) {
+func fitContainer(cards []hamiCard, r api.HAMiRequest, annos map[string]string, policy string) ([]api.HAMiContainerDevice, string) {
 	if int(r.Nums) > len(cards) {
 		return nil, fmt.Sprintf("%d/%d %s", r.Nums, len(cards), HAMiNodeInsufficientDevice)
 	}
 	if r.Coresreq > 100 {
 		r.Coresreq = 100 // HAMi: "core limit can't exceed 100"
 	}
-	order := append([]*hamiCard(nil), cards...)
-	scores := make(map[*hamiCard]float64, len(order))
-	for _, c := range order {
-		scores[c] = cardScore(r, c)
+	type scored struct {
+		c     *hamiCard
+		score float64
+	}
+	order := make([]scored, len(cards))
+	for i := range cards {
+		order[i] = scored{&cards[i], cardScore(r, &cards[i])}
 	}
 	// HAMi sorts ascending for binpack and descending for spread, then
 	// walks from the end: the first tried is the fullest for binpack,
 	// the emptiest for spread. NUMA first, as HAMi.
 	binpack := policy == api.HAMiPolicyBinpack
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if a.dev.Numa != b.dev.Numa {
-			return (a.dev.Numa > b.dev.Numa) == binpack
+	slices.SortStableFunc(order, func(a, b scored) int {
+		if a.c.dev.Numa != b.c.dev.Numa {
+			if (a.c.dev.Numa > b.c.dev.Numa) == binpack {
+				return -1
+			}
+			return 1
 		}
 		if binpack {
-			return scores[a] < scores[b]
+			return cmp.Compare(a.score, b.score)
 		}
-		return scores[a] > scores[b]
+		return cmp.Compare(b.score, a.score)
 	})
 	reasons := map[string]int{}
 	var got []api.HAMiContainerDevice
 	var picked []*hamiCard
 	need := r.Nums
 	for i := len(order) - 1; i >= 0 && need > 0; i-- {
-		c := order[i]
+		c := order[i].c
 		mem := memOf(r, c)
 		if reason := checkCard(c, r, mem, annos); reason != "" {
 			reasons[reason]++
@@ -398,7 +420,7 @@ func genReason(reasons map[string]int, cards int) string {
 // nodeScore is HAMi's NodeScore over cards (the pod counted), 0..30,
 // scaled to 0..100 so that higher is better for policy: binpack (the
 // default) the fuller node, spread the emptier.
-func nodeScore(cards []*hamiCard, policy string) int64 {
+func nodeScore(cards []hamiCard, policy string) int64 {
 	var used, count, cores, totalCores, mem, totalMem int64
 	for _, c := range cards {
 		used += c.used

@@ -232,3 +232,36 @@ func TestHAMiPreBind(t *testing.T) {
 		t.Fatalf("annotations %v", a)
 	}
 }
+
+// The per-node cache of card usage follows what Filter is given: a fit
+// does not leak into the cache (the same ask fits twice on an empty
+// card), a pods list changed in place (preemption's copies) or a new
+// registration is counted anew.
+func TestHAMiUsageCache(t *testing.T) {
+	h := NewHAMi(nil)
+	ask := []string{"nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000"}
+	empty := nodeInfo(hamiNodeOf("n", 4096))
+	for i := range 2 {
+		if s := runFilter(t, h, slicePod("p", nil, ask...), empty); !s.IsSuccess() {
+			t.Fatalf("empty card, try %d: %v", i, s.Message())
+		}
+	}
+	ni := nodeInfo(hamiNodeOf("n", 4096), holding("a", card("GPU-0", 3000, 0)))
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, ask...), ni), framework.Unschedulable, "1/1 CardInsufficientMemory")
+	if !ni.RemovePod(api.Key("default", "a")) {
+		t.Fatal("pod a not on the node")
+	}
+	if s := runFilter(t, h, slicePod("p", nil, ask...), ni); !s.IsSuccess() {
+		t.Fatalf("after removing a: %v", s.Message())
+	}
+	ni.AddPod(framework.NewPodInfo(holding("b", card("GPU-0", 2000, 0))))
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, ask...), ni), framework.Unschedulable, "1/1 CardInsufficientMemory")
+	ni.SetNode(hamiNodeOf("n", 8192)) // the agent registered a bigger card
+	if s := runFilter(t, h, slicePod("p", nil, ask...), ni); !s.IsSuccess() {
+		t.Fatalf("after the new registration: %v", s.Message())
+	}
+	ni.SetNode(hamiNodeOf("n", 4096, 4096))
+	ni.Node.Annotations[api.HAMiNodeRegister] = "GPU-0,10,bad,100,T,0,true:"
+	checkStatus(t, runFilter(t, h, slicePod("p", nil, ask...), ni), framework.UnschedulableAndUnresolvable,
+		"node unregistered: hami.io/node-nvidia-register does not parse")
+}
