@@ -175,6 +175,14 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		}
 		return g.unavailable(resource, held)
 	}
+	// Before it picks GPUs: the claims' allocations read afresh, so one
+	// written before the pod was bound is never missed (Driver.Refresh).
+	dcfg.Refresh = func(ctx context.Context) error {
+		if len(devs) == 0 || g.Driver == nil {
+			return nil
+		}
+		return g.Driver.Refresh(ctx)
+	}
 	m, err := devices.New(dcfg)
 	if err == nil {
 		err = m.Start(ctx)

@@ -69,6 +69,12 @@ type Config struct {
 	// not allocatable. It is called under the manager's lock: it must not
 	// call back into the manager. nil: none.
 	Unavailable func(resource string, held []Holding) map[string]string
+	// Refresh brings what Unavailable answers up to date (agent/dra/
+	// gpudriver Driver.Refresh: a fresh read of the claims' allocations);
+	// Allocate calls it, without the manager's lock, before it picks
+	// devices for a container it has not allocated yet. An error fails
+	// that Allocate (retried with the pod). nil: nothing.
+	Refresh func(ctx context.Context) error
 }
 
 // DefaultConfig listens in DefaultDir.
@@ -547,6 +553,11 @@ func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) 
 		return cached, nil
 	}
 	m.mu.Unlock()
+	if m.cfg.Refresh != nil && len(names) > 0 {
+		if err := m.cfg.Refresh(ctx); err != nil {
+			return podworker.Allocation{}, fmt.Errorf("allocate for pod %s container %s: %w", api.KeyOf(pod), c.Name, err)
+		}
+	}
 	for _, name := range names {
 		ids, fresh, err := m.reserve(ctx, pod, c.Name, name, reqs[name])
 		if err != nil {

@@ -44,8 +44,14 @@
 //     picks GPUs. Either order, only one of the two wins a GPU. Held also
 //     lists the GPUs the scheduler allocated to claims in this pool (a
 //     claims informer), so the device plugin does not take a claim's GPU
-//     in the time between its allocation and its pod's prepare; what is
-//     left is the informer's delay (milliseconds) after an allocation.
+//     in the time between its allocation and its pod's prepare. The
+//     informer may lag: before the device manager picks GPUs for a pod it
+//     calls Refresh, one fresh list of the claims, which Held counts until
+//     the informer has caught up with it; and the scheduler binds no
+//     nvidia.com/gpu pod to a node while a gpu.nvidia.com allocation there
+//     is reserved but not yet written (controlplane/scheduler/plugins
+//     ClaimedGPUs.WaitWrites). So every allocation made before a device
+//     plugin pod was bound is seen when its GPUs are picked.
 //   - Prepare and Unprepare are idempotent per claim UID: a prepared claim
 //     is answered from the checkpoint; unpreparing an unknown claim is done.
 //   - The checkpoint survives agent restarts; a damaged one is refused
@@ -187,6 +193,15 @@ type Driver struct {
 	// held from the moment of allocation, before their pod reaches the
 	// node, so the device plugin never picks them meanwhile.
 	claims *client.Informer
+	// fresh: the allocations of the latest Refresh's list and its
+	// resourceVersion, counted by Held until the informer has caught up
+	// with that list (freshMu; never held while calling out).
+	freshMu sync.Mutex
+	fresh   map[string]string
+	freshRV int64
+	// listClaims lists every ResourceClaim from the API (nil without a
+	// Client; tests replace it).
+	listClaims func(ctx context.Context) ([]*api.ResourceClaim, string, error)
 }
 
 const checkpointVersion = 1
@@ -247,6 +262,9 @@ func New(cfg Config) (*Driver, error) {
 		d.getClaim = func(ctx context.Context, ns, name string) (*api.ResourceClaim, error) {
 			return client.Get[*api.ResourceClaim](ctx, cfg.Client, ns, name)
 		}
+		d.listClaims = func(ctx context.Context) ([]*api.ResourceClaim, string, error) {
+			return client.List[*api.ResourceClaim](ctx, cfg.Client, "", api.ListOptions{})
+		}
 	}
 	return d, nil
 }
@@ -270,7 +288,13 @@ func SliceName(node string) string { return node + "-" + DriverName }
 func (d *Driver) Held() map[string]string {
 	var allocated map[string]string
 	if d.claims != nil && d.claims.HasSynced() {
-		allocated = d.allocated()
+		allocated = d.allocated(d.claimList())
+	}
+	for uuid, claim := range d.freshAllocations() {
+		if allocated == nil {
+			allocated = map[string]string{}
+		}
+		allocated[uuid] = claim
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -283,8 +307,64 @@ func (d *Driver) Held() map[string]string {
 	return out
 }
 
+// claimList is the informer's claims.
+func (d *Driver) claimList() []*api.ResourceClaim {
+	objs := d.claims.List()
+	out := make([]*api.ResourceClaim, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*api.ResourceClaim))
+	}
+	return out
+}
+
+// Refresh reads the ResourceClaims afresh from the API (one list, a
+// quorum read) so that Held counts every allocation written before it
+// was called, however far the claims informer lags: the device manager
+// calls it before it picks GPUs for a pod (devices.Config.Refresh). The
+// list's allocations are counted until the informer has seen that
+// resourceVersion (skiff's are increasing integers), so an allocation
+// released later is not held for longer than the informer's delay.
+// Without a Client it does nothing.
+func (d *Driver) Refresh(ctx context.Context) error {
+	if d.listClaims == nil {
+		return nil
+	}
+	claims, rv, err := d.listClaims(ctx)
+	if err != nil {
+		return fmt.Errorf("list ResourceClaims: %w", err)
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return fmt.Errorf("list ResourceClaims: resourceVersion %q: %w", rv, err)
+	}
+	allocated := d.allocated(claims)
+	d.freshMu.Lock()
+	defer d.freshMu.Unlock()
+	if n >= d.freshRV {
+		d.fresh, d.freshRV = allocated, n
+	}
+	return nil
+}
+
+// freshAllocations is the latest Refresh's allocations while the
+// informer has not caught up with its list, else nil.
+func (d *Driver) freshAllocations() map[string]string {
+	d.freshMu.Lock()
+	defer d.freshMu.Unlock()
+	if d.fresh == nil {
+		return nil
+	}
+	if d.claims != nil && d.claims.HasSynced() {
+		if rv, err := strconv.ParseInt(d.claims.LastSyncResourceVersion(), 10, 64); err == nil && rv >= d.freshRV {
+			d.fresh = nil
+			return nil
+		}
+	}
+	return d.fresh
+}
+
 // allocated maps the GPUs of this pool that claims are allocated to.
-func (d *Driver) allocated() map[string]string {
+func (d *Driver) allocated(claims []*api.ResourceClaim) map[string]string {
 	gpus, err := d.cfg.Source.Devices(context.Background())
 	if err != nil {
 		return nil
@@ -294,8 +374,7 @@ func (d *Driver) allocated() map[string]string {
 		uuid[DeviceName(g)] = g.UUID
 	}
 	out := map[string]string{}
-	for _, o := range d.claims.List() {
-		c := o.(*api.ResourceClaim)
+	for _, c := range claims {
 		if c.Status.Allocation == nil {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"skiff.dev/skiff/agent/dra"
 	"skiff.dev/skiff/agent/dra/gpudriver"
@@ -17,6 +18,7 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 const node = "n1"
@@ -384,4 +386,49 @@ func TestSliceFollowsFaultsAndDevicePlugin(t *testing.T) {
 	if got := names(); !slices.Equal(got, append(slices.Clone(all), "generation 4")) {
 		t.Errorf("after repair and release: %v", got)
 	}
+}
+
+// Window (b): an allocation written before an nvidia.com/gpu pod was
+// bound, which the claims informer has not delivered yet, is held once
+// the device manager called Refresh; the fresh list stops counting once
+// the informer has caught up, so a released claim frees its GPU.
+func TestRefreshSeesAllocationsTheInformerHasNot(t *testing.T) {
+	f := setUp(t, claim("one", "u1", node, "gpu-0"))
+	var gpu0 string
+	for _, d := range f.devs {
+		if d.MinorNumber == 0 {
+			gpu0 = d.UUID
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The informer has not listed yet (it lags): the allocation is unseen.
+	if _, ok := f.d.Held()[gpu0]; ok {
+		t.Fatal("held before the informer or a refresh saw the claim")
+	}
+	if err := f.d.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if by := f.d.Held()[gpu0]; by != "claim default/one" {
+		t.Fatalf("after Refresh gpu-0 is held by %q, want claim default/one", by)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = f.d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if !f.d.WaitSynced(ctx) {
+		t.Fatal("informer did not sync")
+	}
+	o, err := f.c.Get(ctx, api.MustKindOf(&api.ResourceClaim{}), "default", "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.(*api.ResourceClaim)
+	c.Status.Allocation, c.Status.ReservedFor = nil, nil
+	if _, err := f.c.UpdateStatus(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "gpu-0 free once the informer saw the claim deallocated", func() bool {
+		_, ok := f.d.Held()[gpu0]
+		return !ok
+	})
 }

@@ -1,7 +1,9 @@
 package plugins
 
 import (
+	"context"
 	"strconv"
+	"strings"
 	"sync"
 
 	"skiff.dev/skiff/api"
@@ -39,11 +41,27 @@ const GPUDriverName = "gpu.nvidia.com"
 // (the allocator writes matchFields metadata.name In [NODE] for a node's
 // own slice), or else on the node its pool is named after (NVIDIA's pool
 // name); a claim shared by several pods counts once.
+//
+// It also orders the node's two ways to a GPU (WaitWrites): the agent's
+// device manager picks the lowest GPU no claim it can see holds, so an
+// nvidia.com/gpu pod bound to a node while a claim allocation there is
+// reserved but not yet written (its PreBind in flight) could be given the
+// claim's GPU, and the claim's pod would wait for it forever. Such a pod
+// is bound only after those writes finished (DynamicResources.PreBind),
+// and the agent reads the claims afresh before it picks (agent/dra/
+// gpudriver Driver.Refresh), so it always sees them.
 type ClaimedGPUs struct {
 	mu        sync.Mutex
 	allocated map[string]nodeGPUs // by claim UID: from the informer
 	assumed   map[string]nodeGPUs // by claim UID: reserved, not written yet
 	byNode    map[string]int64
+	// writing: by claim UID, the node of an allocation Reserve made whose
+	// PreBind has not finished writing it (beginWrite, endWrite).
+	writing map[string]string
+	// written is closed and replaced when an entry leaves writing.
+	written chan struct{}
+	// onWait, when set (tests), is called each time WaitWrites blocks.
+	onWait func()
 }
 
 type nodeGPUs struct {
@@ -53,7 +71,91 @@ type nodeGPUs struct {
 
 // NewClaimedGPUs returns an empty count.
 func NewClaimedGPUs() *ClaimedGPUs {
-	return &ClaimedGPUs{allocated: map[string]nodeGPUs{}, assumed: map[string]nodeGPUs{}, byNode: map[string]int64{}}
+	return &ClaimedGPUs{allocated: map[string]nodeGPUs{}, assumed: map[string]nodeGPUs{}, byNode: map[string]int64{},
+		writing: map[string]string{}, written: make(chan struct{})}
+}
+
+// beginWrite records that claim uid's allocation (Reserve's) is to be
+// written by a PreBind; only GPUs of gpu.nvidia.com count.
+func (c *ClaimedGPUs) beginWrite(uid string, a *api.AllocationResult) {
+	if c == nil {
+		return
+	}
+	g := apiAllocationGPUs(a)
+	if g.n == 0 || g.node == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writing[uid] = g.node
+}
+
+// endWrite records that the write of claim uid's allocation finished
+// (written, failed, or given up in Unreserve); a no-op when none is recorded.
+func (c *ClaimedGPUs) endWrite(uid string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.writing[uid]; !ok {
+		return
+	}
+	delete(c.writing, uid)
+	close(c.written)
+	c.written = make(chan struct{})
+}
+
+// WaitWrites returns once no claim allocation on node is reserved but not
+// yet written, except those own reports (the waiting pod's own claims,
+// which its own PreBind writes), or ctx's error when it ends first. No
+// polling: it wakes when a write finishes.
+func (c *ClaimedGPUs) WaitWrites(ctx context.Context, node string, own func(uid string) bool) error {
+	if c == nil {
+		return nil
+	}
+	for {
+		c.mu.Lock()
+		pending := false
+		for uid, n := range c.writing {
+			if n == node && (own == nil || !own(uid)) {
+				pending = true
+				break
+			}
+		}
+		ch, hook := c.written, c.onWait
+		c.mu.Unlock()
+		if !pending {
+			return nil
+		}
+		if hook != nil {
+			hook()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// UsesDevicePluginGPUs reports whether a container of pod asks for one of
+// NVIDIA's device plugin resources (nvidia.com/gpu, nvidia.com/mig-…):
+// GPUs of the one inventory that claims of gpu.nvidia.com also draw from.
+func UsesDevicePluginGPUs(pod *api.Pod) bool {
+	uses := func(cs []api.Container) bool {
+		for _, ct := range cs {
+			for _, l := range []api.ResourceList{ct.Resources.Limits, ct.Resources.Requests} {
+				for name := range l {
+					if strings.HasPrefix(name, "nvidia.com/") {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	return uses(pod.Spec.Containers) || uses(pod.Spec.InitContainers)
 }
 
 // OnNode returns the GPUs claims hold on node.

@@ -270,6 +270,20 @@ func (pl *DynamicResources) setAssumedGPUs(uid string, a *resourcev1.AllocationR
 	pl.gpus.setAssumed(uid, conv)
 }
 
+// beginWrite records in ClaimedGPUs that Reserve's allocation for a claim
+// is to be written (PreBind), so nvidia.com/gpu pods of its node wait.
+func (pl *DynamicResources) beginWrite(uid string, a *resourcev1.AllocationResult) {
+	if pl.gpus == nil {
+		return
+	}
+	conv, err := fromKubernetes[api.AllocationResult](a)
+	if err != nil {
+		pl.log.Error("convert AllocationResult", "claim", uid, "err", err)
+		return
+	}
+	pl.gpus.beginWrite(uid, conv)
+}
+
 func (pl *DynamicResources) classChanged(c *api.DeviceClass, deleted bool) {
 	var k *resourcev1.DeviceClass
 	if !deleted {
@@ -713,6 +727,7 @@ func (pl *DynamicResources) Reserve(ctx context.Context, state *framework.CycleS
 		results[i] = r
 		pl.setAssumedLocked(string(c.UID), &results[i])
 		pl.setAssumedGPUs(string(c.UID), &results[i])
+		pl.beginWrite(string(c.UID), &results[i])
 	}
 	s.chosen = results
 	return nil
@@ -730,6 +745,7 @@ func (pl *DynamicResources) Unreserve(_ context.Context, state *framework.CycleS
 	for _, c := range s.toAllocate {
 		pl.setAssumedLocked(string(c.UID), nil)
 		pl.gpus.setAssumed(string(c.UID), nil)
+		pl.gpus.endWrite(string(c.UID))
 	}
 	s.chosen = nil
 }
@@ -737,12 +753,37 @@ func (pl *DynamicResources) Unreserve(_ context.Context, state *framework.CycleS
 // PreBind implements framework.PreBindPlugin: for every claim, the
 // finalizer, the allocation (when Reserve made one) and the pod in
 // reservedFor, written before the pod is bound so the kubelet finds them.
-func (pl *DynamicResources) PreBind(ctx context.Context, state *framework.CycleState, pod *api.Pod, _ string) *framework.Status {
+//
+// A pod asking for nvidia.com/gpu (the device plugin) first waits, with
+// its context, until no other claim allocation of gpu.nvidia.com on its
+// node is reserved but unwritten (ClaimedGPUs.WaitWrites): bound earlier,
+// the node's device manager could hand it the GPU that claim is about to
+// get, since it cannot see the claim's allocation yet.
+func (pl *DynamicResources) PreBind(ctx context.Context, state *framework.CycleState, pod *api.Pod, nodeName string) *framework.Status {
 	d, ok := state.Read(dynamicResourcesStateKey)
-	if !ok {
+	var s *draState
+	if ok {
+		s = d.(*draState)
+	}
+	if UsesDevicePluginGPUs(pod) {
+		own := func(uid string) bool {
+			if s == nil {
+				return false
+			}
+			return slices.ContainsFunc(s.toAllocate, func(c *resourcev1.ResourceClaim) bool { return string(c.UID) == uid })
+		}
+		if err := pl.gpus.WaitWrites(ctx, nodeName, own); err != nil {
+			return framework.AsStatus(fmt.Errorf("waiting for the GPU claim allocations on node %s to be written: %w", nodeName, err))
+		}
+	}
+	if s == nil {
 		return nil
 	}
-	s := d.(*draState)
+	defer func() {
+		for _, c := range s.toAllocate {
+			pl.gpus.endWrite(string(c.UID))
+		}
+	}()
 	chosen := map[int]*api.AllocationResult{}
 	for i, idx := range s.toAllocateIndex {
 		if i < len(s.chosen) {
