@@ -230,6 +230,9 @@ func describeObject(ctx context.Context, out interface{ Write([]byte) (int, erro
 		return err
 	}
 	printEvents(w, events, now)
+	if h, ok := obj.(*api.HorizontalPodAutoscaler); ok {
+		describeHPADecisions(ctx, w, cl, h) // describe_hpa.go: skiff's own, after kubectl's
+	}
 	return w.Flush()
 }
 

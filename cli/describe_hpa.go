@@ -1,10 +1,37 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 )
+
+// hpaDecisionsShown bounds the decisions describe hpa prints.
+const hpaDecisionsShown = 10
+
+// describeHPADecisions is skiff's section after kubectl's describe hpa:
+// the controller's last decisions with their inputs, from the
+// autoscaler's trace (api/trace_hpa.go). Silent when there are none or
+// the trace cannot be read (kubectl's part stays as kubectl prints it).
+func describeHPADecisions(ctx context.Context, w *describeWriter, cl client.Interface, h *api.HorizontalPodAutoscaler) {
+	t, ok := cl.(client.ObjectTracer)
+	if !ok {
+		return
+	}
+	tr, err := t.GetObjectTrace(ctx, api.MustKindOf(h), h.Namespace, h.Name)
+	if err != nil || tr == nil {
+		return
+	}
+	if sec := api.DescribeHPADecisions(h.Name, tr.Spans, hpaDecisionsShown); sec != "" {
+		w.line(0, "\n")
+		for _, l := range strings.Split(strings.TrimRight(sec, "\n"), "\n") {
+			w.line(0, "%s\n", l)
+		}
+	}
+}
 
 // describeHPA is kubectl's describeHorizontalPodAutoscalerV2: each
 // metric's "current / target", the bounds, the behavior, the target's

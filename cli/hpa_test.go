@@ -3,6 +3,7 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -52,6 +53,38 @@ func TestAutoscaleGetDescribeHPA(t *testing.T) {
 			t.Errorf("describe lacks %q:\n%s", want, res.out)
 		}
 	}
+	if strings.Contains(res.out, "Decisions") {
+		t.Errorf("describe with no decisions recorded has skiff's section:\n%s", res.out)
+	}
+
+	// The controller's decisions (api/trace_hpa.go): skiff's section after
+	// kubectl's output (Events last), and trace hpa/NAME.
+	t1 := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	steps := []string{"current 2 (min 1, max 10)", "pods metric DCGM_FI_DEV_GPU_UTIL: pods a=90 b=90; ratio 1.286 outside tolerance (|1 - 1.286| = 0.286 > 0.1) -> 3",
+		"scaled 2 -> 3 (pods metric DCGM_FI_DEV_GPU_UTIL above target)"}
+	if err := fc.AddObjectTrace(t.Context(), api.MustKindOf(h), "gpu-demo", "nginx-demo",
+		api.NewHPADecisionSpan(t1, t1, 2, 3, steps), api.NewHPADecisionSpan(t1.Add(15*time.Second), t1.Add(15*time.Second), 3, 3, []string{"ScaleDownStabilized: held"})); err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, fc, "", "describe", "hpa", "nginx-demo", "-n", "gpu-demo")
+	ev, sec := strings.Index(res.out, "\nEvents:"), strings.Index(res.out, "\nDecisions (skiff: the last 2 syncs, oldest first; `skiff trace hpa/nginx-demo`):\n"+
+		"  2026-12-02T05:00:00Z  2 -> 3 replicas\n    current 2 (min 1, max 10)\n    pods metric DCGM_FI_DEV_GPU_UTIL: pods a=90 b=90; ratio 1.286")
+	if ev < 0 || sec < ev || !strings.HasSuffix(res.out, "  2026-12-02T05:00:15Z  3 -> 3 replicas\n    ScaleDownStabilized: held\n") {
+		t.Errorf("describe: want skiff's decisions after kubectl's Events:\n%s", res.out)
+	}
+	res = run(t, fc, "", "trace", "hpa/nginx-demo", "-n", "gpu-demo")
+	if want := "2026-12-02T05:00:00Z  2 -> 3 replicas\n  " + strings.Join(steps, "\n  ") + "\n\n2026-12-02T05:00:15Z  3 -> 3 replicas\n  ScaleDownStabilized: held\n"; res.code != 0 || res.out != want {
+		t.Errorf("trace hpa/nginx-demo: %+v\nwant:\n%s", res, want)
+	}
+	res = run(t, fc, "", "trace", "hpa", "nginx-demo", "-n", "gpu-demo", "-o", "json")
+	if res.code != 0 || !strings.Contains(res.out, `"kind": "HorizontalPodAutoscaler"`) || !strings.Contains(res.out, `"desiredReplicas": 3`) {
+		t.Errorf("trace hpa -o json: %+v", res)
+	}
+	res = run(t, fc, "", "trace", "deploy/nginx-demo", "-n", "gpu-demo")
+	if res.code != 1 || !strings.Contains(res.err, "trace takes one pod or autoscaler") {
+		t.Errorf("trace deploy: %+v", res)
+	}
+
 	res = run(t, fc, "", "autoscale", "deployment", "nginx-demo", "--max=0", "-n", "gpu-demo")
 	if res.code != 1 || !strings.Contains(res.err, "--max=MAXPODS is required and must be at least 1, max: 0") {
 		t.Errorf("--max=0: %+v", res)

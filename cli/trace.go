@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/dashboard"
 )
 
@@ -24,11 +25,15 @@ type traceCmd struct {
 func newTraceCmd(r *Root) *cobra.Command {
 	c := &traceCmd{root: r}
 	cmd := &cobra.Command{
-		Use:   "trace pod NAME | trace pod/NAME",
-		Short: "Show the timed steps that brought a pod to life",
+		Use:   "trace pod NAME | trace pod/NAME | trace hpa/NAME",
+		Short: "Show the timed steps that brought a pod to life, or an autoscaler's decisions",
 		Long: `Show the trace of a pod: each component (apiserver, scheduler, agent,
 device-manager, runtime) records the steps it took for the pod, with their
-start and duration. This is real data from the real run.`,
+start and duration. This is real data from the real run.
+
+For a HorizontalPodAutoscaler (trace hpa/NAME): the controller's last
+decisions, one per sync, with their inputs (per pod values, the ratio, the
+tolerance test, the policy or window that limited the result).`,
 		ValidArgsFunction: r.completeResourceArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.args = args
@@ -45,14 +50,17 @@ func (c *traceCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(refs) != 1 || refs[0].Kind.Kind != "Pod" || len(refs[0].Names) != 1 {
-		return errors.New("trace takes one pod: skiff trace pod NAME")
+	if len(refs) != 1 || (refs[0].Kind.Kind != "Pod" && refs[0].Kind.Kind != "HorizontalPodAutoscaler") || len(refs[0].Names) != 1 {
+		return errors.New("trace takes one pod or autoscaler: skiff trace pod NAME, skiff trace hpa NAME")
 	}
 	cl, err := c.root.Client()
 	if err != nil {
 		return err
 	}
 	name := refs[0].Names[0]
+	if refs[0].Kind.Kind == "HorizontalPodAutoscaler" {
+		return c.runHPA(ctx, cl, refs[0].Kind, name)
+	}
 	if c.output == "html" { // the chain view, one file (dashboard/chainhtml.go)
 		ch, err := dashboard.GetChain(ctx, cl, c.root.Namespace, name)
 		if err != nil {
@@ -113,6 +121,47 @@ func (c *traceCmd) Run(ctx context.Context) error {
 		// devices), as describe pod shows it.
 		if table := api.ExplainSchedulingTrace(name, tr.Spans); table != "" {
 			fmt.Fprintf(c.root.Stdout, "\nLast scheduling attempt:\n%s", table)
+		}
+	}
+	return nil
+}
+
+// runHPA prints an autoscaler's decisions: one row per sync, then its steps.
+func (c *traceCmd) runHPA(ctx context.Context, cl client.Interface, k *api.Kind, name string) error {
+	t, ok := cl.(client.ObjectTracer)
+	if !ok {
+		return errors.New("this client cannot read traces")
+	}
+	tr, err := t.GetObjectTrace(ctx, k, c.root.Namespace, name)
+	if err != nil {
+		return err
+	}
+	switch c.output {
+	case "json", "yaml":
+		data, err := json.Marshal(tr)
+		if err != nil {
+			return err
+		}
+		return printJSONAs(c.root.Stdout, data, outputFormat{Format: c.output})
+	case "":
+	default:
+		return fmt.Errorf("unsupported output format %q for trace hpa: json or yaml", c.output)
+	}
+	ds := api.HPADecisions(tr.Spans)
+	if len(ds) == 0 {
+		fmt.Fprintf(c.root.Stdout, "No decisions recorded for horizontalpodautoscaler %q yet.\n", name)
+		if ls, ok, err := serverLeader(ctx, cl); err == nil && ok {
+			fmt.Fprintf(c.root.Stdout, "Answered by %s: the leader's controller posts its decisions to its own API server; they may be on another server.\n", describeServer(ls.Self))
+		}
+		return nil
+	}
+	for i, d := range ds {
+		if i > 0 {
+			fmt.Fprintln(c.root.Stdout)
+		}
+		fmt.Fprintf(c.root.Stdout, "%s  %d -> %d replicas\n", d.Time.UTC().Format(time.RFC3339), d.CurrentReplicas, d.DesiredReplicas)
+		for _, s := range d.Steps {
+			fmt.Fprintf(c.root.Stdout, "  %s\n", s)
 		}
 	}
 	return nil

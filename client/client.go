@@ -645,6 +645,23 @@ func (c *Client) GetTrace(ctx context.Context, namespace, pod string) (*api.PodT
 	return &t, nil
 }
 
+// AddObjectTrace implements ObjectTracer: POST RESOURCE/NAME/trace.
+func (c *Client) AddObjectTrace(ctx context.Context, k *api.Kind, namespace, name string, spans ...api.TraceSpan) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	return c.call(ctx, http.MethodPost, PathFor(k, namespace, name, "trace"), nil, spans, nil)
+}
+
+// GetObjectTrace implements ObjectTracer.
+func (c *Client) GetObjectTrace(ctx context.Context, k *api.Kind, namespace, name string) (*api.PodTrace, error) {
+	var t api.PodTrace
+	if err := c.call(ctx, http.MethodGet, PathFor(k, namespace, name, "trace"), nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 func podKind() *api.Kind { return api.MustKindOf(&api.Pod{}) }
 
 // streamWatcher decodes a watch response body into Events.

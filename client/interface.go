@@ -44,6 +44,16 @@ type Interface interface {
 	GetTrace(ctx context.Context, namespace, pod string) (*api.PodTrace, error)
 }
 
+// ObjectTracer reads and appends the in-memory trace of an object that has
+// one (the trace subresource): a pod's spans, or a
+// HorizontalPodAutoscaler's last decisions, which its controller posts
+// after each sync. The API server keeps traces in memory only, never in
+// the store. Client, the API server's Local and the fake implement it.
+type ObjectTracer interface {
+	AddObjectTrace(ctx context.Context, kind *api.Kind, namespace, name string, spans ...api.TraceSpan) error
+	GetObjectTrace(ctx context.Context, kind *api.Kind, namespace, name string) (*api.PodTrace, error)
+}
+
 // Watcher is a running watch.
 type Watcher interface {
 	// Events delivers changes; it is closed when the watch ends.

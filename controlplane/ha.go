@@ -66,6 +66,10 @@ import (
 //     from one server may miss steps, or be empty, and a server restarted
 //     has none; `skiff trace` says which server answered when it finds
 //     none. Nothing of a trace is in the store or in a snapshot.
+//   - an autoscaler's decisions (`skiff trace hpa/NAME`, describe hpa's
+//     skiff section: GET/POST horizontalpodautoscalers/NAME/trace) are
+//     posted by the leader's controller to the leader's API server only,
+//     the same way; a new leader starts with none.
 //
 // What is shared, through the store:
 //   - Service cluster IPs and node ports: a Service write reserves the

@@ -438,15 +438,23 @@ func CreateSpan(pod *api.Pod, start, end time.Time) api.TraceSpan {
 // NewTrace is the PodTrace object of pod with spans (the newest
 // api.MaxTraceSpans), owned by the pod.
 func NewTrace(pod *api.Pod, spans []api.TraceSpan) *api.PodTrace {
+	return NewObjectTrace(api.MustKindOf(pod), pod, spans)
+}
+
+// NewObjectTrace is the trace object of obj (of kind k: a pod, or an
+// autoscaler whose spans are its controller's decisions) with spans (the
+// newest api.MaxTraceSpans), owned by obj.
+func NewObjectTrace(k *api.Kind, obj api.Object, spans []api.TraceSpan) *api.PodTrace {
 	t := true
+	m := obj.GetObjectMeta()
 	if len(spans) > api.MaxTraceSpans {
 		spans = slices.Clone(spans[len(spans)-api.MaxTraceSpans:])
 	}
 	return &api.PodTrace{
 		TypeMeta: api.TypeMeta{APIVersion: traceKind.APIVersion(), Kind: traceKind.Kind},
 		ObjectMeta: api.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace,
-			OwnerReferences: []api.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &t}},
+			Name: m.Name, Namespace: m.Namespace,
+			OwnerReferences: []api.OwnerReference{{APIVersion: k.APIVersion(), Kind: k.Kind, Name: m.Name, UID: m.UID, Controller: &t}},
 		},
 		Spans: spans,
 	}

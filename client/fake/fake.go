@@ -585,9 +585,7 @@ func (f *Client) FinalizeNamespace(ctx context.Context, name string) error {
 }
 
 func (f *Client) dropTrace(k *api.Kind, key string) {
-	if k.Kind == "Pod" {
-		delete(f.traces, key)
-	}
+	delete(f.traces, traceKey(k, key))
 }
 
 // Get implements client.Interface.
@@ -789,41 +787,59 @@ func (f *Client) UpdateScale(ctx context.Context, k *api.Kind, namespace, name s
 
 // AddTrace implements client.Interface; at most api.MaxTraceSpans are kept.
 func (f *Client) AddTrace(ctx context.Context, namespace, pod string, spans ...api.TraceSpan) error {
-	k := podKind
-	ns := namespaceFor(k, namespace)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: ns, Name: pod, Subresource: "trace"}); err != nil {
-		return err
-	}
-	if err := strategy.ValidateTraceSpans(pod, spans); err != nil {
-		return err
-	}
-	key := api.Key(ns, pod)
-	if _, ok := f.store(k)[key]; !ok {
-		return api.NewNotFound(k, pod)
-	}
-	t := append(f.traces[key], spans...)
-	if len(t) > api.MaxTraceSpans {
-		t = append([]api.TraceSpan(nil), t[len(t)-api.MaxTraceSpans:]...)
-	}
-	f.traces[key] = t
-	return nil
+	return f.AddObjectTrace(ctx, podKind, namespace, pod, spans...)
 }
 
 // GetTrace implements client.Interface.
 func (f *Client) GetTrace(ctx context.Context, namespace, pod string) (*api.PodTrace, error) {
-	k := podKind
+	return f.GetObjectTrace(ctx, podKind, namespace, pod)
+}
+
+// traceKey keys a pod's trace "ns/name", another kind's "resource/ns/name".
+func traceKey(k *api.Kind, key string) string {
+	if k.Kind == "Pod" {
+		return key
+	}
+	return k.Resource + "/" + key
+}
+
+// AddObjectTrace implements client.ObjectTracer (a pod's or an
+// autoscaler's trace); at most api.MaxTraceSpans are kept.
+func (f *Client) AddObjectTrace(ctx context.Context, k *api.Kind, namespace, name string, spans ...api.TraceSpan) error {
 	ns := namespaceFor(k, namespace)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin(Action{Verb: "get", Kind: k.Kind, Namespace: ns, Name: pod, Subresource: "trace"}); err != nil {
+	if err := f.begin(Action{Verb: "create", Kind: k.Kind, Namespace: ns, Name: name, Subresource: "trace"}); err != nil {
+		return err
+	}
+	if err := strategy.ValidateTraceSpans(name, spans); err != nil {
+		return err
+	}
+	key := api.Key(ns, name)
+	if _, ok := f.store(k)[key]; !ok {
+		return api.NewNotFound(k, name)
+	}
+	tk := traceKey(k, key)
+	t := append(f.traces[tk], spans...)
+	if len(t) > api.MaxTraceSpans {
+		t = append([]api.TraceSpan(nil), t[len(t)-api.MaxTraceSpans:]...)
+	}
+	f.traces[tk] = t
+	return nil
+}
+
+// GetObjectTrace implements client.ObjectTracer.
+func (f *Client) GetObjectTrace(ctx context.Context, k *api.Kind, namespace, name string) (*api.PodTrace, error) {
+	ns := namespaceFor(k, namespace)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin(Action{Verb: "get", Kind: k.Kind, Namespace: ns, Name: name, Subresource: "trace"}); err != nil {
 		return nil, err
 	}
-	key := api.Key(ns, pod)
-	p, ok := f.store(k)[key]
+	key := api.Key(ns, name)
+	o, ok := f.store(k)[key]
 	if !ok {
-		return nil, api.NewNotFound(k, pod)
+		return nil, api.NewNotFound(k, name)
 	}
-	return strategy.NewTrace(p.(*api.Pod), slices.Clone(f.traces[key])), nil
+	return strategy.NewObjectTrace(k, o, slices.Clone(f.traces[traceKey(k, key)])), nil
 }

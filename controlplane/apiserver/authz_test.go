@@ -115,6 +115,7 @@ func TestAuthorize(t *testing.T) {
 		{"node evicts its pod", res(nodeN1, "create", "", "pods", "eviction", "x", "p1"), true, ""},
 		{"node adds trace spans to its pod", res(nodeN1, "create", "", "pods", "trace", "x", "p1"), true, ""},
 		{"node cannot add trace spans to another node's pod", res(nodeN1, "create", "", "pods", "trace", "x", "p2"), false, noRel},
+		{"node cannot post an autoscaler's decisions", res(nodeN1, "create", "autoscaling", "horizontalpodautoscalers", "trace", "x", "h"), false, ""},
 		{"node cannot create pods", res(nodeN1, "create", "", "pods", "", "x", ""), false, ""},
 		{"node cannot exec in its pod", res(nodeN1, "create", "", "pods", "exec", "x", "p1"), false, ""},
 		{"node lists its pods by field selector", listPods(nodeN1, "spec.nodeName=n1"), true, ""},

@@ -123,6 +123,8 @@ func resourceList(group, version string) map[string]any {
 			sub("log", "Pod", "", "", "get")
 			sub("portforward", "PodPortForwardOptions", "", "", "create", "get")
 			sub("trace", "PodTrace", "skiff.dev", "v1", "create", "get")
+		case hpaKind: // the controller's last decisions (controllers/hpa.go)
+			sub("trace", "PodTrace", "skiff.dev", "v1", "create", "get")
 		case deploymentKind, replicaSetKind, statefulSetKind:
 			sub("scale", "Scale", "autoscaling", "v1", "get", "patch", "update")
 		case namespaceKind:

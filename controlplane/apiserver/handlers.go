@@ -431,8 +431,10 @@ func knownSub(k *api.Kind, sub string) bool {
 		return true
 	case "status":
 		return k.HasStatus
-	case "binding", "trace", "log", "exec", "attach", "portforward", "eviction", "ephemeralcontainers":
+	case "binding", "log", "exec", "attach", "portforward", "eviction", "ephemeralcontainers":
 		return k == podKind
+	case "trace":
+		return traced(k)
 	case "scale":
 		return k.HasScale
 	case "token":
@@ -555,12 +557,12 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info *reques
 }
 
 func (s *Server) serveTrace(w http.ResponseWriter, r *http.Request, info *requestInfo, body []byte) {
-	if info.kind != podKind {
+	if !traced(info.kind) {
 		writeError(w, notFoundPath())
 		return
 	}
 	if r.Method == http.MethodGet {
-		t, err := s.reg.GetTrace(r.Context(), info.namespace, info.name)
+		t, err := s.reg.GetObjectTrace(r.Context(), info.kind, info.namespace, info.name)
 		respond(w, http.StatusOK, t, err)
 		return
 	}
@@ -579,7 +581,7 @@ func (s *Server) serveTrace(w http.ResponseWriter, r *http.Request, info *reques
 		}
 		spans = t.Spans
 	}
-	t, err := s.reg.AddTrace(r.Context(), info.namespace, info.name, spans...)
+	t, err := s.reg.AddObjectTrace(r.Context(), info.kind, info.namespace, info.name, spans...)
 	respond(w, http.StatusCreated, t, err)
 }
 

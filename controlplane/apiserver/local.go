@@ -173,6 +173,24 @@ func (l *Local) AddTrace(ctx context.Context, namespace, pod string, spans ...ap
 	return err
 }
 
+// AddObjectTrace implements client.ObjectTracer: a pod's or an
+// autoscaler's trace.
+func (l *Local) AddObjectTrace(ctx context.Context, k *api.Kind, namespace, name string, spans ...api.TraceSpan) error {
+	if err := l.authorize(ctx, "create", k, namespace, name, "trace"); err != nil {
+		return err
+	}
+	_, err := l.r.AddObjectTrace(ctx, k, namespace, name, spans...)
+	return err
+}
+
+// GetObjectTrace implements client.ObjectTracer.
+func (l *Local) GetObjectTrace(ctx context.Context, k *api.Kind, namespace, name string) (*api.PodTrace, error) {
+	if err := l.authorize(ctx, "get", k, namespace, name, "trace"); err != nil {
+		return nil, err
+	}
+	return l.r.GetObjectTrace(ctx, k, namespace, name)
+}
+
 // GetTrace implements client.Interface.
 func (l *Local) GetTrace(ctx context.Context, namespace, pod string) (*api.PodTrace, error) {
 	if err := l.authorize(ctx, "get", podKind, namespace, pod, "trace"); err != nil {

@@ -25,6 +25,7 @@ var (
 	podKind         = api.MustKindOf(&api.Pod{})
 	nodeKind        = api.MustKindOf(&api.Node{})
 	traceKind       = api.MustKindOf(&api.PodTrace{})
+	hpaKind         = api.MustKindOf(&api.HorizontalPodAutoscaler{})
 	deploymentKind  = api.MustKindOf(&api.Deployment{})
 	replicaSetKind  = api.MustKindOf(&api.ReplicaSet{})
 	daemonSetKind   = api.MustKindOf(&api.DaemonSet{})
@@ -539,26 +540,48 @@ func (r *Registry) UpdateScale(ctx context.Context, k *api.Kind, namespace, name
 // AddTrace appends spans to a pod's trace, keeping the newest
 // api.MaxTraceSpans. The pod must exist.
 func (r *Registry) AddTrace(ctx context.Context, namespace, podName string, spans ...api.TraceSpan) (*api.PodTrace, error) {
-	namespace = scope(podKind, namespace)
-	if err := strategy.ValidateTraceSpans(podName, spans); err != nil {
-		return nil, err
-	}
-	obj, err := r.store.Get(ctx, podKind, namespace, podName)
-	if err != nil {
-		return nil, err
-	}
-	return r.appendTrace(ctx, obj.(*api.Pod), false, spans)
+	return r.AddObjectTrace(ctx, podKind, namespace, podName, spans...)
 }
 
 // GetTrace returns a pod's trace (empty when nothing was recorded yet).
 func (r *Registry) GetTrace(ctx context.Context, namespace, podName string) (*api.PodTrace, error) {
-	namespace = scope(podKind, namespace)
-	obj, err := r.store.Get(ctx, podKind, namespace, podName)
+	return r.GetObjectTrace(ctx, podKind, namespace, podName)
+}
+
+// traced reports whether objects of k have a trace subresource: pods (the
+// components' spans) and HorizontalPodAutoscalers (the controller's last
+// decisions, posted by the leader after each sync: controllers/hpa.go).
+func traced(k *api.Kind) bool { return k == podKind || k == hpaKind }
+
+// AddObjectTrace appends spans to the trace of a pod or an autoscaler
+// (traced), in memory (traces.go). The object must exist.
+func (r *Registry) AddObjectTrace(ctx context.Context, k *api.Kind, namespace, name string, spans ...api.TraceSpan) (*api.PodTrace, error) {
+	if !traced(k) {
+		return nil, api.NewNotFound(k, name)
+	}
+	namespace = scope(k, namespace)
+	if err := strategy.ValidateTraceSpans(name, spans); err != nil {
+		return nil, err
+	}
+	obj, err := r.store.Get(ctx, k, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	pod := obj.(*api.Pod)
-	return strategy.NewTrace(pod, r.traces.get(pod)), nil
+	return strategy.NewObjectTrace(k, obj, r.traces.append(obj, false, spans)), nil
+}
+
+// GetObjectTrace returns the trace of a pod or an autoscaler (empty when
+// nothing was recorded yet).
+func (r *Registry) GetObjectTrace(ctx context.Context, k *api.Kind, namespace, name string) (*api.PodTrace, error) {
+	if !traced(k) {
+		return nil, api.NewNotFound(k, name)
+	}
+	namespace = scope(k, namespace)
+	obj, err := r.store.Get(ctx, k, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return strategy.NewObjectTrace(k, obj, r.traces.get(obj)), nil
 }
 
 // recordCreate writes the API server's own span for a new pod. It starts a
@@ -594,13 +617,12 @@ func (r *Registry) removeIfFinalized(ctx context.Context, k *api.Kind, obj api.O
 	return out, true
 }
 
-// afterRemove cleans up what belongs to a removed object: a pod's trace.
+// afterRemove cleans up what belongs to a removed object: its trace.
 func (r *Registry) afterRemove(ctx context.Context, k *api.Kind, obj api.Object) {
-	if k != podKind {
+	if !traced(k) {
 		return
 	}
-	m := obj.GetObjectMeta()
-	r.traces.remove(m.Namespace, m.Name)
+	r.traces.remove(obj)
 }
 
 // checkNamespace: objects may only be created in an existing namespace

@@ -628,6 +628,40 @@ func TestTrace(t *testing.T) {
 	e.must(405, "DELETE", "/apis/skiff.dev/v1/namespaces/default/podtraces/p", nil)
 }
 
+// An autoscaler's trace holds its controller's decisions (api/trace_hpa.go):
+// posted and read at horizontalpodautoscalers/NAME/trace, in memory, gone
+// with the autoscaler; listed in discovery.
+func TestHPATrace(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	hp := "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+	e.must(201, "POST", hp, `{"metadata":{"name":"h"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":3}}`)
+	if tr := decode[api.PodTrace](t, e.must(200, "GET", hp+"/h/trace", nil)); len(tr.Spans) != 0 || tr.OwnerReferences[0].Kind != "HorizontalPodAutoscaler" {
+		t.Fatalf("a new autoscaler's trace: %+v", tr)
+	}
+	now := time.Now()
+	e.must(201, "POST", hp+"/h/trace", []api.TraceSpan{api.NewHPADecisionSpan(now, now, 1, 2, []string{"scaled 1 -> 2"})})
+	if err := e.local.AddObjectTrace(ctx, hpaKind, "default", "h", api.NewHPADecisionSpan(now, now, 2, 2, []string{"proposal 2 -> 2"})); err != nil {
+		t.Fatal(err)
+	}
+	ds := api.HPADecisions(decode[api.PodTrace](t, e.must(200, "GET", hp+"/h/trace", nil)).Spans)
+	if len(ds) != 2 || ds[0].CurrentReplicas != 1 || ds[0].DesiredReplicas != 2 || ds[0].Steps[0] != "scaled 1 -> 2" || ds[1].Steps[0] != "proposal 2 -> 2" {
+		t.Fatalf("decisions read back: %+v", ds)
+	}
+	status(t, e.must(404, "POST", hp+"/nope/trace", `[]`), 404, api.ReasonNotFound)
+	status(t, e.must(422, "POST", hp+"/h/trace", `[{"component":"x"}]`), 422, api.ReasonInvalid)
+	e.must(404, "GET", "/apis/apps/v1/namespaces/default/deployments/web/trace", nil)
+	if b := e.must(200, "GET", "/apis/autoscaling/v2", nil); !strings.Contains(string(b), `"name":"horizontalpodautoscalers/trace"`) {
+		t.Errorf("discovery lacks horizontalpodautoscalers/trace: %s", b)
+	}
+	// Gone with the autoscaler: a new one of that name starts empty.
+	e.must(200, "DELETE", hp+"/h", nil)
+	e.must(201, "POST", hp, `{"metadata":{"name":"h"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":3}}`)
+	if tr := decode[api.PodTrace](t, e.must(200, "GET", hp+"/h/trace", nil)); len(tr.Spans) != 0 {
+		t.Fatalf("a new autoscaler of the same name: %d spans", len(tr.Spans))
+	}
+}
+
 func TestDiscoveryAndMetrics(t *testing.T) {
 	e := newEnv(t)
 	b := e.must(200, "GET", "/api/v1", nil)

@@ -17,7 +17,10 @@ import (
 // theirs: at most MaxTracedPods pods and about MaxTraceBytes of spans,
 // the oldest trace forgotten first (the newest one is always kept).
 //
-// A trace belongs to a pod uid: a new pod with the same name starts fresh.
+// A trace belongs to an object uid: a new pod with the same name starts
+// fresh. Besides pods the book keeps the HorizontalPodAutoscaler
+// controller's last decisions (`skiff trace hpa/NAME`, describe hpa),
+// posted by the leader after each sync; those share the bounds.
 type traceBook struct {
 	mu       sync.Mutex
 	max      int
@@ -49,23 +52,24 @@ func newTraceBook(max, maxBytes int) *traceBook {
 	return &traceBook{max: max, maxBytes: maxBytes, byKey: map[string]*list.Element{}, order: list.New()}
 }
 
-// append adds spans to pod's trace (a new trace when the stored one
-// belongs to another pod of that name; with reset, spans go first: the
-// create span) and returns a copy.
-func (b *traceBook) append(pod *api.Pod, reset bool, spans []api.TraceSpan) []api.TraceSpan {
-	key := api.KeyOf(pod)
+// append adds spans to obj's trace (a new trace when the stored one
+// belongs to another object of that name; with reset, spans go first: a
+// pod's create span) and returns a copy.
+func (b *traceBook) append(obj api.Object, reset bool, spans []api.TraceSpan) []api.TraceSpan {
+	key := bookKey(obj)
+	uid := obj.GetObjectMeta().UID
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	el, ok := b.byKey[key]
 	if !ok {
-		el = b.order.PushBack(&traceEntry{key: key, uid: pod.UID})
+		el = b.order.PushBack(&traceEntry{key: key, uid: uid})
 		b.byKey[key] = el
 	}
 	e := el.Value.(*traceEntry)
 	b.bytes -= e.size
 	switch {
-	case e.uid != pod.UID:
-		e.uid, e.spans = pod.UID, nil // an older pod's, of the same name
+	case e.uid != uid:
+		e.uid, e.spans = uid, nil // an older object's, of the same name
 	case reset:
 		// The create span of this very pod, after others wrote theirs (a
 		// scheduler that bound it before the create handler got here):
@@ -99,21 +103,29 @@ func (b *traceBook) evict(keep *list.Element) {
 }
 
 // get returns a copy of pod's spans (nil when none).
-func (b *traceBook) get(pod *api.Pod) []api.TraceSpan {
+func (b *traceBook) get(pod api.Object) []api.TraceSpan {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	el, ok := b.byKey[api.KeyOf(pod)]
-	if !ok || el.Value.(*traceEntry).uid != pod.UID {
+	el, ok := b.byKey[bookKey(pod)]
+	if !ok || el.Value.(*traceEntry).uid != pod.GetObjectMeta().UID {
 		return nil
 	}
 	return slices.Clone(el.Value.(*traceEntry).spans)
 }
 
-// remove forgets the trace of a removed pod.
-func (b *traceBook) remove(namespace, name string) {
+// bookKey is "ns/name" for a pod, "resource/ns/name" for another kind.
+func bookKey(obj api.Object) string {
+	if _, ok := obj.(*api.Pod); ok {
+		return api.KeyOf(obj)
+	}
+	return api.MustKindOf(obj).Resource + "/" + api.KeyOf(obj)
+}
+
+// remove forgets the trace of a removed object.
+func (b *traceBook) remove(obj api.Object) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	key := api.Key(namespace, name)
+	key := bookKey(obj)
 	if el, ok := b.byKey[key]; ok {
 		b.order.Remove(el)
 		delete(b.byKey, key)

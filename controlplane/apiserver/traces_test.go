@@ -80,7 +80,14 @@ func TestTraceBookBounds(t *testing.T) {
 	if got := c.get(tracedPod("a", "2")); len(got) != 1 || c.bytes != spansSize(small) {
 		t.Errorf("a new uid: spans %v, bytes %d, want %d", got, c.bytes, spansSize(small))
 	}
-	c.remove("default", "a")
+	// An autoscaler named like a pod keeps its own trace.
+	hpa := &api.HorizontalPodAutoscaler{ObjectMeta: api.ObjectMeta{Name: "a", Namespace: "default", UID: "h1"}}
+	c.append(hpa, false, []api.TraceSpan{schedulerSpan(1)})
+	if got := c.get(tracedPod("a", "2")); len(got) != 1 || len(c.get(hpa)) != 1 || c.order.Len() != 2 {
+		t.Errorf("a pod and an autoscaler of one name: pod %d spans, autoscaler %d, entries %d", len(got), len(c.get(hpa)), c.order.Len())
+	}
+	c.remove(hpa)
+	c.remove(tracedPod("a", "2"))
 	if c.bytes != 0 || c.order.Len() != 0 {
 		t.Errorf("after remove: bytes %d, entries %d", c.bytes, c.order.Len())
 	}

@@ -41,7 +41,10 @@ import (
 //
 // Recommendations and scale events are in memory, per autoscaler, as in
 // kube-controller-manager. The last decisions, with their inputs, are kept
-// for `describe hpa` (Decisions).
+// (Decisions) and posted after each sync as a span of the autoscaler's
+// trace (api/trace_hpa.go), which the API server keeps in memory, never
+// in the store: `skiff describe hpa`, `skiff trace hpa/NAME` and the
+// dashboard read them there, as the scheduler's explanations of a pod.
 type HPAController struct {
 	client  client.Interface
 	hpas    Lister // *api.HorizontalPodAutoscaler
@@ -170,6 +173,7 @@ func (r *HPAController) Reconcile(ctx context.Context, key string) error {
 		st.decisions = st.decisions[len(st.decisions)-maxHPADecisions:]
 	}
 	r.mu.Unlock()
+	r.publish(ctx, s)
 	var statusErr error
 	if !reflect.DeepEqual(cached.Status, s.hpa.Status) {
 		if _, statusErr = r.client.UpdateStatus(ctx, s.hpa); statusErr != nil && !api.IsNotFound(statusErr) {
@@ -187,6 +191,20 @@ func (r *HPAController) Reconcile(ctx context.Context, key string) error {
 		r.log.Info("hpa sync failed", "key", key, "err", err)
 	}
 	return client.RequeueAfter(r.cfg.SyncPeriod)
+}
+
+// publish posts the decision of s to the autoscaler's trace, when the
+// client keeps traces (the API server's Local in the leader, the HTTP
+// client, the fake). A failure is logged: the decision stands.
+func (r *HPAController) publish(ctx context.Context, s *hpaSync) {
+	t, ok := r.client.(client.ObjectTracer)
+	if !ok {
+		return
+	}
+	span := api.NewHPADecisionSpan(s.now, r.calc.now(), s.hpa.Status.CurrentReplicas, s.hpa.Status.DesiredReplicas, s.trace)
+	if err := t.AddObjectTrace(ctx, hpaKind(), s.hpa.Namespace, s.hpa.Name, span); err != nil && !api.IsNotFound(err) {
+		r.log.Debug("post hpa decision", "key", s.key, "err", err)
+	}
 }
 
 // setCondition is Kubernetes' setCondition: the transition time moves only

@@ -61,6 +61,8 @@ type calcTrace struct {
 	Ratio, NewRatio float64
 	// WithinTolerance: |ratio-1| <= tolerance, so no change.
 	WithinTolerance bool
+	// Tolerance the ratio was tested against (0: not tested).
+	Tolerance float64
 	// Proposal is the replica count this metric proposes.
 	Proposal int32
 }
@@ -82,8 +84,18 @@ func (t calcTrace) String() string {
 	if t.NewRatio != 0 && t.NewRatio != t.Ratio {
 		s += fmt.Sprintf(" (%.3f with missing/not-ready pods counted)", t.NewRatio)
 	}
-	if t.WithinTolerance {
-		s += " within tolerance"
+	r := t.Ratio
+	if t.NewRatio != 0 {
+		r = t.NewRatio
+	}
+	switch {
+	case t.WithinTolerance:
+		s += fmt.Sprintf(" within tolerance (|1 - %.3f| = %.3f <= %g)", r, math.Abs(1-r), t.Tolerance)
+	case t.Tolerance > 0:
+		s += fmt.Sprintf(" outside tolerance (|1 - %.3f| = %.3f > %g)", r, math.Abs(1-r), t.Tolerance)
+		if t.NewRatio != 0 && ((t.Ratio < 1 && t.NewRatio > 1) || (t.Ratio > 1 && t.NewRatio < 1)) {
+			s += " but the direction turned: no change"
+		}
 	}
 	s += fmt.Sprintf(" -> %d", t.Proposal)
 	if b.Len() > 0 {
@@ -201,7 +213,7 @@ func metricUsageRatio(m podMetrics, target int64) (float64, int64) {
 // turns the direction or falls within the tolerance.
 func (c replicaCalc) podReplicas(current int32, pods []*api.Pod, metrics podMetrics, cpu bool,
 	ratio func(podMetrics) (float64, error), fallback func(pod string) int64) (int32, calcTrace, error) {
-	var tr calcTrace
+	tr := calcTrace{Tolerance: c.tolerance}
 	if len(pods) == 0 {
 		return 0, tr, errNoPods
 	}
@@ -361,6 +373,7 @@ func (c replicaCalc) usageRatioReplicas(current int32, ratio float64, pods []*ap
 		tr.Proposal = ceilReplicas(ratio)
 		return tr.Proposal, tr, nil
 	}
+	tr.Tolerance = c.tolerance
 	if math.Abs(1.0-ratio) <= c.tolerance {
 		tr.WithinTolerance, tr.Proposal = true, current
 		return current, tr, nil
@@ -381,7 +394,7 @@ func (c replicaCalc) usageRatioReplicas(current int32, ratio float64, pods []*ap
 func (c replicaCalc) perPodReplicas(statusReplicas int32, usage, target int64) (int32, int64, calcTrace) {
 	n := statusReplicas
 	ratio := float64(usage) / (float64(target) * float64(n))
-	tr := calcTrace{Ratio: ratio}
+	tr := calcTrace{Ratio: ratio, Tolerance: c.tolerance}
 	if math.Abs(1.0-ratio) <= c.tolerance {
 		tr.WithinTolerance = true
 	} else {

@@ -370,3 +370,77 @@ func TestHPAControllerTargetAtZero(t *testing.T) {
 		t.Errorf("events %q", e)
 	}
 }
+
+// TestHPADecisionsPostedToTrace: each sync of a controller fed a table of
+// metrics posts its decision to the autoscaler's trace (as the leader
+// does to its API server's memory: api/trace_hpa.go), and describe hpa's
+// section renders them with their inputs: the per pod values, the ratio
+// and the tolerance test, the window that held a scale down, the rescale.
+func TestHPADecisionsPostedToTrace(t *testing.T) {
+	ctx := context.Background()
+	c := fake.New(deployment(2, "gpu-load"), gpuHPA(), runningPod("web-a"), runningPod("web-b"))
+	syncs := []struct {
+		at      time.Duration
+		pods    map[string]int64
+		replica int32 // the Deployment's replicas after the sync
+		want    []string
+	}{
+		{0, map[string]int64{"web-a": 90000, "web-b": 90000}, 3, []string{
+			"2 -> 3 replicas", "current 2 (min 1, max 5)",
+			"pods web-a=90 web-b=90; ratio 1.286 outside tolerance (|1 - 1.286| = 0.286 > 0.1) -> 3",
+			"scaled 2 -> 3 (pods metric DCGM_FI_DEV_GPU_UTIL above target)"}},
+		// web-c, new, is still Pending: not ready, counted at 0 for a
+		// scale up, which then turns into a scale down: no change.
+		{15 * time.Second, map[string]int64{"web-a": 72000, "web-b": 75000}, 3, []string{
+			"3 -> 3 replicas", "pods web-a=72 web-b=75 web-c=0; ratio 1.050 (0.700 with missing/not-ready pods counted) outside tolerance (|1 - 0.700| = 0.300 > 0.1) but the direction turned: no change -> 3 (ready 2, not ready 1, missing 0, ignored 0)"}},
+		{30 * time.Second, map[string]int64{"web-a": 66000, "web-b": 68000}, 3, []string{
+			"3 -> 3 replicas", "pods web-a=66 web-b=68; ratio 0.957 within tolerance (|1 - 0.957| = 0.043 <= 0.1) -> 3 (ready 2, not ready 1, missing 0, ignored 0)"}},
+		{45 * time.Second, map[string]int64{"web-a": 0, "web-b": 0}, 3, []string{
+			"3 -> 3 replicas", "pods web-a=0 web-b=0; ratio 0.000 outside tolerance (|1 - 0.000| = 1.000 > 0.1) -> 0 (ready 2, not ready 1, missing 0, ignored 0)",
+			"ScaleDownStabilized: recent recommendations were higher than current one, applying the highest recent recommendation"}},
+	}
+	r := NewHPAController(c, fakeLister{c, hpaKind()}, fakeLister{c, podKind()}, &tableMetrics{}, nil,
+		HPAConfig{SyncPeriod: 15 * time.Second, DownscaleStabilization: time.Minute}, nil)
+	var clock time.Time
+	r.calc.now = func() time.Time { return clock }
+	for i, s := range syncs {
+		if i == 1 {
+			if _, err := c.Create(ctx, runningPod("web-c")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock = t0.Add(s.at)
+		r.metrics = &tableMetrics{pods: s.pods}
+		_ = r.Reconcile(ctx, ns+"/web")
+		if got := get[*api.Deployment](t, c, ns, "web"); *got.Spec.Replicas != s.replica {
+			t.Fatalf("sync %d: replicas %d, want %d", i, *got.Spec.Replicas, s.replica)
+		}
+	}
+	tr, err := c.GetObjectTrace(ctx, hpaKind(), ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := api.HPADecisions(tr.Spans)
+	if len(ds) != len(syncs) {
+		t.Fatalf("%d decisions in the trace, want one per sync (%d): %+v", len(ds), len(syncs), tr.Spans)
+	}
+	section := api.DescribeHPADecisions("web", tr.Spans, 10)
+	blocks := strings.Split(section, "\n  20")[1:] // one per sync, after the header
+	if !strings.HasPrefix(section, "Decisions (skiff: the last 4 syncs, oldest first; `skiff trace hpa/web`):\n") || len(blocks) != len(syncs) {
+		t.Fatalf("section:\n%s", section)
+	}
+	for i, s := range syncs {
+		if !ds[i].Time.Equal(t0.Add(s.at)) {
+			t.Errorf("decision %d at %v, want %v", i, ds[i].Time, t0.Add(s.at))
+		}
+		for _, want := range s.want {
+			if !strings.Contains(blocks[i], want) {
+				t.Errorf("sync %d: the section lacks %q:\n%s", i, want, section)
+			}
+		}
+	}
+	// Only the last n are shown.
+	if got := api.DescribeHPADecisions("web", tr.Spans, 1); strings.Contains(got, "2 -> 3 replicas") || !strings.Contains(got, "the last 1 syncs") {
+		t.Errorf("the last one only:\n%s", got)
+	}
+}

@@ -153,9 +153,11 @@ func DefaultClusterRoles() []*api.ClusterRole {
 		named("system:skiff:dashboard-user", nil,
 			urls(v("post"), "/skiff/v1/dashboard/login-codes")),
 		// skiff's own: a pod's trace (`skiff trace pod`, the dashboard's
-		// chain) for whoever may view the namespace's pods.
+		// chain) and an autoscaler's last decisions (`skiff trace hpa`,
+		// describe hpa) for whoever may view the namespace's pods and
+		// autoscalers.
 		named("system:skiff:aggregate-to-view", labelled(api.LabelAggregateToView),
-			rule(v("get"), g(core), "pods/trace")),
+			rule(v("get"), g(core), "pods/trace"), rule(v("get"), g("autoscaling"), "horizontalpodautoscalers/trace")),
 		named("system:certificates.k8s.io:kube-apiserver-client-approver", nil,
 			api.PolicyRule{Verbs: v("approve"), APIGroups: g(certG), Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}}),
 		named("system:certificates.k8s.io:kube-apiserver-client-kubelet-approver", nil,
