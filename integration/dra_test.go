@@ -287,7 +287,10 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc := strings.Replace(string(b), `nvidia-smi topo -m"]`, `nvidia-smi topo -m; `+gpuSleep+`"]`, 1)
+		// It prints a line once its TERM trap is set: deleted before
+		// that, it would sit out the 30 s grace period.
+		const trapSet = "TERM trap set"
+		doc := strings.Replace(string(b), `nvidia-smi topo -m"]`, `nvidia-smi topo -m; trap 'exit 0' TERM; echo `+trapSet+`; while true; do sleep 1; done"]`, 1)
 		if doc == string(b) {
 			t.Fatal("the example's command changed: update this test")
 		}
@@ -342,7 +345,7 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 		var out string
 		testwait.Until(t, 10*time.Second, func() (bool, string) {
 			out = draLogs(t, c, gpuNS, p.Name, "")
-			return strings.Contains(out, "\nGPU1"), out // topo -m printed its rows
+			return strings.Contains(out, "\nGPU1") && strings.Contains(out, trapSet), out // topo -m printed its rows; the trap is set
 		})
 		if strings.Count(out, "GPU-") != 2 || !strings.Contains(out, pair[0].uuid) || !strings.Contains(out, pair[1].uuid) {
 			t.Errorf("nvidia-smi -L: want exactly %s and %s:\n%s", pair[0].uuid, pair[1].uuid, out)
