@@ -231,6 +231,15 @@ func (g *gpuCluster) gpuHPAScalesOnUtilization(t *testing.T) {
 			t.Errorf("describe hpa infer: no %q:\n%s", want, desc)
 		}
 	}
+	// skiff's section after kubectl's Events: the leader's decisions, read
+	// from the API server's memory (api/trace_hpa.go), and trace hpa/NAME.
+	if ev, sec := strings.Index(desc, "\nEvents:"), strings.Index(desc, "\nDecisions (skiff: the last "); ev < 0 || sec < ev ||
+		!regexp.MustCompile(`\d -> \d replicas\n(?:    .*\n)*?    pods metric DCGM_FI_DEV_GPU_UTIL: pods (?:infer-[a-z0-9-]+=\d+ ?)+; ratio \d\.\d{3} (?:outside|within) tolerance`).MatchString(desc) {
+		t.Errorf("describe hpa infer: no decisions after the Events:\n%s", desc)
+	}
+	if out := g.cli(t, "trace", "hpa/infer"); !strings.Contains(out, "scaled 1 -> 2 (pods metric DCGM_FI_DEV_GPU_UTIL above target)") {
+		t.Errorf("trace hpa/infer:\n%s", out)
+	}
 
 	// kubernetes/examples' HPA found its metric: one pod at 10 % of a 20 target.
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
