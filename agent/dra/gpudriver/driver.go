@@ -52,6 +52,15 @@
 //     is reserved but not yet written (controlplane/scheduler/plugins
 //     ClaimedGPUs.WaitWrites). So every allocation made before a device
 //     plugin pod was bound is seen when its GPUs are picked.
+//     Not yet closed (a known liveness gap, never a double hand-out): an
+//     allocation made after a device plugin pod was bound, from a slice
+//     that still lists the GPU the device manager is about to pick for
+//     it. Prepare then refuses the claim's GPU ("held by pod … through
+//     nvidia.com/gpu") and the claim's pod waits until that pod ends.
+//     Closing it needs the two writes ordered through the API server
+//     (the agent withdraws the GPU from the slice, then re-reads the
+//     claims; the scheduler writes the allocation, then re-reads the
+//     slice and backs off when a device left it).
 //   - Prepare and Unprepare are idempotent per claim UID: a prepared claim
 //     is answered from the checkpoint; unpreparing an unknown claim is done.
 //   - The checkpoint survives agent restarts; a damaged one is refused
