@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -304,24 +303,8 @@ func milliQuantity(v float64) api.Quantity {
 // fail are left out, logged at debug level).
 func (s *Server) scrapeDCGM(ctx context.Context, nodes []string) []series {
 	var out []series
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, metricsFetchConcurrency)
-	for _, n := range nodes {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			ss, err := s.scrapeNodeDCGM(ctx, n)
-			if err != nil {
-				s.log.Debug("node left out of custom metrics", "node", n, "err", err)
-				return
-			}
-			mu.Lock()
-			out = append(out, ss...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	fromNodes(s, nodes, "custom metrics", func(n string) ([]series, error) { return s.scrapeNodeDCGM(ctx, n) },
+		func(_ string, ss []series) { out = append(out, ss...) })
 	return out
 }
 

@@ -281,6 +281,16 @@ func usage(nanoCores, workingSet uint64) api.ResourceList {
 // that fail are left out (and logged at debug level).
 func (s *Server) fetchSummaries(ctx context.Context, nodes []string) map[string]statsapi.Summary {
 	out := map[string]statsapi.Summary{}
+	fromNodes(s, nodes, "resource metrics", func(n string) (statsapi.Summary, error) { return s.fetchSummary(ctx, n) },
+		func(n string, sum statsapi.Summary) { out[n] = sum })
+	return out
+}
+
+// fromNodes calls fetch for each node, at most metricsFetchConcurrency at
+// once, and keep (one call at a time) with each answer. A node whose fetch
+// fails is left out of what, logged at debug level. The metrics APIs
+// (resource, custom) read their nodes through it.
+func fromNodes[T any](s *Server, nodes []string, what string, fetch func(node string) (T, error), keep func(node string, v T)) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, metricsFetchConcurrency)
@@ -288,18 +298,17 @@ func (s *Server) fetchSummaries(ctx context.Context, nodes []string) map[string]
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			sum, err := s.fetchSummary(ctx, n)
+			v, err := fetch(n)
 			if err != nil {
-				s.log.Debug("node left out of resource metrics", "node", n, "err", err)
+				s.log.Debug("node left out of "+what, "node", n, "err", err)
 				return
 			}
 			mu.Lock()
-			out[n] = sum
+			keep(n, v)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return out
 }
 
 // fetchSummary asks one node's agent through the nodes/proxy path.
