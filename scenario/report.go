@@ -56,35 +56,12 @@ func (r *runner) placements(ctx context.Context, st *state) ([]Placement, error)
 			if err != nil {
 				return nil, fmt.Errorf("trace of pod %s: %w", pl.Pod, err)
 			}
-			spans := lastCompleted(tr.Spans)
-			pl.Reasons = reasons(spans)
-			pl.Explain = api.ExplainSchedulingTrace(p.Name, spans)
+			pl.Reasons = reasons(tr.Spans)
+			pl.Explain = api.ExplainSchedulingTrace(p.Name, tr.Spans)
 		}
 		out = append(out, pl)
 	}
 	return out, nil
-}
-
-// lastCompleted cuts spans after the last attempt that came to a filter
-// result: the step settled on that attempt (settle.go, untraced), and an
-// unschedulable pod may be tried again meanwhile (an event moved it back
-// to the active queue), whose queue span would otherwise hide it.
-func lastCompleted(spans []api.TraceSpan) []api.TraceSpan {
-	last := -1
-	for i, s := range spans {
-		if s.Component == "scheduler" && s.Step == "filter" {
-			last = i
-		}
-	}
-	if last < 0 {
-		return spans
-	}
-	for i := last + 1; i < len(spans); i++ {
-		if spans[i].Component == "scheduler" && spans[i].Step == "queue" {
-			return spans[:i]
-		}
-	}
-	return spans
 }
 
 // reasons renders the last attempt's filter and score per node, one line

@@ -8,6 +8,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -163,10 +164,7 @@ func (r *runner) unsettled(st *state) string {
 	if sched == nil {
 		return "the scheduler is not running"
 	}
-	profiles := map[string]bool{}
-	for _, p := range sched.Config().Profiles {
-		profiles[p.SchedulerName] = true
-	}
+	profiles := profileNames(sched.Config())
 	for _, p := range st.pods {
 		key := api.KeyOf(p)
 		terminal := p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
@@ -199,6 +197,10 @@ func (r *runner) unsettled(st *state) string {
 // trace yet ("" none): the scheduler writes the trace after it binds a
 // pod or puts it aside, and the placements print the reasons from it.
 func (r *runner) untraced(ctx context.Context, st *state) (string, error) {
+	var profiles map[string]bool
+	if sched := r.sc.cp.Scheduler(); sched != nil {
+		profiles = profileNames(sched.Config())
+	}
 	for _, p := range st.pods {
 		var sig string
 		switch {
@@ -208,6 +210,11 @@ func (r *runner) untraced(ctx context.Context, st *state) (string, error) {
 			sig = "bound to " + p.Spec.NodeName
 		default:
 			c := podScheduled(p)
+			if c == nil && profiles[schedulerName(p)] {
+				// In the unschedulable queue (unsettled checked) before
+				// the scheduler's status write reached the API.
+				return "pod " + api.KeyOf(p) + ": the scheduler has not written its PodScheduled condition yet", nil
+			}
 			if c == nil || c.Status != api.ConditionFalse {
 				continue // never tried: no profile has its schedulerName
 			}
@@ -259,6 +266,15 @@ func podScheduled(p *api.Pod) *api.PodCondition {
 		}
 	}
 	return nil
+}
+
+// profileNames is the set of the configuration's schedulerNames.
+func profileNames(cfg *config.Config) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range cfg.Profiles {
+		out[p.SchedulerName] = true
+	}
+	return out
 }
 
 func schedulerName(p *api.Pod) string {
