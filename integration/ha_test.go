@@ -230,11 +230,15 @@ func churnPod(ns, name string) *api.Pod {
 // server dying under a request) is not an acknowledgement: that write may
 // or may not have landed.
 type churn struct {
-	mu       sync.Mutex
-	created  []string // acknowledged creates, oldest first
-	deleted  map[string]bool
-	replicas int32 // last acknowledged scale
-	errors   int
+	mu      sync.Mutex
+	created []string // acknowledged creates, oldest first
+	deleted map[string]bool
+	// unsure: deletes sent whose answer never came (the churn stopped or
+	// a server died mid-request): the pod may or may not be gone.
+	unsure      map[string]bool
+	replicas    int32 // last acknowledged scale
+	scaleUnsure bool  // a later scale was sent and its answer lost
+	errors      int
 }
 
 func (ch *churn) run(ctx context.Context, c *client.Client, ns, deploy string) {
@@ -271,22 +275,28 @@ func (ch *churn) run(ctx context.Context, c *client.Client, ns, deploy string) {
 		}
 		ch.mu.Unlock()
 		if live > 6 {
-			if err := c.Delete(ctx, podKind, ns, oldest, api.DeleteOptions{}); err == nil || api.IsNotFound(err) {
-				ch.mu.Lock()
+			err := c.Delete(ctx, podKind, ns, oldest, api.DeleteOptions{})
+			ch.mu.Lock()
+			if err == nil || api.IsNotFound(err) {
 				ch.deleted[oldest] = true
-				ch.mu.Unlock()
+			} else {
+				ch.unsure[oldest] = true
 			}
+			ch.mu.Unlock()
 		}
 		if i%5 == 0 {
 			want := int32(2 + (i/5)%5) // 2..6
 			s, err := c.GetScale(ctx, depKind, ns, deploy)
 			if err == nil {
 				s.Spec.Replicas = want
-				if _, err = c.UpdateScale(ctx, depKind, ns, deploy, s); err == nil {
-					ch.mu.Lock()
-					ch.replicas = want
-					ch.mu.Unlock()
+				_, err = c.UpdateScale(ctx, depKind, ns, deploy, s)
+				ch.mu.Lock()
+				if err == nil {
+					ch.replicas, ch.scaleUnsure = want, false
+				} else {
+					ch.scaleUnsure = true
 				}
+				ch.mu.Unlock()
 			}
 		}
 	}
@@ -386,7 +396,7 @@ func TestHAKillLeader(t *testing.T) {
 	if _, err := h.c.Create(ctx, deployment(ns, "web", 3, api.Container{Name: "web", Image: "nginx:1.27"})); err != nil {
 		t.Fatal(err)
 	}
-	ch := &churn{deleted: map[string]bool{}, replicas: 3}
+	ch := &churn{deleted: map[string]bool{}, unsure: map[string]bool{}, replicas: 3}
 	cctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { ch.run(cctx, h.c, ns, "web") })
@@ -430,16 +440,26 @@ func TestHAKillLeader(t *testing.T) {
 			switch {
 			case ch.deleted[n] && ok && p.DeletionTimestamp == nil:
 				t.Fatalf("pod %s: deleted (acknowledged) but still there", n)
+			case !ch.deleted[n] && ch.unsure[n] && (!ok || p.DeletionTimestamp != nil):
+				// Its delete was sent, the answer lost: gone is right too.
 			case !ch.deleted[n] && !ok:
 				t.Fatalf("pod %s: created (acknowledged) but lost", n)
 			case !ch.deleted[n] && p.Status.Phase != api.PodRunning:
 				return false, fmt.Sprintf("pod %s is %s", n, p.Status.Phase)
 			}
 		}
+		want := ch.replicas
+		if ch.scaleUnsure { // the last scale's answer was lost: the server's word
+			d, err := client.Get[*api.Deployment](ctx, h.c, ns, "web")
+			if err != nil {
+				return false, err.Error()
+			}
+			want = *d.Spec.Replicas
+		}
 		web := listPods(t, h.c, ns, "app=web")
 		live := slices.DeleteFunc(web, func(p *api.Pod) bool { return p.DeletionTimestamp != nil })
-		if int32(len(live)) != ch.replicas || int32(runningPods(live)) != ch.replicas {
-			return false, fmt.Sprintf("deployment: want %d running pods, have %s", ch.replicas, podSummary(live))
+		if int32(len(live)) != want || int32(runningPods(live)) != want {
+			return false, fmt.Sprintf("deployment: want %d running pods, have %s", want, podSummary(live))
 		}
 		return true, ""
 	})
