@@ -97,10 +97,23 @@ func (r *Registry) UpdateApproval(ctx context.Context, in *api.CertificateSignin
 			}
 		}
 		changed := false
+		now := api.Now()
 		for _, cond := range in.Status.Conditions {
 			if cond.Type == api.CertificateApproved || cond.Type == api.CertificateDenied {
-				next.Status.Conditions = append(next.Status.Conditions, cond)
 				old := api.CSRCondition(c, cond.Type)
+				// As Kubernetes' strategy: a condition without times gets
+				// now, its transition time kept where it did not change
+				// (the CSR cleaner counts from them).
+				if cond.LastUpdateTime.IsZero() {
+					cond.LastUpdateTime = now
+				}
+				if cond.LastTransitionTime.IsZero() {
+					cond.LastTransitionTime = now
+					if old != nil && old.Status == cond.Status && !old.LastTransitionTime.IsZero() {
+						cond.LastTransitionTime = old.LastTransitionTime
+					}
+				}
+				next.Status.Conditions = append(next.Status.Conditions, cond)
 				changed = changed || old == nil || old.Status != cond.Status
 			}
 		}

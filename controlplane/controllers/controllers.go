@@ -267,6 +267,12 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 		csLoop := newLoop(csrSigningControllerName, csc, csrs.Keys)
 		csrs.AddHandler(csLoop.Handler())
 	}
+	// CSR cleaner (csrcleaner.go): a request issued, denied or failed an
+	// hour ago, or pending a day, is deleted.
+	csrs := m.informer(c, csrKind(), log)
+	ccc := NewCSRCleanerController(c, csrs, log)
+	ccLoop := newLoop(csrCleanerControllerName, ccc, csrs.Keys)
+	csrs.AddHandler(ccLoop.Handler())
 
 	// ResourceQuota controller (resourcequota.go): a quota changed, or an
 	// object of a kind with a cache here came, went or changed its usage.

@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"skiff.dev/skiff/api"
@@ -9,10 +10,10 @@ import (
 
 // room is an index of a lab room: the default roles (aggregated as the
 // controller would), and n students, each bound to edit in their own
-// namespace.
-func room(tb testing.TB, n int) *Index {
+// namespace; extra ClusterRoles join the defaults before aggregation.
+func room(tb testing.TB, n int, extra ...*api.ClusterRole) *Index {
 	tb.Helper()
-	roles := DefaultClusterRoles()
+	roles := append(DefaultClusterRoles(), extra...)
 	for range 3 { // view → edit → admin
 		for _, r := range roles {
 			if rules, ok, err := AggregatedRules(r, roles); err != nil {
@@ -106,6 +107,42 @@ func TestDefaultsInTheRoom(t *testing.T) {
 		{Attributes{User: s, ResourceRequest: true, Verb: "create", Resource: "pods", Namespace: "student-8"}, false},
 		{Attributes{User: s, ResourceRequest: true, Verb: "update", Resource: "pods", Subresource: "status", Namespace: "student-7"}, false},
 		{Attributes{User: s, Verb: "get", Path: "/apis/apps/v1"}, true},
+		// As Kubernetes: edit adds no ephemeral containers (kubectl debug).
+		{Attributes{User: s, ResourceRequest: true, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers", Namespace: "student-7"}, false},
+	} {
+		if ok, reason := ix.Authorize(tc.a); ok != tc.allow {
+			t.Errorf("%+v: %v %q, want %v", tc.a, ok, reason, tc.allow)
+		}
+	}
+}
+
+// examples/rbac/debug-for-edit.yaml, as a teacher applies it, gives edit
+// (so each student in their own namespace) kubectl debug, and nothing else.
+func TestDebugForEditExample(t *testing.T) {
+	data, err := os.ReadFile("../../../examples/rbac/debug-for-edit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := api.DecodeStream(data)
+	if len(docs) != 1 || docs[0].Err != nil {
+		t.Fatalf("decode: %+v", docs)
+	}
+	role, ok := docs[0].Object.(*api.ClusterRole)
+	if !ok {
+		t.Fatalf("decoded %T, want a ClusterRole", docs[0].Object)
+	}
+	ix := room(t, 2, role)
+	s := User{Name: "student-1", Groups: []string{"system:authenticated"}}
+	debug := func(ns string) Attributes {
+		return Attributes{User: s, ResourceRequest: true, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers", Namespace: ns}
+	}
+	for _, tc := range []struct {
+		a     Attributes
+		allow bool
+	}{
+		{debug("student-1"), true},
+		{debug("student-0"), false},
+		{Attributes{User: s, ResourceRequest: true, Verb: "update", Resource: "pods", Subresource: "status", Namespace: "student-1"}, false},
 	} {
 		if ok, reason := ix.Authorize(tc.a); ok != tc.allow {
 			t.Errorf("%+v: %v %q, want %v", tc.a, ok, reason, tc.allow)
