@@ -532,8 +532,15 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	}
 	printResources(w, 0, "Capacity", n.Status.Capacity)
 	printResources(w, 0, "Allocatable", n.Status.Allocatable)
-	describeNodeGPUs(w, n)       // print_gpus.go
-	describeNodeGPUDevices(w, n) // each GPU split into its devices
+	pods, _, err := client.List[*api.Pod](ctx, cl, "", api.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+	var running []*api.Pod
+	for _, p := range pods {
+		if p.Spec.NodeName == n.Name && p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed {
+			running = append(running, p)
+		}
+	}
+	describeNodeGPUs(w, n)                // print_gpus.go
+	describeNodeGPUDevices(w, n, running) // each GPU split into its devices (a HAMi node's slices and their pods)
 	info := n.Status.NodeInfo
 	w.line(0, "System Info:\n")
 	w.line(1, "Machine ID:\t%s\n", info.MachineID)
@@ -546,15 +553,8 @@ func describeNode(ctx context.Context, w *describeWriter, cl client.Interface, n
 	if n.Spec.PodCIDR != "" {
 		w.line(0, "PodCIDR:\t%s\n", n.Spec.PodCIDR)
 	}
-	pods, _, err := client.List[*api.Pod](ctx, cl, "", api.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
 	if err != nil {
 		return
-	}
-	var running []*api.Pod
-	for _, p := range pods {
-		if p.Spec.NodeName == n.Name && p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed {
-			running = append(running, p)
-		}
 	}
 	w.line(0, "Non-terminated Pods:\t(%d in total)\n", len(running))
 	w.line(1, "Namespace\tName\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAge\n")

@@ -68,6 +68,12 @@ func TestHAMiSlicesScheduled(t *testing.T) {
 	if want := "0/1 nodes are available: 1 2/2 CardInsufficientMemory."; res.Message != want {
 		t.Fatalf("message %q, want %q", res.Message, want)
 	}
+	// What describe pod shows (the trace's explanation): per GPU, used +
+	// asked against the total.
+	if ex := Explain(res); !strings.Contains(ex, "Why HAMi rejected node t4:") ||
+		!strings.Contains(ex, "GPU 0 (GPU-0): CardInsufficientMemory: memory 3000 used + 3000 asked > 4096 MiB; cores 30 used + 30 asked of 100%; slices 1 used + 1 of 10") {
+		t.Fatalf("explanation:\n%s", ex)
+	}
 
 	g := newFixture(t, defaultConfig(noPreemption), gpuNode("plain", 8), gpuPod("p", 1, slice(3000, 30)))
 	if res := g.step(); res == nil || !strings.Contains(res.Message, "Insufficient nvidia.com/gpumem") {

@@ -177,7 +177,7 @@ func (h *HAMi) Filter(_ context.Context, state *framework.CycleState, pod *api.P
 		}
 		got, reason := fitContainer(cards, r, st.annos, st.gpuPolicy)
 		if reason != "" {
-			return framework.NewStatus(framework.Unschedulable, reason)
+			return framework.NewStatus(framework.Unschedulable, reason).WithDetails(explainCards(cards, r, st.annos, pod, i)...)
 		}
 		pd[i] = got
 	}
@@ -209,7 +209,8 @@ func (h *HAMi) usage(ni *framework.NodeInfo) ([]hamiCard, error) {
 }
 
 // countHAMi is a new cache entry for a node: its registration (parsed
-// again only when it changed from old's) and what pods hold on its cards.
+// again only when it changed from old's) and what pods hold on its cards
+// (api.HAMiUsage).
 func countHAMi(old *hamiNodeCache, raw string, pods []*framework.PodInfo) *hamiNodeCache {
 	e := &hamiNodeCache{raw: raw, pods: slices.Clone(pods)}
 	if old != nil && old.raw == raw {
@@ -217,39 +218,33 @@ func countHAMi(old *hamiNodeCache, raw string, pods []*framework.PodInfo) *hamiN
 	} else if devs, err := api.DecodeHAMiNodeDevices(raw); err == nil {
 		e.devs = devs
 	}
-	e.usage = make([]hamiCard, len(e.devs))
-	byID := make(map[string]int, len(e.devs))
-	for i := range e.devs {
-		e.usage[i].dev = &e.devs[i]
-		byID[e.devs[i].ID] = i
-	}
-	for _, pi := range pods {
-		for _, ctr := range PodHAMiDevices(pi.Pod) {
-			for _, d := range ctr {
-				if i, ok := byID[d.UUID]; ok {
-					c := &e.usage[i]
-					c.used++
-					c.usedMem += int64(d.Usedmem)
-					c.usedCores += int64(d.Usedcores)
-				}
+	usage := api.HAMiUsage(e.devs, func(yield func(*api.Pod) bool) {
+		for _, pi := range pods {
+			if !yield(pi.Pod) {
+				return
 			}
 		}
+	}, false)
+	e.usage = make([]hamiCard, len(e.devs))
+	for i, u := range usage {
+		e.usage[i] = hamiCard{dev: &e.devs[i], used: u.Used, usedMem: u.UsedMem, usedCores: u.UsedCores}
 	}
 	return e
 }
 
-// PodHAMiDevices is what a pod holds by HAMi's decision (allocated, else
-// to allocate); nil for none or one that does not parse.
-func PodHAMiDevices(p *api.Pod) api.HAMiPodDevices {
-	s, ok := p.Annotations[api.HAMiDevicesAllocated]
-	if !ok {
-		s = p.Annotations[api.HAMiDevicesToAllocate]
+// explainCards is, beyond HAMi's counted reasons, each card's: its own
+// reason, what is used, what container i of pod asks and the total
+// (api.HAMiCardWhy), as `describe pod` shows them under the node.
+func explainCards(cards []hamiCard, r api.HAMiRequest, annos map[string]string, pod *api.Pod, i int) []string {
+	r.Coresreq = min(r.Coresreq, 100)
+	out := []string{fmt.Sprintf("container %s asks %d card(s)", pod.Spec.Containers[i].Name, r.Nums)}
+	for ci := range cards {
+		c := &cards[ci]
+		mem := memOf(r, c)
+		u := api.HAMiCardUsage{Device: *c.dev, Used: c.used, UsedMem: c.usedMem, UsedCores: c.usedCores}
+		out = append(out, api.HAMiCardWhy(ci, u, checkCard(c, r, mem, annos), mem, int64(r.Coresreq)))
 	}
-	pd, err := api.DecodeHAMiPodDevices(s)
-	if err != nil {
-		return nil
-	}
-	return pd
+	return out
 }
 
 // memOf is what r asks of card c in MiB (HAMi's computeMemreq).
@@ -529,7 +524,7 @@ func (*HAMi) EventsToRegister(context.Context) []framework.ClusterEventWithHint 
 	return []framework.ClusterEventWithHint{
 		ev(framework.AssignedPod, framework.Delete, func(_ *api.Pod, o, _ any) framework.QueueingHint {
 			gone := asPod(o)
-			return hint(gone == nil || PodHAMiDevices(gone) != nil)
+			return hint(gone == nil || api.PodHAMiDevices(gone) != nil)
 		}),
 		ev(framework.Node, framework.Add|framework.UpdateNodeAnnotation, func(_ *api.Pod, _, n any) framework.QueueingHint {
 			return hint(hamiNode(asNode(n)))

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"skiff.dev/skiff/api"
@@ -264,4 +265,22 @@ func TestHAMiUsageCache(t *testing.T) {
 	ni.Node.Annotations[api.HAMiNodeRegister] = "GPU-0,10,bad,100,T,0,true:"
 	checkStatus(t, runFilter(t, h, slicePod("p", nil, ask...), ni), framework.UnschedulableAndUnresolvable,
 		"node unregistered: hami.io/node-nvidia-register does not parse")
+}
+
+// Beyond HAMi's counted reasons, a node that cannot take the pod says per
+// GPU why: its reason, what is used, what is asked, the total. The
+// reasons (FailedScheduling's words) stay HAMi's.
+func TestHAMiFilterDetails(t *testing.T) {
+	h := NewHAMi(nil)
+	ni := nodeInfo(hamiNodeOf("n", 4096, 4096), holding("a", card("GPU-0", 2000, 10)), holding("b", card("GPU-1", 1000, 90)))
+	s := runFilter(t, h, slicePod("p", nil, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "20"), ni)
+	checkStatus(t, s, framework.Unschedulable, "1/2 CardInsufficientCore, 1/2 CardInsufficientMemory")
+	want := []string{
+		"container c asks 1 card(s)",
+		"GPU 0 (GPU-0): CardInsufficientMemory: memory 2000 used + 3000 asked > 4096 MiB; cores 10 used + 20 asked of 100%; slices 1 used + 1 of 10",
+		"GPU 1 (GPU-1): CardInsufficientCore: memory 1000 used + 3000 asked of 4096 MiB; cores 90 used + 20 asked > 100%; slices 1 used + 1 of 10",
+	}
+	if !slices.Equal(s.Details(), want) {
+		t.Errorf("details:\n%q\nwant\n%q", s.Details(), want)
+	}
 }
