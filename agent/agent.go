@@ -201,7 +201,7 @@ func New(cfg Config, c client.Interface, rt runtime.Runtime) (*Agent, error) {
 	a.worker = podworker.New(podworker.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, Client: c, Runtime: rt, Recorder: a.rec, Simulated: cfg.Simulated,
 		Network: cfg.Network, Devices: cfg.Devices, Claims: claims,
-		VolumeDir: volumeDir(cfg.DataDir), SeccompDir: seccompDir(cfg.DataDir),
+		VolumeDir: volumeDir(cfg.DataDir), SeccompDir: seccompDir(cfg.DataDir), RootDir: cfg.DataDir,
 		BaseBackoff: cfg.BaseBackoff, MaxBackoff: cfg.MaxBackoff, Log: lg,
 		Enqueue: func(ns, name string) { a.loop.Enqueue(api.Key(ns, name)) },
 	})

@@ -44,6 +44,9 @@ type GPUConfig struct {
 	DataDir string
 	// PluginDir overrides DataDir/device-plugins.
 	PluginDir string
+	// DevicePlugin is DevicePluginBuiltin ("" too) or
+	// DevicePluginExternal (the --device-plugin flag).
+	DevicePlugin string
 	// Client is the node's API client, for DRA: the GPU driver publishes
 	// the node's ResourceSlice and reads claims with it, and the DRA
 	// manager reads the pods' claims. nil: no DRA on this node.
@@ -57,6 +60,35 @@ type GPUConfig struct {
 	Labels map[string]string
 	// Log, or discard.
 	Log *slog.Logger
+}
+
+// Values of GPUConfig.DevicePlugin, the agent's --device-plugin flag.
+const (
+	// DevicePluginBuiltin: the agent runs skiff's GPU device plugins
+	// (agent/devices/gpuplugin, under the sharing config in force) in its
+	// own process; they register through kubelet.sock like any plugin.
+	DevicePluginBuiltin = "builtin"
+	// DevicePluginExternal: the agent runs none. The device manager
+	// listens as always and the node's nvidia.com/gpu comes from whatever
+	// plugin registers through kubelet.sock, as on a kubelet: `skiff
+	// device-plugin` in a DaemonSet pod
+	// (examples/workloads/skiff-device-plugin-daemonset.yaml), whose
+	// hostPath /var/lib/kubelet/device-plugins is this node's
+	// DATA-DIR/device-plugins (podworker.NodePath). The capacity is there
+	// while that plugin is, and drops to 0 when it ends. The GPUs' CDI
+	// spec, labels, topology, DRA driver and meter stay the agent's; the
+	// sharing and MIG configs (the ConfigMap) are the external plugin's
+	// to follow, and this node does not.
+	DevicePluginExternal = "external"
+)
+
+// ValidateDevicePlugin checks a --device-plugin value.
+func ValidateDevicePlugin(v string) error {
+	switch v {
+	case "", DevicePluginBuiltin, DevicePluginExternal:
+		return nil
+	}
+	return fmt.Errorf("--device-plugin %q: want %s (the agent runs skiff's GPU device plugin) or %s (a device plugin pod registers through kubelet.sock)", v, DevicePluginBuiltin, DevicePluginExternal)
 }
 
 // GPUs is a node's GPU stack: the Source, the device manager (the kubelet
@@ -110,10 +142,14 @@ type GPUs struct {
 }
 
 // SetUpGPUs opens the GPUs of --gpus, writes the CDI spec of simulated
-// ones, starts the device manager and, when there are GPUs, the built-in
-// plugin. Without GPUs nothing but the manager runs (external plugins can
-// still register). Close stops everything.
+// ones, starts the device manager and, when there are GPUs and
+// cfg.DevicePlugin is not DevicePluginExternal, the built-in plugin.
+// Without GPUs nothing but the manager runs (external plugins can still
+// register). Close stops everything.
 func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
+	if err := ValidateDevicePlugin(cfg.DevicePlugin); err != nil {
+		return nil, err
+	}
 	lg := cfg.Log
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -209,6 +245,11 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 	if err := g.startMeter(); err != nil {
 		g.Close()
 		return nil, err
+	}
+	if cfg.DevicePlugin == DevicePluginExternal {
+		g.Message += fmt.Sprintf("\nbuilt-in GPU device plugin off (--device-plugin=%s): nvidia.com/gpu comes from a device plugin registering at %s "+
+			"(a pod's hostPath /var/lib/kubelet/device-plugins is that directory)", DevicePluginExternal, m.SocketPath())
+		return g, nil
 	}
 	if err := g.startPlugins(ctx, dcfg.Dir, lg); err != nil {
 		g.Close()

@@ -164,6 +164,7 @@ func validateVolumeSource(v *Volume, vp string) FieldErrors {
 			if v.HostPath.Path == "" {
 				errs = append(errs, Required(vp+".hostPath.path", ""))
 			}
+			errs = append(errs, noBacksteps(v.HostPath.Path, vp+".hostPath.path")...)
 			if t := v.HostPath.Type; t != nil {
 				switch *t {
 				case "", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice":

@@ -63,6 +63,7 @@ its data dir (pki/); a restarted agent reuses them.`,
 	fl.DurationVar(&c.JoinTimeout, "join-timeout", c.JoinTimeout, "how long to wait for gossip to name the API server")
 	fl.StringVar(&c.GPUs, "gpus", c.GPUs, "GPUs of this node: auto (real when the NVIDIA driver loads, else none), nvml, none, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
 	fl.StringVar(&c.DevicePluginConfig, "device-plugin-config", c.DevicePluginConfig, "ConfigMap of NVIDIA device plugin configs (GPU sharing, MIG strategy): NAME in kube-system, or NAMESPACE/NAME; the node label nvidia.com/device-plugin.config picks the key, else \"default\"")
+	fl.StringVar(&c.DevicePlugin, "device-plugin", c.DevicePlugin, "GPU device plugin of this node: builtin (the agent runs skiff's) or external (none: a device plugin pod, e.g. examples/workloads/skiff-device-plugin-daemonset.yaml, registers through the hostPath /var/lib/kubelet/device-plugins and gives the node its nvidia.com/gpu)")
 	fl.StringVar(&c.Network, "network", c.Network, networkFlagHelp)
 	fl.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace of skiff's images and containers")
 	_ = cmd.MarkFlagRequired("join")

@@ -36,6 +36,9 @@ type AgentConfig struct {
 	// DevicePluginConfig is the ConfigMap of NVIDIA device plugin configs
 	// (node.Config.DevicePluginConfig).
 	DevicePluginConfig string
+	// DevicePlugin is node.Config.DevicePlugin: agent.DevicePluginBuiltin
+	// or agent.DevicePluginExternal.
+	DevicePlugin string
 	// GossipPort of this agent's member; Advertise is the address other
 	// machines reach this node at ("" = the default route's).
 	GossipPort int
@@ -61,6 +64,7 @@ func DefaultAgentConfig() AgentConfig {
 		ContainerdNamespace: nc.ContainerdNamespace,
 		GPUs:                "auto",
 		DevicePluginConfig:  api.NVIDIADevicePluginConfigMap,
+		DevicePlugin:        agent.DevicePluginBuiltin,
 		Network:             nc.Network,
 		GossipPort:          membership.DefaultPort,
 		ListenAgent:         "0.0.0.0:10250",
@@ -79,7 +83,7 @@ func (a *AgentConfig) nodeConfig() node.Config {
 	cfg.NodeIP = a.Advertise
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = a.Runtime, a.ContainerdAddress, a.ContainerdNamespace
 	cfg.GPUs, cfg.Network = a.GPUs, a.Network
-	cfg.DevicePluginConfig = a.DevicePluginConfig
+	cfg.DevicePluginConfig, cfg.DevicePlugin = a.DevicePluginConfig, a.DevicePlugin
 	cfg.Listen, cfg.Log = a.ListenAgent, a.Log
 	cfg.DCGMExporterListen = a.DCGMExporterListen
 	return cfg

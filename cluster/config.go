@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/gpu/dcgm"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/controllers"
@@ -48,6 +49,10 @@ type Config struct {
 	// GPUs of the local nodes (node.Config.GPUs), or a comma list with
 	// one value per node.
 	GPUs string
+	// DevicePlugin of the local nodes (node.Config.DevicePlugin:
+	// agent.DevicePluginBuiltin or agent.DevicePluginExternal), or a comma
+	// list with one value per node.
+	DevicePlugin string
 	// Network is the local nodes' pod network (node.NetworkAuto, ...).
 	Network string
 	// Nodes is the number of local nodes in this process.
@@ -117,11 +122,12 @@ func DefaultConfig() Config {
 		// simulates a DGX A100 so every lab works. `server` nodes are
 		// real machines of a lab: they never pretend to have GPUs unless
 		// asked (the CLI's default there is "auto").
-		GPUs:    "auto-sim",
-		Network: nc.Network,
-		Nodes:   1,
-		Etcd:    *controlplane.DefaultEtcdConfig(),
-		HPA:     ptrTo(controllers.DefaultHPAConfig()),
+		GPUs:         "auto-sim",
+		DevicePlugin: agent.DevicePluginBuiltin,
+		Network:      nc.Network,
+		Nodes:        1,
+		Etcd:         *controlplane.DefaultEtcdConfig(),
+		HPA:          ptrTo(controllers.DefaultHPAConfig()),
 		// dcgm-exporter's port, on every interface as its DaemonSet's.
 		DCGMExporterListen: fmt.Sprintf(":%d", dcgm.DefaultPort),
 	}
@@ -167,8 +173,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Nodes < 1 {
 		errs = append(errs, fmt.Errorf("--nodes %d: want at least 1", c.Nodes))
-	} else if _, err := nodeGPUSpecs(c.GPUs, c.Nodes); err != nil {
-		errs = append(errs, err)
+	} else {
+		if _, err := nodeGPUSpecs(c.GPUs, c.Nodes); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := nodeDevicePlugins(c.DevicePlugin, c.Nodes); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/devices"
@@ -20,7 +23,10 @@ type DevicePluginConfig struct {
 	// GPUs to advertise (agent/gpu.Open: auto, nvml, sim:NAME, ...).
 	GPUs string
 	// PluginDir is the device plugin directory, where the agent's
-	// kubelet.sock is.
+	// kubelet.sock is: the kubelet's /var/lib/kubelet/device-plugins by
+	// default, as NVIDIA's plugin's, which is what a DaemonSet pod mounts
+	// with a hostPath (the agent maps it to its DATA-DIR/device-plugins:
+	// podworker.NodePath).
 	PluginDir string
 	// NodeName seeds simulated GPU UUIDs (must match the agent's; "" =
 	// the hostname).
@@ -31,7 +37,7 @@ type DevicePluginConfig struct {
 
 // DefaultDevicePluginConfig returns the defaults of `skiff device-plugin`.
 func DefaultDevicePluginConfig() DevicePluginConfig {
-	return DevicePluginConfig{GPUs: "auto", PluginDir: devices.DefaultDir}
+	return DevicePluginConfig{GPUs: "auto", PluginDir: filepath.Clean(pluginapi.DevicePluginPath)}
 }
 
 // DevicePlugin serves the plugin until ctx ends.
@@ -60,6 +66,6 @@ func DevicePlugin(ctx context.Context, d DevicePluginConfig) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "serving %s on %s; registering with %s\n", gpuplugin.ResourceName, p.SocketPath(), d.PluginDir+"/"+devices.SocketName)
+	fmt.Fprintf(out, "serving %s on %s; registering with %s\n", gpuplugin.ResourceName, p.SocketPath(), filepath.Join(d.PluginDir, devices.SocketName))
 	return p.Run(ctx)
 }

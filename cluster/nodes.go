@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,31 +41,42 @@ import (
 // routes, and one service proxy (the first node's) serves the whole
 // machine: its rules are the same for every node.
 
+// perNode splits a per-node flag's comma list: one value (the same for
+// every node, repeated) or one per node.
+func perNode(flag, spec string, nodes int) (parts []string, one bool, err error) {
+	parts = strings.Split(spec, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	if len(parts) == 1 {
+		return slices.Repeat(parts, nodes), true, nil
+	}
+	if len(parts) != nodes {
+		return nil, false, fmt.Errorf("--%s %q: %d values for %d nodes (give one value for all, or one per node)", flag, spec, len(parts), nodes)
+	}
+	return parts, false, nil
+}
+
 // nodeGPUSpecs splits --gpus into one spec per node. A single value
 // applies to every node, except the machine's real GPUs (auto, nvml): they
 // can belong to one node only, the first; the others get none.
 func nodeGPUSpecs(spec string, nodes int) ([]string, error) {
-	parts := strings.Split(spec, ",")
-	for i := range parts {
-		parts[i] = strings.TrimSpace(parts[i])
+	parts, one, err := perNode("gpus", spec, nodes)
+	if err != nil {
+		return nil, err
 	}
 	real := func(s string) bool { return s == "auto" || s == "auto-sim" || s == "nvml" || s == "" }
-	if len(parts) == 1 {
-		out := make([]string, nodes)
-		for i := range out {
-			out[i] = parts[0]
-			if i > 0 && real(parts[0]) {
-				out[i] = "none"
-			}
-			if i > 0 && parts[0] == "auto-sim" {
+	if one {
+		for i := 1; i < len(parts); i++ {
+			switch {
+			case parts[0] == "auto-sim":
 				// Real GPUs (if any) on the first node, simulated on the rest.
-				out[i] = "sim:dgxa100"
+				parts[i] = "sim:dgxa100"
+			case real(parts[0]):
+				parts[i] = "none"
 			}
 		}
-		return out, nil
-	}
-	if len(parts) != nodes {
-		return nil, fmt.Errorf("--gpus %q: %d values for %d nodes (give one value for all, or one per node)", spec, len(parts), nodes)
+		return parts, nil
 	}
 	seenReal := false
 	for _, p := range parts {
@@ -73,6 +85,21 @@ func nodeGPUSpecs(spec string, nodes int) ([]string, error) {
 				return nil, fmt.Errorf("--gpus %q: the machine's real GPUs (auto, nvml) can belong to one node only", spec)
 			}
 			seenReal = true
+		}
+	}
+	return parts, nil
+}
+
+// nodeDevicePlugins splits --device-plugin into one value per node
+// (agent.DevicePluginBuiltin or agent.DevicePluginExternal).
+func nodeDevicePlugins(spec string, nodes int) ([]string, error) {
+	parts, _, err := perNode("device-plugin", spec, nodes)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		if err := agent.ValidateDevicePlugin(p); err != nil {
+			return nil, err
 		}
 	}
 	return parts, nil
@@ -110,6 +137,10 @@ func localNodeConfigs(f Config, issue func(name string, addrs []string) (pki.Nod
 	if err != nil {
 		return nil, err
 	}
+	plugins, err := nodeDevicePlugins(f.DevicePlugin, f.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	names, dirs := []string{f.baseName()}, []string{f.DataDir}
 	if f.Nodes != 1 {
 		names = localNodeNames(f.baseName(), f.Nodes)
@@ -121,7 +152,7 @@ func localNodeConfigs(f Config, issue func(name string, addrs []string) (pki.Nod
 	cfgs := make([]node.Config, len(names))
 	for i, name := range names {
 		c := node.DefaultConfig(dirs[i])
-		c.Name, c.Runtime, c.GPUs = name, f.Runtime, specs[i]
+		c.Name, c.Runtime, c.GPUs, c.DevicePlugin = name, f.Runtime, specs[i], plugins[i]
 		if fab != nil {
 			c.Labels = fab.NodeLabels(i + 1)
 		}

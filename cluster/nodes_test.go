@@ -38,6 +38,22 @@ func TestNodeGPUSpecs(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		spec, want string
+		nodes      int
+	}{
+		{"external", "external external", 2},
+		{"builtin, external", "builtin external", 2},
+		{"", " ", 2}, // the built-in one: "" is builtin
+		{"pod", `--device-plugin "pod": want builtin`, 1},
+		{"builtin,pod", `--device-plugin "pod": want builtin`, 2},
+		{"builtin,external", "2 values for 3 nodes", 3},
+	} {
+		got, err := nodeDevicePlugins(tc.spec, tc.nodes)
+		if s := strings.Join(got, " "); err == nil && s != tc.want || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("nodeDevicePlugins(%q, %d) = %q, %v; want %q", tc.spec, tc.nodes, got, err, tc.want)
+		}
+	}
 	if got := localNodeNames("lab", 3); !slices.Equal(got, []string{"lab-1", "lab-2", "lab-3"}) {
 		t.Errorf("localNodeNames = %q", got)
 	}
@@ -52,9 +68,10 @@ func TestConfigValidate(t *testing.T) {
 	if def := DefaultConfig(); def.Validate() != nil {
 		t.Fatalf("DefaultConfig: %v", def.Validate())
 	}
-	bad := Config{Runtime: "docker", Network: "flannel", Nodes: 2, GPUs: "none,none,none"}
+	bad := Config{Runtime: "docker", Network: "flannel", Nodes: 2, GPUs: "none,none,none", DevicePlugin: "builtin,builtin,external"}
 	err := bad.Validate()
-	for _, want := range []string{`--runtime "docker"`, `--network "flannel"`, "3 values for 2 nodes"} {
+	for _, want := range []string{`--runtime "docker"`, `--network "flannel"`, `--gpus "none,none,none": 3 values for 2 nodes`,
+		`--device-plugin "builtin,builtin,external": 3 values for 2 nodes`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate() = %v; want it to mention %s", err, want)
 		}
@@ -65,20 +82,21 @@ func TestConfigValidate(t *testing.T) {
 // the first runs the machine's service proxy. One node keeps the flags'
 // name and data dir.
 func TestLocalNodeConfigs(t *testing.T) {
-	f := Config{DataDir: "/d", NodeName: "lab", Runtime: "auto", Network: "auto", ContainerdAddress: "/c.sock", ContainerdNamespace: "ns", GPUs: "sim:dgxa100,none", Nodes: 2}
+	f := Config{DataDir: "/d", NodeName: "lab", Runtime: "auto", Network: "auto", ContainerdAddress: "/c.sock", ContainerdNamespace: "ns", GPUs: "sim:dgxa100,none", Nodes: 2,
+		DevicePlugin: "external, builtin"}
 	ca := pkitest.CA(t)
 	cfgs, err := localNodeConfigs(f, ca.IssueNode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type want struct{ name, dir, bridge, gpus string }
-	wants := []want{{"lab-1", "/d/nodes/lab-1", "skiff0", "sim:dgxa100"}, {"lab-2", "/d/nodes/lab-2", "skiff1", "none"}}
+	type want struct{ name, dir, bridge, gpus, plugin string }
+	wants := []want{{"lab-1", "/d/nodes/lab-1", "skiff0", "sim:dgxa100", "external"}, {"lab-2", "/d/nodes/lab-2", "skiff1", "none", "builtin"}}
 	if len(cfgs) != len(wants) {
 		t.Fatalf("%d configs, want %d", len(cfgs), len(wants))
 	}
 	for i, w := range wants {
 		c := cfgs[i]
-		if (want{c.Name, c.DataDir, c.Bridge, c.GPUs}) != w || c.NoServiceProxy != (i > 0) || c.ContainerdAddress != "/c.sock" || c.ContainerdNamespace != "ns" || c.Credentials == nil {
+		if (want{c.Name, c.DataDir, c.Bridge, c.GPUs, c.DevicePlugin}) != w || c.NoServiceProxy != (i > 0) || c.ContainerdAddress != "/c.sock" || c.ContainerdNamespace != "ns" || c.Credentials == nil {
 			t.Errorf("node %d: %+v; want %+v, service proxy on the first only", i, c, w)
 		}
 		if err := c.Validate(); err != nil {
@@ -91,7 +109,7 @@ func TestLocalNodeConfigs(t *testing.T) {
 			}
 		}
 	}
-	f.Nodes, f.GPUs = 1, "none"
+	f.Nodes, f.GPUs, f.DevicePlugin = 1, "none", "builtin"
 	cfgs, err = localNodeConfigs(f, ca.IssueNode)
 	if err != nil || len(cfgs) != 1 || cfgs[0].Name != "lab" || cfgs[0].DataDir != "/d" {
 		t.Fatalf("one node: %+v, %v; want lab in /d", cfgs, err)

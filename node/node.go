@@ -105,6 +105,11 @@ type Config struct {
 	// (sharing, MIG strategy): NAME in kube-system, or NAMESPACE/NAME; ""
 	// is kube-system/nvidia-device-plugin-config.
 	DevicePluginConfig string
+	// DevicePlugin is agent.DevicePluginBuiltin ("" too: the agent runs
+	// skiff's GPU device plugin) or agent.DevicePluginExternal (it runs
+	// none: a device plugin pod, registering through the hostPath
+	// /var/lib/kubelet/device-plugins, gives the node its nvidia.com/gpu).
+	DevicePlugin string
 	// Network is NetworkAuto, NetworkNone or NetworkCNI.
 	Network string
 	// Bridge is the CNI bridge of this node's pods (skiff0); nodes sharing
@@ -205,6 +210,9 @@ func (c Config) Validate() error {
 	if c.NetNS != nil && (len(c.NetNS.Wrap) == 0 || c.NetNS.Do == nil) {
 		errs = append(errs, errors.New("netns: both Wrap and Do are required"))
 	}
+	if err := agent.ValidateDevicePlugin(c.DevicePlugin); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -280,7 +288,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	}()
 
 	if cfg.GPUs != "" {
-		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, DevicePluginConfig: cfg.DevicePluginConfig, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Labels: cfg.Labels, Log: lg})
+		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, DevicePluginConfig: cfg.DevicePluginConfig, DevicePlugin: cfg.DevicePlugin, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Labels: cfg.Labels, Log: lg})
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 		}

@@ -39,10 +39,11 @@ func (w *Worker) claimPath(ctx context.Context, pod *api.Pod, src *api.Persisten
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
-		if err := prepareHostPath(pv.Spec.HostPath); err != nil {
+		p, err := w.prepareHostPath(pv.Spec.HostPath)
+		if err != nil {
 			return "", fmt.Errorf("volume %s: %w", pv.Name, err)
 		}
-		return pv.Spec.HostPath.Path, nil
+		return p, nil
 	case pv.Spec.Local != nil:
 		if fi, err := os.Stat(pv.Spec.Local.Path); err != nil || !fi.IsDir() {
 			return "", fmt.Errorf("volume %s: local path %q does not exist on node %s", pv.Name, pv.Spec.Local.Path, w.cfg.NodeName)

@@ -24,4 +24,20 @@
 //   - A pod with a deletionTimestamp is stopped (SIGTERM, then SIGKILL after
 //     its grace period) and then removed from the API with grace 0: the
 //     node is the one that says "gone".
+//
+// # hostPath and the kubelet's root directory
+//
+// A hostPath is the node's own path, except below /var/lib/kubelet (the
+// kubelet's --root-dir, KubeletRootDir): the agent's data directory plays
+// that part (Config.RootDir; it holds device-plugins/, pods/, seccomp/,
+// plugins_registry/ as the kubelet's root does), so /var/lib/kubelet/X is
+// DATA-DIR/X (NodePath). That is how NVIDIA's device plugin DaemonSet, or
+// skiff's own (examples/workloads/skiff-device-plugin-daemonset.yaml),
+// mounting /var/lib/kubelet/device-plugins, finds this node's kubelet.sock
+// unchanged, and why two nodes on one machine (`skiff up --nodes 2`) each
+// get their own. Who may mount a hostPath is unchanged: Pod Security's
+// admission decides on the path as written (baseline and restricted
+// refuse every hostPath; kube-system is privileged), and the API refuses
+// a path with "..", so a mapped path never climbs out of the data
+// directory.
 package podworker

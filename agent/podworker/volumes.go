@@ -66,10 +66,7 @@ func (w *Worker) prepareVolume(ctx context.Context, pod *api.Pod, v *api.Volume,
 	dir := filepath.Join(w.podDir(pod.UID), "volumes", v.Name)
 	switch {
 	case v.HostPath != nil:
-		if err := prepareHostPath(v.HostPath); err != nil {
-			return "", err
-		}
-		return v.HostPath.Path, nil
+		return w.prepareHostPath(v.HostPath)
 	case v.PersistentVolumeClaim != nil:
 		return w.claimPath(ctx, pod, v.PersistentVolumeClaim) // claims.go
 	case v.EmptyDir != nil:
@@ -141,28 +138,56 @@ func ownedFiles(pod *api.Pod, dir string, err error) error {
 	return applyFSGroup(pod, dir, true)
 }
 
-// prepareHostPath makes or checks a hostPath as its type asks.
-func prepareHostPath(h *api.HostPathVolumeSource) error {
+// KubeletRootDir is the kubelet's root directory (its --root-dir
+// default). Upstream manifests mount paths below it: NVIDIA's device
+// plugin /var/lib/kubelet/device-plugins, CSI and DRA drivers
+// /var/lib/kubelet/plugins_registry.
+const KubeletRootDir = "/var/lib/kubelet"
+
+// NodePath is where a hostPath is on a node whose counterpart of the
+// kubelet's root directory is rootDir: p itself, except that
+// /var/lib/kubelet and every path below it are taken from under rootDir
+// (/var/lib/kubelet/device-plugins is rootDir/device-plugins). A path
+// that merely starts with the same letters (/var/lib/kubelet-x) is not
+// below it. "" rootDir, or rootDir itself /var/lib/kubelet, maps nothing.
+// Who may mount a hostPath at all is Pod Security's to say (the API
+// server's admission), on the path as written; the API refuses a path
+// with ".." (api validation), so a mapped path stays under rootDir.
+func NodePath(rootDir, p string) string {
+	if rootDir == "" {
+		return p
+	}
+	rest, ok := strings.CutPrefix(p, KubeletRootDir)
+	if !ok || rest != "" && rest[0] != '/' {
+		return p
+	}
+	return filepath.Join(rootDir, rest)
+}
+
+// prepareHostPath makes or checks a hostPath as its type asks, where it
+// is on this node (NodePath), and returns that path.
+func (w *Worker) prepareHostPath(h *api.HostPathVolumeSource) (string, error) {
+	p := NodePath(w.cfg.RootDir, h.Path)
 	typ := ""
 	if h.Type != nil {
 		typ = *h.Type
 	}
 	switch typ {
 	case "DirectoryOrCreate":
-		return os.MkdirAll(h.Path, 0o755)
+		return p, os.MkdirAll(p, 0o755)
 	case "FileOrCreate":
-		f, err := os.OpenFile(h.Path, os.O_CREATE, 0o644)
+		f, err := os.OpenFile(p, os.O_CREATE, 0o644)
 		if err != nil {
-			return err
+			return "", err
 		}
-		return f.Close()
+		return p, f.Close()
 	case "":
 	default:
-		if _, err := os.Stat(h.Path); err != nil {
-			return fmt.Errorf("hostPath type check failed: %s is not a %s", h.Path, typ)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("hostPath type check failed: %s is not a %s", h.Path, typ)
 		}
 	}
-	return nil
+	return p, nil
 }
 
 // writeFiles writes keys as files (all keys, or the chosen items), each

@@ -129,6 +129,14 @@ type Config struct {
 	Claims ClaimPreparer
 	// VolumeDir holds pod volumes: VolumeDir/<pod uid>/volumes/<name>.
 	VolumeDir string
+	// RootDir is this node's counterpart of the kubelet's --root-dir
+	// (KubeletRootDir, /var/lib/kubelet): the agent's data directory,
+	// which holds what the kubelet's does (device-plugins/, pods/,
+	// seccomp/, plugins_registry/). A hostPath at or below
+	// /var/lib/kubelet is taken from under RootDir (NodePath), so a
+	// device plugin pod's hostPath /var/lib/kubelet/device-plugins
+	// reaches this node's device manager. "": hostPaths as written.
+	RootDir string
 	// SeccompDir holds the node's seccomp profiles (the kubelet's
 	// /var/lib/kubelet/seccomp): a container's seccompProfile of type
 	// Localhost names a file below it (security.go). "": none.
