@@ -35,8 +35,8 @@ node's DATA-DIR/device-plugins, or as a process beside the agent with
 come from the node name.`,
 		Example: `  skiff device-plugin --gpus sim:dgxa100 --plugin-dir ~/.skiff/data/device-plugins
   skiff device-plugin --gpus sim:dgxa100 --node-name "$NODE_NAME"   # in a pod`,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return d.Run(cmd.Context()) },
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return d.Run(cmd.Context()) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&d.cfg.GPUs, "gpus", d.cfg.GPUs, "GPUs to advertise: auto, nvml, sim:dgxa100|dgxh100|dgxh200|dgxb200|rtx4090x4, or sim:FILE.yaml")
