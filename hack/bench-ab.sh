@@ -54,6 +54,12 @@ build() {
     tags=benchdra
     echo dra >>"$dir/features"
   fi
+  # api-secure: RBAC, ResourceQuota and Pod Security admission, and the
+  # CertificateSigningRequest API (a student's certificate).
+  if [[ -f $tree/controlplane/apiserver/rbac.go && -f $tree/controlplane/apiserver/admission_quota.go &&
+    -f $tree/controlplane/apiserver/admission_podsecurity.go && -f $tree/controlplane/apiserver/certificates.go ]]; then
+    echo secure >>"$dir/features"
+  fi
   (
     cd "$tree"
     # go-nvml's C warnings are noise: show the log only when a build fails.

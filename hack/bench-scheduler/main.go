@@ -1,8 +1,8 @@
 // Command bench-scheduler measures the scheduler the way Kubernetes'
 // scheduler_perf does: the real control plane in process (bbolt store,
-// API server logic, controllers, scheduler), assembled as `skiff up`
-// does (cluster.StartControlPlane), N simulated nodes
-// (controlplane/simnodes through cluster.StartSimNodes, pods not run), and P pods created through the
+// API server logic, controllers, scheduler; controlplane.Start, without
+// the web dashboard `skiff up` attaches), N simulated nodes
+// (controlplane/simnodes, pods not run), and P pods created through the
 // in-process client as fast as the API takes them. Every binding goes
 // through the API's binding subresource and is committed to the store.
 //
@@ -40,7 +40,6 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
-	"skiff.dev/skiff/cluster"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/controlplane/simnodes"
 )
@@ -120,7 +119,9 @@ func run() error {
 	cfg := controlplane.DefaultConfig(dir)
 	cfg.API.Listen = "127.0.0.1:0"
 	cfg.Store.NoSync = *noSync
-	cp, err := cluster.StartControlPlane(context.Background(), cfg)
+	// controlplane.Start and simnodes, not the cluster package: hack/bench-ab.sh
+	// builds this file in older trees too (7ef9412 has no cluster package).
+	cp, err := controlplane.Start(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
@@ -130,11 +131,14 @@ func run() error {
 	scfg := simnodes.DefaultConfig()
 	scfg.Count, scfg.RunPods = *nodes, false
 	regStart := time.Now()
-	sim, err := cluster.StartSimNodes(context.Background(), scfg, c)
+	sim, err := simnodes.New(scfg, c)
 	if err != nil {
 		return err
 	}
 	defer sim.Stop()
+	if err := sim.Start(context.Background()); err != nil {
+		return err
+	}
 	if *variant == "dra" {
 		if err := setupDRA(ctx, c, sim.Names()); err != nil {
 			return err

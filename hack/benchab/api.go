@@ -27,6 +27,9 @@ type serverConfig struct {
 	Server string `json:"server"`
 	Token  string `json:"token"`
 	CAData []byte `json:"caData"`
+	// certData and keyData are a client certificate and its key, PEM (a
+	// student's, api-secure): set here, never read from the target.
+	certData, keyData []byte
 }
 
 // httpClient returns a client with a connection of its own (its own TLS
@@ -40,6 +43,13 @@ func (c serverConfig) httpClient() (*http.Client, error) {
 			return nil, errors.New("server config: caData holds no PEM certificate")
 		}
 		tr.TLSClientConfig.RootCAs = pool
+	}
+	if len(c.certData) > 0 {
+		cert, err := tls.X509KeyPair(c.certData, c.keyData)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
 	}
 	return &http.Client{Transport: tr, Timeout: time.Minute}, nil
 }
@@ -172,10 +182,19 @@ func (t *target) stop() error {
 
 // runAPI: a control plane alone (scheduler off, bbolt with fsync), and
 // apiClients clients creating apiPerClient pods each, in a row, as
-// TestBenchAPI does; over TLS where the build serves TLS (older builds
-// speak plain HTTP only).
+// TestBenchAPI does (the admin token, namespace default); over TLS where
+// the build serves TLS (older builds speak plain HTTP only).
 func runAPI(o *options, b build, profile string) (figures, error) {
-	dir, err := os.MkdirTemp(o.work, "api-"+b.label+"-")
+	return runAPIAs(o, b, profile, false)
+}
+
+// runAPIAs is runAPI, as a classroom's student when secure (secure.go).
+func runAPIAs(o *options, b build, profile string, secure bool) (figures, error) {
+	name := "api-"
+	if secure {
+		name = "api-secure-"
+	}
+	dir, err := os.MkdirTemp(o.work, name+b.label+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -185,9 +204,15 @@ func runAPI(o *options, b build, profile string) (figures, error) {
 		return nil, err
 	}
 	defer t.stop()
+	cfg, ns := t.cfg, "default"
+	if secure {
+		if cfg, ns, err = secureSetup(o, t.cfg, dir); err != nil {
+			return nil, fmt.Errorf("%w\ntarget serve's stderr (tail):\n%s", err, tailOf(t.stderr.String(), 3000))
+		}
+	}
 	clients := make([]*http.Client, o.apiClients)
 	for i := range clients {
-		if clients[i], err = t.cfg.httpClient(); err != nil {
+		if clients[i], err = cfg.httpClient(); err != nil {
 			return nil, err
 		}
 	}
@@ -206,7 +231,7 @@ func runAPI(o *options, b build, profile string) (figures, error) {
 			defer wg.Done()
 			for j := range o.apiPerClient {
 				t0 := time.Now()
-				if _, err := t.cfg.do(clients[w], "POST", "/api/v1/namespaces/default/pods", podJSON("default", fmt.Sprintf("p-%d-%d", w, j)), http.StatusCreated); err != nil {
+				if _, err := cfg.do(clients[w], "POST", "/api/v1/namespaces/"+ns+"/pods", podJSON(ns, fmt.Sprintf("p-%d-%d", w, j)), http.StatusCreated); err != nil {
 					errs[w] = err
 					return
 				}

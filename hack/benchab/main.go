@@ -12,7 +12,9 @@
 //	                 server and the store writes, in process)
 //	bench-scheduler  hack/bench-scheduler built from that tree
 //	features         optional, one word a line: "dra" when the build has
-//	                 the dra scheduler variant
+//	                 the dra scheduler variant, "secure" when it has
+//	                 RBAC, quota and Pod Security admission and the
+//	                 CertificateSigningRequest API (api-secure)
 //
 // Both builds carry the same harness source (bench-ab.sh copies it into
 // the reference tree), and everything that makes load (API clients, the
@@ -66,6 +68,10 @@ type bench struct {
 	run  func(o *options, b build, profile string) (figures, error)
 	// needs is a feature the build must list (else the bench is n/a).
 	needs string
+	// vs is the benchmark whose A figures this one's B figures are also
+	// compared with (api-secure against A's plain api: the goal
+	// "with RBAC, quota and Pod Security on, still ≥ 1.0× the old build").
+	vs string
 }
 
 // figures are one run's numbers by figure name.
@@ -200,6 +206,7 @@ func run() error {
 func allBenches() []bench {
 	return []bench{
 		{name: "api", run: runAPI},
+		{name: "api-secure", run: runAPISecure, needs: "secure", vs: "api"},
 		{name: "store", run: runStore},
 		{name: "sched-plain", run: schedVariant("plain")},
 		{name: "sched-gpu", run: schedVariant("gpu")},

@@ -159,6 +159,26 @@ func (r *results) print(w io.Writer, benches []bench, builds [2]build) {
 		if len(figs) == 0 {
 			fmt.Fprintf(w, "| %s | (not run: neither build has it) | — | — | — |\n", bn.name)
 		}
+		if bn.vs == "" {
+			continue
+		}
+		// B's figures of this benchmark against A's of the one it is
+		// measured against (api-secure's B vs plain api's A).
+		for _, k := range orderedFigures(figs) {
+			base, ok := r.values[bn.vs][k]
+			if !ok {
+				continue
+			}
+			label := figureInfos[k].label
+			if label == "" {
+				label = k
+			}
+			if figureInfos[k].lowerBetter {
+				label += " ↓"
+			}
+			a, b := summarize(base["A"]), summarize(figs[k]["B"])
+			fmt.Fprintf(w, "| %s (B) vs %s (A) | %s | %s | %s | %s |\n", bn.name, bn.vs, label, a, b, ratio(a, b))
+		}
 	}
 }
 

@@ -77,6 +77,32 @@ func TestTablePrintsEveryFigureWithItsRatio(t *testing.T) {
 	}
 }
 
+// api-secure's B is also set against the plain api's A (the goal
+// for the classroom configuration: ≥ 1.0× the old build's plain figure),
+// including when A has no api-secure (an older build).
+func TestTableComparesSecureWithPlainA(t *testing.T) {
+	r := newResults()
+	r.add("api", "A", figures{"creates_per_s": 2000, "p99_ms": 40})
+	r.add("api", "B", figures{"creates_per_s": 3000, "p99_ms": 20})
+	r.add("api-secure", "B", figures{"creates_per_s": 2500, "p99_ms": 30})
+	benches, err := selectBenches("api,api-secure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	r.print(&sb, benches, [2]build{{name: "old"}, {name: "new"}})
+	out := sb.String()
+	for _, want := range []string{
+		"| api-secure | creates/s | — | 2,500 | — |",
+		"| api-secure (B) vs api (A) | creates/s | 2,000 | 2,500 | 1.25× |",
+		"| api-secure (B) vs api (A) | p99 ms ↓ | 40.0 | 30.0 | 0.75× |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestSelectBenches(t *testing.T) {
 	got, err := selectBenches("sched,api")
 	if err != nil {
