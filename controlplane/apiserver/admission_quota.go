@@ -178,21 +178,24 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 		if len(quotas) == 0 {
 			break
 		}
-		orig := make([]string, len(quotas))
+		// Each quota's reservations are read once for the batch and
+		// written once, when it changed (quota.Ledger).
+		ledgers := make([]*quota.Ledger, len(quotas))
 		for i, q := range quotas {
-			orig[i] = q.ResourceVersion
 			quotas[i] = api.Clone(q)
+			ledgers[i] = quota.NewLedger(quotas[i])
 		}
 		changed := map[int][]int{} // quota index → waiters charged to it
 		for i, w := range batch {
 			if results[i] != nil {
 				continue
 			}
-			r.quotaOne(quotas, i, w, &results[i], changed)
+			r.quotaOne(quotas, ledgers, i, w, &results[i], changed)
 		}
 		failed := map[string]bool{}
 		for j, ws := range changed {
-			quota.Settle(quotas[j], stored)
+			ledgers[j].Settle(stored)
+			ledgers[j].Flush()
 			if _, err := r.store.Update(ctx, quotas[j]); err != nil {
 				failed[quotas[j].Name] = true
 				if attempt == quotaRetries-1 || !api.IsConflict(err) {
@@ -217,13 +220,13 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 }
 
 // quotaOne checks (or releases) one waiter against quotas, charging the
-// in-memory copies, and records which quotas changed.
-func (r *Registry) quotaOne(quotas []*api.ResourceQuota, i int, w *quotaWaiter, result *error, changed map[int][]int) {
+// in-memory copies through their ledgers, and records which quotas changed.
+func (r *Registry) quotaOne(quotas []*api.ResourceQuota, ledgers []*quota.Ledger, i int, w *quotaWaiter, result *error, changed map[int][]int) {
 	m := w.req.Obj.GetObjectMeta()
 	res := w.req.Kind.GroupResource()
 	if w.release {
-		for j, q := range quotas {
-			if quota.Release(q, res, m.UID) {
+		for j, l := range ledgers {
+			if l.Release(res, m.UID) {
 				changed[j] = append(changed[j], i)
 			}
 		}
@@ -238,7 +241,7 @@ func (r *Registry) quotaOne(quotas []*api.ResourceQuota, i int, w *quotaWaiter, 
 		return
 	}
 	for j, d := range deltas {
-		quota.Charge(quotas[j], res, m.UID, m.Generation, d, w.req.Now)
+		ledgers[j].Charge(res, m.UID, m.Generation, d, w.req.Now)
 		changed[j] = append(changed[j], i)
 	}
 }

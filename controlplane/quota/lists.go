@@ -30,6 +30,25 @@ func Add(a, b api.ResourceList) api.ResourceList {
 	return out
 }
 
+// addMasked adds b's entries named in names into a, in place: a becomes
+// Add(a, Mask(b, names)) without a new list for every addition (the
+// controller sums a namespace's objects one by one). a owns its values:
+// an entry is copied when it first goes in.
+func addMasked(a, b api.ResourceList, names []string) {
+	for _, n := range names {
+		v, ok := b[n]
+		if !ok {
+			continue
+		}
+		if cur, ok := a[n]; ok {
+			cur.Add(v)
+			a[n] = cur
+		} else {
+			a[n] = v.DeepCopy()
+		}
+	}
+}
+
 // SubtractNonNegative returns a - b, never below zero per resource
 // (Kubernetes' SubtractWithNonNegativeResult).
 func SubtractNonNegative(a, b api.ResourceList) api.ResourceList {

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -216,5 +217,134 @@ func TestCheckSumsNeverOverflow(t *testing.T) {
 	sum := Add(rl("cpu", max), rl("cpu", max))["cpu"]
 	if sum.Sign() <= 0 || sum.Cmp(resource.MustParse(max)) <= 0 || sum.String() != "18446744073709551614" {
 		t.Errorf("sum of two int64 maxima: %s", sum.String())
+	}
+}
+
+// The ledger (admission's batch: the annotation read once, written once)
+// leaves a quota exactly as the requests one at a time through the
+// annotation's JSON did: the same status.used and, byte for byte, the
+// same annotation, through charges, releases (of charged and unknown
+// objects), settlements and reservations expiring on the way; and so do
+// the functions Charge, Release and Settle.
+func TestLedgerIsTheAnnotationRoundTrip(t *testing.T) {
+	// The reference: each step reads and writes the annotation.
+	refCharge := func(q *api.ResourceQuota, res, uid string, gen int64, delta api.ResourceList, now time.Time) {
+		q.Status.Used = Add(q.Status.Used, delta)
+		rs := fresh(Reservations(q), now)
+		setReservations(q, append(rs, Reservation{Resource: res, UID: uid, Generation: gen, At: api.NewTime(now), Usage: delta}))
+	}
+	refRelease := func(q *api.ResourceQuota, res, uid string) bool {
+		rs := Reservations(q)
+		for i, r := range rs {
+			if r.Resource == res && r.UID == uid {
+				q.Status.Used = SubtractNonNegative(q.Status.Used, r.Usage)
+				setReservations(q, append(rs[:i:i], rs[i+1:]...))
+				return true
+			}
+		}
+		return false
+	}
+	refSettle := func(q *api.ResourceQuota, stored map[string]bool) bool {
+		var keep []Reservation
+		rs := Reservations(q)
+		for _, r := range rs {
+			if !stored[r.Resource+"/"+r.UID] {
+				keep = append(keep, r)
+			}
+		}
+		if len(keep) == len(rs) {
+			return false
+		}
+		setReservations(q, keep)
+		return true
+	}
+	start := quotaOf("q", rl("pods", "100", "requests.cpu", "10"), rl("pods", "2", "requests.cpu", "1500m"))
+	// Two charges already in the annotation: one a minute and a half old.
+	Charge(start, "pods", "old", 1, rl("pods", "1", "requests.cpu", "500m"), t0.Add(-90*time.Second))
+	Charge(start, "pods", "recent", 1, rl("pods", "1", "requests.cpu", "1"), t0.Add(-30*time.Second))
+
+	type step struct {
+		op     string // charge, release, settle
+		uid    string
+		at     time.Duration // after t0, sub-second parts included
+		stored []string
+	}
+	steps := []step{
+		{op: "charge", uid: "a", at: 150 * time.Millisecond},
+		{op: "charge", uid: "b", at: 900 * time.Millisecond},
+		{op: "release", uid: "a"},
+		{op: "release", uid: "nobody"},
+		{op: "charge", uid: "c", at: 20*time.Second + 400*time.Millisecond},
+		{op: "settle", stored: []string{"pods/c", "pods/unknown"}},
+		// The "recent" one from before expires here (30 s + 31 s > 1 min).
+		{op: "charge", uid: "d", at: 31*time.Second + 999*time.Millisecond},
+		{op: "release", uid: "recent"},
+		{op: "settle", stored: []string{"pods/nothing"}},
+		{op: "charge", uid: "e", at: 59*time.Second + 500*time.Millisecond},
+		{op: "release", uid: "c"}, // settled: nothing to take back
+		// b (charged at 0.9 s, kept as 0 s) is over a minute old at 60.5 s.
+		{op: "charge", uid: "g", at: 60*time.Second + 500*time.Millisecond},
+	}
+	ref, viaLedger, viaFuncs := api.Clone(start), api.Clone(start), api.Clone(start)
+	l := NewLedger(viaLedger)
+	for i, s := range steps {
+		delta := rl("pods", "1", "requests.cpu", fmt.Sprintf("%dm", 100*(i+1)))
+		var want, got, gotFn bool
+		switch s.op {
+		case "charge":
+			now := t0.Add(s.at)
+			refCharge(ref, "pods", s.uid, 1, delta, now)
+			l.Charge("pods", s.uid, 1, delta, now)
+			Charge(viaFuncs, "pods", s.uid, 1, delta, now)
+			want, got, gotFn = true, true, true
+		case "release":
+			want, got, gotFn = refRelease(ref, "pods", s.uid), l.Release("pods", s.uid), Release(viaFuncs, "pods", s.uid)
+		case "settle":
+			stored := map[string]bool{}
+			for _, k := range s.stored {
+				stored[k] = true
+			}
+			want, got, gotFn = refSettle(ref, stored), l.Settle(stored), Settle(viaFuncs, stored)
+		}
+		if got != want || gotFn != want {
+			t.Errorf("step %d (%s %s): ledger says changed=%v, functions %v; the round trip %v", i, s.op, s.uid, got, gotFn, want)
+		}
+	}
+	l.Flush()
+	for name, q := range map[string]*api.ResourceQuota{"ledger": viaLedger, "functions": viaFuncs} {
+		if !Equal(q.Status.Used, ref.Status.Used) {
+			t.Errorf("%s: used %v; the round trip %v", name, PrettyPrint(q.Status.Used), PrettyPrint(ref.Status.Used))
+		}
+		if got, want := q.Annotations[ReservationsAnnotation], ref.Annotations[ReservationsAnnotation]; got != want {
+			t.Errorf("%s: reservations\n%s\nthe round trip\n%s", name, got, want)
+		}
+	}
+	if n := len(Reservations(ref)); n != 3 { // d, e and g; the rest released, settled or expired
+		t.Errorf("the round trip keeps %d reservations, want 3: %s", n, ref.Annotations[ReservationsAnnotation])
+	}
+}
+
+// Calculate sums in place; the sum is what adding list by list gives.
+func TestCalculateSumsAsAdd(t *testing.T) {
+	q := quotaOf("q", rl("pods", "100", "requests.cpu", "100", "requests.memory", "1Ti", "requests.nvidia.com/gpu", "8"), nil)
+	var pods []api.Object
+	want := api.ResourceList{}
+	for i := range 7 {
+		p := gpuPod(fmt.Sprintf("p%d", i), fmt.Sprint(i%2))
+		p.Spec.Containers[0].Resources.Requests["cpu"] = resource.MustParse(fmt.Sprintf("%dm", 333*(i+1)))
+		p.Spec.Containers[0].Resources.Requests["memory"] = resource.MustParse(fmt.Sprintf("%dMi", 100+i))
+		pods = append(pods, p)
+		want = Add(want, Mask(Usage(podKind, p, t0), Names(q.Spec.Hard)))
+	}
+	st, _ := Calculate(q, []Objects{{Kind: podKind, Items: pods}}, t0, nil)
+	if !Equal(st.Used, want) || len(st.Used) != 4 {
+		t.Errorf("used %s; want %s", PrettyPrint(st.Used), PrettyPrint(want))
+	}
+	if got := st.Used["requests.cpu"]; got.String() != "9324m" {
+		t.Errorf("requests.cpu = %s; want 9324m", got.String())
+	}
+	// The pods' own lists are not changed by the sum.
+	if got := pods[0].(*api.Pod).Spec.Containers[0].Resources.Requests["cpu"]; got.String() != "333m" {
+		t.Errorf("pod p0's cpu request became %s", got.String())
 	}
 }

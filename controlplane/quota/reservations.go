@@ -63,10 +63,9 @@ func setReservations(q *api.ResourceQuota, rs []Reservation) {
 // for generation gen of the object (resource, uid), dropping reservations
 // older than ReservationTTL. q is changed: pass a copy.
 func Charge(q *api.ResourceQuota, resource, uid string, gen int64, delta api.ResourceList, now time.Time) {
-	q.Status.Used = Add(q.Status.Used, delta)
-	rs := fresh(Reservations(q), now)
-	rs = append(rs, Reservation{Resource: resource, UID: uid, Generation: gen, At: api.NewTime(now), Usage: delta})
-	setReservations(q, rs)
+	l := NewLedger(q)
+	l.Charge(resource, uid, gen, delta, now)
+	l.Flush()
 }
 
 // Release takes back what Charge added for (resource, uid), when its
@@ -74,14 +73,10 @@ func Charge(q *api.ResourceQuota, resource, uid string, gen int64, delta api.Res
 // already, which then holds the usage itself). It reports whether q
 // changed. q is changed: pass a copy.
 func Release(q *api.ResourceQuota, resource, uid string) bool {
-	rs := Reservations(q)
-	i := slices.IndexFunc(rs, func(r Reservation) bool { return r.Resource == resource && r.UID == uid })
-	if i < 0 {
-		return false
-	}
-	q.Status.Used = SubtractNonNegative(q.Status.Used, rs[i].Usage)
-	setReservations(q, slices.Delete(rs, i, i+1))
-	return true
+	l := NewLedger(q)
+	changed := l.Release(resource, uid)
+	l.Flush()
+	return changed
 }
 
 // Settle drops the reservations of objects whose writes are stored (by
@@ -90,14 +85,69 @@ func Release(q *api.ResourceQuota, resource, uid string) bool {
 // server, not its cache, before it lowers a usage). It reports whether q
 // changed. q is changed: pass a copy.
 func Settle(q *api.ResourceQuota, stored map[string]bool) bool {
-	rs := Reservations(q)
-	n := len(rs)
-	rs = slices.DeleteFunc(rs, func(r Reservation) bool { return stored[r.Resource+"/"+r.UID] })
-	if len(rs) == n {
+	l := NewLedger(q)
+	changed := l.Settle(stored)
+	l.Flush()
+	return changed
+}
+
+// A Ledger is one quota's reservations read once for a batch of charges,
+// releases and settlements (admission's batch of a namespace's waiting
+// requests): each changes the quota's status.used at once and the
+// reservations in memory, and Flush writes them into the annotation once.
+// The quota ends exactly as Charge, Release and Settle called one after
+// the other leave it, without reading and writing the annotation's JSON
+// for every request of the batch.
+type Ledger struct {
+	q     *api.ResourceQuota
+	rs    []Reservation
+	dirty bool // rs differs from the annotation
+}
+
+// NewLedger reads q's reservations. q is changed by the ledger: pass a copy.
+func NewLedger(q *api.ResourceQuota) *Ledger { return &Ledger{q: q, rs: Reservations(q)} }
+
+// Charge is the function Charge on the ledger's quota.
+func (l *Ledger) Charge(resource, uid string, gen int64, delta api.ResourceList, now time.Time) {
+	l.q.Status.Used = Add(l.q.Status.Used, delta)
+	l.rs = fresh(l.rs, now)
+	// At as the annotation keeps it (whole seconds), so that fresh judges
+	// it as it would after a round trip through the annotation.
+	at := api.NewTime(now.Truncate(time.Second))
+	l.rs = append(l.rs, Reservation{Resource: resource, UID: uid, Generation: gen, At: at, Usage: delta})
+	l.dirty = true
+}
+
+// Release is the function Release on the ledger's quota.
+func (l *Ledger) Release(resource, uid string) bool {
+	i := slices.IndexFunc(l.rs, func(r Reservation) bool { return r.Resource == resource && r.UID == uid })
+	if i < 0 {
 		return false
 	}
-	setReservations(q, rs)
+	l.q.Status.Used = SubtractNonNegative(l.q.Status.Used, l.rs[i].Usage)
+	l.rs = slices.Delete(l.rs, i, i+1)
+	l.dirty = true
 	return true
+}
+
+// Settle is the function Settle on the ledger's quota.
+func (l *Ledger) Settle(stored map[string]bool) bool {
+	n := len(l.rs)
+	l.rs = slices.DeleteFunc(l.rs, func(r Reservation) bool { return stored[r.Resource+"/"+r.UID] })
+	if len(l.rs) == n {
+		return false
+	}
+	l.dirty = true
+	return true
+}
+
+// Flush writes the reservations into the quota's annotation (removing it
+// when there are none) when anything changed them.
+func (l *Ledger) Flush() {
+	if l.dirty {
+		setReservations(l.q, l.rs)
+		l.dirty = false
+	}
 }
 
 // Lower reports whether a calculated usage is below the stored one for
@@ -149,7 +199,7 @@ func Calculate(q *api.ResourceQuota, objs []Objects, now time.Time, seenBefore S
 			m := obj.GetObjectMeta()
 			seen[o.Kind.GroupResource()+"/"+m.UID] = m.Generation
 			if matchesScopes(q, o.Kind, obj) {
-				used = Add(used, Mask(Usage(o.Kind, obj, now), names))
+				addMasked(used, Usage(o.Kind, obj, now), names)
 			}
 		}
 	}
@@ -162,7 +212,7 @@ func Calculate(q *api.ResourceQuota, objs []Objects, now time.Time, seenBefore S
 			continue // counted while it lived; gone now
 		}
 		keep = append(keep, r)
-		used = Add(used, Mask(r.Usage, names))
+		addMasked(used, r.Usage, names)
 	}
 	for _, n := range names {
 		if _, ok := used[n]; !ok {
