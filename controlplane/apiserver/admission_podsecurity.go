@@ -412,8 +412,12 @@ func exemptNamespaceWarning(ps *podSecurity, namespace string, p psapi.Policy, l
 }
 
 // kubePodSpec converts a pod, or the pod template of a Deployment or
-// ReplicaSet, to Kubernetes' types for the checks.
+// ReplicaSet, to Kubernetes' types for the checks. What the checks never
+// read is left out of the conversion (a JSON round trip): the object's
+// managedFields (often the larger part of a new object's JSON, written
+// just before by trackFields) and a pod's status.
 func kubePodSpec(k *api.Kind, obj api.Object) (*metav1.ObjectMeta, *corev1.PodSpec, error) {
+	obj = forPodSecurity(obj)
 	ko, err := patch.ToKubernetes(k.APIVersion(), k.Kind, obj)
 	if err != nil {
 		return nil, nil, err
@@ -431,6 +435,22 @@ func kubePodSpec(k *api.Kind, obj api.Object) (*metav1.ObjectMeta, *corev1.PodSp
 		return &o.Spec.JobTemplate.Spec.Template.ObjectMeta, &o.Spec.JobTemplate.Spec.Template.Spec, nil
 	}
 	return nil, nil, fmt.Errorf("%s has no pod spec", k.Kind)
+}
+
+// forPodSecurity is a shallow copy of obj without managedFields (and, for
+// a pod, without status); obj is not changed, and the copy shares the rest
+// (read only).
+func forPodSecurity(obj api.Object) api.Object {
+	if pod, ok := obj.(*api.Pod); ok {
+		c := *pod
+		c.ManagedFields, c.Status = nil, api.PodStatus{}
+		return &c
+	}
+	v := reflect.New(reflect.TypeOf(obj).Elem())
+	v.Elem().Set(reflect.ValueOf(obj).Elem())
+	c := v.Interface().(api.Object)
+	c.GetObjectMeta().ManagedFields = nil
+	return c
 }
 
 // podImagesChanged is Kubernetes' isSignificantPodUpdate for what a skiff

@@ -7,10 +7,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/patch"
 )
 
 // libraryMessage is what Kubernetes' own admission plugin says about a
@@ -585,3 +588,54 @@ func TestWarningRecorder(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The checks see a pod (or a workload's template) as the whole object's
+// conversion gives it, without its managedFields and a pod's status, which
+// the conversion leaves out; the object itself is not changed.
+func TestKubePodSpecLeavesOutOnlyManagedFieldsAndStatus(t *testing.T) {
+	privileged, yes := true, true
+	mf := []api.ManagedFieldsEntry{{Manager: "kubectl", Operation: "Update", APIVersion: "v1", FieldsType: "FieldsV1",
+		FieldsV1: []byte(`{"f:spec":{"f:hostNetwork":{}}}`)}}
+	pod := &api.Pod{
+		ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "x"},
+			Annotations:   map[string]string{"container.apparmor.security.beta.kubernetes.io/c": "unconfined"},
+			ManagedFields: mf},
+		Spec: api.PodSpec{HostNetwork: true, Containers: []api.Container{{Name: "c", Image: "busybox",
+			SecurityContext: &api.SecurityContext{Privileged: &privileged, RunAsNonRoot: &yes}}},
+			Volumes: []api.Volume{{Name: "root", HostPath: &api.HostPathVolumeSource{Path: "/"}}}},
+		Status: api.PodStatus{Phase: api.PodRunning, PodIP: "10.0.0.7"},
+	}
+	deploy := &api.Deployment{ObjectMeta: api.ObjectMeta{Name: "d", Namespace: "ns", ManagedFields: mf},
+		Spec: api.DeploymentSpec{Template: api.PodTemplateSpec{ObjectMeta: api.ObjectMeta{Labels: map[string]string{"app": "x"}}, Spec: pod.Spec}}}
+	for _, obj := range []api.Object{pod, deploy} {
+		k := api.MustKindOf(obj)
+		api.SetTypeMeta(obj)
+		before := api.Clone(obj)
+		meta, spec, err := kubePodSpec(k, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := patch.ToKubernetes(k.APIVersion(), k.Kind, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantMeta *metav1.ObjectMeta
+		var wantSpec *corev1.PodSpec
+		switch o := full.(type) {
+		case *corev1.Pod:
+			wantMeta, wantSpec = &o.ObjectMeta, &o.Spec
+			if len(o.ManagedFields) == 0 || o.Status.PodIP == "" {
+				t.Fatalf("the full conversion lost managedFields or status: %+v", o.ObjectMeta)
+			}
+			o.ManagedFields = nil
+		case *appsv1.Deployment:
+			wantMeta, wantSpec = &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec
+		}
+		if !reflect.DeepEqual(meta, wantMeta) || !reflect.DeepEqual(spec, wantSpec) {
+			t.Errorf("%s: the checks see\n%+v\n%+v\nthe full conversion\n%+v\n%+v", k.Kind, meta, spec, wantMeta, wantSpec)
+		}
+		if !reflect.DeepEqual(obj, before) {
+			t.Errorf("%s: kubePodSpec changed the object", k.Kind)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/quota"
+	"skiff.dev/skiff/controlplane/store"
 )
 
 // ResourceQuota admission, as Kubernetes' (k8s.io/apiserver's
@@ -68,7 +69,7 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 		return nothing, nil
 	}
 	m := obj.GetObjectMeta()
-	if quotas, _, err := r.store.List(ctx, quotaKind, m.Namespace); err == nil && len(quotas) == 0 {
+	if n, err := r.countQuotas(ctx, m.Namespace); err == nil && n == 0 {
 		return nothing, nil // the common case: no quota here, no queue
 	}
 	release := func() {
@@ -118,6 +119,17 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 		r.quotas.stored[m.Namespace][k.GroupResource()+"/"+m.UID] = true
 		r.quotas.mu.Unlock()
 	}, nil
+}
+
+// countQuotas counts the namespace's quotas, without decoding them where
+// the store can (store.Counter: a quota carries its reservations, and this
+// is asked for every write).
+func (r *Registry) countQuotas(ctx context.Context, ns string) (int, error) {
+	if c, ok := r.store.(store.Counter); ok {
+		return c.Count(ctx, quotaKind, ns)
+	}
+	quotas, _, err := r.store.List(ctx, quotaKind, ns)
+	return len(quotas), err
 }
 
 // enqueueQuota puts w in its namespace's queue and starts the worker when

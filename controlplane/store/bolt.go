@@ -352,6 +352,37 @@ func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]ap
 	return out, rev, nil
 }
 
+// Count is the number of objects List would return, none decoded
+// (Counter).
+func (b *Bolt) Count(ctx context.Context, kind *api.Kind, namespace string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := b.checkOpen(); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := b.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte(kind.GroupResource()))
+		if bk == nil {
+			return nil
+		}
+		var prefix []byte
+		if namespace != "" && kind.Namespaced {
+			prefix = []byte(namespace + "/")
+		}
+		c := bk.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, api.NewInternal(fmt.Errorf("count %s: %w", kind.GroupResource(), err))
+	}
+	return n, nil
+}
+
 // ListExact returns the objects of a kind as they were at revision rev.
 // Bolt keeps only current objects: it serves rev when its watch history
 // shows no change of the kind (in namespace) after rev, and fails with Gone

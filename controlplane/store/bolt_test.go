@@ -260,3 +260,33 @@ func TestWatcherCount(t *testing.T) {
 	cancel()
 	testwait.For(t, 5*time.Second, "watcher count to drop", func() bool { return s.Stats().Watchers == 1 })
 }
+
+// Count counts what List lists, in one namespace (not one whose name
+// starts the same) or all, without decoding.
+func TestCountIsListsLength(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	podKind := api.MustKindOf(&api.Pod{})
+	for ns, n := range map[string]int{"a": 3, "ab": 2, "b": 0, "default": 1} {
+		for i := range n {
+			st.MustCreate(t, s, st.NewPod(ns, fmt.Sprintf("p%d", i)))
+		}
+	}
+	var _ store.Counter = s
+	for _, ns := range []string{"a", "ab", "b", "default", "none", ""} {
+		items, _, err := s.List(ctx, podKind, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.Count(ctx, podKind, ns)
+		if err != nil || n != len(items) {
+			t.Errorf("Count(pods, %q) = %d, %v; List has %d", ns, n, err, len(items))
+		}
+	}
+	if n, err := s.Count(ctx, api.MustKindOf(&api.ConfigMap{}), ""); err != nil || n != 0 {
+		t.Errorf("Count of a kind never written = %d, %v; want 0", n, err)
+	}
+	if n, _ := s.Count(ctx, podKind, ""); n != 6 {
+		t.Errorf("Count(pods, all) = %d; want 6", n)
+	}
+}

@@ -76,6 +76,14 @@ type Store interface {
 	Close() error
 }
 
+// Counter is a store that counts a kind's objects (in one namespace, or
+// all when namespace is "") without decoding them, as List would see them
+// (Bolt). ResourceQuota admission asks for every write whether its
+// namespace has a quota at all.
+type Counter interface {
+	Count(ctx context.Context, kind *api.Kind, namespace string) (int, error)
+}
+
 // Event is one change seen by a watch.
 type Event struct {
 	// Type: Added, Modified or Deleted.
