@@ -25,25 +25,56 @@ const HPATraceComponent = "horizontal-pod-autoscaler"
 // HPADecisionDetails are a decision span's Details: the replica counts
 // and the steps of the decision, one line each with their inputs (per pod
 // values, the ratio and the tolerance test, the policy or window that
-// limited the result, the rescale).
+// limited the result, the rescale), and each metric's values.
 type HPADecisionDetails struct {
 	CurrentReplicas int32    `json:"currentReplicas"`
 	DesiredReplicas int32    `json:"desiredReplicas"`
 	Steps           []string `json:"steps,omitempty"`
+	// Rescaled: this sync wrote a new count (DesiredReplicas) through the
+	// scale subresource. A sync whose metrics failed keeps the status's
+	// old desired count without rescaling.
+	Rescaled bool `json:"rescaled,omitempty"`
+	// Metrics: what each metric that gave a proposal read (the
+	// dashboard's plot of each pod's value over time).
+	Metrics []HPAMetricSample `json:"metrics,omitempty"`
+}
+
+// HPAMetricSample is what one metric of one sync read, in the unit of
+// its target: percent of the pods' requests for a Utilization target,
+// else the metric's value ("90" of DCGM_FI_DEV_GPU_UTIL, 0.25 cpu).
+type HPAMetricSample struct {
+	// Metric names it as the rescale reason does ("pods metric
+	// DCGM_FI_DEV_GPU_UTIL", "cpu resource utilization (percentage of
+	// request)").
+	Metric string `json:"metric"`
+	// Unit: "%" for a Utilization target (percent of request), else "".
+	Unit string `json:"unit,omitempty"`
+	// Target and Current: the target and the value the status reports
+	// (the average, the utilization or the object's value).
+	Target  float64 `json:"target"`
+	Current float64 `json:"current"`
+	// Pods: each pod's measured value (before missing and not-ready pods
+	// are given stand-in values); none for Object and External metrics.
+	Pods map[string]float64 `json:"pods,omitempty"`
+	// Proposal: the replica count this metric proposed.
+	Proposal int32 `json:"proposal"`
 }
 
 // HPADecision is one decision read back from a span.
 type HPADecision struct {
-	Time time.Time
+	Time time.Time `json:"time"`
 	HPADecisionDetails
 }
 
 // NewHPADecisionSpan is the span of one sync.
-func NewHPADecisionSpan(start, end time.Time, current, desired int32, steps []string) TraceSpan {
+func NewHPADecisionSpan(start, end time.Time, current, desired int32, steps []string, metrics ...HPAMetricSample) TraceSpan {
+	details := map[string]any{"currentReplicas": current, "desiredReplicas": desired, "steps": steps}
+	if len(metrics) > 0 {
+		details["metrics"] = metrics
+	}
 	return TraceSpan{Component: HPATraceComponent, Step: "sync",
 		Start: MicroTime{Time: start}, End: MicroTime{Time: end},
-		Message: strings.Join(steps, "; "),
-		Details: map[string]any{"currentReplicas": current, "desiredReplicas": desired, "steps": steps}}
+		Message: strings.Join(steps, "; "), Details: details}
 }
 
 // HPADecisions are the decisions in spans, oldest first (other spans are

@@ -15,7 +15,7 @@ import (
 	"skiff.dev/skiff/dashboard"
 )
 
-// dashboardCmd is `skiff dashboard [pod/NAME | node/NAME | loops] [-n NS]
+// dashboardCmd is `skiff dashboard [pod/NAME | node/NAME | hpa/NAME | loops] [-n NS]
 // [--no-browser]`: a one-time login URL for the web dashboard, opened in
 // the desktop's browser when there is one.
 type dashboardCmd struct {
@@ -29,17 +29,20 @@ type dashboardCmd struct {
 func newDashboardCmd(r *Root) *cobra.Command {
 	c := &dashboardCmd{root: r, open: xdgOpen}
 	cmd := &cobra.Command{
-		Use:   "dashboard [pod/NAME | node/NAME | loops]",
-		Short: "Open the web dashboard (the chain of a pod, the gRPC sequence of a node, the control loops)",
+		Use:   "dashboard [pod/NAME | node/NAME | hpa/NAME | loops]",
+		Short: "Open the web dashboard (the chain of a pod, the gRPC sequence of a node, an autoscaler's plot, the control loops)",
 		Long: `Print a one-time login URL for the web dashboard the API server serves under
 /dashboard/, and open it in the desktop's browser when there is one
 ($DISPLAY or $WAYLAND_DISPLAY, and xdg-open). The URL works once and for
 two minutes; the browser then holds a session cookie. With pod/NAME it
 lands on that pod's chain view, with node/NAME on that node's device
-plugin gRPC sequence, with loops on the control-loop view.`,
+plugin gRPC sequence, with hpa/NAME on that autoscaler's plot (each pod's
+metric and the replica count over time, every decision marked), with
+loops on the control-loop view.`,
 		Example: `  skiff dashboard                      # the live cluster view
   skiff dashboard pod/gpu-test -n gpu-demo
-  skiff dashboard node/lab-1 --no-browser`,
+  skiff dashboard node/lab-1 --no-browser
+  skiff dashboard hpa/php-apache`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.args = args
@@ -68,9 +71,11 @@ func (c *dashboardCmd) view() (string, error) {
 			return "chain/" + c.root.Namespace + "/" + refs[0].Names[0], nil
 		case "Node":
 			return "sequence/" + refs[0].Names[0], nil
+		case "HorizontalPodAutoscaler":
+			return "hpa/" + c.root.Namespace + "/" + refs[0].Names[0], nil
 		}
 	}
-	return "", errors.New("dashboard takes pod/NAME, node/NAME, loops or nothing")
+	return "", errors.New("dashboard takes pod/NAME, node/NAME, hpa/NAME, loops or nothing")
 }
 
 // Run asks for a login code, prints the URL and maybe opens it.

@@ -69,7 +69,8 @@ func TestDashboardCommand(t *testing.T) {
 		{"pod NAME", []string{"dashboard", "pod", "web", "--no-browser"}, "/dashboard/#/chain/default/web", ""},
 		{"a node's sequence", []string{"dashboard", "node/lab-1", "--no-browser"}, "/dashboard/#/sequence/lab-1", ""},
 		{"loops", []string{"dashboard", "loops", "--no-browser"}, "/dashboard/#/loops", ""},
-		{"a deployment is no view", []string{"dashboard", "deploy/web", "--no-browser"}, "", "dashboard takes pod/NAME, node/NAME, loops or nothing"},
+		{"an autoscaler's plot", []string{"dashboard", "hpa/php-apache", "-n", "web", "--no-browser"}, "/dashboard/#/hpa/web/php-apache", ""},
+		{"a deployment is no view", []string{"dashboard", "deploy/web", "--no-browser"}, "", "dashboard takes pod/NAME, node/NAME, hpa/NAME, loops or nothing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(t, c, "", tc.args...)

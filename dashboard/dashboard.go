@@ -44,7 +44,8 @@ const (
 // LoginCodeRequest asks for a login code that lands on View. A field it
 // does not have, or a view that is none of these, is refused (400).
 type LoginCodeRequest struct {
-	// View: "" (the cluster view), "chain/NS/NAME", "sequence/NODE" or "loops".
+	// View: "" (the cluster view), "chain/NS/NAME", "sequence/NODE",
+	// "hpa/NS/NAME" or "loops".
 	View string `json:"view,omitempty"`
 }
 
@@ -153,6 +154,8 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.serveWatch(w, r)
 	case strings.HasPrefix(rest, "api/chain/"):
 		d.serveChain(w, r, strings.TrimPrefix(rest, "api/chain/"))
+	case strings.HasPrefix(rest, "api/hpa/") && r.Method == http.MethodGet:
+		d.serveHPA(w, r, strings.TrimPrefix(rest, "api/hpa/"))
 	case strings.HasPrefix(rest, "api/devices/"):
 		d.serveDevices(w, r, strings.TrimPrefix(rest, "api/devices/"))
 	default:
@@ -183,7 +186,7 @@ func unauthorized(w http.ResponseWriter) {
 }
 
 // viewPattern is what a login may land on.
-var viewPattern = regexp.MustCompile(`^(|cluster|loops|chain/[a-z0-9.-]+/[a-z0-9.-]+|sequence/[a-z0-9.-]+)$`)
+var viewPattern = regexp.MustCompile(`^(|cluster|loops|hpa|(chain|hpa)/[a-z0-9.-]+/[a-z0-9.-]+|sequence/[a-z0-9.-]+)$`)
 
 func (d *Dashboard) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -210,7 +213,7 @@ func (d *Dashboard) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !viewPattern.MatchString(req.View) {
-		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("view %q: want chain/NAMESPACE/POD, sequence/NODE, loops or cluster", req.View)))
+		api.WriteStatus(w, api.NewBadRequest(fmt.Sprintf("view %q: want chain/NAMESPACE/POD, sequence/NODE, hpa/NAMESPACE/NAME, loops or cluster", req.View)))
 		return
 	}
 	code, exp, err := d.cfg.Sessions.NewCode(u, req.View)
@@ -369,6 +372,7 @@ var watched = []struct{ group, resource string }{
 	{"", "nodes"}, {"", "pods"}, {"apps", "deployments"}, {"apps", "replicasets"},
 	{"batch", "jobs"}, {"kueue.x-k8s.io", "clusterqueues"}, {"kueue.x-k8s.io", "localqueues"},
 	{"kueue.x-k8s.io", "workloads"}, {"resource.k8s.io", "resourceclaims"},
+	{"autoscaling", "horizontalpodautoscalers"},
 }
 
 func podKind() *api.Kind { return api.KindForResource("", "v1", "pods") }

@@ -149,7 +149,7 @@ func (s *testServer) loginURLAs(t *testing.T, token, view string) string {
 var dashboardPaths = []string{
 	"/dashboard/", "/dashboard/static/app.js", "/dashboard/static/style.css", "/dashboard/api/whoami",
 	"/dashboard/api/watch", "/dashboard/api/chain/default/web", "/dashboard/api/devices/n1",
-	"/dashboard/no-such-page", "/dashboard/login",
+	"/dashboard/api/hpa/default/web", "/dashboard/static/hpa.js", "/dashboard/no-such-page", "/dashboard/login",
 }
 
 // Without a session every dashboard path answers 401 with a Status, the
@@ -211,7 +211,7 @@ func TestLoginCodeNeedsTheAdmin(t *testing.T) {
 		{"a node (for what it may read)", "node-token", `{}`, http.StatusOK, ""},
 		{"the admin", adminToken, `{"view":"chain/default/web"}`, http.StatusOK, ""},
 		{"the admin, the cluster view", adminToken, `{}`, http.StatusOK, ""},
-		{"the admin, a bad view", adminToken, `{"view":"../../etc"}`, http.StatusBadRequest, `view "../../etc": want chain/NAMESPACE/POD, sequence/NODE, loops or cluster`},
+		{"the admin, a bad view", adminToken, `{"view":"../../etc"}`, http.StatusBadRequest, `view "../../etc": want chain/NAMESPACE/POD, sequence/NODE, hpa/NAMESPACE/NAME, loops or cluster`},
 		{"the admin, an unknown view", adminToken, `{"view":"graphs"}`, http.StatusBadRequest, `view "graphs"`},
 		{"the admin, a misspelt field", adminToken, `{"veiw":"loops"}`, http.StatusBadRequest, "veiw: unknown field"},
 		{"the admin, a field twice", adminToken, `{"view":"loops","view":"cluster"}`, http.StatusBadRequest, "view: duplicate field"},

@@ -15,6 +15,12 @@
 //     phase with Pending reasons, queues and claims when those kinds exist.
 //   - loops: the reconcile lines of the controllers (Reconciles, fed by
 //     their logReconcile through TeeReconciles) as they happen.
+//   - hpa: per HorizontalPodAutoscaler (hpa.go, assets/static/hpa.js),
+//     each pod's metric value and the replica count over time, every
+//     rescale marked, each sync's steps on hover and in a list: the
+//     decisions the controller posted to the autoscaler's trace (one
+//     sample per sync, in the API server's bounded ring), fetched again
+//     when its reconcile line or the autoscaler's status arrives.
 //
 // The page is plain HTML, CSS and JavaScript embedded in the binary
 // (assets/): no CDN, no build step, nothing fetched from outside the

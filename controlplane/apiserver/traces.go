@@ -167,6 +167,15 @@ func valueSize(v any) int {
 			n += 72 + len(v[i].Node) + 8*(len(v[i].Raw)+len(v[i].Normalized))
 		}
 		return n
+	case []api.HPAMetricSample:
+		n := 24
+		for i := range v {
+			n += 96 + len(v[i].Metric) + len(v[i].Unit) + 48
+			for pod := range v[i].Pods {
+				n += 64 + len(pod)
+			}
+		}
+		return n
 	case []any:
 		n := 24
 		for _, x := range v {

@@ -138,6 +138,10 @@ type hpaSync struct {
 	kind  *api.Kind
 	// trace of this decision (describe hpa's "Decisions").
 	trace []string
+	// samples: what each metric read (the dashboard's plot).
+	samples []api.HPAMetricSample
+	// rescaled: the sync wrote a new count.
+	rescaled bool
 }
 
 // Reconcile syncs one autoscaler at most once per sync period (its own
@@ -201,7 +205,10 @@ func (r *HPAController) publish(ctx context.Context, s *hpaSync) {
 	if !ok {
 		return
 	}
-	span := api.NewHPADecisionSpan(s.now, r.calc.now(), s.hpa.Status.CurrentReplicas, s.hpa.Status.DesiredReplicas, s.trace)
+	span := api.NewHPADecisionSpan(s.now, r.calc.now(), s.hpa.Status.CurrentReplicas, s.hpa.Status.DesiredReplicas, s.trace, s.samples...)
+	if s.rescaled {
+		span.Details["rescaled"] = true
+	}
 	if err := t.AddObjectTrace(ctx, hpaKind(), s.hpa.Namespace, s.hpa.Name, span); err != nil && !api.IsNotFound(err) {
 		r.log.Debug("post hpa decision", "key", s.key, "err", err)
 	}
@@ -346,6 +353,7 @@ func (r *HPAController) rescale(ctx context.Context, s *hpaSync, current, desire
 	s.set(api.AbleToScale, api.ConditionTrue, "SucceededRescale", fmt.Sprintf("the HPA controller was able to update the target scale to %d", desired))
 	r.events.Eventf(ctx, h, api.EventNormal, "SuccessfulRescale", "New size: %d; reason: %s", desired, reason)
 	s.trace = append(s.trace, fmt.Sprintf("scaled %d -> %d (%s)", current, desired, reason))
+	s.rescaled = true
 	r.mu.Lock()
 	s.st.storeScaleEvent(h.Spec.Behavior, current, desired, s.now)
 	r.mu.Unlock()

@@ -18,6 +18,9 @@ type metricResult struct {
 	name     string // "pods metric DCGM_FI_DEV_GPU_UTIL"
 	status   api.MetricStatus
 	trace    calcTrace
+	// sample is what the dashboard plots (api.HPAMetricSample): the
+	// target and current value in the target's unit.
+	sample api.HPAMetricSample
 }
 
 // metricFailure is why a metric gave no proposal: the ScalingActive
@@ -55,6 +58,8 @@ func (r *HPAController) computeReplicasForMetrics(ctx context.Context, s *hpaSyn
 		}
 		statuses[i] = res.status
 		s.trace = append(s.trace, fmt.Sprintf("%s: %s", res.name, res.trace))
+		res.sample.Metric, res.sample.Pods, res.sample.Proposal = res.name, res.trace.Shown, res.replicas
+		s.samples = append(s.samples, res.sample)
 		if replicas == 0 || res.replicas > replicas {
 			replicas, metric = res.replicas, res.name
 		}
@@ -149,6 +154,7 @@ func (r *HPAController) resourceMetric(ctx context.Context, s *hpaSync, name, co
 			return nil, fmt.Errorf("failed to get %s usage: %v", name, err)
 		}
 		return &metricResult{replicas: n, name: fmt.Sprintf("%s %s", name, kind), trace: tr,
+			sample: api.HPAMetricSample{Target: milliFloat(t.AverageValue.MilliValue()), Current: milliFloat(avg)},
 			status: api.MetricStatus{Resource: &api.ResourceMetricStatus{Current: api.MetricValueStatus{AverageValue: milliQuantity(avg)}}}}, nil
 	}
 	if t.AverageUtilization == nil {
@@ -162,6 +168,7 @@ func (r *HPAController) resourceMetric(ctx context.Context, s *hpaSync, name, co
 		return nil, fmt.Errorf("failed to get %s utilization: %v", name, err)
 	}
 	return &metricResult{replicas: n, name: fmt.Sprintf("%s %s utilization (percentage of request)", name, kind), trace: tr,
+		sample: api.HPAMetricSample{Unit: "%", Target: float64(*t.AverageUtilization), Current: float64(util)},
 		status: api.MetricStatus{Resource: &api.ResourceMetricStatus{Current: api.MetricValueStatus{AverageUtilization: &util, AverageValue: milliQuantity(raw)}}}}, nil
 }
 
@@ -182,8 +189,9 @@ func (r *HPAController) podsMetric(ctx context.Context, s *hpaSync, p *api.PodsM
 	if err != nil {
 		return nil, fmt.Errorf("failed to get pods metric value: %v", err)
 	}
-	return &metricResult{replicas: n, name: "pods metric " + p.Metric.Name, trace: tr, status: api.MetricStatus{Type: api.PodsMetricSourceType,
-		Pods: &api.PodsMetricStatus{Metric: p.Metric, Current: api.MetricValueStatus{AverageValue: milliQuantity(avg)}}}}, nil
+	return &metricResult{replicas: n, name: "pods metric " + p.Metric.Name, trace: tr,
+		sample: api.HPAMetricSample{Target: milliFloat(p.Target.AverageValue.MilliValue()), Current: milliFloat(avg)}, status: api.MetricStatus{Type: api.PodsMetricSourceType,
+			Pods: &api.PodsMetricStatus{Metric: p.Metric, Current: api.MetricValueStatus{AverageValue: milliQuantity(avg)}}}}, nil
 }
 
 // objectMetric is computeStatusForObjectMetric.
@@ -209,9 +217,11 @@ func (r *HPAController) objectMetric(ctx context.Context, s *hpaSync, o *api.Obj
 			return nil, fmt.Errorf("failed to get object metric value: %v", err)
 		}
 		res.replicas, res.trace, st.Current.Value = n, tr, milliQuantity(usage)
+		res.sample = api.HPAMetricSample{Target: milliFloat(target), Current: milliFloat(usage)}
 	case o.Target.AverageValue != nil:
 		n, avg, tr := r.calc.perPodReplicas(s.scale.Status.Replicas, usage, o.Target.AverageValue.MilliValue())
 		res.replicas, res.trace, st.Current.AverageValue = n, tr, milliQuantity(avg)
+		res.sample = api.HPAMetricSample{Target: milliFloat(o.Target.AverageValue.MilliValue()), Current: milliFloat(avg)}
 	default:
 		return nil, errors.New("invalid object metric source: neither a value target nor an average value target was set")
 	}
@@ -242,18 +252,23 @@ func (r *HPAController) externalMetric(ctx context.Context, s *hpaSync, e *api.E
 	case e.Target.AverageValue != nil:
 		n, avg, tr := r.calc.perPodReplicas(s.scale.Status.Replicas, usage, e.Target.AverageValue.MilliValue())
 		res.replicas, res.trace, st.Current.AverageValue = n, tr, milliQuantity(avg)
+		res.sample = api.HPAMetricSample{Target: milliFloat(e.Target.AverageValue.MilliValue()), Current: milliFloat(avg)}
 	case e.Target.Value != nil:
 		n, tr, err := r.calc.usageRatioReplicas(s.scale.Spec.Replicas, float64(usage)/float64(e.Target.Value.MilliValue()), pods)
 		if err != nil {
 			return nil, fmt.Errorf("failed to get external metric value: %v", err)
 		}
 		res.replicas, res.trace, st.Current.Value = n, tr, milliQuantity(usage)
+		res.sample = api.HPAMetricSample{Target: milliFloat(e.Target.Value.MilliValue()), Current: milliFloat(usage)}
 	default:
 		return nil, errors.New("invalid external metric source: neither a value target nor an average value target was set")
 	}
 	res.status = api.MetricStatus{Type: api.ExternalMetricSourceType, External: st}
 	return res, nil
 }
+
+// milliFloat is a milli-unit value in units.
+func milliFloat(v int64) float64 { return float64(v) / 1000 }
 
 // metav1Selector prints a metric selector as Kubernetes' %+v of a
 // *metav1.LabelSelector ("nil", or its generated String()).

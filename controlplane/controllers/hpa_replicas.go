@@ -65,6 +65,12 @@ type calcTrace struct {
 	Tolerance float64
 	// Proposal is the replica count this metric proposes.
 	Proposal int32
+	// Measured: each counted pod's own value (milli-units), before
+	// missing and not-ready pods get stand-ins; Shown: the same in the
+	// target's unit (percent of request for a utilization target), for
+	// the dashboard's plot.
+	Measured map[string]int64
+	Shown    map[string]float64
 }
 
 func (t calcTrace) String() string {
@@ -228,6 +234,7 @@ func (c replicaCalc) podReplicas(current int32, pods []*api.Pod, metrics podMetr
 	if len(m) == 0 {
 		return 0, tr, errNoPodMetric
 	}
+	tr.Measured = values(m)
 	r, err := ratio(m)
 	if err != nil {
 		return 0, tr, err
@@ -302,6 +309,12 @@ func (c replicaCalc) resourceReplicas(current int32, target int32, resource, con
 	}
 	fallback := func(pod string) int64 { return requests[pod] * int64(max(100, target)) / 100 }
 	n, tr, err := c.podReplicas(current, pods, metrics, resource == "cpu", ratio, fallback)
+	tr.Shown = make(map[string]float64, len(tr.Measured))
+	for pod, v := range tr.Measured {
+		if req := requests[pod]; req > 0 {
+			tr.Shown[pod] = float64(v) * 100 / float64(req)
+		}
+	}
 	return n, utilization, raw, tr, err
 }
 
@@ -318,6 +331,10 @@ func (c replicaCalc) plainReplicas(current int32, target int64, cpu bool, pods [
 		return r, nil
 	}
 	n, tr, err := c.podReplicas(current, pods, metrics, cpu, ratio, func(string) int64 { return target })
+	tr.Shown = make(map[string]float64, len(tr.Measured))
+	for pod, v := range tr.Measured {
+		tr.Shown[pod] = float64(v) / 1000
+	}
 	return n, avg, tr, err
 }
 

@@ -133,6 +133,22 @@ func TestHPAResourceReplicasUpstreamTable(t *testing.T) {
 			if tr.Proposal != n {
 				t.Errorf("trace proposal %d, returned %d", tr.Proposal, n)
 			}
+			// The plot's values: each ready pod's own utilization, in
+			// percent of its request (two containers of the spec's request).
+			if len(tr.Shown) != tr.Ready {
+				t.Errorf("shown %v for %d ready pods", tr.Shown, tr.Ready)
+			}
+			for i, p := range tc.pods {
+				name := fmt.Sprintf("test-pod-%d", i)
+				v, ok := tr.Shown[name]
+				if !ok {
+					continue
+				}
+				req := resource.MustParse(orDefault(p.request, "1"))
+				if want := float64(2*p.level) * 100 / float64(2*req.MilliValue()); v != want {
+					t.Errorf("%s shown at %v%%, want %v%%", name, v, want)
+				}
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -438,6 +439,27 @@ func TestHPADecisionsPostedToTrace(t *testing.T) {
 				t.Errorf("sync %d: the section lacks %q:\n%s", i, want, section)
 			}
 		}
+	}
+	// Each decision carries what its metric read, per pod (the dashboard's
+	// plot): the measured values only, never the stand-in 0 of the
+	// not-ready web-c.
+	wantPods := []map[string]float64{{"web-a": 90, "web-b": 90}, {"web-a": 72, "web-b": 75}, {"web-a": 66, "web-b": 68}, {"web-a": 0, "web-b": 0}}
+	wantProposal := []int32{3, 3, 3, 0}
+	for i, d := range ds {
+		if d.Rescaled != (i == 0) {
+			t.Errorf("decision %d: rescaled %v, want only the first", i, d.Rescaled)
+		}
+		if len(d.Metrics) != 1 {
+			t.Errorf("decision %d: metrics %+v, want one", i, d.Metrics)
+			continue
+		}
+		m := d.Metrics[0]
+		if m.Metric != "pods metric DCGM_FI_DEV_GPU_UTIL" || m.Unit != "" || m.Target != 70 || !maps.Equal(m.Pods, wantPods[i]) || m.Proposal != wantProposal[i] {
+			t.Errorf("decision %d: metric %+v, want pods %v, target 70, proposal %d", i, m, wantPods[i], wantProposal[i])
+		}
+	}
+	if m := ds[1].Metrics; len(m) == 1 && m[0].Current != 73.5 {
+		t.Errorf("decision 1: current %v, want the ready pods' average 73.5", m[0].Current)
 	}
 	// Only the last n are shown.
 	if got := api.DescribeHPADecisions("web", tr.Spans, 1); strings.Contains(got, "2 -> 3 replicas") || !strings.Contains(got, "the last 1 syncs") {

@@ -3,7 +3,7 @@
 // Plain JavaScript, no library, no build step. Every text from the
 // cluster goes into the page through textContent (the h() helper), never
 // as HTML. The page reads the dashboard's own endpoints only
-// (api/chain, api/devices, api/watch: see dashboard.go) and is pushed
+// (api/chain, api/devices, api/hpa, api/watch: see dashboard.go) and is pushed
 // changes on one Server-Sent Events stream; it never polls.
 //
 // A page written by `skiff trace pod NAME -o html` embeds its data in
@@ -15,7 +15,10 @@
 
 const TEXT = {
   en: {
-    "nav.cluster": "Cluster", "nav.chain": "Chain", "nav.sequence": "gRPC sequence", "nav.loops": "Control loops",
+    "nav.cluster": "Cluster", "nav.chain": "Chain", "nav.sequence": "gRPC sequence", "nav.loops": "Control loops", "nav.hpa": "Autoscalers",
+    "hpa.target": "target", "hpa.replicas": "Replicas", "hpa.current": "current", "hpa.desired": "desired", "hpa.decisions": "Decisions, newest first",
+    "hpa.rescalesOnly": "rescales only", "hpa.none": "No decisions yet: the controller posts one after each sync.",
+    "hpa.nometrics": "No metric gave a value yet (see the decisions).", "hpa.nohpas": "No HorizontalPodAutoscalers (kubectl autoscale deployment NAME --cpu-percent=50 --min=1 --max=10).",
     next: "Next ▶", prev: "◀ Prev", auto: "Auto", stop: "Stop", reset: "Reset",
     live: "live", offline: "reconnecting…", total: "This pod, end to end", course: "The course's typical time",
     pickPod: "Pick a pod", pickNode: "Pick a node", noTrace: "No trace recorded for this pod yet.",
@@ -51,7 +54,10 @@ const TEXT = {
     },
   },
   zh: {
-    "nav.cluster": "集群", "nav.chain": "调度链路", "nav.sequence": "gRPC 时序", "nav.loops": "控制循环",
+    "nav.cluster": "集群", "nav.chain": "调度链路", "nav.sequence": "gRPC 时序", "nav.loops": "控制循环", "nav.hpa": "自动扩缩容",
+    "hpa.target": "目标", "hpa.replicas": "副本数", "hpa.current": "当前", "hpa.desired": "期望", "hpa.decisions": "决策（最新在前）",
+    "hpa.rescalesOnly": "只看扩缩容", "hpa.none": "还没有决策：控制器每次同步后记录一条。",
+    "hpa.nometrics": "还没有指标给出数值（见下方决策）。", "hpa.nohpas": "没有 HorizontalPodAutoscaler（kubectl autoscale deployment NAME --cpu-percent=50 --min=1 --max=10）。",
     next: "下一步 ▶", prev: "◀ 上一步", auto: "自动", stop: "停止", reset: "重置",
     live: "实时", offline: "正在重连…", total: "本 Pod 端到端耗时", course: "课程中的典型耗时",
     pickPod: "选择一个 Pod", pickNode: "选择一个节点", noTrace: "这个 Pod 还没有记录到链路。",
@@ -412,7 +418,7 @@ function nodePicker(current) {
 // ---------- the live store, fed by the event stream ----------
 
 const store = new Map(); // resource → Map(ns/name → object)
-for (const k of ["nodes", "pods", "deployments", "replicasets", "jobs", "clusterqueues", "localqueues", "workloads", "resourceclaims"]) store.set(k, new Map());
+for (const k of ["nodes", "pods", "deployments", "replicasets", "jobs", "clusterqueues", "localqueues", "workloads", "resourceclaims", "horizontalpodautoscalers"]) store.set(k, new Map());
 let servedKinds = [];
 const reconciles = new Map(); // controller → its newest records (one ring each: no loop's no-ops crowd out another's)
 const keyOf = (o) => (o.metadata.namespace ? o.metadata.namespace + "/" : "") + o.metadata.name;
@@ -603,6 +609,26 @@ function route() {
     // The agent rewrites its node's GPU annotations on every health or
     // allocation change: that is when the call log has news.
     on((kind, type, o) => { if (kind === "nodes" && o?.metadata?.name === node) debounce(load); });
+    return;
+  }
+  if (view === "hpa") {
+    const [ns, name] = [parts[1], parts[2]];
+    if (!ns || !name) {
+      hpaPicker(root);
+      on((kind) => { if (kind === "horizontalpodautoscalers") debounce(() => hpaPicker(root)); });
+      return;
+    }
+    const key = ns + "/" + name;
+    const load = () => getJSON(`api/hpa/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
+      .then((v) => renderHPA(root, v))
+      .catch((e) => fill(root, h("h1", {}, key), h("p", { class: "bad" }, e.message)));
+    load();
+    // The controller posts a decision, then logs its reconcile line (and
+    // writes the status when it changed): either is the plot's news.
+    on((kind, type, o) => {
+      if ((kind === "reconcile" && o.controller === "horizontal-pod-autoscaler" && o.key === key) ||
+        (kind === "horizontalpodautoscalers" && o && keyOf(o) === key)) debounce(load);
+    });
     return;
   }
   if (view === "loops") {
