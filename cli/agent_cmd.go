@@ -66,6 +66,7 @@ its data dir (pki/); a restarted agent reuses them.`,
 	fl.StringVar(&c.DevicePlugin, "device-plugin", c.DevicePlugin, "GPU device plugin of this node: builtin (the agent runs skiff's) or external (none: a device plugin pod, e.g. examples/workloads/skiff-device-plugin-daemonset.yaml, registers through the hostPath /var/lib/kubelet/device-plugins and gives the node its nvidia.com/gpu)")
 	fl.StringVar(&c.Network, "network", c.Network, networkFlagHelp)
 	fl.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace of skiff's images and containers")
+	fl.StringVar(&c.RegistryHostsDir, "registry-hosts-dir", c.RegistryHostsDir, "containerd's registry hosts directory (as its CRI plugin's registry config_path): DIR/HOST/hosts.toml names mirrors of HOST, e.g. a lab room's local registry for registry.k8s.io")
 	_ = cmd.MarkFlagRequired("join")
 	return cmd
 }

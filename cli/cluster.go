@@ -105,6 +105,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, server bool) {
 	fl.Float64Var(&c.HPA.Tolerance, "horizontal-pod-autoscaler-tolerance", c.HPA.Tolerance, "an autoscaler does not scale while metric/target is within 1±this (kube-controller-manager's flag)")
 	fl.IntVar(&c.Nodes, "nodes", 1, "run N nodes in this process, named NAME-1..NAME-N (NAME: --node-name or the hostname), each with its own data dir and GPUs; they share containerd")
 	fl.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace of skiff's images and containers")
+	fl.StringVar(&c.RegistryHostsDir, "registry-hosts-dir", c.RegistryHostsDir, "containerd's registry hosts directory (as its CRI plugin's registry config_path): DIR/HOST/hosts.toml names mirrors of HOST, e.g. a lab room's local registry for registry.k8s.io")
 	fl.BoolVar(&c.NoKubeconfigMerge, "no-kubeconfig-merge", false, "do not merge the skiff context into ~/.kube/config (the kubeconfig is still written to ~/.skiff/kubeconfig and DATA-DIR/kubeconfig)")
 }
 

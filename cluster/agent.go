@@ -31,6 +31,7 @@ type AgentConfig struct {
 	NodeName                               string
 	Runtime                                string
 	ContainerdAddress, ContainerdNamespace string
+	RegistryHostsDir                       string
 	DataDir                                string
 	GPUs, Network                          string
 	// DevicePluginConfig is the ConfigMap of NVIDIA device plugin configs
@@ -62,6 +63,7 @@ func DefaultAgentConfig() AgentConfig {
 		Runtime:             nc.Runtime,
 		ContainerdAddress:   nc.ContainerdAddress,
 		ContainerdNamespace: nc.ContainerdNamespace,
+		RegistryHostsDir:    nc.RegistryHostsDir,
 		GPUs:                "auto",
 		DevicePluginConfig:  api.NVIDIADevicePluginConfigMap,
 		DevicePlugin:        agent.DevicePluginBuiltin,
@@ -82,6 +84,7 @@ func (a *AgentConfig) nodeConfig() node.Config {
 	}
 	cfg.NodeIP = a.Advertise
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = a.Runtime, a.ContainerdAddress, a.ContainerdNamespace
+	cfg.RegistryHostsDir = a.RegistryHostsDir
 	cfg.GPUs, cfg.Network = a.GPUs, a.Network
 	cfg.DevicePluginConfig, cfg.DevicePlugin = a.DevicePluginConfig, a.DevicePlugin
 	cfg.Listen, cfg.Log = a.ListenAgent, a.Log

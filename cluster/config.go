@@ -37,6 +37,8 @@ type Config struct {
 	Runtime string
 	// ContainerdAddress and ContainerdNamespace of the local nodes.
 	ContainerdAddress, ContainerdNamespace string
+	// RegistryHostsDir of the local nodes (node.Config.RegistryHostsDir).
+	RegistryHostsDir string
 	// NodeName of the local node ("" = the hostname: DefaultNodeName);
 	// with Nodes > 1 the nodes are NodeName-1..N.
 	NodeName string
@@ -116,6 +118,7 @@ func DefaultConfig() Config {
 		Runtime:             nc.Runtime,
 		ContainerdAddress:   nc.ContainerdAddress,
 		ContainerdNamespace: nc.ContainerdNamespace,
+		RegistryHostsDir:    nc.RegistryHostsDir,
 		Gossip:              Gossip{Port: membership.DefaultPort},
 		Sim:                 sim,
 		// `up` is the one-machine teaching cluster: without a GPU it

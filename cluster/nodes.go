@@ -156,7 +156,7 @@ func localNodeConfigs(f Config, issue func(name string, addrs []string) (pki.Nod
 		if fab != nil {
 			c.Labels = fab.NodeLabels(i + 1)
 		}
-		c.ContainerdAddress, c.ContainerdNamespace = f.ContainerdAddress, f.ContainerdNamespace
+		c.ContainerdAddress, c.ContainerdNamespace, c.RegistryHostsDir = f.ContainerdAddress, f.ContainerdNamespace, f.RegistryHostsDir
 		if f.Network != "" {
 			c.Network = f.Network
 		}

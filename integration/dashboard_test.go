@@ -93,7 +93,14 @@ func lastSpan(spans []api.TraceSpan, component, step string) (api.TraceSpan, boo
 
 func TestDashboardBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
-	l := startLabsCluster(t)
+	// The autoscalers sync every 2 s and scale down after a 6 s window
+	// (kube-controller-manager's flags), for the autoscaler view and the
+	// docs' walkthrough, whose image the nodes pull from a local mirror
+	// of registry.k8s.io (phpApacheMirror).
+	mirror, hostsDir := phpApacheMirror(t)
+	l := startLabsClusterWith(t, labsOptions{gpus: "sim:dgxa100,sim:dgxa100,none", hostIP: labsHostIP, nodeIP: labsNodeIP, nsPrefix: "skl",
+		args: []string{"--horizontal-pod-autoscaler-sync-period=" + gpuHPASync.String(), "--horizontal-pod-autoscaler-downscale-stabilization=" + gpuHPAWindow.String(),
+			"--registry-hosts-dir=" + hostsDir}})
 	art := artifactDir(t)
 	bg := context.Background()
 	l.sk(t, "apply", "-f", "../examples/lab1-nginx.yaml")
@@ -388,6 +395,57 @@ func TestDashboardBrowser(t *testing.T) {
 			fmt.Sprintf(`[...document.querySelectorAll("[data-rec][data-controller='deployment-controller']")].some((e) => +e.dataset.rec > %v)`, seq), 20*time.Second)
 		shot("loops")
 	})
+
+	t.Run("HPAView", func(t *testing.T) {
+		// gpu_hpa_test.go's inference Deployment (pods at 90 % GPU) and its
+		// autoscaler on DCGM_FI_DEV_GPU_UTIL (AverageValue 70, max 2).
+		hpaStart := time.Now()
+		f := filepath.Join(t.TempDir(), "infer.yaml")
+		if err := os.WriteFile(f, []byte(gpuHPAApp), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l.sk(t, "apply", "-f", f, "-n", labsNS)
+		defer l.try("delete", "-f", f, "-n", labsNS) //nolint:errcheck // cleanup
+		eval(`location.hash = "#/hpa"`, nil)
+		waitJS(t, "the autoscaler in the view's list", `!!document.querySelector("[data-hpa='gpu-demo/infer'] a")`, 20*time.Second)
+		run("open the autoscaler", chromedp.Click(chromedp.CSS(`[data-hpa='gpu-demo/infer'] a`)))
+		// Each pod's GPU utilisation as points, above the target line, and
+		// the scale-up marked on the replica plot, with its reason on hover.
+		waitJS(t, "the plot of the scale-up",
+			`[...document.querySelectorAll("svg[data-plot='metric'] circle[data-point^='infer-']")].some((c) => +c.dataset.value > 70) &&
+			[...document.querySelectorAll("svg[data-plot='replicas'] [data-decision-mark][data-from='1'][data-to='2']")].some((m) => m.textContent.includes("scaled 1 -> 2 (pods metric DCGM_FI_DEV_GPU_UTIL above target)"))`, 40*time.Second)
+		var before struct{ Points, Syncs, Marks int }
+		const counts = `({ points: document.querySelectorAll("svg[data-plot='metric'] circle[data-point]").length,
+			syncs: document.querySelectorAll("svg[data-plot='replicas'] circle[data-replicas]").length,
+			marks: document.querySelectorAll("svg[data-plot='metric'] line.mark").length })`
+		eval(counts, &before)
+		if before.Marks < 1 || before.Syncs < 2 {
+			t.Errorf("the plot: %+v, want a rescale marked and at least two syncs", before)
+		}
+		// Every mark is a sync that rescaled (its steps end in "scaled"),
+		// never one whose metric was not there yet.
+		var unscaled []string
+		eval(`[...document.querySelectorAll("svg [data-decision-mark], svg line.mark")].map((m) => m.textContent).filter((s) => !/\nscaled \d+ -> \d+ \(/.test(s))`, &unscaled)
+		if len(unscaled) > 0 {
+			t.Errorf("marks of syncs that did not rescale: %q", unscaled)
+		}
+		// Live: the next syncs arrive on the page without a reload, every
+		// one a point, as many as the controller's decisions.
+		waitJS(t, "more syncs on the plot", fmt.Sprintf(`document.querySelectorAll("svg[data-plot='replicas'] circle[data-replicas]").length > %d`, before.Syncs), 20*time.Second)
+		shot("hpa")
+		var page struct{ Syncs int }
+		eval(`({ syncs: document.querySelectorAll("[data-decision]").length })`, &page)
+		tr, err := l.c.GetObjectTrace(bg, api.MustKindOf(&api.HorizontalPodAutoscaler{}), labsNS, "infer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(api.HPADecisions(tr.Spans)); page.Syncs < 2 || page.Syncs > n {
+			t.Errorf("%d decisions listed on the page, the autoscaler's trace has %d", page.Syncs, n)
+		}
+		t.Logf("MEASURE the autoscaler view: apply → scale-up plotted and marked, and a later sync drawn live, in %v", time.Since(hpaStart).Round(time.Millisecond))
+	})
+
+	t.Run("PHPApacheWalkthrough", func(t *testing.T) { phpApacheWalkthrough(t, l, mirror) }) // hpa_php_apache_test.go
 
 	t.Run("WriteToPage", func(t *testing.T) { measureWriteToPage(t, l, ctx, eval) })
 

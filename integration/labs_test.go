@@ -49,6 +49,7 @@ type labsCluster struct {
 	home    string        // skiff up's $HOME (.skiff/kubeconfig, .kube/config)
 	dataDir string        // skiff up's --data-dir
 	bin     string        // the skiff binary that runs the cluster
+	ctrdNS  string        // the containerd namespace of its images and containers
 }
 
 // sk runs the skiff CLI in process and returns its stdout; a failing
@@ -100,6 +101,8 @@ func startLabsCluster(t *testing.T) *labsCluster {
 // (a /30: host side, node side), so two tests' clusters cannot collide.
 type labsOptions struct {
 	gpus, hostIP, nodeIP, nsPrefix string
+	// args: more flags of skiff up.
+	args []string
 }
 
 // startLabsClusterWith is startLabsCluster with other GPUs and addresses.
@@ -114,7 +117,8 @@ func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
 	// nginx:1.16.0 is the image of `helm create`'s chart (helm_test.go).
 	nginx := testenv.NginxStandIn("docker.io/library/nginx:latest", "docker.io/library/nginx:alpine", "docker.io/library/nginx:1.16.0")
 	nginx.Cmd = []string{"sh", "-c", "trap 'exit 0' TERM; " + strings.Join(nginx.Cmd, " ") + " & wait"}
-	for _, img := range []testenv.Image{nginx, testenv.CUDAStandIn()} {
+	// busybox:1.28 is the Kubernetes docs' load generator's image.
+	for _, img := range []testenv.Image{nginx, testenv.CUDAStandIn(), testenv.Busybox("docker.io/library/busybox:1.28")} {
 		arch, err := img.Archive()
 		if err != nil {
 			t.Fatal(err)
@@ -142,6 +146,7 @@ func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
 		"--nodes", "3", "--gpus", o.gpus, "--node-name", "lab",
 		"--runtime", "containerd", "--containerd-address", e.addr, "--containerd-namespace", e.ns,
 		"--no-gossip", "--data-dir", dataDir, "--listen", o.nodeIP+":7443")
+	cmd.Args = append(cmd.Args, o.args...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	pr, pw := io.Pipe()
 	out := &lockedBuffer{}
@@ -184,7 +189,7 @@ func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("skiff up: no Ready nodes within 60s:\n%s", out.String())
 	}
-	l := &labsCluster{cfgPath: filepath.Join(dataDir, "kubeconfig"), netns: ns, out: out, home: home, dataDir: dataDir, bin: bin}
+	l := &labsCluster{cfgPath: filepath.Join(dataDir, "kubeconfig"), netns: ns, out: out, home: home, dataDir: dataDir, bin: bin, ctrdNS: e.ns}
 	cfg, err := client.LoadKubeconfig(l.cfgPath)
 	if err != nil {
 		t.Fatal(err)

@@ -91,6 +91,9 @@ type Config struct {
 	Runtime string
 	// ContainerdAddress and ContainerdNamespace of the containerd runtime.
 	ContainerdAddress, ContainerdNamespace string
+	// RegistryHostsDir: containerd's registry hosts directory (mirrors;
+	// runtime/containerd Config.RegistryHostsDir).
+	RegistryHostsDir string
 	// UseRuntime, when set, is the runtime pods run on instead of one
 	// Runtime chooses (tests, embedders): the Node does not close it, and
 	// treats it as real (not simulated) unless RuntimeSimulated.
@@ -175,6 +178,7 @@ func DefaultConfig(dataDir string) Config {
 		Runtime:             RuntimeAuto,
 		ContainerdAddress:   cc.Address,
 		ContainerdNamespace: cc.Namespace,
+		RegistryHostsDir:    cc.RegistryHostsDir,
 		// Real GPUs when the driver loads; none otherwise (a lab machine
 		// never pretends to have GPUs unless asked).
 		GPUs:    "auto",

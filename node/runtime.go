@@ -23,6 +23,7 @@ func openRuntime(ctx context.Context, cfg Config, cdiDirs []string, lg *slog.Log
 			cc.Namespace = cfg.ContainerdNamespace
 		}
 		cc.StateDir = filepath.Join(cfg.DataDir, "containers")
+		cc.RegistryHostsDir = cfg.RegistryHostsDir
 		cc.CDISpecDirs = append(append([]string(nil), cc.CDISpecDirs...), cdiDirs...)
 		cc.Logger = lg
 		return ctrd.New(ctx, cc)

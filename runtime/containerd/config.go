@@ -30,6 +30,13 @@ type Config struct {
 	DialTimeout time.Duration
 	// Logger gets the runtime's own log lines (reconnects, cleanup failures).
 	Logger *slog.Logger
+	// RegistryHostsDir is containerd's registry hosts directory (the CRI
+	// plugin's registry config_path, ctr's and nerdctl's --hosts-dir):
+	// DIR/HOST/hosts.toml names mirrors of HOST (an offline lab room's
+	// local registry for registry.k8s.io), DIR/HOST/*.crt its CAs. skiff
+	// pulls through the containerd client, so it reads the directory
+	// itself. A host without a directory is pulled from as named.
+	RegistryHostsDir string
 }
 
 // DefaultConfig returns the configuration for the system containerd.
@@ -40,6 +47,8 @@ func DefaultConfig() Config {
 		// Own namespace: skiff never sees or touches Docker's ("moby") or
 		// Kubernetes' ("k8s.io") containers on the same containerd.
 		Namespace: "skiff",
+		// containerd's documented place for registry hosts.
+		RegistryHostsDir: "/etc/containerd/certs.d",
 		// Next to skiff's other node state; survives agent restarts, so
 		// logs of adopted containers stay readable.
 		StateDir: "/var/lib/skiff/containers",

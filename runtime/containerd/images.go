@@ -9,6 +9,9 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/remotes"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -37,6 +40,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy runtime.Pu
 		}
 	}
 	img, err := r.client.Pull(ctx, name,
+		containerd.WithResolver(r.resolver(ctx)),
 		containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(r.cfg.Snapshotter),
 		containerd.WithImageHandlerWrapper(progressWrapper(name, progress)))
@@ -48,6 +52,18 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy runtime.Pu
 		progress(runtime.PullProgress{Ref: name, DoneBytes: info.Size, TotalBytes: info.Size, Done: true})
 	}
 	return info, err
+}
+
+// resolver resolves and fetches images as containerd's own pulls do with
+// a registry config_path: each host's mirrors and CAs from
+// RegistryHostsDir/HOST/hosts.toml (containerd's format), the host itself
+// over HTTPS when it has none.
+func (r *Runtime) resolver(ctx context.Context) remotes.Resolver {
+	opts := config.HostOptions{}
+	if r.cfg.RegistryHostsDir != "" {
+		opts.HostDir = config.HostDirFromRoot(r.cfg.RegistryHostsDir)
+	}
+	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
 }
 
 // progressWrapper reports bytes fetched after each blob: a manifest adds its
