@@ -121,6 +121,7 @@ type GPUs struct {
 	Meter *usage.Meter
 
 	labels    map[string]string
+	plugin    string       // DevicePluginBuiltin or DevicePluginExternal
 	devs      []gpu.Device // the GPUs at setup (identity does not change)
 	cdi       *cdi.Config  // the simulated driver's spec (nil on real GPUs)
 	dataDir   string
@@ -158,7 +159,10 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GPUs{Source: src, Message: msg, labels: map[string]string{}, dataDir: cfg.DataDir, log: lg}
+	g := &GPUs{Source: src, Message: msg, labels: map[string]string{}, plugin: DevicePluginBuiltin, dataDir: cfg.DataDir, log: lg}
+	if cfg.DevicePlugin != "" {
+		g.plugin = cfg.DevicePlugin
+	}
 	devs, err := src.Devices(ctx)
 	if err != nil {
 		src.Close()
@@ -246,7 +250,7 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		g.Close()
 		return nil, err
 	}
-	if cfg.DevicePlugin == DevicePluginExternal {
+	if g.plugin == DevicePluginExternal {
 		g.Message += fmt.Sprintf("\nbuilt-in GPU device plugin off (--device-plugin=%s): nvidia.com/gpu comes from a device plugin registering at %s "+
 			"(a pod's hostPath /var/lib/kubelet/device-plugins is that directory)", DevicePluginExternal, m.SocketPath())
 		return g, nil
@@ -412,7 +416,7 @@ func (g *GPUs) Configure(c *Config) {
 	}
 	if len(g.devs) > 0 {
 		c.DeviceLabels = g.Labels // GFD's labels follow the config (devicestatus.go)
-		c.OwnedLabel = gpuplugin.OwnedLabel
+		c.OwnedLabel = func(key string) bool { return key == api.LabelSkiffDevicePlugin || gpuplugin.OwnedLabel(key) }
 	}
 }
 

@@ -285,7 +285,8 @@ func (g *GPUs) migDevices(ctx context.Context) (map[int][]gpu.MIGDevice, error) 
 // -MIG-<profile> (migStrategy single), nvidia.com/gpu.replicas and
 // .sharing-strategy, nvidia.com/mps.capable, nvidia.com/mig.capable,
 // nvidia.com/mig.strategy and, with the mixed strategy, the
-// nvidia.com/mig-<profile>.* labels.
+// nvidia.com/mig-<profile>.* labels; and skiff.dev/device-plugin
+// (api.LabelSkiffDevicePlugin: builtin or external).
 func (g *GPUs) Labels() map[string]string {
 	if g == nil || len(g.devs) == 0 {
 		return nil
@@ -299,6 +300,7 @@ func (g *GPUs) Labels() map[string]string {
 	if g.mig != nil {
 		maps.Copy(l, g.mig.Labels())
 	}
+	l[api.LabelSkiffDevicePlugin] = g.plugin
 	return l
 }
 

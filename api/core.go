@@ -305,6 +305,11 @@ const (
 	LabelSkiffPodNetwork = "skiff.dev/pod-network"
 	PodNetworkCNI        = "cni"
 	PodNetworkNone       = "none"
+	// LabelSkiffDevicePlugin is a GPU node's device plugin, set by its
+	// agent (--device-plugin): "builtin" (the agent runs skiff's) or
+	// "external" (it runs none; a device plugin pod registers, and skiff's
+	// DaemonSet selects these nodes).
+	LabelSkiffDevicePlugin = "skiff.dev/device-plugin"
 )
 
 // LabelClassroom marks what `skiff classroom create ROOM` made (each

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -61,8 +62,67 @@ or  ctr images export nginx-alpine.tar docker.io/library/nginx:alpine`,
 		Short:   "List the images present",
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return ic.List(cmd.Context()) },
-	})
+	}, ic.selfCommand())
 	return cmd
+}
+
+// selfCommand is `skiff image self`: an image of this skiff binary, for
+// skiff's device plugin DaemonSet.
+func (ic *imageCmd) selfCommand() *cobra.Command {
+	var name, output string
+	cmd := &cobra.Command{
+		Use:   "self",
+		Short: "Make an image of this skiff binary (" + cluster.SkiffImageName + ") and import it, for skiff's device plugin DaemonSet",
+		Long: `Make a container image of this skiff binary, named ` + cluster.SkiffImageName + ` unless --name
+says otherwise, and import it into this machine's containerd, where the node's
+pods find it (imagePullPolicy IfNotPresent: nothing is pulled). The DaemonSet
+examples/workloads/skiff-device-plugin-daemonset.yaml runs ` + "`skiff device-plugin`" + `
+from it on the nodes started with --device-plugin=external.
+
+The image holds the binary at ` + cluster.SkiffImagePath + ` and, because skiff is built with
+cgo, the shared libraries ` + "`ldd`" + ` lists for it (glibc and its loader), at the
+same paths, with LD_LIBRARY_PATH set: nothing else. A statically linked skiff
+gets none. The NVIDIA driver is not in it (go-nvml loads libnvidia-ml.so.1 at
+run time): in the image, skiff sees simulated GPUs only.
+
+With -o FILE the image is written as an OCI archive instead, for
+` + "`skiff image import FILE`" + ` on another machine with the same architecture.`,
+		Example: `  skiff image self
+  skiff image self -o skiff-image.tar`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return ic.Self(cmd.Context(), name, output) },
+	}
+	cmd.Flags().StringVar(&name, "name", cluster.SkiffImageName, "name of the image")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the image as an OCI archive to this file instead of importing it")
+	return cmd
+}
+
+// Self makes the image of this binary and imports it (or writes it to
+// output), then says what it holds.
+func (ic *imageCmd) Self(ctx context.Context, name, output string) error {
+	var names, libs []string
+	var err error
+	if output != "" {
+		libs, err = cluster.WriteSelfImage(output, name)
+		names = []string{name}
+	} else {
+		names, libs, err = cluster.ImportSelfImage(ctx, ic.runtimeConfig(), name)
+	}
+	if err != nil {
+		return err
+	}
+	what := "the skiff binary, statically linked"
+	if len(libs) > 0 {
+		what = fmt.Sprintf("the skiff binary and the %d shared libraries it loads: %s", len(libs), strings.Join(libs, ", "))
+	}
+	for _, n := range names {
+		if output != "" {
+			fmt.Fprintf(ic.r.Stdout, "image/%s written to %s (%s)\n", n, output, what)
+		} else {
+			fmt.Fprintf(ic.r.Stdout, "image/%s imported (%s)\n", n, what)
+		}
+	}
+	return nil
 }
 
 // runtimeConfig is the containerd the images go to: flags given on the

@@ -2,9 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"skiff.dev/skiff/cluster"
+	rtfake "skiff.dev/skiff/runtime/fake"
 )
 
 // skiff image finds the containerd the local node runs on: flags first,
@@ -46,5 +52,29 @@ func TestImageRuntimeConfig(t *testing.T) {
 				t.Errorf("stderr: %s", errb.String())
 			}
 		})
+	}
+}
+
+// skiff image self -o FILE writes an archive of this binary (here the
+// test binary, cgo like skiff) that imports as skiff.dev/skiff:local, and
+// says what it holds.
+func TestImageSelfWritesArchive(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "skiff.tar")
+	var out, errb bytes.Buffer
+	if err := Main(context.Background(), []string{"image", "self", "-o", file}, &out, &errb); err != nil {
+		t.Fatalf("skiff image self: %v\n%s", err, errb.String())
+	}
+	if want := "image/" + cluster.SkiffImageName + " written to " + file + " (the skiff binary and the "; !strings.HasPrefix(out.String(), want) ||
+		!strings.Contains(out.String(), "libc.so.6") {
+		t.Errorf("output %q; want it to start %q and name libc", out.String(), want)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	names, err := rtfake.New(rtfake.DefaultConfig()).ImportImage(context.Background(), f)
+	if err != nil || !slices.Equal(names, []string{cluster.SkiffImageName}) {
+		t.Errorf("import: %q, %v", names, err)
 	}
 }

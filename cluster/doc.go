@@ -23,6 +23,8 @@
 //
 // A node on real containerd records its containerd in
 // ~/.skiff/containerd.json, where `skiff image` finds it (images.go).
+// `skiff image self` makes an image of the skiff binary (with the shared
+// libraries ldd lists) for skiff's device plugin DaemonSet (selfimage.go).
 //
 // # Invariants
 //

@@ -52,6 +52,8 @@ type gpuCluster struct {
 	dataDir string
 	cfgPath string // CLI config
 	agent   *runningAgent
+	// devicePlugin is the agent's --device-plugin ("": builtin).
+	devicePlugin string
 }
 
 // gpuStartAgent starts the node as `skiff agent --gpus sim:dgxa100` does:
@@ -63,7 +65,7 @@ type gpuCluster struct {
 func (g *gpuCluster) gpuStartAgent(t *testing.T) {
 	t.Helper()
 	cfg := testNodeConfig(nil, gpuNode, g.dataDir, func(c *agent.Config) { c.HeartbeatInterval = 10 * time.Second })
-	cfg.GPUs = "sim:dgxa100"
+	cfg.GPUs, cfg.DevicePlugin = "sim:dgxa100", g.devicePlugin
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = node.RuntimeContainerd, g.ctrd.addr, g.ctrd.ns
 	cfg.Listen, cfg.Credentials = "127.0.0.1:0", nodeCredentials(t, g.cp, cfg.Name, "127.0.0.1")
 	if os.Getenv("GPU_DEBUG") != "" {
@@ -482,6 +484,9 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 	g.deleteAll(t)
 
 	t.Run("HPAScalesOnGPUUtilization", g.gpuHPAScalesOnUtilization) // gpu_hpa_test.go
+	g.deleteAll(t)
+
+	t.Run("DevicePluginAsAPod", g.devicePluginAsAPod) // deviceplugin_pod_test.go (last: the agent restarts without its plugin)
 	t.Logf("TestGPUOnSimulatedDGXA100 took %v", time.Since(start).Round(time.Millisecond))
 }
 

@@ -71,6 +71,14 @@ func TestStartSimulatedNode(t *testing.T) {
 	if l[api.LabelSkiffPodNetwork] != api.PodNetworkNone || l[api.LabelSkiffSimulated] != "true" {
 		t.Errorf("node labels %v; want %s=%s and %s=true", l, api.LabelSkiffPodNetwork, api.PodNetworkNone, api.LabelSkiffSimulated)
 	}
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		o, err := cp.Local().Get(context.Background(), api.MustKindOf(&api.Node{}), "", "n1")
+		if err != nil {
+			return false, err.Error()
+		}
+		l := o.(*api.Node).Labels
+		return l[api.LabelSkiffDevicePlugin] == agent.DevicePluginBuiltin, fmt.Sprintf("labels %v; want %s=%s", l, api.LabelSkiffDevicePlugin, agent.DevicePluginBuiltin)
+	})
 	if err := n.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
@@ -173,6 +181,15 @@ func TestExternalDevicePlugin(t *testing.T) {
 	if c, a, h, why := gpus(); c != 0 || a != 0 || h != 0 {
 		t.Fatalf("before any plugin registers: %s; want no GPUs", why)
 	}
+	// The label skiff's DaemonSet selects.
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		o, err := cp.Local().Get(context.Background(), api.MustKindOf(&api.Node{}), "", "gpu-1")
+		if err != nil {
+			return false, err.Error()
+		}
+		l := o.(*api.Node).Labels
+		return l[api.LabelSkiffDevicePlugin] == agent.DevicePluginExternal, fmt.Sprintf("labels %v", l)
+	})
 
 	src, _, err := gpu.Open("sim:dgxa100", gpu.Options{NodeName: "gpu-1"})
 	if err != nil {

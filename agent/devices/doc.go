@@ -24,6 +24,18 @@
 //
 // The manager never touches a device itself: it only coordinates.
 //
+// # Who registers
+//
+// The directory is the node's DATA-DIR/device-plugins. The agent's own GPU
+// plugins (agent/devices/gpuplugin) register there unless the node runs
+// with --device-plugin=external; then the node's nvidia.com/gpu comes
+// from whichever plugin registers, typically a DaemonSet pod
+// (examples/workloads/skiff-device-plugin-daemonset.yaml, or NVIDIA's
+// static one) that mounts the hostPath /var/lib/kubelet/device-plugins:
+// the agent takes /var/lib/kubelet as its data directory, as the kubelet's
+// --root-dir (agent/podworker NodePath), so the pod's path is this
+// directory. The manager cannot tell the two apart, and need not.
+//
 // # Invariants
 //
 //   - A device is held by at most one pod. Allocations are written to a

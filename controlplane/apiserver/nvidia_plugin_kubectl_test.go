@@ -2,8 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,69 +12,6 @@ import (
 	"skiff.dev/skiff/internal/kubectltest"
 	"skiff.dev/skiff/internal/testwait"
 )
-
-// nvidiaDevicePlugin is NVIDIA's static manifest, unchanged
-// (github.com/NVIDIA/k8s-device-plugin, deployments/static/
-// nvidia-device-plugin.yml, v0.17.x): a DaemonSet in kube-system with the
-// nvidia.com/gpu toleration, priority system-node-critical and a hostPath
-// to the kubelet's device-plugins directory.
-const nvidiaDevicePlugin = `# Copyright (c) 2019, NVIDIA CORPORATION.  All rights reserved.
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
-
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: nvidia-device-plugin-daemonset
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      name: nvidia-device-plugin-ds
-  updateStrategy:
-    type: RollingUpdate
-  template:
-    metadata:
-      labels:
-        name: nvidia-device-plugin-ds
-    spec:
-      tolerations:
-      - key: nvidia.com/gpu
-        operator: Exists
-        effect: NoSchedule
-      # Mark this pod as a critical add-on; when enabled, the critical add-on
-      # scheduler reserves resources for critical add-on pods so that they can
-      # be rescheduled after a failure.
-      # See https://kubernetes.io/docs/tasks/administer-cluster/guaranteed-scheduling-critical-addon-pods/
-      priorityClassName: "system-node-critical"
-      containers:
-      - image: nvcr.io/nvidia/k8s-device-plugin:v0.17.1
-        name: nvidia-device-plugin-ctr
-        env:
-          - name: FAIL_ON_INIT_ERROR
-            value: "false"
-        securityContext:
-          allowPrivilegeEscalation: false
-          capabilities:
-            drop: ["ALL"]
-        volumeMounts:
-        - name: device-plugin
-          mountPath: /var/lib/kubelet/device-plugins
-      volumes:
-      - name: device-plugin
-        hostPath:
-          path: /var/lib/kubelet/device-plugins
-`
 
 // NVIDIA's static device plugin manifest applies unchanged with the real
 // kubectl and the daemonset controller makes one pod per node, a node
@@ -93,10 +28,12 @@ func TestKubectlNVIDIADevicePluginDaemonSet(t *testing.T) {
 	c := kubectltest.Serve(t, e.srv.Handler(), testToken)
 	fakeNodes(t, e.local, "gpu-1", "gpu-2")
 	c.Must(t, "", "taint", "node", "gpu-2", "nvidia.com/gpu=present:NoSchedule")
-	file := filepath.Join(t.TempDir(), "nvidia-device-plugin.yml")
-	if err := os.WriteFile(file, []byte(nvidiaDevicePlugin), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// NVIDIA's static manifest, unchanged (github.com/NVIDIA/k8s-device-plugin,
+	// deployments/static/nvidia-device-plugin.yml, v0.17.x): a DaemonSet in
+	// kube-system with the nvidia.com/gpu toleration, priority
+	// system-node-critical and a hostPath to the kubelet's device-plugins
+	// directory.
+	file := "../../examples/workloads/nvidia-device-plugin.yml"
 	if out := c.Must(t, "", "apply", "-f", file); strings.TrimSpace(out) != "daemonset.apps/nvidia-device-plugin-daemonset created" {
 		t.Fatalf("apply: %q", out)
 	}

@@ -4,9 +4,8 @@
 //
 // # Images
 //
-// Image builds a one-layer OCI image layout archive in Go: oci-layout,
-// index.json and blobs (a gzip'd tar layer, an image config with
-// Entrypoint/Cmd/Env, a manifest). Busybox is /bin/busybox with a symlink per
+// Image builds a one-layer OCI image layout archive in Go (internal/ociimage,
+// which `skiff image self` uses for the skiff binary). Busybox is /bin/busybox with a symlink per
 // applet, so sh, sleep, cat, env, wget, httpd, nc, head, tr... all work. The
 // same image can be tagged with any names: Busybox("nginx:alpine") makes
 // course YAML that names nginx run unchanged, with busybox httpd standing in
@@ -17,26 +16,16 @@
 package testenv
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	_ "crypto/sha256" // registers sha256 for go-digest
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"os/exec"
-	"path"
-	"runtime"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/distribution/reference"
-	digest "github.com/opencontainers/go-digest"
-	specs "github.com/opencontainers/image-spec/specs-go"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"skiff.dev/skiff/internal/ociimage"
 )
 
 // BusyboxPath is where Debian's busybox-static installs its binary.
@@ -117,89 +106,11 @@ wait $child
 
 // WriteArchive writes the image as an OCI image layout tar to w.
 func (im Image) WriteArchive(w io.Writer) error {
-	names := make([]string, 0, len(im.Names))
-	for _, n := range im.Names {
-		named, err := reference.ParseNormalizedNamed(n)
-		if err != nil {
-			return fmt.Errorf("image name %q: %w", n, err)
-		}
-		names = append(names, reference.TagNameOnly(named).String())
-	}
-	if len(names) == 0 {
-		return fmt.Errorf("image has no name")
-	}
-
-	layer, diffID, err := im.layer()
+	oi, err := im.ociImage()
 	if err != nil {
 		return err
 	}
-	layerDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: digest.FromBytes(layer), Size: int64(len(layer))}
-
-	created := time.Unix(0, 0).UTC()
-	config, err := json.Marshal(ocispec.Image{
-		Created:  &created,
-		Platform: ocispec.Platform{Architecture: runtime.GOARCH, OS: "linux"},
-		Config: ocispec.ImageConfig{
-			Entrypoint: im.Entrypoint, Cmd: im.Cmd, Env: im.Env, WorkingDir: im.WorkingDir,
-		},
-		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{diffID}},
-	})
-	if err != nil {
-		return err
-	}
-	configDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(config), Size: int64(len(config))}
-
-	manifest, err := json.Marshal(ocispec.Manifest{
-		Versioned: specs.Versioned{SchemaVersion: 2},
-		MediaType: ocispec.MediaTypeImageManifest,
-		Config:    configDesc,
-		Layers:    []ocispec.Descriptor{layerDesc},
-	})
-	if err != nil {
-		return err
-	}
-	index := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex}
-	for _, n := range names {
-		_, tag, _ := strings.Cut(n[strings.LastIndexByte(n, '/'):], ":")
-		index.Manifests = append(index.Manifests, ocispec.Descriptor{
-			MediaType: ocispec.MediaTypeImageManifest,
-			Digest:    digest.FromBytes(manifest),
-			Size:      int64(len(manifest)),
-			Platform:  &ocispec.Platform{Architecture: runtime.GOARCH, OS: "linux"},
-			Annotations: map[string]string{
-				"io.containerd.image.name": n,
-				ocispec.AnnotationRefName:  tag,
-			},
-		})
-	}
-	indexJSON, err := json.Marshal(index)
-	if err != nil {
-		return err
-	}
-	layout, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-
-	tw := tar.NewWriter(w)
-	files := []struct {
-		name string
-		data []byte
-	}{
-		{ocispec.ImageLayoutFile, layout},
-		{"index.json", indexJSON},
-		{blob(layerDesc.Digest), layer},
-		{blob(configDesc.Digest), config},
-		{blob(digest.FromBytes(manifest)), manifest},
-	}
-	for _, d := range []string{"blobs/", "blobs/sha256/"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: created}); err != nil {
-			return err
-		}
-	}
-	for _, f := range files {
-		if err := writeFile(tw, f.name, f.data, 0o644); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
+	return oi.WriteArchive(w)
 }
 
 // Archive returns the image as an OCI image layout tar.
@@ -211,11 +122,9 @@ func (im Image) Archive() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func blob(d digest.Digest) string { return "blobs/" + d.Algorithm().String() + "/" + d.Encoded() }
-
-// layer returns the gzip'd root filesystem tar and its diff ID (the digest
-// of the uncompressed tar).
-func (im Image) layer() ([]byte, digest.Digest, error) {
+// ociImage is the image's root filesystem: busybox with a symlink per
+// applet, /etc's passwd, group and hostname, the extra files.
+func (im Image) ociImage() (ociimage.Image, error) {
 	bb := im.Busybox
 	if bb == "" {
 		bb = BusyboxPath
@@ -225,90 +134,44 @@ func (im Image) layer() ([]byte, digest.Digest, error) {
 	if !im.Stub {
 		var err error
 		if bin, err = os.ReadFile(bb); err != nil {
-			return nil, "", fmt.Errorf("read busybox (apt-get install busybox-static): %w", err)
+			return ociimage.Image{}, fmt.Errorf("read busybox (apt-get install busybox-static): %w", err)
 		}
 		out, err := exec.Command(bb, "--list").Output()
 		if err != nil {
-			return nil, "", fmt.Errorf("%s --list: %w", bb, err)
+			return ociimage.Image{}, fmt.Errorf("%s --list: %w", bb, err)
 		}
 		applets = strings.Fields(string(out))
 	}
-
-	var raw bytes.Buffer
-	tw := tar.NewWriter(&raw)
-	mtime := time.Unix(0, 0).UTC()
-	dirs := []string{"bin", "dev", "etc", "proc", "root", "sys", "tmp", "usr", "usr/bin", "usr/sbin", "usr/local", "usr/local/bin", "var", "var/www", "home"}
-	for f := range im.Executables {
-		for d := path.Dir(strings.TrimPrefix(f, "/")); d != "." && d != "/"; d = path.Dir(d) {
-			dirs = append(dirs, d)
-		}
-	}
-	for f := range im.Files {
-		for d := path.Dir(strings.TrimPrefix(f, "/")); d != "." && d != "/"; d = path.Dir(d) {
-			dirs = append(dirs, d)
-		}
-	}
-	slices.Sort(dirs)
-	dirs = slices.Compact(dirs)
-	for _, d := range dirs {
-		mode := int64(0o755)
-		if d == "tmp" {
-			mode = 0o1777
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: mode, ModTime: mtime}); err != nil {
-			return nil, "", err
-		}
-	}
-	if err := writeFile(tw, "bin/busybox", bin, 0o755); err != nil {
-		return nil, "", err
-	}
-	for _, a := range applets {
-		if a == "busybox" {
-			continue
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox", Mode: 0o777, ModTime: mtime}); err != nil {
-			return nil, "", err
-		}
+	oi := ociimage.Image{
+		Names: im.Names, Entrypoint: im.Entrypoint, Cmd: im.Cmd, Env: im.Env, WorkingDir: im.WorkingDir,
+		Dirs:     []string{"bin", "dev", "etc", "proc", "root", "sys", "tmp", "usr", "usr/bin", "usr/sbin", "usr/local", "usr/local/bin", "var", "var/www", "home"},
+		Files:    []ociimage.File{{Path: "/bin/busybox", Data: bin, Mode: 0o755}},
+		Symlinks: map[string]string{},
 	}
 	etc := map[string]string{
-		"etc/passwd":   "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n",
-		"etc/group":    "root:x:0:\nnogroup:x:65534:\n",
-		"etc/hostname": "busybox\n",
+		"/etc/passwd":   "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n",
+		"/etc/group":    "root:x:0:\nnogroup:x:65534:\n",
+		"/etc/hostname": "busybox\n",
 	}
 	for _, name := range slices.Sorted(maps.Keys(etc)) {
-		if err := writeFile(tw, name, []byte(etc[name]), 0o644); err != nil {
-			return nil, "", err
-		}
+		oi.Files = append(oi.Files, ociimage.File{Path: name, Data: []byte(etc[name]), Mode: 0o644})
 	}
 	for _, name := range slices.Sorted(maps.Keys(im.Files)) {
-		if err := writeFile(tw, strings.TrimPrefix(name, "/"), []byte(im.Files[name]), 0o644); err != nil {
-			return nil, "", err
-		}
+		oi.Files = append(oi.Files, ociimage.File{Path: name, Data: []byte(im.Files[name]), Mode: 0o644})
 	}
 	for _, name := range slices.Sorted(maps.Keys(im.Executables)) {
-		if err := writeFile(tw, strings.TrimPrefix(name, "/"), []byte(im.Executables[name]), 0o755); err != nil {
-			return nil, "", err
+		oi.Files = append(oi.Files, ociimage.File{Path: name, Data: []byte(im.Executables[name]), Mode: 0o755})
+	}
+	files := map[string]bool{}
+	for _, f := range oi.Files {
+		files[f.Path] = true
+	}
+	for _, a := range applets {
+		// An extra executable of the same name (a /bin/bash stand-in)
+		// takes the applet's place.
+		if p := "/bin/" + a; a != "busybox" && !files[p] {
+			oi.Symlinks[p] = "busybox"
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, "", err
-	}
-	diffID := digest.FromBytes(raw.Bytes())
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return nil, "", err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, "", err
-	}
-	return gz.Bytes(), diffID, nil
-}
-
-func writeFile(tw *tar.Writer, name string, data []byte, mode int64) error {
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0).UTC()}); err != nil {
-		return err
-	}
-	_, err := tw.Write(data)
-	return err
+	return oi, nil
 }
