@@ -49,6 +49,9 @@ type ResourceQuotaController struct {
 	mu    sync.Mutex
 	seen  map[string]seenObject
 	swept time.Time // when seen last lost its old entries
+	// usages keeps each object's usage between counts (a count sums the
+	// whole namespace, and runs whenever one object changes).
+	usages quota.UsageCache
 }
 
 type seenObject struct {
@@ -147,7 +150,8 @@ func (rc *ResourceQuotaController) count(ctx context.Context, q *api.ResourceQuo
 				return api.ResourceQuotaStatus{}, nil, fmt.Errorf("list %s: %w", k.Resource, err)
 			}
 		}
-		objs = append(objs, quota.Objects{Kind: k, Items: items})
+		objs = append(objs, quota.Objects{Kind: k, Items: items,
+			Usage: func(o api.Object, now time.Time) api.ResourceList { return rc.usages.Usage(k, o, now) }})
 		rc.see(k, items...)
 	}
 	st, keep := quota.Calculate(q, objs, rc.now(), rc.seenBefore)

@@ -348,3 +348,43 @@ func TestCalculateSumsAsAdd(t *testing.T) {
 		t.Errorf("pod p0's cpu request became %s", got.String())
 	}
 }
+
+// The usage cache answers Usage; an object is computed again only when
+// its resourceVersion changed; a pod being deleted always (its usage
+// depends on the time); entries not asked for within a TTL go.
+func TestUsageCache(t *testing.T) {
+	var c UsageCache
+	p := gpuPod("a", "1")
+	p.ResourceVersion = "5"
+	if got, want := c.Usage(podKind, p, t0), Usage(podKind, p, t0); !Equal(got, want) {
+		t.Fatalf("usage %s; want %s", PrettyPrint(got), PrettyPrint(want))
+	}
+	// Same resourceVersion: the stored usage (the object cannot have
+	// changed; here it did, to show the cache answered).
+	same := api.Clone(p)
+	same.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("4")
+	if got := c.Usage(podKind, same, t0.Add(time.Second))["requests.nvidia.com/gpu"]; got.String() != "1" {
+		t.Errorf("same resourceVersion: gpu %s; want the cached 1", got.String())
+	}
+	same.ResourceVersion = "6"
+	if got := c.Usage(podKind, same, t0.Add(2*time.Second))["requests.nvidia.com/gpu"]; got.String() != "4" {
+		t.Errorf("new resourceVersion: gpu %s; want 4", got.String())
+	}
+	// Deleting, its grace period over: counted only as an object, every time.
+	del := api.Clone(same)
+	ts, grace := api.NewTime(t0), int64(30)
+	del.DeletionTimestamp, del.DeletionGracePeriodSeconds = &ts, &grace
+	if got := c.Usage(podKind, del, t0.Add(10*time.Second)); !Equal(got, Usage(podKind, del, t0.Add(10*time.Second))) || len(got) < 3 {
+		t.Errorf("deleting, in its grace period: %s", PrettyPrint(got))
+	}
+	if got := c.Usage(podKind, del, t0.Add(40*time.Second)); !Equal(got, Usage(podKind, del, t0.Add(40*time.Second))) || len(got) != 1 {
+		t.Errorf("deleting, grace period over: %s; want only the object count", PrettyPrint(got))
+	}
+	// Another object asked after the TTL sweeps the old entry out.
+	b := gpuPod("b", "0")
+	b.ResourceVersion = "9"
+	c.Usage(podKind, b, t0.Add(2*ReservationTTL))
+	if _, ok := c.entries["pods/uid-a"]; ok || len(c.entries) != 1 {
+		t.Errorf("entries after the TTL: %v; want only b's", len(c.entries))
+	}
+}

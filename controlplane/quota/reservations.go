@@ -172,6 +172,9 @@ func fresh(rs []Reservation, now time.Time) []Reservation {
 type Objects struct {
 	Kind  *api.Kind
 	Items []api.Object
+	// Usage, when set, is Usage(Kind, obj, now) (a counter that keeps
+	// each object's usage between counts); nil computes it.
+	Usage func(obj api.Object, now time.Time) api.ResourceList
 }
 
 // Seen tells whether the counter has seen generation gen (or a later one)
@@ -199,7 +202,13 @@ func Calculate(q *api.ResourceQuota, objs []Objects, now time.Time, seenBefore S
 			m := obj.GetObjectMeta()
 			seen[o.Kind.GroupResource()+"/"+m.UID] = m.Generation
 			if matchesScopes(q, o.Kind, obj) {
-				addMasked(used, Usage(o.Kind, obj, now), names)
+				var u api.ResourceList
+				if o.Usage != nil {
+					u = o.Usage(obj, now)
+				} else {
+					u = Usage(o.Kind, obj, now)
+				}
+				addMasked(used, u, names)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -109,6 +110,59 @@ func claimClass(c *api.PersistentVolumeClaim) string {
 		return *c.Spec.StorageClassName
 	}
 	return ""
+}
+
+// UsageCache keeps each object's Usage by resourceVersion, for a counter
+// that sums a namespace's objects again and again (the controller, every
+// time one of them changes): an object unchanged since the last count is
+// not computed again. The usage of a pod being deleted depends on the time
+// (Live), so it is always computed. Entries not asked for within a TTL are
+// dropped. Safe for concurrent use; the lists it returns are shared: read
+// only.
+type UsageCache struct {
+	mu      sync.Mutex
+	entries map[string]*usageEntry // resource/uid
+	swept   time.Time
+}
+
+type usageEntry struct {
+	rv    string
+	usage api.ResourceList
+	used  time.Time
+}
+
+// Usage is Usage(k, obj, now), from the cache when obj's resourceVersion
+// is the one computed before.
+func (c *UsageCache) Usage(k *api.Kind, obj api.Object, now time.Time) api.ResourceList {
+	m := obj.GetObjectMeta()
+	if p, ok := obj.(*api.Pod); (ok && p.DeletionTimestamp != nil) || m.UID == "" || m.ResourceVersion == "" {
+		return Usage(k, obj, now)
+	}
+	key := k.GroupResource() + "/" + m.UID
+	c.mu.Lock()
+	e := c.entries[key]
+	if e != nil && e.rv == m.ResourceVersion {
+		e.used = now
+		c.mu.Unlock()
+		return e.usage
+	}
+	c.mu.Unlock()
+	u := Usage(k, obj, now)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*usageEntry{}
+	}
+	c.entries[key] = &usageEntry{rv: m.ResourceVersion, usage: u, used: now}
+	if now.Sub(c.swept) > ReservationTTL {
+		c.swept = now
+		for k, e := range c.entries {
+			if now.Sub(e.used) > ReservationTTL {
+				delete(c.entries, k)
+			}
+		}
+	}
+	return u
 }
 
 // Live is Kubernetes' QuotaV1Pod: a pod counts until it has ended or its
