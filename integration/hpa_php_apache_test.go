@@ -159,7 +159,7 @@ func phpApacheWalkthrough(t *testing.T, l *labsCluster, mirror *testenv.Registry
 		return first != nil, podSummary(ps)
 	})
 	if n := mirror.Pulls("hpa-example"); n == 0 {
-		t.Errorf("registry.k8s.io/hpa-example was never pulled from the mirror: the node ran an image it did not pull (pull policy Always)")
+		t.Errorf("registry.k8s.io/hpa-example was never resolved at the mirror: the node ran an image it did not pull (pull policy Always)")
 	}
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		h := hpa()

@@ -25,7 +25,7 @@ type Registry struct {
 	manifests map[string]string // "NAME:TAG" (path form) → manifest digest
 
 	mu    sync.Mutex
-	pulls map[string]int // "NAME:REF" of each manifest GET, counted
+	pulls map[string]int // "NAME:REF" of each manifest request, counted
 }
 
 // NewRegistry serves images.
@@ -77,7 +77,10 @@ func NewRegistry(images ...Image) (*Registry, error) {
 }
 
 // Pulls is how many times the manifest of NAME (path form, e.g.
-// "hpa-example") was fetched by GET, by tag or digest.
+// "hpa-example") was asked for, by tag or digest, HEAD or GET: a pull
+// resolves the tag (HEAD) and fetches only the blobs its content store
+// lacks, so pulling an image it already holds is a HEAD alone, as a
+// kubelet's Always pull of a cached image.
 func (r *Registry) Pulls(name string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -116,15 +119,13 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			http.Error(w, `{"errors":[{"code":"MANIFEST_UNKNOWN"}]}`, http.StatusNotFound)
 			return
 		}
-		if req.Method == http.MethodGet {
-			r.mu.Lock()
-			sep := ":"
-			if strings.HasPrefix(ref, "sha256:") {
-				sep = "@"
-			}
-			r.pulls[name+sep+ref]++
-			r.mu.Unlock()
+		r.mu.Lock()
+		sep := ":"
+		if strings.HasPrefix(ref, "sha256:") {
+			sep = "@"
 		}
+		r.pulls[name+sep+ref]++
+		r.mu.Unlock()
 		r.write(w, req, ocispec.MediaTypeImageManifest, dg, data)
 		return
 	}
