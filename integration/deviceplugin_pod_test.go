@@ -109,7 +109,6 @@ func (g *gpuCluster) devicePluginAsAPod(t *testing.T) {
 	}
 
 	// The plugin pod ends: so do the node's GPUs.
-	g.deleteAll(t)
 	k.Must(t, "", "delete", "-f", skiffDS)
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		n := g.node(t)

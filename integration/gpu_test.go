@@ -484,8 +484,7 @@ func TestGPUOnSimulatedDGXA100(t *testing.T) {
 	g.deleteAll(t)
 
 	t.Run("HPAScalesOnGPUUtilization", g.gpuHPAScalesOnUtilization) // gpu_hpa_test.go
-	g.deleteAll(t)
-
+	// Its Deployments keep their GPU pods: the next subtest needs one free GPU.
 	t.Run("DevicePluginAsAPod", g.devicePluginAsAPod) // deviceplugin_pod_test.go (last: the agent restarts without its plugin)
 	t.Logf("TestGPUOnSimulatedDGXA100 took %v", time.Since(start).Round(time.Millisecond))
 }
