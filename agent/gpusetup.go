@@ -138,7 +138,7 @@ type GPUs struct {
 	meterCancel context.CancelFunc
 	cfgCancel   context.CancelFunc
 	mig         *migManager // the MIG manager
-	smu         sync.Mutex  // sharing
+	smu         sync.Mutex  // sharing, and Plugins while setting up
 	client      client.Interface
 }
 
@@ -215,13 +215,14 @@ func SetUpGPUs(ctx context.Context, cfg GPUConfig) (*GPUs, error) {
 		}
 		return g.unavailable(resource, held)
 	}
-	// Before it picks GPUs: the claims' allocations read afresh, so one
-	// written before the pod was bound is never missed (Driver.Refresh).
-	dcfg.Refresh = func(ctx context.Context) error {
+	// Before a pick is recorded: its GPUs leave the node's ResourceSlice,
+	// then the claims' allocations are read afresh, so a claim allocated
+	// from a slice that still listed them is seen (Driver.Withdraw).
+	dcfg.Confirm = func(ctx context.Context, resource string, ids []string) (func(), error) {
 		if len(devs) == 0 || g.Driver == nil {
-			return nil
+			return func() {}, nil
 		}
-		return g.Driver.Refresh(ctx)
+		return g.Driver.Withdraw(ctx, g.parentGPUs(ids))
 	}
 	m, err := devices.New(dcfg)
 	if err == nil {

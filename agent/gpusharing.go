@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,11 +130,7 @@ func (g *GPUs) unavailable(resource string, held []devices.Holding) map[string]s
 // heldByDevicePlugin maps the GPUs the device plugin handed any part of
 // to a pod holding it, for the DRA driver (a claim takes a GPU whole).
 func (g *GPUs) heldByDevicePlugin() map[string]string {
-	layout := g.layoutNow()
-	byID := make(map[string]gpu.SubDevice, len(layout))
-	for _, sd := range layout {
-		byID[sd.ID] = sd
-	}
+	byID := g.layoutByID()
 	out := map[string]string{}
 	for _, h := range g.Manager.Holdings() {
 		for _, id := range h.DeviceIDs {
@@ -145,10 +142,36 @@ func (g *GPUs) heldByDevicePlugin() map[string]string {
 	return out
 }
 
+// parentGPUs are the GPUs (by UUID) that device IDs of the layout in
+// force are, or are parts of, each once.
+func (g *GPUs) parentGPUs(ids []string) []string {
+	byID := g.layoutByID()
+	var out []string
+	for _, id := range ids {
+		if fp, ok := footprintOf(id, byID); ok && !slices.Contains(out, fp.parent) {
+			out = append(out, fp.parent)
+		}
+	}
+	return out
+}
+
+// layoutByID is layoutNow by device ID.
+func (g *GPUs) layoutByID() map[string]gpu.SubDevice {
+	layout := g.layoutNow()
+	byID := make(map[string]gpu.SubDevice, len(layout))
+	for _, sd := range layout {
+		byID[sd.ID] = sd
+	}
+	return byID
+}
+
 // layoutNow is the plugins' layout, or every GPU whole before they start.
 func (g *GPUs) layoutNow() []gpu.SubDevice {
-	if g.Plugins != nil {
-		if l := g.Plugins.Layout(); l != nil {
+	g.smu.Lock() // set by startPlugins while the DRA driver already publishes
+	plugins := g.Plugins
+	g.smu.Unlock()
+	if plugins != nil {
+		if l := plugins.Layout(); l != nil {
 			return l
 		}
 	}
@@ -214,7 +237,9 @@ func (g *GPUs) startPlugins(ctx context.Context, dir string, lg *slog.Logger) er
 	if err != nil {
 		return err
 	}
+	g.smu.Lock()
 	g.Plugins = set
+	g.smu.Unlock()
 	g.mig = &migManager{g: g}
 	if mc, ok := g.Source.(gpu.MIGConfigurer); ok {
 		g.mig.mc = mc

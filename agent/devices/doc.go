@@ -42,6 +42,10 @@
 //     checkpoint (a JSON file in the plugin directory, replaced atomically)
 //     before the plugin is asked, and read back at start, so a restarted
 //     agent never hands out a device twice.
+//   - A device held elsewhere (Config.Unavailable: a DRA claim's GPU) is
+//     never picked. A pick is confirmed (Config.Confirm) before it is
+//     recorded, and recorded only when Unavailable, asked again under the
+//     same lock as the write, still leaves it free; else picked again.
 //   - Allocate is idempotent per (pod uid, container): a second call
 //     returns the same devices.
 //   - Release frees a pod's devices; Retain frees the devices of every pod

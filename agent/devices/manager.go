@@ -69,13 +69,22 @@ type Config struct {
 	// not allocatable. It is called under the manager's lock: it must not
 	// call back into the manager. nil: none.
 	Unavailable func(resource string, held []Holding) map[string]string
-	// Refresh brings what Unavailable answers up to date (agent/dra/
-	// gpudriver Driver.Refresh: a fresh read of the claims' allocations);
-	// Allocate calls it, without the manager's lock, before it picks
-	// devices for a container it has not allocated yet. An error fails
-	// that Allocate (retried with the pod). nil: nothing.
-	Refresh func(ctx context.Context) error
+	// Confirm makes a pick safe before it is recorded: reserve calls it
+	// with the devices it picked for a container, without the manager's
+	// lock (one pick at a time), then asks Unavailable again under the
+	// lock, records the devices only when they are all still free, and
+	// picks again otherwise. It must bring Unavailable up to date with
+	// every holder that may have taken the devices meanwhile (agent/dra/
+	// gpudriver Driver.Withdraw: the GPUs leave the node's ResourceSlice,
+	// then the claims are read afresh). release is called once the pick
+	// is recorded or given up. An error fails that Allocate (retried with
+	// the pod). nil: a pick is recorded at once.
+	Confirm func(ctx context.Context, resource string, ids []string) (release func(), err error)
 }
+
+// maxPicks bounds how often reserve picks again when Confirm brought news
+// of other holders (each time, a device it picked was taken).
+const maxPicks = 8
 
 // DefaultConfig listens in DefaultDir.
 func DefaultConfig() Config {
@@ -553,11 +562,6 @@ func (m *Manager) Allocate(ctx context.Context, pod *api.Pod, c *api.Container) 
 		return cached, nil
 	}
 	m.mu.Unlock()
-	if m.cfg.Refresh != nil && len(names) > 0 {
-		if err := m.cfg.Refresh(ctx); err != nil {
-			return podworker.Allocation{}, fmt.Errorf("allocate for pod %s container %s: %w", api.KeyOf(pod), c.Name, err)
-		}
-	}
 	for _, name := range names {
 		ids, fresh, err := m.reserve(ctx, pod, c.Name, name, reqs[name])
 		if err != nil {
@@ -628,25 +632,51 @@ func (m *Manager) Admit(ctx context.Context, pod *api.Pod) error {
 
 // reserve returns the devices of (pod, container) for a resource: those in
 // the checkpoint, or n new ones it records there. fresh is true for new ones.
+// New ones are picked (choose), confirmed (Config.Confirm) and recorded only
+// when still free then (recordPick); else picked again.
 func (m *Manager) reserve(ctx context.Context, pod *api.Pod, container, name string, n int) (ids []string, fresh bool, err error) {
 	// One reservation at a time, as the kubelet admits one pod at a time:
 	// the plugin's preferred choice is made over what is really free (two
 	// at once would both be told the same least-used GPU).
 	m.reserveMu.Lock()
 	defer m.reserveMu.Unlock()
+	for range maxPicks {
+		ids, recorded, err := m.choose(ctx, pod, container, name, n)
+		if err != nil || recorded {
+			return ids, false, err
+		}
+		release := func() {}
+		if m.cfg.Confirm != nil {
+			if release, err = m.cfg.Confirm(ctx, name, ids); err != nil {
+				return nil, false, fmt.Errorf("confirm %s %v: %w", name, ids, err)
+			}
+		}
+		ok, err := m.recordPick(pod, container, name, ids)
+		release() // recorded (the checkpoint holds them now) or given up
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			return ids, true, nil
+		}
+		m.log.Info("devices taken by another holder while being picked; picking again", "resource", name, "devices", ids, "pod", api.KeyOf(pod))
+	}
+	return nil, false, fmt.Errorf("%w: %s: the devices picked were taken by other holders %d times in a row", ErrInsufficient, name, maxPicks)
+}
+
+// choose picks n free devices for (pod, container) and resource, or
+// returns those the checkpoint holds for them already (recorded).
+func (m *Manager) choose(ctx context.Context, pod *api.Pod, container, name string, n int) (ids []string, recorded bool, err error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if e := m.ck.find(pod.UID, container, name); e != nil {
-		ids = slices.Clone(e.DeviceIDs)
-		m.mu.Unlock()
-		return ids, false, nil
+		return slices.Clone(e.DeviceIDs), true, nil
 	}
 	free, healthy, p, err := m.freeLocked(name)
 	if err != nil {
-		m.mu.Unlock()
 		return nil, false, err
 	}
 	if len(free) < n {
-		m.mu.Unlock()
 		return nil, false, fmt.Errorf("%w: %s wants %d, %d free of %d healthy", ErrInsufficient, name, n, len(free), healthy)
 	}
 	var preferred []string
@@ -656,32 +686,43 @@ func (m *Manager) reserve(ctx context.Context, pod *api.Pod, container, name str
 		preferred = m.preferred(ctx, name, client, free, n, api.KeyOf(pod))
 		m.mu.Lock()
 		if e := m.ck.find(pod.UID, container, name); e != nil { // a concurrent call for the same container won
-			ids = slices.Clone(e.DeviceIDs)
-			m.mu.Unlock()
-			return ids, false, nil
+			return slices.Clone(e.DeviceIDs), true, nil
 		}
 		if free, healthy, _, err = m.freeLocked(name); err != nil {
-			m.mu.Unlock()
 			return nil, false, err
 		}
 		if len(free) < n {
-			m.mu.Unlock()
 			return nil, false, fmt.Errorf("%w: %s wants %d, %d free of %d healthy", ErrInsufficient, name, n, len(free), healthy)
 		}
 	}
-	ids = pick(free, preferred, n)
+	return pick(free, preferred, n), false, nil
+}
+
+// recordPick writes the pick ids of (pod, container) to the checkpoint when
+// every one of them is still free (false when not: pick again), with
+// Unavailable asked afresh, under the same lock as the write.
+func (m *Manager) recordPick(pod *api.Pod, container, name string, ids []string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	free, _, _, err := m.freeLocked(name)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		if !slices.Contains(free, id) {
+			return false, nil
+		}
+	}
 	m.ck.Entries = append(m.ck.Entries, entry{
 		PodUID: pod.UID, Namespace: pod.Namespace, PodName: pod.Name,
 		Container: container, Resource: name, DeviceIDs: ids, Created: time.Now(),
 	})
 	if err := m.saveLocked(); err != nil {
 		m.ck.remove(func(e entry) bool { return e.PodUID == pod.UID && e.Container == container && e.Resource == name })
-		m.mu.Unlock()
-		return nil, false, err
+		return false, err
 	}
 	m.notifyLocked()
-	m.mu.Unlock()
-	return ids, true, nil
+	return true, nil
 }
 
 // pick takes preferred when it is n distinct free devices, else the first n free.

@@ -3,6 +3,8 @@ package devices_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
 
 	"os"
 	"path/filepath"
@@ -37,9 +39,15 @@ func shortDir(t testing.TB) string {
 
 func startManager(t testing.TB, dir string) *devices.Manager {
 	t.Helper()
+	return startManagerWith(t, dir, func(*devices.Config) {})
+}
+
+func startManagerWith(t testing.TB, dir string, mod func(*devices.Config)) *devices.Manager {
+	t.Helper()
 	cfg := devices.DefaultConfig()
 	cfg.Dir = dir
 	cfg.RetainGrace = 0
+	mod(&cfg)
 	m, err := devices.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -379,5 +387,66 @@ func TestCorruptCheckpointIsAnError(t *testing.T) {
 	cfg.Dir = dir
 	if _, err := devices.New(cfg); err == nil {
 		t.Fatal("New with a corrupt checkpoint succeeded; it could hand out held devices")
+	}
+}
+
+// Confirm brings news of another holder of a picked device (a DRA claim
+// was allocated it meanwhile): the pick is not recorded, the manager picks
+// again without it, and each pick's confirmation is released. A Confirm
+// that fails fails the Allocate and records nothing.
+func TestAllocatePicksAgainWhenConfirmFindsAHolder(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		taken     = map[string]string{}
+		confirmed [][]string
+		released  int
+		fail      bool
+	)
+	dir := shortDir(t)
+	m := startManagerWith(t, dir, func(c *devices.Config) {
+		c.Unavailable = func(string, []devices.Holding) map[string]string {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(taken)
+		}
+		c.Confirm = func(_ context.Context, _ string, ids []string) (func(), error) {
+			mu.Lock()
+			defer mu.Unlock()
+			confirmed = append(confirmed, ids)
+			if fail {
+				return nil, errors.New("the API server is gone")
+			}
+			if len(confirmed) == 1 {
+				taken[ids[0]] = "claim default/c" // allocated while being picked
+			}
+			return func() { mu.Lock(); released++; mu.Unlock() }, nil
+		}
+	})
+	p := startWidgets(t, dir, nil, "w0", "w1", "w2")
+	if err := p.Register(ctxT(t), &pluginapi.RegisterRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "3 widgets", healthyCount(widget, 3))
+	pa, ca := pod("a", 1, widget)
+	got, err := m.Allocate(ctxT(t), pa, ca)
+	if err != nil || !slices.Equal(got.Devices[widget], []string{"w1"}) {
+		t.Fatalf("Allocate = %v, %v; want w1 (w0 was taken while being picked)", got.Devices, err)
+	}
+	mu.Lock()
+	if !slices.EqualFunc(confirmed, [][]string{{"w0"}, {"w1"}}, slices.Equal) || released != 2 {
+		t.Errorf("confirmed %v, released %d times; want [[w0] [w1]], 2", confirmed, released)
+	}
+	fail = true
+	mu.Unlock()
+	pb, cb := pod("b", 1, widget)
+	if _, err := m.Allocate(ctxT(t), pb, cb); err == nil || !strings.Contains(err.Error(), "the API server is gone") {
+		t.Fatalf("Allocate with a failing Confirm = %v", err)
+	}
+	var held []string
+	for _, h := range m.Holdings() {
+		held = append(held, h.Pod+":"+strings.Join(h.DeviceIDs, ","))
+	}
+	if !slices.Equal(held, []string{pa.Name + ":w1"}) {
+		t.Errorf("holdings %v, want only pod a on w1", held)
 	}
 }

@@ -41,26 +41,28 @@
 //     and a device plugin allocation. Prepare marks its GPUs pending, then
 //     asks the device manager (HeldByDevicePlugin) and gives up when one is
 //     held; the device manager asks Held, under its own lock, before it
-//     picks GPUs. Either order, only one of the two wins a GPU. Held also
+//     records GPUs. Either order, only one of the two wins a GPU. Held also
 //     lists the GPUs the scheduler allocated to claims in this pool (a
-//     claims informer), so the device plugin does not take a claim's GPU
-//     in the time between its allocation and its pod's prepare. The
-//     informer may lag: before the device manager picks GPUs for a pod it
-//     calls Refresh, one fresh list of the claims, which Held counts until
-//     the informer has caught up with it; and the scheduler binds no
-//     nvidia.com/gpu pod to a node while a gpu.nvidia.com allocation there
-//     is reserved but not yet written (controlplane/scheduler/plugins
-//     ClaimedGPUs.WaitWrites). So every allocation made before a device
-//     plugin pod was bound is seen when its GPUs are picked.
-//     Not yet closed (a known liveness gap, never a double hand-out): an
-//     allocation made after a device plugin pod was bound, from a slice
-//     that still lists the GPU the device manager is about to pick for
-//     it. Prepare then refuses the claim's GPU ("held by pod … through
-//     nvidia.com/gpu") and the claim's pod waits until that pod ends.
-//     Closing it needs the two writes ordered through the API server
-//     (the agent withdraws the GPU from the slice, then re-reads the
-//     claims; the scheduler writes the allocation, then re-reads the
-//     slice and backs off when a device left it).
+//     claims informer, and the latest Refresh until the informer has
+//     caught up with it), so the device plugin does not take a claim's GPU
+//     in the time between its allocation and its pod's prepare.
+//   - No claim is allocated a GPU the device plugin is handing out, and
+//     none waits for one: the two writes are ordered through the API
+//     server. The device manager picks GPUs, then Withdraw takes them out
+//     of the slice (a write) and reads the claims afresh (Refresh); the
+//     pick is recorded only when Held, asked again, still leaves them free
+//     (else it picks again). The scheduler writes an allocation, then
+//     reads the node's slices again and takes the allocation back when a
+//     device left them (controlplane/scheduler/plugins DynamicResources
+//     PreBind; the pod is tried again). Whichever write came first, the
+//     other side's read after its own write sees it: a claim allocated
+//     before the withdrawal is seen by the device manager, which leaves
+//     its GPU; one allocated after it is taken back by the scheduler
+//     before its pod is bound. (Both may step back: each tries again.)
+//     A withdrawal lives in memory until the pick is recorded in the
+//     device manager's checkpoint, which keeps the GPU out of the slice
+//     from then on: an agent killed -9 in between lost the pick (the pod
+//     is admitted again) and publishes the GPU again when it restarts.
 //   - Prepare and Unprepare are idempotent per claim UID: a prepared claim
 //     is answered from the checkpoint; unpreparing an unknown claim is done.
 //   - The checkpoint survives agent restarts; a damaged one is refused
@@ -73,6 +75,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,6 +197,13 @@ type Driver struct {
 	ck      checkpoint
 	pending map[string]string // GPU UUID → claim, while a Prepare checks the device plugin
 	changed chan struct{}     // closed and replaced when prepared claims change
+	// withdrawn: GPU UUID → picks in progress (withdraw.go): out of the
+	// slice while the device manager confirms a pick of them.
+	withdrawn map[string]int
+	// pubMu: one Publish at a time (Run's and Withdraw's).
+	pubMu sync.Mutex
+	// republish wakes Run to publish again (a withdrawal released).
+	republish chan struct{}
 
 	srv *servers // server.go
 
@@ -259,7 +269,8 @@ func New(cfg Config) (*Driver, error) {
 		ck.Claims = map[string]preparedClaim{}
 	}
 	d := &Driver{cfg: cfg, log: lg.With("component", "gpu-dra-driver", "driver", DriverName), ck: ck,
-		pending: map[string]string{}, changed: make(chan struct{})}
+		pending: map[string]string{}, changed: make(chan struct{}),
+		withdrawn: map[string]int{}, republish: make(chan struct{}, 1)}
 	if cfg.Client != nil {
 		claimKind := api.MustKindOf(&api.ResourceClaim{})
 		d.claims = client.NewInformer(cfg.Client, claimKind, "", api.ListOptions{}, lg)
@@ -328,8 +339,8 @@ func (d *Driver) claimList() []*api.ResourceClaim {
 
 // Refresh reads the ResourceClaims afresh from the API (one list, a
 // quorum read) so that Held counts every allocation written before it
-// was called, however far the claims informer lags: the device manager
-// calls it before it picks GPUs for a pod (devices.Config.Refresh). The
+// was called, however far the claims informer lags: Withdraw calls it
+// after the GPUs the device manager picked left the slice. The
 // list's allocations are counted until the informer has seen that
 // resourceVersion (skiff's are increasing integers), so an allocation
 // released later is not held for longer than the informer's delay.
@@ -638,7 +649,8 @@ func deviceNames(devs []preparedDevice) []string {
 }
 
 // SliceDevices are the devices the node's slice lists now: every healthy
-// GPU that the device plugin does not hold, with its attributes.
+// GPU that the device plugin neither holds nor is picking (Withdraw),
+// with its attributes.
 func (d *Driver) SliceDevices(ctx context.Context) ([]api.Device, error) {
 	gpus, err := d.cfg.Source.Devices(ctx)
 	if err != nil {
@@ -652,13 +664,16 @@ func (d *Driver) SliceDevices(ctx context.Context) ([]api.Device, error) {
 	if d.cfg.HeldByDevicePlugin != nil {
 		byPlugin = d.cfg.HeldByDevicePlugin()
 	}
+	d.mu.Lock()
+	withdrawn := maps.Clone(d.withdrawn)
+	d.mu.Unlock()
 	all := Devices(gpus, topo, d.cfg.Source.Simulated(), d.cfg.Labels[CliqueLabel])
 	out := make([]api.Device, 0, len(all))
 	for i, g := range gpus {
 		if !g.Healthy {
 			continue
 		}
-		if _, held := byPlugin[g.UUID]; held {
+		if _, held := byPlugin[g.UUID]; held || withdrawn[g.UUID] > 0 {
 			continue
 		}
 		out = append(out, all[i])
@@ -907,6 +922,7 @@ func (d *Driver) Run(ctx context.Context) error {
 				return nil
 			}
 		case <-plugin:
+		case <-d.republish:
 		case <-retry.C:
 		}
 	}
@@ -915,6 +931,8 @@ func (d *Driver) Run(ctx context.Context) error {
 // Publish writes the node's ResourceSlice when its devices changed (a new
 // pool generation), or creates it.
 func (d *Driver) Publish(ctx context.Context) error {
+	d.pubMu.Lock()
+	defer d.pubMu.Unlock()
 	devs, err := d.SliceDevices(ctx)
 	if err != nil {
 		return err

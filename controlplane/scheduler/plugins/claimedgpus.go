@@ -48,8 +48,10 @@ const GPUDriverName = "gpu.nvidia.com"
 // reserved but not yet written (its PreBind in flight) could be given the
 // claim's GPU, and the claim's pod would wait for it forever. Such a pod
 // is bound only after those writes finished (DynamicResources.PreBind),
-// and the agent reads the claims afresh before it picks (agent/dra/
-// gpudriver Driver.Refresh), so it always sees them.
+// and the agent reads the claims afresh before it records a pick (agent/
+// dra/gpudriver Driver.Withdraw), so it sees them. (An allocation made
+// later, from a slice that still listed the GPU the agent is picking, is
+// taken back by recheckSlices: the fast path here, that one the guarantee.)
 type ClaimedGPUs struct {
 	mu        sync.Mutex
 	allocated map[string]nodeGPUs // by claim UID: from the informer

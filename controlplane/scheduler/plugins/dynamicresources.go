@@ -41,7 +41,10 @@ import (
 //	            do not hand out the same devices before it is written
 //	Unreserve   forget it
 //	PreBind     write it: the delete-protection finalizer, then
-//	            status.allocation and the pod in status.reservedFor
+//	            status.allocation and the pod in status.reservedFor;
+//	            then read the node's slices again and take back an
+//	            allocation whose device left them meanwhile (the node
+//	            hands it out through the device plugin; recheckSlices)
 //
 // Devices that the device plugin handed out through nvidia.com/gpu are not
 // in the node's slice (the gpu.nvidia.com driver leaves them out), so the
@@ -794,13 +797,21 @@ func (pl *DynamicResources) PreBind(ctx context.Context, state *framework.CycleS
 			chosen[idx] = a
 		}
 	}
+	var wrote []*api.ResourceClaim // the claims whose allocation this PreBind wrote
 	for i, c := range s.claims {
 		if orig, ok := s.unwritten[i]; ok {
 			c, chosen[i] = orig, c.Status.Allocation
 		}
-		if err := pl.bindClaim(ctx, c, chosen[i], pod); err != nil {
+		written, allocated, err := pl.bindClaim(ctx, c, chosen[i], pod)
+		if err != nil {
 			return framework.AsStatus(fmt.Errorf("claim %s: %w", api.Key(c.Namespace, c.Name), err))
 		}
+		if allocated {
+			wrote = append(wrote, written)
+		}
+	}
+	if err := pl.recheckSlices(ctx, nodeName, pod, wrote); err != nil {
+		return framework.AsStatus(err)
 	}
 	return nil
 }
@@ -808,13 +819,14 @@ func (pl *DynamicResources) PreBind(ctx context.Context, state *framework.CycleS
 // bindClaim writes one claim: finalizer first (an allocated claim must
 // not vanish under its pod), then status. A conflict rereads the claim
 // once; an allocation someone else wrote meanwhile fails the binding
-// (the pod is retried).
-func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim, allocation *api.AllocationResult, pod *api.Pod) error {
+// (the pod is retried). It returns the claim as written and whether this
+// write allocated it.
+func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim, allocation *api.AllocationResult, pod *api.Pod) (*api.ResourceClaim, bool, error) {
 	for attempt := 0; ; attempt++ {
 		cur := claimForWrite(c)
 		if allocation != nil && cur.Status.Allocation != nil {
 			if !sameDevices(allocation, cur.Status.Allocation) {
-				return fmt.Errorf("allocated by someone else meanwhile")
+				return nil, false, fmt.Errorf("allocated by someone else meanwhile")
 			}
 			// A pod sharing the claim wrote this cycle's allocation
 			// first (it used the assumed one): only reserve.
@@ -826,11 +838,11 @@ func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim,
 			if err != nil {
 				if api.IsConflict(err) && attempt == 0 {
 					if c, err = client.Get[*api.ResourceClaim](ctx, pl.client, c.Namespace, c.Name); err != nil {
-						return err
+						return nil, false, err
 					}
 					continue
 				}
-				return err
+				return nil, false, err
 			}
 			cur = updated.(*api.ResourceClaim)
 		}
@@ -840,15 +852,15 @@ func (pl *DynamicResources) bindClaim(ctx context.Context, c *api.ResourceClaim,
 		if !cur.IsReservedFor(pod.UID) {
 			cur.Status.ReservedFor = append(cur.Status.ReservedFor, api.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID})
 		}
-		_, err := pl.client.UpdateStatus(ctx, cur)
+		written, err := pl.client.UpdateStatus(ctx, cur)
 		if err == nil {
-			return nil
+			return written.(*api.ResourceClaim), allocation != nil, nil
 		}
 		if !api.IsConflict(err) || attempt > 0 {
-			return err
+			return nil, false, err
 		}
 		if c, err = client.Get[*api.ResourceClaim](ctx, pl.client, c.Namespace, c.Name); err != nil {
-			return err
+			return nil, false, err
 		}
 	}
 }
