@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -48,6 +49,8 @@ type configWatch struct {
 	ns, name string
 	cms      *client.Informer
 	nodes    *client.Informer
+	hamiDev  *client.Informer // HAMi's device config (kube-system/hami-scheduler-device)
+	hamiNode *client.Informer // and its per-node one (kube-system/hami-device-plugin)
 	rec      *client.Recorder
 	log      *slog.Logger
 	kick     chan struct{}
@@ -68,11 +71,16 @@ func (g *GPUs) watchConfig(ctx context.Context, c client.Interface, node, ref st
 		}
 	}
 	h := client.Handler{OnAdd: func(api.Object) { kick() }, OnUpdate: func(_, _ api.Object) { kick() }, OnDelete: func(api.Object) { kick() }}
-	w.cms.AddHandler(h)
-	w.nodes.AddHandler(h)
+	w.hamiDev = client.NewInformer(c, api.MustKindOf(&api.ConfigMap{}), api.HAMiConfigNamespace, api.ListOptions{FieldSelector: "metadata.name=" + api.HAMiDeviceConfigMap}, lg)
+	w.hamiNode = client.NewInformer(c, api.MustKindOf(&api.ConfigMap{}), api.HAMiConfigNamespace, api.ListOptions{FieldSelector: "metadata.name=" + api.HAMiNodeConfigMap}, lg)
+	for _, inf := range []*client.Informer{w.cms, w.nodes, w.hamiDev, w.hamiNode} {
+		inf.AddHandler(h)
+	}
 	w.rec = client.NewRecorder(c, "nvidia-device-plugin", node, lg)
 	g.wg.Go(func() { w.cms.Run(ctx) })
 	g.wg.Go(func() { w.nodes.Run(ctx) })
+	g.wg.Go(func() { w.hamiDev.Run(ctx) })
+	g.wg.Go(func() { w.hamiNode.Run(ctx) })
 	g.wg.Go(func() { _ = w.rec.Run(ctx) })
 	g.wg.Go(func() { // a pending MIG config goes on when its GPUs' pods are gone
 		for {
@@ -88,7 +96,7 @@ func (g *GPUs) watchConfig(ctx context.Context, c client.Interface, node, ref st
 		}
 	})
 	g.wg.Go(func() {
-		if !w.cms.WaitForSync(ctx) || !w.nodes.WaitForSync(ctx) {
+		if !w.cms.WaitForSync(ctx) || !w.nodes.WaitForSync(ctx) || !w.hamiDev.WaitForSync(ctx) || !w.hamiNode.WaitForSync(ctx) {
 			return
 		}
 		for {
@@ -128,7 +136,13 @@ func (w *configWatch) reconcile(ctx context.Context) {
 	case n.Labels[api.HAMiNodeLabel] == api.HAMiNodeLabelValue:
 		// HAMi's chart runs its device plugin, not NVIDIA's, on gpu=on nodes.
 		from = fmt.Sprintf("HAMi (node label %s=%s)", api.HAMiNodeLabel, api.HAMiNodeLabelValue)
-		want = sharingState{From: from, HAMi: true}
+		s, hfrom, err := w.hamiSettings()
+		if err != nil {
+			w.refuse(ctx, n, err.Error())
+			return
+		}
+		b, _ := json.Marshal(s)
+		want = sharingState{From: from + hfrom, HAMi: true, Config: string(b)}
 	case found:
 		want = sharingState{From: from, Config: data}
 	case explicit:
@@ -142,7 +156,7 @@ func (w *configWatch) reconcile(ctx context.Context) {
 	}
 	var pc *gpuplugin.PluginConfig
 	if want.HAMi {
-		pc = gpuplugin.HAMiConfig()
+		pc = gpuplugin.HAMiConfig(want.hamiSettings())
 	} else if want.Config != "" {
 		var err error
 		if pc, err = gpuplugin.ParseConfig([]byte(want.Config)); err != nil {
@@ -196,7 +210,12 @@ func describeApplied(st sharingState, pc *gpuplugin.PluginConfig, layout []gpu.S
 	}
 	sharing := string(pc.Sharing())
 	if pc != nil && pc.HAMi {
-		sharing = "HAMi vGPU slices"
+		s := pc.HAMiSettings
+		sharing = fmt.Sprintf("HAMi vGPU slices (deviceSplitCount %d, deviceMemoryScaling %g, deviceCoreScaling %g", s.SplitCount, s.MemoryScaling, s.CoreScaling)
+		if s.FilterUUIDs != "" || s.FilterIndexes != "" {
+			sharing += fmt.Sprintf(", filterdevices uuid [%s] index [%s]", s.FilterUUIDs, s.FilterIndexes)
+		}
+		sharing += ")"
 	}
 	return fmt.Sprintf("applied %s: sharing %s, migStrategy %s; advertising %s", from, sharing,
 		orDefault(pc).MigStrategy, strings.Join(res, ", "))
@@ -219,4 +238,42 @@ func (g *GPUs) setSharing(st sharingState) {
 	g.smu.Lock()
 	defer g.smu.Unlock()
 	g.sharing = st
+}
+
+// hamiSettings resolves the node's HAMi settings from HAMi's device config
+// and its per-node config, as HAMi's device plugin reads them (none: HAMi's
+// defaults); from says which were read. A ConfigMap without its key or
+// whose key does not parse is an error naming it and the field.
+func (w *configWatch) hamiSettings() (s api.HAMiNodeSettings, from string, err error) {
+	var dc *api.HAMiDeviceConfig
+	var nc *api.HAMiNodeConfigs
+	read := func(inf *client.Informer, name, key string, parse func([]byte) error) error {
+		o, ok := inf.Get(api.HAMiConfigNamespace, name)
+		if !ok {
+			return nil
+		}
+		where := fmt.Sprintf("ConfigMap %s/%s key %q", api.HAMiConfigNamespace, name, key)
+		data, ok := o.(*api.ConfigMap).Data[key]
+		if !ok {
+			return fmt.Errorf("%s: no such key", where)
+		}
+		if err := parse([]byte(data)); err != nil {
+			return fmt.Errorf("%s: %s", where, oneLine(err))
+		}
+		from += ", " + where
+		return nil
+	}
+	if err := read(w.hamiDev, api.HAMiDeviceConfigMap, api.HAMiDeviceConfigKey, func(b []byte) (err error) {
+		dc, err = api.ParseHAMiDeviceConfig(b)
+		return err
+	}); err != nil {
+		return s, "", err
+	}
+	if err := read(w.hamiNode, api.HAMiNodeConfigMap, api.HAMiNodeConfigKey, func(b []byte) (err error) {
+		nc, err = api.ParseHAMiNodeConfigs(b)
+		return err
+	}); err != nil {
+		return s, "", err
+	}
+	return api.NodeSettings(dc, nc, w.node), from, nil
 }

@@ -481,8 +481,8 @@ func (g *GPUs) Annotations(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	hami := "" // "": removed (agent.setAnnotations)
-	if g.currentSharing().HAMi {
-		hami = gpuplugin.HAMiRegistration(devs)
+	if st := g.currentSharing(); st.HAMi {
+		hami = gpuplugin.HAMiRegistration(devs, st.hamiSettings())
 	}
 	return map[string]string{gputopology.AnnotationTopology: string(topo), gputopology.AnnotationAllocations: string(al),
 		gputopology.AnnotationDevices: string(dv), api.HAMiNodeRegister: hami}, nil

@@ -188,8 +188,23 @@ type sharingState struct {
 	// Config is the key's text.
 	Config string `json:"config"`
 	// HAMi: the node is labelled gpu=on and hands out HAMi's slices
-	// (the ConfigMap does not apply then).
+	// (the ConfigMap does not apply then); Config is then the
+	// api.HAMiNodeSettings resolved from HAMi's device config, in JSON
+	// ("": HAMi's defaults).
 	HAMi bool `json:"hami,omitempty"`
+}
+
+// hamiSettings are a HAMi node's settings (HAMi's defaults when Config
+// does not hold them).
+func (st sharingState) hamiSettings() api.HAMiNodeSettings {
+	s := api.HAMiDefaultNodeSettings()
+	if st.Config != "" {
+		var got api.HAMiNodeSettings
+		if err := json.Unmarshal([]byte(st.Config), &got); err == nil && got.SplitCount > 0 && got.MemoryScaling > 0 && got.CoreScaling > 0 {
+			s = got
+		}
+	}
+	return s
 }
 
 func (g *GPUs) statePath() string { return filepath.Join(g.dataDir, "gpu-sharing.json") }
@@ -208,7 +223,7 @@ func (g *GPUs) readSharingState() (sharingState, *gpuplugin.PluginConfig) {
 		return sharingState{}, nil
 	}
 	if st.HAMi {
-		return st, gpuplugin.HAMiConfig()
+		return st, gpuplugin.HAMiConfig(st.hamiSettings())
 	}
 	if st.Config == "" {
 		return st, nil
@@ -233,7 +248,7 @@ func (g *GPUs) writeSharingState(st sharingState) error {
 // run (or none), and waits for their first device lists.
 func (g *GPUs) startPlugins(ctx context.Context, dir string, lg *slog.Logger) error {
 	set, err := gpuplugin.NewSet(gpuplugin.SetConfig{Source: g.Source, Dir: dir, OnLayout: g.onLayout, MIG: g.migDevices,
-		HAMiDecision: g.hamiDecision, Log: lg})
+		HAMiDecision: g.hamiDecision, HAMiAllocated: g.hamiBindPhase, Log: lg})
 	if err != nil {
 		return err
 	}
@@ -384,4 +399,56 @@ func (g *GPUs) hamiDecision(ctx context.Context, key, container string) ([]api.H
 		}
 	}
 	return nil, fmt.Errorf("no container %q", container)
+}
+
+// hamiBindPhase moves the pod's hami.io/bind-phase on after an allocation,
+// as HAMi's device plugin does: "failed" when one fails (the pod fails at
+// admission with the reason, UnexpectedAdmissionError), "success" once the
+// last container with cards has them. A pod gone or replaced is left; a
+// write lost to a conflict is tried again.
+func (g *GPUs) hamiBindPhase(ctx context.Context, key, container string, allocErr error) {
+	if g.client == nil {
+		return
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	for range 5 {
+		p, err := client.Get[*api.Pod](ctx, g.client, ns, name)
+		if err != nil {
+			return
+		}
+		phase := api.HAMiBindPhaseFailed
+		if allocErr == nil {
+			if !lastHAMiContainer(p, container) {
+				return
+			}
+			phase = api.HAMiBindPhaseSuccess
+		}
+		if p.Annotations[api.HAMiBindPhase] == phase {
+			return
+		}
+		p = api.Clone(p)
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[api.HAMiBindPhase] = phase
+		if _, err = g.client.Update(ctx, p); err == nil || !api.IsConflict(err) {
+			if err != nil {
+				g.log.Warn("HAMi bind phase not written", "pod", key, "phase", phase, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// lastHAMiContainer reports whether container is the last of p's
+// containers with cards in its HAMi decision.
+func lastHAMiContainer(p *api.Pod, container string) bool {
+	pd := api.PodHAMiDevices(p)
+	last := ""
+	for i, c := range p.Spec.Containers {
+		if i < len(pd) && len(pd[i]) > 0 {
+			last = c.Name
+		}
+	}
+	return last == container
 }

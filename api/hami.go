@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // HAMi's names (Project-HAMi/HAMi, the vGPU scheduler and device plugin),
@@ -39,6 +41,11 @@ const (
 	// HAMiBindPhase is "allocating" until the node has handed the slices
 	// out, then "success".
 	HAMiBindPhase = "hami.io/bind-phase"
+	// Its values: the scheduler writes allocating; the node's plugin
+	// success once every container has its cards, failed if one could not.
+	HAMiBindPhaseAllocating = "allocating"
+	HAMiBindPhaseSuccess    = "success"
+	HAMiBindPhaseFailed     = "failed"
 
 	// HAMiNodeSchedulerPolicy and HAMiGPUSchedulerPolicy are the pod
 	// annotations choosing binpack or spread over nodes and over the GPUs
@@ -219,10 +226,11 @@ type HAMiRequest struct {
 
 // HAMiRequestOf is HAMi's GenerateResourceRequests for a container:
 // nvidia.com/gpu from limits (else requests), gpumem or
-// gpumem-percentage, gpucores (default 0). Asking for neither memory
-// nor its percentage asks for 100% (HAMi's defaultMemory 0). Zero Nums:
-// the container asks for no GPU.
-func HAMiRequestOf(c *Container) HAMiRequest {
+// gpumem-percentage, gpucores (default d.Cores, the device config's
+// defaultCores). Asking for neither memory nor its percentage asks for
+// d.Memory MiB (defaultMemory), or 100% when that is 0. Zero Nums: the
+// container asks for no GPU.
+func HAMiRequestOf(c *Container, d HAMiRequestDefaults) HAMiRequest {
 	get := func(name string) (int64, bool) {
 		q, ok := c.Resources.Limits[name]
 		if !ok {
@@ -249,8 +257,13 @@ func HAMiRequestOf(c *Container) HAMiRequest {
 		r.MemPercentagereq = int32(p)
 	}
 	if r.MemPercentagereq == 101 && r.Memreq == 0 {
-		r.MemPercentagereq = 100
+		if d.Memory > 0 {
+			r.Memreq = d.Memory
+		} else {
+			r.MemPercentagereq = 100
+		}
 	}
+	r.Coresreq = d.Cores
 	if cr, ok := get(HAMiResourceCores); ok {
 		r.Coresreq = int32(cr)
 	}
@@ -268,7 +281,9 @@ const HAMiWebhookName = "vgpu.hami.io"
 // 0..100, in HAMi's words; a container with an nvidia.com/priority limit
 // gets CUDA_TASK_PRIORITY with its value appended to its environment, the
 // task priority HAMi-core reads (HAMi's example: 0 high, 1 low; HAMi does
-// not check the value, nor does skiff). On an error p may be half changed:
+// not check the value, nor does skiff); a container limiting
+// nvidia.com/gpumem, gpumem-percentage or gpucores but not nvidia.com/gpu
+// gets defaultGPUNum (1) of it. On an error p may be half changed:
 // the caller discards it.
 func HAMiMutateAdmission(p *Pod) error {
 	for _, ctrs := range [][]Container{p.Spec.InitContainers, p.Spec.Containers} {
@@ -289,6 +304,21 @@ func hamiMutateContainer(c *Container) error {
 	if ok {
 		if pct := q.Value(); pct < 0 || pct > 100 {
 			return fmt.Errorf("invalid %s value %d in container %s: must be an integer between 0 and 100", HAMiResourceMemPercentage, pct, c.Name)
+		}
+	}
+	// HAMi's defaultGPUNum (1, the only value skiff's config takes): a
+	// container limiting memory or cores but not the cards gets one card
+	// (in its requests too, as defaulting would have put it).
+	_, cards := c.Resources.Limits[ResourceNvidiaGPU]
+	for _, name := range []string{HAMiResourceCores, HAMiResourceMem, HAMiResourceMemPercentage} {
+		if _, ok := c.Resources.Limits[name]; ok && !cards {
+			one := *resource.NewQuantity(1, resource.DecimalSI)
+			c.Resources.Limits[ResourceNvidiaGPU] = one
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = ResourceList{}
+			}
+			c.Resources.Requests[ResourceNvidiaGPU] = one
+			break
 		}
 	}
 	if q, ok := c.Resources.Limits[HAMiResourcePriority]; ok {

@@ -406,4 +406,60 @@ func TestGPUSharingHAMi(t *testing.T) {
 		}
 		return false, podSummary([]*api.Pod{g.pod(t, "too-big")})
 	})
+
+	t.Run("BindPhaseAndDescribe", func(t *testing.T) {
+		if got := g.pod(t, "gpu-pod").Annotations[api.HAMiBindPhase]; got != api.HAMiBindPhaseSuccess {
+			t.Errorf("bind phase %q of a Running pod, want success", got)
+		}
+		out := g.cli(t, "describe", "node", gpuNode)
+		for _, re := range []string{`GPU devices:\s+\(HAMi vGPU slices\)`, `(?m)^\s+\d+\s+` + pd[0][0].UUID + `\s+1/10\s+3000MiB\s+30%\s+` + gpuNS + `/gpu-pod \(container `,
+			`(?m)^\s+\d+\s+` + pd[0][0].UUID + `\s+free 9/10\s+37960MiB of 40960MiB\s+70% of 100%`} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("describe node lacks %s:\n%s", re, out)
+			}
+		}
+		out = g.cli(t, "describe", "pod", "-n", gpuNS, "too-big")
+		if !strings.Contains(out, "Why HAMi rejected node "+gpuNode+":") || !regexp.MustCompile(`GPU \d \(GPU-[^)]+\): CardInsufficientMemory: memory \d+ used \+ 50000 asked > 40960 MiB`).MatchString(out) {
+			t.Errorf("describe pod lacks the per-GPU reasons:\n%s", out)
+		}
+	})
+
+	// HAMi's device config as its chart installs it: 4 slices per GPU and
+	// memory x1.5, applied without a restart; the 50000 MiB pod now fits
+	// an oversubscribed 61440 MiB card. A wrong config changes nothing.
+	t.Run("DeviceConfig", func(t *testing.T) {
+		g.cli(t, "apply", "-f", "../examples/gpu-sharing/hami-scheduler-device.yaml")
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			n := g.node(t)
+			capacity, _ := nodeQuantity(n, api.ResourceNvidiaGPU)
+			devs, err := api.DecodeHAMiNodeDevices(n.Annotations[api.HAMiNodeRegister])
+			return capacity == 32 && err == nil && len(devs) == 8 && devs[0].Count == 4 && devs[0].Devmem == 61440,
+				fmt.Sprintf("nvidia.com/gpu %d, %s=%q", capacity, api.HAMiNodeRegister, n.Annotations[api.HAMiNodeRegister])
+		})
+		if !hasEvent(t, c, "default", gpuNode, agent.ReasonDevicePluginConfigApplied, "deviceSplitCount 4, deviceMemoryScaling 1.5") {
+			t.Errorf("no applied event: %v", eventsFor(t, c, "default", gpuNode))
+		}
+		g.gpuWaitPhase(t, "too-big", api.PodRunning, 30*time.Second)
+		testwait.Until(t, 10*time.Second, func() (bool, string) {
+			got := g.pod(t, "too-big").Annotations[api.HAMiBindPhase]
+			return got == api.HAMiBindPhaseSuccess, "bind phase " + got
+		})
+
+		cm, err := client.Get[*api.ConfigMap](context.Background(), c, api.HAMiConfigNamespace, api.HAMiDeviceConfigMap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm = api.Clone(cm)
+		cm.Data[api.HAMiDeviceConfigKey] = strings.Replace(cm.Data[api.HAMiDeviceConfigKey], "deviceSplitCount: 4", "deviceSplitCount: 0", 1)
+		if _, err := c.Update(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+		testwait.Until(t, 20*time.Second, func() (bool, string) {
+			return hasEvent(t, c, "default", gpuNode, agent.ReasonInvalidDevicePluginConfig,
+				`ConfigMap kube-system/hami-scheduler-device key "device-config.yaml": nvidia.deviceSplitCount: Invalid value: 0`), "no refusal event yet"
+		})
+		if capacity, _ := nodeQuantity(g.node(t), api.ResourceNvidiaGPU); capacity != 32 {
+			t.Errorf("after a wrong config: nvidia.com/gpu %d, want the last good config's 32", capacity)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -316,6 +317,7 @@ func (s *Server) authorizeNodePod(ctx context.Context, node string, a attributes
 		return false, "", nil
 	case a.sub == "" && (a.verb == "get" || a.verb == "delete"),
 		a.sub == "status" && (a.verb == "get" || a.verb == "update" || a.verb == "patch"),
+		a.sub == "" && (a.verb == "update" || a.verb == "patch"), // HAMi's bind phase only: nodeRestrictUpdate
 		a.sub == "eviction" && a.verb == "create",
 		a.sub == "trace" && a.verb == "create": // skiff's pod traces: the agent adds its spans
 	default:
@@ -476,6 +478,34 @@ func nodeRestriction(ctx context.Context, k *api.Kind, obj api.Object) error {
 		}
 	case k == persistentVolumeKind:
 		return nodeRestrictVolume(obj.(*api.PersistentVolume), node) // authz_storage.go
+	}
+	return nil
+}
+
+// nodeRestrictUpdate: a node's update of one of its pods (its HAMi device
+// plugin's, which HAMi's service account may patch) changes nothing but
+// the annotation hami.io/bind-phase. Other users and kinds pass.
+func nodeRestrictUpdate(ctx context.Context, k *api.Kind, next, cur api.Object) error {
+	u, ok := UserFrom(ctx)
+	if !ok || k != podKind {
+		return nil
+	}
+	node, ok := nodeOf(u)
+	if !ok {
+		return nil
+	}
+	a, b := api.Clone(next).(*api.Pod), api.Clone(cur).(*api.Pod)
+	delete(a.Annotations, api.HAMiBindPhase)
+	delete(b.Annotations, api.HAMiBindPhase)
+	if len(a.Annotations) == 0 {
+		a.Annotations = nil
+	}
+	if len(b.Annotations) == 0 {
+		b.Annotations = nil
+	}
+	a.ResourceVersion, a.ManagedFields, a.Generation = b.ResourceVersion, b.ManagedFields, b.Generation
+	if !reflect.DeepEqual(a.ObjectMeta, b.ObjectMeta) || !reflect.DeepEqual(a.Spec, b.Spec) {
+		return forbidden(k, a.Name, fmt.Sprintf("node %q may only change the annotation %s of its pods", node, api.HAMiBindPhase))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"skiff.dev/skiff/api"
@@ -392,5 +393,49 @@ func TestAuthenticationOverTLS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A node may update one of its pods only to write HAMi's bind phase (its
+// HAMi device plugin's one write); any other change is forbidden.
+func TestNodeRestrictPodUpdate(t *testing.T) {
+	e := newEnv(t)
+	bg := context.Background()
+	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "default", Annotations: map[string]string{api.HAMiBindPhase: "allocating", "keep": "x"}},
+		Spec: api.PodSpec{NodeName: "n1", Containers: []api.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := e.reg.Create(bg, podKind, p); err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithUser(bg, nodeN1)
+	get := func() *api.Pod {
+		o, err := e.reg.Get(bg, podKind, "default", "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*api.Pod)
+	}
+	ok := get()
+	ok.Annotations[api.HAMiBindPhase] = "success"
+	if _, err := e.reg.Update(ctx, podKind, ok); err != nil {
+		t.Fatalf("bind phase: %v", err)
+	}
+	if got := get().Annotations; got[api.HAMiBindPhase] != "success" || got["keep"] != "x" {
+		t.Fatalf("annotations %v", got)
+	}
+	for name, edit := range map[string]func(*api.Pod){
+		"another annotation": func(p *api.Pod) { p.Annotations["keep"] = "y" },
+		"a label":            func(p *api.Pod) { p.Labels = map[string]string{"a": "b"} },
+		"the decision":       func(p *api.Pod) { p.Annotations[api.HAMiDevicesToAllocate] = "GPU-0,NVIDIA,1,1:;" },
+		"the spec":           func(p *api.Pod) { p.Spec.Containers[0].Image = "nginx" },
+	} {
+		bad := get()
+		edit(bad)
+		_, err := e.reg.Update(ctx, podKind, bad)
+		if st := api.StatusOf(err); st.Code != http.StatusForbidden || !strings.Contains(st.Message, `node "n1" may only change the annotation hami.io/bind-phase of its pods`) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if got := get(); got.Annotations["keep"] != "x" || got.Spec.Containers[0].Image != "busybox" {
+		t.Fatalf("a refused update changed the pod: %+v", got)
 	}
 }

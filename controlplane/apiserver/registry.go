@@ -333,6 +333,9 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			}
 		}
 		if !status {
+			if err := nodeRestrictUpdate(ctx, k, next, cur); err != nil { // authz.go: a node writes only HAMi's bind phase
+				return nil, err
+			}
 			if err := r.admitRBAC(ctx, k, next); err != nil {
 				return nil, err
 			}

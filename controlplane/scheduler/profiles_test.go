@@ -125,7 +125,7 @@ profiles:
 	}
 	// Plugins configured alike are made once: DRA's and VolumeBinding's
 	// state is the scheduler's.
-	if def.Reserve[0] != r.Reserve[0] || len(s.sources) != 4 { // DynamicResources, InterPodAffinity, PodTopologySpread, VolumeBinding
+	if def.Reserve[0] != r.Reserve[0] || len(s.sources) != 5 { // DynamicResources, InterPodAffinity, PodTopologySpread, VolumeBinding, HAMi (its device config)
 		t.Errorf("DynamicResources made per profile: %d event sources", len(s.sources))
 	}
 }

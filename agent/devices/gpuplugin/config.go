@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"skiff.dev/skiff/agent/gpu"
+	"skiff.dev/skiff/api"
 )
 
 // PluginConfig is NVIDIA's device plugin config file (api/config/v1 of
@@ -48,17 +49,19 @@ type PluginConfig struct {
 	TimeSlicing *Replicated
 	MPS         *Replicated
 	// HAMi: the node hands out HAMi's vGPU slices instead (HAMi's device
-	// plugin, on nodes labelled gpu=on): nvidia.com/gpu is every GPU ×
-	// api.HAMiDeviceSplitCount, and what a container gets is the
-	// scheduler's decision on its pod (hami.io/vgpu-devices-to-allocate).
-	// Not part of NVIDIA's config file: HAMiConfig makes it.
-	HAMi bool
+	// plugin, on nodes labelled gpu=on): nvidia.com/gpu is every GPU
+	// not filtered × HAMiSettings.SplitCount, and what a container gets
+	// is the scheduler's decision on its pod
+	// (hami.io/vgpu-devices-to-allocate). Not part of NVIDIA's config
+	// file: HAMiConfig makes it, from HAMi's device config.
+	HAMi         bool
+	HAMiSettings api.HAMiNodeSettings
 }
 
 // HAMiConfig is the config of a node that runs HAMi's device plugin.
-func HAMiConfig() *PluginConfig {
+func HAMiConfig(s api.HAMiNodeSettings) *PluginConfig {
 	c := DefaultConfig()
-	c.HAMi = true
+	c.HAMi, c.HAMiSettings = true, s
 	return c
 }
 

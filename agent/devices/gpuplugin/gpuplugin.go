@@ -43,6 +43,7 @@ import (
 
 	"skiff.dev/skiff/agent/gpu"
 	"skiff.dev/skiff/agent/gpu/cdi"
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/gputopology"
 	"skiff.dev/skiff/client/backoff"
 )
@@ -77,8 +78,10 @@ type Config struct {
 	AllocationPolicy string
 	// HAMi: the devices are HAMi's slots (HAMiSlots) and Allocate hands
 	// out what HAMiDecision says the scheduler decided for the container.
-	HAMi         bool
-	HAMiDecision HAMiDecision
+	HAMi          bool
+	HAMiSettings  api.HAMiNodeSettings
+	HAMiDecision  HAMiDecision
+	HAMiAllocated HAMiAllocated
 	// Log, or discard.
 	Log *slog.Logger
 }

@@ -21,6 +21,11 @@ import (
 // hami.io/vgpu-devices-to-allocate.
 type HAMiDecision func(ctx context.Context, pod, container string) ([]api.HAMiContainerDevice, error)
 
+// HAMiAllocated is told each HAMi allocation's outcome for container of
+// pod: err nil when its cards were handed out (HAMi's plugin then moves
+// hami.io/bind-phase on), else why not.
+type HAMiAllocated func(ctx context.Context, pod, container string, err error)
+
 // The gRPC metadata with which the device manager tells a plugin whose
 // Allocate it is (agent/devices: the kubelet tells a plugin nothing;
 // HAMi's plugin finds the pod by its bind phase instead).
@@ -39,6 +44,15 @@ func (p *Plugin) allocateHAMi(ctx context.Context, req *pluginapi.AllocateReques
 	if pod == "" || p.cfg.HAMiDecision == nil || len(req.ContainerRequests) != 1 {
 		return nil, status.Errorf(codes.InvalidArgument, "HAMi: allocation without its pod")
 	}
+	resp, err := p.handOutHAMi(ctx, req, gpus, pod, ctr)
+	if p.cfg.HAMiAllocated != nil {
+		p.cfg.HAMiAllocated(ctx, pod, ctr, err)
+	}
+	return resp, err
+}
+
+// handOutHAMi is container ctr of pod's cards, with HAMi-core's limits.
+func (p *Plugin) handOutHAMi(ctx context.Context, req *pluginapi.AllocateRequest, gpus []gpu.Device, pod, ctr string) (*pluginapi.AllocateResponse, error) {
 	cards, err := p.cfg.HAMiDecision(ctx, pod, ctr)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "HAMi: pod %s container %s: %v", pod, ctr, err)
@@ -68,6 +82,9 @@ func (p *Plugin) allocateHAMi(ctx context.Context, req *pluginapi.AllocateReques
 		}
 	}
 	car.Envs[EnvVisibleDevices] = strings.Join(visible, ",")
+	if p.cfg.HAMiSettings.MemoryScaling > 1 {
+		car.Envs[api.HAMiEnvOversubscribe] = "true" // HAMi-core may spill past the card's memory
+	}
 	return &pluginapi.AllocateResponse{ContainerResponses: []*pluginapi.ContainerAllocateResponse{car}}, nil
 }
 
@@ -79,13 +96,17 @@ func first(v []string) string {
 }
 
 // HAMiRegistration is the node's hami.io/node-nvidia-register value: each
-// GPU with HAMi's split count, its memory, 100 cores, "NVIDIA-<name>",
+// GPU s does not filter with its split count, its memory and 100 cores
+// scaled by s (deviceMemoryScaling > 1 oversubscribes), "NVIDIA-<name>",
 // its NUMA node and health.
-func HAMiRegistration(devs []gpu.Device) string {
+func HAMiRegistration(devs []gpu.Device, s api.HAMiNodeSettings) string {
 	out := make([]api.HAMiNodeDevice, 0, len(devs))
 	for _, d := range devs {
-		out = append(out, api.HAMiNodeDevice{ID: d.UUID, Count: api.HAMiDeviceSplitCount,
-			Devmem: int32(min(d.MemoryMiB, 1<<31-1)), Devcore: 100, Type: "NVIDIA-" + d.Name,
+		if s.Filtered(d.UUID, d.Index) {
+			continue
+		}
+		out = append(out, api.HAMiNodeDevice{ID: d.UUID, Count: int32(s.SplitCount),
+			Devmem: s.ScaledMemory(int64(d.MemoryMiB)), Devcore: s.ScaledCores(), Type: "NVIDIA-" + d.Name,
 			Numa: max(d.NUMANode, 0), Health: d.Healthy})
 	}
 	return api.EncodeHAMiNodeDevices(out)

@@ -28,7 +28,7 @@ func Layout(pc *PluginConfig, devs []gpu.Device, migs map[int][]gpu.MIGDevice) (
 		pc = DefaultConfig()
 	}
 	if pc.HAMi {
-		return HAMiSlots(devs), nil
+		return HAMiSlots(devs, pc.HAMiSettings), nil
 	}
 	var base []gpu.SubDevice
 	switch pc.MigStrategy {
@@ -175,15 +175,18 @@ func pickInOrder(available, required []string, size int) []string {
 	return out
 }
 
-// HAMiSlots is the layout of HAMi's device plugin: api.HAMiDeviceSplitCount
-// slots of every GPU under nvidia.com/gpu ("<uuid>::<n>", as HAMi's own
+// HAMiSlots is the layout of HAMi's device plugin: s.SplitCount slots of
+// every GPU s does not filter under nvidia.com/gpu ("<uuid>::<n>", as HAMi's own
 // fake device IDs, one per slice a GPU may be split into). Which GPU and
 // how much of it a container gets is the scheduler's decision, not the
 // slot the device manager picked: a slot only counts the slices.
-func HAMiSlots(devs []gpu.Device) []gpu.SubDevice {
-	out := make([]gpu.SubDevice, 0, len(devs)*api.HAMiDeviceSplitCount)
+func HAMiSlots(devs []gpu.Device, s api.HAMiNodeSettings) []gpu.SubDevice {
+	out := make([]gpu.SubDevice, 0, len(devs)*s.SplitCount)
 	for _, d := range devs {
-		for r := range api.HAMiDeviceSplitCount {
+		if s.Filtered(d.UUID, d.Index) {
+			continue
+		}
+		for r := range s.SplitCount {
 			out = append(out, gpu.SubDevice{
 				ID: gpu.ReplicaID(d.UUID, r), Sharing: gpu.SharingSlice, Resource: ResourceName,
 				ParentIndex: d.Index, ParentUUID: d.UUID, Replica: r,

@@ -26,7 +26,8 @@ type SetConfig struct {
 	OnLayout func(layout []gpu.SubDevice) error
 	// HAMiDecision is what the scheduler decided for a container under
 	// HAMi (Config.HAMiDecision).
-	HAMiDecision HAMiDecision
+	HAMiDecision  HAMiDecision
+	HAMiAllocated HAMiAllocated
 	// Log, or discard.
 	Log *slog.Logger
 }
@@ -140,7 +141,7 @@ func (s *Set) optionsChanged(pc *PluginConfig) bool {
 	if r := pc.Replicated(); r != nil {
 		fb = r.FailRequestsGreaterThanOne
 	}
-	return fa != fb || a.AllocationPolicy != pc.AllocationPolicy || a.HAMi != pc.HAMi
+	return fa != fb || a.AllocationPolicy != pc.AllocationPolicy || a.HAMi != pc.HAMi || a.HAMiSettings != pc.HAMiSettings
 }
 
 func (s *Set) startLocked(pc *PluginConfig, res string, devs []gpu.SubDevice) error {
@@ -150,7 +151,7 @@ func (s *Set) startLocked(pc *PluginConfig, res string, devs []gpu.SubDevice) er
 	}
 	p, err := New(Config{Source: s.cfg.Source, Dir: s.cfg.Dir, Resource: res, Devices: devs,
 		FailRequestsGreaterThanOne: fail, AllocationPolicy: pc.AllocationPolicy, Log: s.log,
-		HAMi: pc.HAMi, HAMiDecision: s.cfg.HAMiDecision})
+		HAMi: pc.HAMi, HAMiSettings: pc.HAMiSettings, HAMiDecision: s.cfg.HAMiDecision, HAMiAllocated: s.cfg.HAMiAllocated})
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
@@ -68,6 +70,10 @@ type HAMi struct {
 	client client.Interface
 	mu     sync.Mutex
 	nodes  map[string]*hamiNodeCache // by node name
+
+	cfg      *client.Informer // HAMi's device config (hami_config.go); nil without a client
+	defaults atomic.Pointer[api.HAMiRequestDefaults]
+	log      *slog.Logger
 }
 
 // hamiNodeCache is one node's registration, parsed, and what its cards
@@ -91,11 +97,20 @@ var (
 	_ framework.ReservePlugin     = (*HAMi)(nil)
 	_ framework.PreBindPlugin     = (*HAMi)(nil)
 	_ framework.EnqueueExtensions = (*HAMi)(nil)
+	_ framework.EventSourcePlugin = (*HAMi)(nil)
 )
 
-// NewHAMi returns the plugin; c writes the decision at PreBind.
-func NewHAMi(c client.Interface) *HAMi {
-	return &HAMi{client: c, nodes: map[string]*hamiNodeCache{}}
+// NewHAMi returns the plugin; c writes the decision at PreBind and reads
+// HAMi's device config.
+func NewHAMi(c client.Interface, log *slog.Logger) *HAMi {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &HAMi{client: c, nodes: map[string]*hamiNodeCache{}, log: log.With("plugin", HAMiName)}
+	if c != nil {
+		h.cfg = newHAMiConfigInformer(c, h.log)
+	}
+	return h
 }
 
 // Name implements framework.Plugin.
@@ -129,8 +144,9 @@ func hamiNode(n *api.Node) bool {
 func (h *HAMi) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
 	st := &hamiState{annos: pod.Annotations, decisions: map[string]hamiFit{},
 		nodePolicy: pod.Annotations[api.HAMiNodeSchedulerPolicy], gpuPolicy: pod.Annotations[api.HAMiGPUSchedulerPolicy]}
+	d := h.requestDefaults()
 	for i := range pod.Spec.Containers {
-		st.reqs = append(st.reqs, api.HAMiRequestOf(&pod.Spec.Containers[i]))
+		st.reqs = append(st.reqs, api.HAMiRequestOf(&pod.Spec.Containers[i], d))
 	}
 	state.Write(hamiStateKey, st)
 	return nil
@@ -474,7 +490,7 @@ func withDecision(annos map[string]string, node string, pd api.HAMiPodDevices) m
 	out[api.HAMiDevicesToAllocate] = enc
 	out[api.HAMiDevicesAllocated] = enc
 	out[api.HAMiVGPUNode] = node
-	out[api.HAMiBindPhase] = "allocating"
+	out[api.HAMiBindPhase] = api.HAMiBindPhaseAllocating
 	return out
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/fake"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
+	"skiff.dev/skiff/internal/testwait"
 )
 
 // hamiNodeOf is a node registered for HAMi with one card per memory size
@@ -81,7 +83,7 @@ func TestHAMiRequests(t *testing.T) {
 		{[]string{"cpu", "1"}, api.HAMiRequest{}},
 	} {
 		p := testPod("p", limits(tc.kv...))
-		if got := api.HAMiRequestOf(&p.Spec.Containers[0]); got != tc.want {
+		if got := api.HAMiRequestOf(&p.Spec.Containers[0], api.HAMiRequestDefaults{}); got != tc.want {
 			t.Errorf("%v: got %+v, want %+v", tc.kv, got, tc.want)
 		}
 	}
@@ -89,7 +91,7 @@ func TestHAMiRequests(t *testing.T) {
 
 // HAMi's words for a node that cannot take the slice, counted over its cards.
 func TestHAMiFilterReasons(t *testing.T) {
-	h := NewHAMi(nil)
+	h := NewHAMi(nil, nil)
 	node := hamiNodeOf("n", 4096, 4096)
 	full := nodeInfo(node, holding("a", card("GPU-0", 2000, 10)), holding("b", card("GPU-1", 2000, 10)))
 	ask := []string{"nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "30"}
@@ -151,7 +153,7 @@ func decide(t *testing.T, h *HAMi, pod *api.Pod, ni *framework.NodeInfo) (api.HA
 // GPU policy: spread (the default) takes the emptier card, binpack the
 // fuller; node policy: binpack (the default) scores the fuller node higher.
 func TestHAMiPolicies(t *testing.T) {
-	h := NewHAMi(nil)
+	h := NewHAMi(nil, nil)
 	node := hamiNodeOf("n", 40960, 40960)
 	busy := nodeInfo(node, holding("a", card("GPU-0", 10000, 20)))
 	ask := []string{"nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "30"}
@@ -193,7 +195,7 @@ func TestHAMiPolicies(t *testing.T) {
 
 // Ten slices of a card are all it has, whatever memory is left.
 func TestHAMiSlicesExhausted(t *testing.T) {
-	h := NewHAMi(nil)
+	h := NewHAMi(nil, nil)
 	var pods []*api.Pod
 	for i := range 10 {
 		pods = append(pods, holding(string(rune('a'+i)), card("GPU-0", 100, 1)))
@@ -208,7 +210,7 @@ func TestHAMiPreBind(t *testing.T) {
 	pod := slicePod("p", map[string]string{"keep": "me"}, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000")
 	pod.Namespace = "default"
 	c := fake.New(pod)
-	h := NewHAMi(c)
+	h := NewHAMi(c, nil)
 	ctx, state := context.Background(), framework.NewCycleState()
 	stored, err := c.Get(ctx, api.MustKindOf(pod), "default", "p")
 	if err != nil {
@@ -239,7 +241,7 @@ func TestHAMiPreBind(t *testing.T) {
 // card), a pods list changed in place (preemption's copies) or a new
 // registration is counted anew.
 func TestHAMiUsageCache(t *testing.T) {
-	h := NewHAMi(nil)
+	h := NewHAMi(nil, nil)
 	ask := []string{"nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000"}
 	empty := nodeInfo(hamiNodeOf("n", 4096))
 	for i := range 2 {
@@ -271,7 +273,7 @@ func TestHAMiUsageCache(t *testing.T) {
 // GPU why: its reason, what is used, what is asked, the total. The
 // reasons (FailedScheduling's words) stay HAMi's.
 func TestHAMiFilterDetails(t *testing.T) {
-	h := NewHAMi(nil)
+	h := NewHAMi(nil, nil)
 	ni := nodeInfo(hamiNodeOf("n", 4096, 4096), holding("a", card("GPU-0", 2000, 10)), holding("b", card("GPU-1", 1000, 90)))
 	s := runFilter(t, h, slicePod("p", nil, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "20"), ni)
 	checkStatus(t, s, framework.Unschedulable, "1/2 CardInsufficientCore, 1/2 CardInsufficientMemory")
@@ -283,4 +285,71 @@ func TestHAMiFilterDetails(t *testing.T) {
 	if !slices.Equal(s.Details(), want) {
 		t.Errorf("details:\n%q\nwant\n%q", s.Details(), want)
 	}
+}
+
+// HAMi's device config from its ConfigMap: defaultMemory and defaultCores
+// for a container asking only nvidia.com/gpu, applied on change; a wrong
+// config keeps the last good one; deleting it goes back to HAMi's
+// defaults (the whole card, 0 cores).
+func TestHAMiDeviceConfigDefaults(t *testing.T) {
+	cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Name: api.HAMiDeviceConfigMap, Namespace: api.HAMiConfigNamespace},
+		Data: map[string]string{api.HAMiDeviceConfigKey: "nvidia:\n  defaultMemory: 2000\n  defaultCores: 20\n"}}
+	c := fake.New(cm)
+	h := NewHAMi(c, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	moved := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(ctx, func() { moved <- struct{}{} }) }()
+	defer func() { cancel(); <-done }()
+	if !h.WaitForSync(ctx) {
+		t.Fatal("no sync")
+	}
+	want := func(d api.HAMiRequestDefaults, r api.HAMiRequest) {
+		t.Helper()
+		if got := h.requestDefaults(); got != d {
+			t.Fatalf("defaults %+v, want %+v", got, d)
+		}
+		p := testPod("p", limits("nvidia.com/gpu", "1"))
+		pd, _ := decide(t, h, p, nodeInfo(hamiNodeOf("n", 40960)))
+		if got := api.HAMiRequestOf(&p.Spec.Containers[0], h.requestDefaults()); got != r {
+			t.Fatalf("request %+v, want %+v", got, r)
+		}
+		if r.Memreq > 0 && (pd[0][0].Usedmem != r.Memreq || pd[0][0].Usedcores != r.Coresreq) {
+			t.Fatalf("decision %+v, want %+v", pd, r)
+		}
+	}
+	want(api.HAMiRequestDefaults{Memory: 2000, Cores: 20}, api.HAMiRequest{Nums: 1, Memreq: 2000, MemPercentagereq: 101, Coresreq: 20})
+	update := func(data map[string]string) {
+		t.Helper()
+		cm.Data = data
+		if _, err := c.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		cur, _ := c.Get(ctx, api.MustKindOf(cm), cm.Namespace, cm.Name)
+		cm = cur.(*api.ConfigMap)
+	}
+	for len(moved) > 0 { // the initial list's
+		<-moved
+	}
+	update(map[string]string{api.HAMiDeviceConfigKey: "nvidia:\n  defaultMemory: 3000\n"})
+	testwait.Until(t, 5*time.Second, func() (bool, string) {
+		return h.requestDefaults().Memory == 3000 && len(moved) > 0, "not applied, or the waiting pods not retried"
+	})
+	want(api.HAMiRequestDefaults{Memory: 3000}, api.HAMiRequest{Nums: 1, Memreq: 3000, MemPercentagereq: 101})
+	// Wrong: kept (the informer's cache has it once Get sees it).
+	update(map[string]string{api.HAMiDeviceConfigKey: "nvidia:\n  defaultCores: 300\n"})
+	testwait.Until(t, 5*time.Second, func() (bool, string) {
+		o, _ := h.cfg.Get(cm.Namespace, cm.Name)
+		return o.GetObjectMeta().ResourceVersion == cm.ResourceVersion, "informer behind"
+	})
+	if h.loadConfig() {
+		t.Fatal("a wrong config changed the defaults")
+	}
+	want(api.HAMiRequestDefaults{Memory: 3000}, api.HAMiRequest{Nums: 1, Memreq: 3000, MemPercentagereq: 101})
+	if err := c.Delete(ctx, api.MustKindOf(cm), cm.Namespace, cm.Name, api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 5*time.Second, func() (bool, string) { return h.requestDefaults() == api.HAMiRequestDefaults{}, "not back to defaults" })
+	want(api.HAMiRequestDefaults{}, api.HAMiRequest{Nums: 1, MemPercentagereq: 100})
 }
