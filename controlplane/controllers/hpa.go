@@ -142,6 +142,10 @@ type hpaSync struct {
 	samples []api.HPAMetricSample
 	// rescaled: the sync wrote a new count.
 	rescaled bool
+	// decided: the sync came to a count (its metrics, or the bounds,
+	// gave one); a sync that failed before leaves the status's desired
+	// count as it was, which is no decision of this sync.
+	decided bool
 }
 
 // Reconcile syncs one autoscaler at most once per sync period (its own
@@ -205,7 +209,11 @@ func (r *HPAController) publish(ctx context.Context, s *hpaSync) {
 	if !ok {
 		return
 	}
-	span := api.NewHPADecisionSpan(s.now, r.calc.now(), s.hpa.Status.CurrentReplicas, s.hpa.Status.DesiredReplicas, s.trace, s.samples...)
+	desired := s.hpa.Status.DesiredReplicas
+	if !s.decided {
+		desired = s.hpa.Status.CurrentReplicas // the count stays
+	}
+	span := api.NewHPADecisionSpan(s.now, r.calc.now(), s.hpa.Status.CurrentReplicas, desired, s.trace, s.samples...)
 	if s.rescaled {
 		span.Details["rescaled"] = true
 	}
@@ -294,6 +302,7 @@ func (r *HPAController) reconcile(ctx context.Context, s *hpaSync) error {
 		desired = current
 	}
 	r.setStatus(s, current, desired, statuses, rescale)
+	s.decided = true
 	return retErr
 }
 

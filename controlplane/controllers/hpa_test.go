@@ -188,6 +188,18 @@ func TestHPAControllerMetricFailure(t *testing.T) {
 			t.Errorf("events lack %q:\n%s", want, got)
 		}
 	}
+	// The decision says the count stayed (the status's desired count is
+	// still its first 0, as Kubernetes leaves it: not a decision to 0).
+	tr, err := c.GetObjectTrace(ctx, hpaKind(), ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds := api.HPADecisions(tr.Spans); len(ds) != 1 || ds[0].CurrentReplicas != 2 || ds[0].DesiredReplicas != 2 || ds[0].Rescaled {
+		t.Errorf("decisions %+v, want one: 2 -> 2, not rescaled", ds)
+	}
+	if section := api.DescribeHPADecisions("web", tr.Spans, 10); !strings.Contains(section, "2 -> 2 replicas") || strings.Contains(section, "-> 0 replicas") {
+		t.Errorf("describe's section:\n%s", section)
+	}
 }
 
 // TestHPAControllerBounds: a target above maxReplicas comes down to it
