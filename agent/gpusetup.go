@@ -58,6 +58,9 @@ type GPUConfig struct {
 	DevicePluginConfig string
 	// Labels are the node's labels (the GPU driver reads the NVLink clique).
 	Labels map[string]string
+	// DynamicMIG: the DRA driver's partitionable MIG devices
+	// (gpudriver.Config.DynamicMIG).
+	DynamicMIG bool
 	// Log, or discard.
 	Log *slog.Logger
 }
@@ -362,6 +365,8 @@ func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *s
 		DevicePluginChanged: g.Manager.Changed,
 		OnChange:            g.Manager.Notify,
 		Labels:              cfg.Labels,
+		DynamicMIG:          cfg.DynamicMIG,
+		SimCDI:              g.cdi,
 		Log:                 lg,
 	})
 	if err != nil {

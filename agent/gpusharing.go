@@ -310,13 +310,31 @@ func (g *GPUs) onLayout(layout []gpu.SubDevice) error {
 	return nil
 }
 
-// migDevices lists the MIG devices of the Source (none when it has no MIG).
+// migDevices lists the MIG devices of the Source (none when it has no
+// MIG) but the ones the DRA driver created for its claims (dynamic MIG):
+// those are the claims', not the device plugin's or the MIG manager's
+// (a GPU left with none of its own is not in MIG mode for them).
 func (g *GPUs) migDevices(ctx context.Context) (map[int][]gpu.MIGDevice, error) {
 	ms, ok := g.Source.(gpu.MIGSource)
 	if !ok {
 		return nil, nil
 	}
-	return ms.MIGDevices(ctx)
+	all, err := ms.MIGDevices(ctx)
+	if err != nil || g.Driver == nil {
+		return all, err
+	}
+	own := g.Driver.MIGDeviceUUIDs()
+	if len(own) == 0 {
+		return all, nil
+	}
+	out := map[int][]gpu.MIGDevice{}
+	for i, devs := range all {
+		devs = slices.DeleteFunc(slices.Clone(devs), func(m gpu.MIGDevice) bool { return own[m.UUID] })
+		if len(devs) > 0 {
+			out[i] = devs
+		}
+	}
+	return out, nil
 }
 
 // Labels are the node's GPU labels now, in GPU feature discovery's form,

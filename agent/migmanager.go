@@ -184,7 +184,7 @@ func (m *migManager) reconcile(ctx context.Context, n *api.Node, w *configWatch)
 		fail(err.Error())
 		return
 	}
-	cur, err := m.mc.MIGDevices(ctx)
+	cur, err := m.g.migDevices(ctx)
 	if err != nil {
 		fail(err.Error())
 		return
@@ -215,7 +215,7 @@ func (m *migManager) reconcile(ctx context.Context, n *api.Node, w *configWatch)
 		fail(err.Error())
 		return
 	}
-	after, _ := m.mc.MIGDevices(ctx)
+	after, _ := m.g.migDevices(ctx)
 	if err := m.save(want, after); err != nil {
 		m.g.log.Warn("save the MIG state", "err", err)
 	}

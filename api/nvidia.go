@@ -12,18 +12,31 @@ const (
 	NVIDIAGPUDeviceClassName = "gpu.nvidia.com"
 	// NVIDIAGPUDeviceClassSelector is that class's CEL selector.
 	NVIDIAGPUDeviceClassSelector = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+	// NVIDIAMIGDeviceClassName is the DeviceClass NVIDIA's chart installs
+	// for MIG devices (attributes profile and parentUUID).
+	NVIDIAMIGDeviceClassName = "mig.nvidia.com"
+	// NVIDIAMIGDeviceClassSelector is that class's CEL selector.
+	NVIDIAMIGDeviceClassSelector = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"
 )
 
 // NVIDIAGPUDeviceClass is the gpu.nvidia.com DeviceClass, as NVIDIA's
 // chart installs it. The control plane creates it at start (a class that
 // exists is left alone: an admin may have changed it).
 func NVIDIAGPUDeviceClass() *DeviceClass {
+	return nvidiaDeviceClass(NVIDIAGPUDeviceClassName, NVIDIAGPUDeviceClassSelector)
+}
+
+// NVIDIAMIGDeviceClass is the mig.nvidia.com DeviceClass, as NVIDIA's
+// chart installs it (created at start like NVIDIAGPUDeviceClass).
+func NVIDIAMIGDeviceClass() *DeviceClass {
+	return nvidiaDeviceClass(NVIDIAMIGDeviceClassName, NVIDIAMIGDeviceClassSelector)
+}
+
+func nvidiaDeviceClass(name, selector string) *DeviceClass {
 	return &DeviceClass{
 		TypeMeta:   TypeMeta{APIVersion: ResourceGroup + "/v1", Kind: "DeviceClass"},
-		ObjectMeta: ObjectMeta{Name: NVIDIAGPUDeviceClassName},
-		Spec: DeviceClassSpec{Selectors: []DeviceSelector{{
-			CEL: &CELDeviceSelector{Expression: NVIDIAGPUDeviceClassSelector},
-		}}},
+		ObjectMeta: ObjectMeta{Name: name},
+		Spec:       DeviceClassSpec{Selectors: []DeviceSelector{{CEL: &CELDeviceSelector{Expression: selector}}}},
 	}
 }
 

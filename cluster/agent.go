@@ -40,6 +40,8 @@ type AgentConfig struct {
 	// DevicePlugin is node.Config.DevicePlugin: agent.DevicePluginBuiltin
 	// or agent.DevicePluginExternal.
 	DevicePlugin string
+	// DRADynamicMIG: node.Config.DRADynamicMIG.
+	DRADynamicMIG bool
 	// GossipPort of this agent's member; Advertise is the address other
 	// machines reach this node at ("" = the default route's).
 	GossipPort int
@@ -86,7 +88,7 @@ func (a *AgentConfig) nodeConfig() node.Config {
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = a.Runtime, a.ContainerdAddress, a.ContainerdNamespace
 	cfg.RegistryHostsDir = a.RegistryHostsDir
 	cfg.GPUs, cfg.Network = a.GPUs, a.Network
-	cfg.DevicePluginConfig, cfg.DevicePlugin = a.DevicePluginConfig, a.DevicePlugin
+	cfg.DevicePluginConfig, cfg.DevicePlugin, cfg.DRADynamicMIG = a.DevicePluginConfig, a.DevicePlugin, a.DRADynamicMIG
 	cfg.Listen, cfg.Log = a.ListenAgent, a.Log
 	cfg.DCGMExporterListen = a.DCGMExporterListen
 	return cfg

@@ -55,6 +55,8 @@ type Config struct {
 	// agent.DevicePluginBuiltin or agent.DevicePluginExternal), or a comma
 	// list with one value per node.
 	DevicePlugin string
+	// DRADynamicMIG: the local nodes' node.Config.DRADynamicMIG.
+	DRADynamicMIG bool
 	// Network is the local nodes' pod network (node.NetworkAuto, ...).
 	Network string
 	// Nodes is the number of local nodes in this process.

@@ -153,6 +153,7 @@ func localNodeConfigs(f Config, issue func(name string, addrs []string) (pki.Nod
 	for i, name := range names {
 		c := node.DefaultConfig(dirs[i])
 		c.Name, c.Runtime, c.GPUs, c.DevicePlugin = name, f.Runtime, specs[i], plugins[i]
+		c.DRADynamicMIG = f.DRADynamicMIG
 		if fab != nil {
 			c.Labels = fab.NodeLabels(i + 1)
 		}

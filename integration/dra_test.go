@@ -475,6 +475,9 @@ func TestDRAOnSimulatedDGXA100(t *testing.T) {
 			return len(draPrepared(t, g)) == 0, fmt.Sprintf("prepared %v", draPrepared(t, g))
 		})
 	})
+
+	// Last: it restarts the agent with --dra-dynamic-mig.
+	t.Run("DynamicMIGPartitions", func(t *testing.T) { draDynamicMIG(t, g, pluginTook) })
 }
 
 // draPrepared reads the GPU driver's checkpoint: GPU UUID → claim.

@@ -54,6 +54,8 @@ type gpuCluster struct {
 	agent   *runningAgent
 	// devicePlugin is the agent's --device-plugin ("": builtin).
 	devicePlugin string
+	// dynamicMIG starts the agent with --dra-dynamic-mig.
+	dynamicMIG bool
 }
 
 // gpuStartAgent starts the node as `skiff agent --gpus sim:dgxa100` does:
@@ -65,7 +67,7 @@ type gpuCluster struct {
 func (g *gpuCluster) gpuStartAgent(t *testing.T) {
 	t.Helper()
 	cfg := testNodeConfig(nil, gpuNode, g.dataDir, func(c *agent.Config) { c.HeartbeatInterval = 10 * time.Second })
-	cfg.GPUs, cfg.DevicePlugin = "sim:dgxa100", g.devicePlugin
+	cfg.GPUs, cfg.DevicePlugin, cfg.DRADynamicMIG = "sim:dgxa100", g.devicePlugin, g.dynamicMIG
 	cfg.Runtime, cfg.ContainerdAddress, cfg.ContainerdNamespace = node.RuntimeContainerd, g.ctrd.addr, g.ctrd.ns
 	cfg.Listen, cfg.Credentials = "127.0.0.1:0", nodeCredentials(t, g.cp, cfg.Name, "127.0.0.1")
 	if os.Getenv("GPU_DEBUG") != "" {

@@ -113,6 +113,10 @@ type Config struct {
 	// none: a device plugin pod, registering through the hostPath
 	// /var/lib/kubelet/device-plugins, gives the node its nvidia.com/gpu).
 	DevicePlugin string
+	// DRADynamicMIG: the gpu.nvidia.com DRA driver publishes MIG-capable
+	// GPUs as partitionable devices and creates MIG devices for claims
+	// (gpudriver.Config.DynamicMIG; simulated GPUs only).
+	DRADynamicMIG bool
 	// Network is NetworkAuto, NetworkNone or NetworkCNI.
 	Network string
 	// Bridge is the CNI bridge of this node's pods (skiff0); nodes sharing
@@ -292,7 +296,7 @@ func Start(ctx context.Context, cfg Config, c client.Interface) (_ *Node, err er
 	}()
 
 	if cfg.GPUs != "" {
-		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, DevicePluginConfig: cfg.DevicePluginConfig, DevicePlugin: cfg.DevicePlugin, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Labels: cfg.Labels, Log: lg})
+		n.gpus, err = agent.SetUpGPUs(ctx, agent.GPUConfig{Spec: cfg.GPUs, DevicePluginConfig: cfg.DevicePluginConfig, DevicePlugin: cfg.DevicePlugin, DynamicMIG: cfg.DRADynamicMIG, NodeName: cfg.Name, DataDir: cfg.DataDir, Client: c, Labels: cfg.Labels, Log: lg})
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", cfg.Name, err)
 		}

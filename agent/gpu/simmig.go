@@ -58,6 +58,9 @@ type MIGProfile struct {
 	// its multiprocessors; Instances how many fit on an empty GPU.
 	Slices, SMs, Instances int
 	MemoryMiB              uint64
+	// CopyEngines, Decoders, Encoders, JPEGEngines and OFAEngines are
+	// the instance's engines, as NVML's profile info counts them.
+	CopyEngines, Decoders, Encoders, JPEGEngines, OFAEngines int
 	// Placements are the possible {Start, Size} in memory slices.
 	Placements []nvml.GpuInstancePlacement
 }
@@ -117,7 +120,9 @@ func (s *Sim) MIGProfiles(index int) []MIGProfile {
 			name += "+me"
 		}
 		out = append(out, MIGProfile{Name: name, ID: id, Slices: int(info.SliceCount), SMs: int(info.MultiprocessorCount),
-			Instances: int(info.InstanceCount), MemoryMiB: info.MemorySizeMB, Placements: pls})
+			Instances: int(info.InstanceCount), MemoryMiB: info.MemorySizeMB, Placements: pls,
+			CopyEngines: int(info.CopyEngineCount), Decoders: int(info.DecoderCount), Encoders: int(info.EncoderCount),
+			JPEGEngines: int(info.JpegCount), OFAEngines: int(info.OfaCount)})
 	}
 	sort.Slice(out, func(a, b int) bool {
 		if out[a].MemoryMiB != out[b].MemoryMiB {

@@ -33,12 +33,28 @@
 //     refuses fails the prepare with its words, before anything changed.
 //     A claim shared by several pods is prepared once: the kubelet side
 //     (agent/dra) asks again only after the last pod unprepared it.
-//  3. Unprepare (NodeUnprepareResources): forget the claim, remove its spec.
+//  3. Unprepare (NodeUnprepareResources): destroy the claim's MIG devices,
+//     forget the claim, remove its spec.
+//
+// With DynamicMIG (the agent's --dra-dynamic-mig, NVIDIA's
+// featureGates.DynamicMIG=true; mig.go) every MIG-capable GPU is
+// published as partitionable devices (KEP-4815): a counter set per GPU
+// (its memory slices, multiprocessors and engines) in the pool's counter
+// slice, and in a slice per GPU the whole GPU, consuming all of it, and
+// one device per possible MIG placement (gpu-0-mig-1g5gb-19-0, type mig,
+// attributes profile and parentUUID, for the DeviceClass mig.nvidia.com)
+// consuming its share, so Kubernetes' allocator never hands out two that
+// overlap. Prepare creates the MIG device (simulated GPUs; real ones are
+// refused at start) and gives the container a CDI device showing exactly
+// it; Unprepare destroys it; a restarted driver re-creates the ones its
+// checkpoint holds.
 //
 // # Invariants
 //
 //   - One GPU inventory: a GPU is held by at most one of a prepared claim
-//     and a device plugin allocation. Prepare marks its GPUs pending, then
+//     and a device plugin allocation (a claim's MIG device holds its whole
+//     GPU for the device plugin and the MIG manager; claims share a GPU
+//     only through MIG devices whose memory slices do not overlap). Prepare marks its GPUs pending, then
 //     asks the device manager (HeldByDevicePlugin) and gives up when one is
 //     held; the device manager asks Held, under its own lock, before it
 //     records GPUs. Either order, only one of the two wins a GPU. Held also
@@ -71,7 +87,6 @@ package gpudriver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -155,6 +170,15 @@ type Config struct {
 	OnChange func()
 	// Labels are the node's labels (for CliqueLabel).
 	Labels map[string]string
+	// DynamicMIG publishes every MIG-capable GPU as partitionable devices
+	// and creates a MIG device when a claim for it is prepared (mig.go),
+	// as NVIDIA's driver does with featureGates.DynamicMIG=true. It needs
+	// a Source that can create MIG devices (gpu.MIGPartitioner: simulated
+	// GPUs) and SimCDI.
+	DynamicMIG bool
+	// SimCDI is the simulated GPUs' CDI config (agent/gpu/cdi), for the
+	// CDI devices of the MIG devices the driver creates; nil on real GPUs.
+	SimCDI *cdi.Config
 	// Log, or discard.
 	Log *slog.Logger
 }
@@ -181,6 +205,11 @@ func (c Config) Validate() error {
 	if c.CDISpecDir == "" {
 		errs = append(errs, errors.New("CDI spec directory is required"))
 	}
+	if c.DynamicMIG && c.Source != nil {
+		if _, ok := c.Source.(gpu.MIGPartitioner); !ok || c.SimCDI == nil {
+			errs = append(errs, fmt.Errorf("DynamicMIG: skiff cannot create MIG devices on the GPUs of %s (it does on simulated GPUs only; on real GPUs create them with nvidia-mig-parted, the nvidia.com/mig.config label, and use the device plugin)", c.Source.Name()))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -195,8 +224,8 @@ type Driver struct {
 
 	mu      sync.Mutex
 	ck      checkpoint
-	pending map[string]string // GPU UUID → claim, while a Prepare checks the device plugin
-	changed chan struct{}     // closed and replaced when prepared claims change
+	pending map[string]pendingDevice // by claim UID/device, while a Prepare checks the device plugin
+	changed chan struct{}            // closed and replaced when prepared claims change
 	// withdrawn: GPU UUID → picks in progress (withdraw.go): out of the
 	// slice while the device manager confirms a pick of them.
 	withdrawn map[string]int
@@ -247,6 +276,16 @@ type preparedDevice struct {
 	// Sharing: from the claim's GpuConfig (nil in checkpoints of older
 	// versions: time-slicing at the Default interval).
 	Sharing *deviceSharing `json:"sharing,omitempty"`
+	// Parent and MIG, for a MIG device the driver created (DynamicMIG):
+	// its GPU's UUID and its place there; UUID is the MIG device's.
+	Parent string        `json:"parent,omitempty"`
+	MIG    *migPlacement `json:"mig,omitempty"`
+}
+
+// pendingDevice is a device a Prepare in progress is about to take.
+type pendingDevice struct {
+	claim string // NAMESPACE/NAME
+	dev   preparedDevice
 }
 
 // New builds a Driver and reads its checkpoint; Start serves it.
@@ -269,8 +308,9 @@ func New(cfg Config) (*Driver, error) {
 		ck.Claims = map[string]preparedClaim{}
 	}
 	d := &Driver{cfg: cfg, log: lg.With("component", "gpu-dra-driver", "driver", DriverName), ck: ck,
-		pending: map[string]string{}, changed: make(chan struct{}),
+		pending: map[string]pendingDevice{}, changed: make(chan struct{}),
 		withdrawn: map[string]int{}, republish: make(chan struct{}, 1)}
+	d.restoreMIG()
 	if cfg.Client != nil {
 		claimKind := api.MustKindOf(&api.ResourceClaim{})
 		d.claims = client.NewInformer(cfg.Client, claimKind, "", api.ListOptions{}, lg)
@@ -300,7 +340,7 @@ func DeviceName(g gpu.Device) string { return "gpu-" + strconv.Itoa(g.MinorNumbe
 // agent find its slice without a list.)
 func SliceName(node string) string { return node + "-" + DriverName }
 
-// Held returns the GPUs (by UUID) that claims hold, to "claim
+// Held returns the GPUs (by UUID; a MIG device's GPU for it) that claims hold, to "claim
 // NAMESPACE/NAME": prepared ones, those a Prepare in progress is about to
 // take, and those the scheduler allocated in this node's pool (from the
 // claims informer, once Run started it). The device manager excludes
@@ -399,8 +439,12 @@ func (d *Driver) allocated(claims []*api.ResourceClaim) map[string]string {
 			continue
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver == DriverName && r.Pool == d.cfg.NodeName && uuid[r.Device] != "" {
-				out[uuid[r.Device]] = "claim " + c.Namespace + "/" + c.Name
+			if r.Driver != DriverName || r.Pool != d.cfg.NodeName {
+				continue
+			}
+			dev, _, _ := strings.Cut(r.Device, "-mig-") // a MIG device: its GPU
+			if uuid[dev] != "" {
+				out[uuid[dev]] = "claim " + c.Namespace + "/" + c.Name
 			}
 		}
 	}
@@ -487,42 +531,56 @@ func (d *Driver) Prepare(ctx context.Context, ref ClaimRef) ([]PreparedDevice, e
 		d.mu.Unlock()
 		return pc.answer(), nil
 	}
-	held := d.heldLocked()
 	for _, dev := range devs {
-		if by, ok := held[dev.UUID]; ok {
+		if by, ok := d.conflictLocked(dev); ok {
 			d.mu.Unlock()
-			return nil, fmt.Errorf("GPU %s (%s) is held by %s", dev.Device, dev.UUID, by)
+			if dev.MIG != nil {
+				return nil, fmt.Errorf("MIG device %s overlaps a device of GPU %s that is held by %s", dev.Device, dev.gpuUUID(), by)
+			}
+			return nil, fmt.Errorf("GPU %s (%s) is held by %s", dev.Device, dev.gpuUUID(), by)
 		}
 	}
-	for _, dev := range devs {
-		d.pending[dev.UUID] = key
+	mark := func(devs []preparedDevice) {
+		for _, dev := range devs {
+			d.pending[ref.UID+"/"+dev.Device] = pendingDevice{claim: key, dev: dev}
+		}
 	}
+	mark(devs)
 	d.mu.Unlock()
 	unmark := func() {
 		d.mu.Lock()
 		for _, dev := range devs {
-			delete(d.pending, dev.UUID)
+			delete(d.pending, ref.UID+"/"+dev.Device)
 		}
 		d.mu.Unlock()
 	}
 	if d.cfg.HeldByDevicePlugin != nil {
 		byPlugin := d.cfg.HeldByDevicePlugin()
 		for _, dev := range devs {
-			if pod, ok := byPlugin[dev.UUID]; ok {
+			if pod, ok := byPlugin[dev.gpuUUID()]; ok {
 				unmark()
-				return nil, fmt.Errorf("GPU %s (%s) is held by pod %s through nvidia.com/gpu (the device plugin); it is free again when that pod ends", dev.Device, dev.UUID, pod)
+				return nil, fmt.Errorf("GPU %s (%s) is held by pod %s through nvidia.com/gpu (the device plugin); it is free again when that pod ends", dev.Device, dev.gpuUUID(), pod)
 			}
 		}
 	}
+	migEdits, err := d.createMIG(ctx, devs)
+	if err != nil {
+		unmark()
+		return nil, err
+	}
+	d.mu.Lock()
+	mark(devs) // with the MIG devices' UUIDs
+	d.mu.Unlock()
 	cdiDevs := make([]cdi.ClaimDevice, 0, len(devs))
-	for _, dev := range devs {
-		cd := cdi.ClaimDevice{Name: dev.Device, UUID: dev.UUID}
+	for i, dev := range devs {
+		cd := cdi.ClaimDevice{Name: dev.Device, UUID: dev.UUID, Sim: migEdits[i]}
 		if dev.Sharing != nil {
 			cd.Env = dev.Sharing.Env
 		}
 		cdiDevs = append(cdiDevs, cd)
 	}
 	if _, err := cdi.WriteClaimSpec(d.cfg.CDISpecDir, ref.Namespace, ref.Name, ref.UID, cdiDevs); err != nil {
+		_ = d.destroyMIG(devs)
 		unmark()
 		return nil, err
 	}
@@ -531,12 +589,13 @@ func (d *Driver) Prepare(ctx context.Context, ref ClaimRef) ([]PreparedDevice, e
 	d.ck.Claims[ref.UID] = pc
 	err = d.saveLocked()
 	for _, dev := range devs {
-		delete(d.pending, dev.UUID)
+		delete(d.pending, ref.UID+"/"+dev.Device)
 	}
 	if err != nil {
 		delete(d.ck.Claims, ref.UID)
 		d.mu.Unlock()
 		_ = cdi.RemoveClaimSpec(d.cfg.CDISpecDir, ref.UID)
+		_ = d.destroyMIG(devs)
 		return nil, err
 	}
 	d.notifyLocked()
@@ -570,18 +629,27 @@ func (d *Driver) claimDevices(ctx context.Context, ref ClaimRef, claim *api.Reso
 		if r.Pool != d.cfg.NodeName {
 			return nil, fmt.Errorf("request %s: device %s is in pool %s, not this node's (%s)", r.Request, r.Device, r.Pool, d.cfg.NodeName)
 		}
+		if i, ok := at[r.Device]; ok {
+			devs[i].Requests = append(devs[i].Requests, r.Request)
+			continue
+		}
 		g, ok := byName[r.Device]
+		p, isMIG := partition{}, false
+		if !ok {
+			p, isMIG = d.findPartition(r.Device, gpus)
+			g, ok = p.gpu, isMIG
+		}
 		if !ok {
 			return nil, fmt.Errorf("request %s: no GPU %s on node %s", r.Request, r.Device, d.cfg.NodeName)
 		}
 		if !g.Healthy {
 			return nil, fmt.Errorf("request %s: GPU %s (%s) is unhealthy (Xid %d: %s)", r.Request, r.Device, g.UUID, g.LastXid, gpu.XidReason(g.LastXid))
 		}
-		if i, ok := at[r.Device]; ok {
-			devs[i].Requests = append(devs[i].Requests, r.Request)
+		at[r.Device] = len(devs)
+		if isMIG {
+			devs = append(devs, migPrepared(ref, r.Request, r.Pool, p))
 			continue
 		}
-		at[r.Device] = len(devs)
 		devs = append(devs, preparedDevice{
 			Requests: []string{r.Request}, Pool: r.Pool, Device: r.Device, UUID: g.UUID,
 			CDIDeviceIDs: []string{cdi.DeviceName(strconv.Itoa(g.Index)), cdi.ClaimDeviceName(ref.UID, r.Device)},
@@ -598,6 +666,12 @@ func (d *Driver) Unprepare(_ context.Context, ref ClaimRef) error {
 	if !ok {
 		d.mu.Unlock()
 		return cdi.RemoveClaimSpec(d.cfg.CDISpecDir, ref.UID)
+	}
+	// Its MIG devices go first: a failed save leaves the claim to be
+	// unprepared again, and a device already destroyed is done.
+	if err := d.destroyMIG(pc.Devices); err != nil {
+		d.mu.Unlock()
+		return err
 	}
 	delete(d.ck.Claims, ref.UID)
 	if err := d.saveLocked(); err != nil {
@@ -618,11 +692,11 @@ func (d *Driver) heldLocked() map[string]string {
 	out := map[string]string{}
 	for _, c := range d.ck.Claims {
 		for _, dev := range c.Devices {
-			out[dev.UUID] = "claim " + c.Namespace + "/" + c.Name
+			out[dev.gpuUUID()] = "claim " + c.Namespace + "/" + c.Name
 		}
 	}
-	for uuid, claim := range d.pending {
-		out[uuid] = "claim " + claim
+	for _, p := range d.pending {
+		out[p.dev.gpuUUID()] = "claim " + p.claim
 	}
 	return out
 }
@@ -784,103 +858,6 @@ func pciBusID(nvml string) string {
 	return dom + ":" + rest
 }
 
-// nvlinkDomains numbers the groups of GPUs joined by NVLinks (the
-// connected parts of the NVLink graph) 0, 1, ... in GPU order; a GPU
-// without NVLinks gets -1.
-func nvlinkDomains(t *gputopology.Topology) []int {
-	n := t.N()
-	out := make([]int, n)
-	for i := range out {
-		out[i] = -1
-	}
-	next := 0
-	for i := 0; i < n; i++ {
-		if out[i] >= 0 {
-			continue
-		}
-		linked := false
-		for j := 0; j < n; j++ {
-			if t.Link(i, j).NVLinks > 0 {
-				linked = true
-			}
-		}
-		if !linked {
-			continue
-		}
-		stack := []int{i}
-		out[i] = next
-		for len(stack) > 0 {
-			a := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			for b := 0; b < n; b++ {
-				if out[b] < 0 && t.Link(a, b).NVLinks > 0 {
-					out[b] = next
-					stack = append(stack, b)
-				}
-			}
-		}
-		next++
-	}
-	return out
-}
-
-// pcieRoots names each GPU's PCIe root complex (pci0000:00), as
-// Kubernetes' deviceattribute package reads it from sysfs. Real GPUs:
-// from /sys/bus/pci/devices; simulated ones: the GPUs the matrix puts
-// under one PCIe switch tree (PIX or PXB) share a root, named after the
-// lowest bus of the group.
-func pcieRoots(gpus []gpu.Device, t *gputopology.Topology, simulated bool) []string {
-	out := make([]string, len(gpus))
-	if !simulated {
-		for i, g := range gpus {
-			out[i] = sysfsPCIeRoot(pciBusID(g.PCIBusID))
-		}
-		return out
-	}
-	group := make([]int, len(gpus))
-	for i := range group {
-		group[i] = -1
-	}
-	for i := range gpus {
-		if group[i] >= 0 {
-			continue
-		}
-		group[i] = i
-		for j := i + 1; j < len(gpus); j++ {
-			if p := t.Link(i, j).PCIe; group[j] < 0 && (p == gputopology.PIX || p == gputopology.PXB) {
-				group[j] = i
-			}
-		}
-	}
-	for i := range gpus {
-		lead := pciBusID(gpus[group[i]].PCIBusID)
-		dom, rest, ok := strings.Cut(lead, ":")
-		bus, _, _ := strings.Cut(rest, ":")
-		if !ok || len(bus) != 2 {
-			out[i] = fmt.Sprintf("pci0000:%02x", group[i])
-			continue
-		}
-		out[i] = "pci" + dom + ":" + bus[:1] + "0"
-	}
-	return out
-}
-
-func sysfsPCIeRoot(bus string) string {
-	if bus == "" {
-		return ""
-	}
-	p, err := filepath.EvalSymlinks(filepath.Join("/sys/bus/pci/devices", bus))
-	if err != nil {
-		return ""
-	}
-	for _, part := range strings.Split(p, "/") {
-		if strings.HasPrefix(part, "pci") && strings.Contains(part, ":") {
-			return part
-		}
-	}
-	return ""
-}
-
 // Run publishes the node's ResourceSlice, then again after every GPU
 // health event, device plugin allocation change or fault, until ctx ends.
 // Failed writes are retried with a backoff.
@@ -926,60 +903,4 @@ func (d *Driver) Run(ctx context.Context) error {
 		case <-retry.C:
 		}
 	}
-}
-
-// Publish writes the node's ResourceSlice when its devices changed (a new
-// pool generation), or creates it.
-func (d *Driver) Publish(ctx context.Context) error {
-	d.pubMu.Lock()
-	defer d.pubMu.Unlock()
-	devs, err := d.SliceDevices(ctx)
-	if err != nil {
-		return err
-	}
-	name := SliceName(d.cfg.NodeName)
-	node := d.cfg.NodeName
-	// Found by a list of the node's slices, as the kubelet's slice
-	// controller does: the Node authorizer answers a node's get of a slice
-	// that does not exist (yet) with 403, not 404.
-	var old *api.ResourceSlice
-	mine, _, err := client.List[*api.ResourceSlice](ctx, d.cfg.Client, "", api.ListOptions{FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		return fmt.Errorf("list the ResourceSlices of node %s: %w", node, err)
-	}
-	for _, s := range mine {
-		if s.Name == name {
-			old = s
-		}
-	}
-	if old == nil {
-		s := &api.ResourceSlice{
-			TypeMeta:   api.TypeMeta{APIVersion: api.ResourceGroup + "/v1", Kind: "ResourceSlice"},
-			ObjectMeta: api.ObjectMeta{Name: name},
-			Spec: api.ResourceSliceSpec{Driver: DriverName, NodeName: &node,
-				Pool: api.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}, Devices: devs},
-		}
-		if _, err := d.cfg.Client.Create(ctx, s); err != nil {
-			return fmt.Errorf("create ResourceSlice %s: %w", name, err)
-		}
-		d.log.Info("published ResourceSlice", "slice", name, "devices", len(devs), "generation", 1)
-		return nil
-	}
-	if sameDevices(old.Spec.Devices, devs) && old.Spec.Driver == DriverName && old.Spec.NodeName != nil && *old.Spec.NodeName == node && old.Spec.Pool.Name == node {
-		return nil
-	}
-	s := api.Clone(old)
-	s.Spec.Driver, s.Spec.NodeName, s.Spec.Devices = DriverName, &node, devs
-	s.Spec.Pool = api.ResourcePool{Name: node, Generation: old.Spec.Pool.Generation + 1, ResourceSliceCount: 1}
-	if _, err := d.cfg.Client.Update(ctx, s); err != nil {
-		return fmt.Errorf("update ResourceSlice %s: %w", name, err)
-	}
-	d.log.Info("published ResourceSlice", "slice", name, "devices", len(devs), "generation", s.Spec.Pool.Generation)
-	return nil
-}
-
-func sameDevices(a, b []api.Device) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }

@@ -117,17 +117,7 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, layout []gpu.SubDevice, topo *g
 	if err := atomicfile.WriteFile(load, nvidiasmi.GPULoadScript(RecordDir, LoadDir), 0o755); err != nil {
 		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
-	spec := &specs.Spec{
-		Kind: Kind,
-		ContainerEdits: specs.ContainerEdits{
-			Env: []string{EnvSimulated + "=1"},
-			DeviceNodes: []*specs.DeviceNode{
-				{Path: "/dev/nvidiactl", HostPath: "/dev/null"},
-				{Path: "/dev/nvidia-uvm", HostPath: "/dev/null"},
-			},
-			Mounts: []*specs.Mount{mount(script, ScriptPath), mount(load, GPULoadPath)},
-		},
-	}
+	spec := &specs.Spec{Kind: Kind, ContainerEdits: cfg.commonEdits()}
 	byIndex := map[int]gpu.Device{}
 	for _, d := range devs {
 		byIndex[d.Index] = d
@@ -167,6 +157,20 @@ func WriteSimSpec(cfg Config, devs []gpu.Device, layout []gpu.SubDevice, topo *g
 		return "", fmt.Errorf("write CDI spec: %w", err)
 	}
 	return filepath.Join(cfg.SpecDir, cfg.SpecName()), nil
+}
+
+// commonEdits are what every container with a simulated GPU gets: the
+// control device nodes, the simulated nvidia-smi and gpu-load (written by
+// WriteSimSpec) and the variable that says the GPUs are simulated.
+func (cfg Config) commonEdits() specs.ContainerEdits {
+	return specs.ContainerEdits{
+		Env: []string{EnvSimulated + "=1"},
+		DeviceNodes: []*specs.DeviceNode{
+			{Path: "/dev/nvidiactl", HostPath: "/dev/null"},
+			{Path: "/dev/nvidia-uvm", HostPath: "/dev/null"},
+		},
+		Mounts: []*specs.Mount{mount(filepath.Join(cfg.nodeDir(), "nvidia-smi"), ScriptPath), mount(filepath.Join(cfg.nodeDir(), "gpu-load"), GPULoadPath)},
+	}
 }
 
 // MIGDeviceName is nvidia-ctk's CDI name of a MIG device by index:

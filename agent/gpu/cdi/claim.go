@@ -23,6 +23,10 @@ type ClaimDevice struct {
 	// Env is more of the device's environment: what its claim's config
 	// sets (NVIDIA's MPS client variables, skiff's sharing note).
 	Env []string
+	// Sim, when not nil, is the whole device on a simulated GPU (a MIG
+	// device the driver created: SimMIGEdits); the claim's device is then
+	// the only CDI device the container gets for it.
+	Sim *specs.ContainerEdits
 }
 
 // ClaimSpecName is the file name of a claim's spec.
@@ -51,12 +55,14 @@ func WriteClaimSpec(dir, namespace, name, claimUID string, devs []ClaimDevice) (
 	}
 	spec := &specs.Spec{Kind: ClaimKind}
 	for _, d := range devs {
-		spec.Devices = append(spec.Devices, specs.Device{
-			Name: claimUID + "-" + d.Name,
-			ContainerEdits: specs.ContainerEdits{
-				Env: append([]string{fmt.Sprintf("DRA_CLAIM_%s=%s/%s/%s", EnvName(d.Name), namespace, name, d.UUID)}, d.Env...),
-			},
-		})
+		edits := specs.ContainerEdits{
+			Env: append([]string{fmt.Sprintf("DRA_CLAIM_%s=%s/%s/%s", EnvName(d.Name), namespace, name, d.UUID)}, d.Env...),
+		}
+		if d.Sim != nil {
+			edits.Env = append(edits.Env, d.Sim.Env...)
+			edits.DeviceNodes, edits.Mounts = d.Sim.DeviceNodes, d.Sim.Mounts
+		}
+		spec.Devices = append(spec.Devices, specs.Device{Name: claimUID + "-" + d.Name, ContainerEdits: edits})
 	}
 	version, err := specs.MinimumRequiredVersion(spec)
 	if err != nil {
