@@ -39,9 +39,9 @@ import (
 // request, as the real image's index.php does). Real users pull the real
 // image.
 
-// phpApacheMirror serves the stand-in as registry.k8s.io/hpa-example on
-// every address of this machine (the cluster's network namespace reaches
-// it at labsHostIP) and writes the hosts directory that sends
+// phpApacheMirror serves the stand-in as registry.k8s.io/hpa-example to
+// the cluster's network namespace (it reaches the host at labsHostIP) and
+// writes the hosts directory that sends
 // registry.k8s.io's pulls there.
 func phpApacheMirror(t *testing.T) (*testenv.Registry, string) {
 	t.Helper()
@@ -53,7 +53,18 @@ func phpApacheMirror(t *testing.T) (*testenv.Registry, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: reg, ReadHeaderTimeout: 10 * time.Second}
+	// The listener is on every address (the cluster's bridge, and so
+	// labsHostIP, comes only with the cluster, after this); it answers
+	// only requests that came to labsHostIP or loopback.
+	onlyOurs := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		local, _ := req.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if a, ok := local.(*net.TCPAddr); !ok || (!a.IP.IsLoopback() && a.IP.String() != labsHostIP) {
+			http.Error(w, "this test mirror answers the test's cluster only", http.StatusForbidden)
+			return
+		}
+		reg.ServeHTTP(w, req)
+	})
+	srv := &http.Server{Handler: onlyOurs, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	dir := t.TempDir()
