@@ -283,17 +283,41 @@ func (q *Queue) deleteLocked(key string) {
 
 // Pop waits for a pod in activeQ and hands it out for one cycle. It
 // returns ErrQueueClosed after Close and ctx's error when ctx ends.
+// While it waits it also wakes when the first pod in backoffQ ends its
+// backoff and moves it to activeQ: a pod is retried when its backoff is
+// over, not at the next Flush tick (up to a second later).
 func (q *Queue) Pop(ctx context.Context) (*QueuedPod, error) {
 	for {
 		if qp, err := q.TryPop(); qp != nil || err != nil {
 			return qp, err
 		}
+		var due <-chan time.Time
+		stop := func() {}
+		if d, ok := q.nextBackoff(); ok {
+			timer := time.NewTimer(d)
+			due, stop = timer.C, func() { timer.Stop() }
+		}
 		select {
 		case <-ctx.Done():
+			stop()
 			return nil, ctx.Err()
 		case <-q.wake:
+			stop()
+		case <-due:
+			q.flushBackoff()
 		}
 	}
+}
+
+// nextBackoff is how long until the first pod in backoffQ may be tried;
+// false when backoffQ is empty.
+func (q *Queue) nextBackoff() (time.Duration, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.backoff.Len() == 0 {
+		return 0, false
+	}
+	return max(q.backoffExpiry(q.backoff.items[0]).Sub(q.now()), 0), true
 }
 
 // TryPop is Pop without waiting: nil when activeQ is empty.
@@ -470,14 +494,7 @@ func (q *Queue) Flush() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
-	for q.backoff.Len() > 0 {
-		qp := q.backoff.items[0]
-		if now.Before(q.backoffExpiry(qp)) {
-			break
-		}
-		heap.Pop(&q.backoff)
-		q.toActiveLocked(qp)
-	}
+	q.flushBackoffLocked(now)
 	var stale []*QueuedPod
 	for _, qp := range q.unschedulable {
 		if now.Sub(qp.UnschedulableSince) >= q.maxUnsched {
@@ -488,6 +505,24 @@ func (q *Queue) Flush() {
 	for _, qp := range stale {
 		delete(q.unschedulable, qp.Info.Key)
 		q.moveLocked(qp)
+	}
+}
+
+// flushBackoff moves the pods whose backoff is over to activeQ.
+func (q *Queue) flushBackoff() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.flushBackoffLocked(q.now())
+}
+
+func (q *Queue) flushBackoffLocked(now time.Time) {
+	for q.backoff.Len() > 0 {
+		qp := q.backoff.items[0]
+		if now.Before(q.backoffExpiry(qp)) {
+			break
+		}
+		heap.Pop(&q.backoff)
+		q.toActiveLocked(qp)
 	}
 }
 
@@ -553,6 +588,7 @@ func (q *Queue) toActiveLocked(qp *QueuedPod) {
 func (q *Queue) toBackoffLocked(qp *QueuedPod) {
 	qp.where = inBackoff
 	heap.Push(&q.backoff, qp)
+	q.signalLocked() // Pop sets its timer for the new first expiry
 }
 
 func (q *Queue) signalLocked() {

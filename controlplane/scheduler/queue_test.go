@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -245,5 +246,29 @@ func TestQueueGatedPodMovesOnGeneratedClaim(t *testing.T) {
 	q.Update(p, withClaim)
 	if w := q.Where("gpu-demo/p"); w != "active" {
 		t.Fatalf("after its claim was recorded the pod is in %q, want active", w)
+	}
+}
+
+// A pod in backoffQ is handed out by Pop when its backoff ends, without
+// waiting for a Flush (Run's one-second tick): no Flush is called here.
+func TestQueuePopWakesAtBackoffExpiry(t *testing.T) {
+	q := NewQueue(QueueOptions{PodInitialBackoff: 20 * time.Millisecond, PodMaxBackoff: time.Second, MaxUnschedulable: DefaultMaxUnschedulable}, nil)
+	q.Add(gpuPod("p", 1))
+	qp, err := q.TryPop()
+	if err != nil || qp == nil {
+		t.Fatalf("pop: %v %v", qp, err)
+	}
+	q.AddBackoff(qp)
+	if w := q.Where(qp.Info.Key); w != "backoff" {
+		t.Fatalf("in %q, want backoff", w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := q.Pop(ctx)
+	if err != nil {
+		t.Fatalf("Pop: %v (the pod stayed in %q: backoffQ waits for Flush)", err, q.Where(qp.Info.Key))
+	}
+	if got.Info.Key != qp.Info.Key || got.Attempts != 2 {
+		t.Errorf("popped %s attempt %d, want %s attempt 2", got.Info.Key, got.Attempts, qp.Info.Key)
 	}
 }

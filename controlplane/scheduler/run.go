@@ -24,7 +24,8 @@ import (
 //     sees the pods assumed by the ones before;
 //   - BindWorkers workers that bind and report, so a slow API call never
 //     holds up the next decision;
-//   - a one-second ticker that flushes the queue's backoff and
+//   - a one-second ticker that flushes the queue's backoff (Pop itself
+//     wakes when a backoff ends; this is a safety net) and
 //     unschedulable parts, expires assumed pods never confirmed, and
 //     reports the pods the PreEnqueue gate holds (gated.go);
 //   - the event recorder, when Options.Recorder was nil.
