@@ -125,6 +125,11 @@ func TestClaimedGPUsInFlightAndFreed(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, 5*time.Second, "the claim's GPU no longer counted", func() bool { return f.s.gpus.OnNode("dgx-1") == 0 })
+	// The handler counts the GPU free, then reports the event that moves
+	// pb: wait for the move, not only the count.
+	testwait.For(t, 5*time.Second, "pb moved out of unschedulableQ by the claim's event", func() bool {
+		return f.s.queue.Where("gpu-demo/pb") != "unschedulable"
+	})
 	f.s.queue.Flush() // pb may be in backoffQ: the claim changed while it was in flight
 	res := f.step()
 	if res == nil {

@@ -71,7 +71,10 @@ type HAMi struct {
 	mu     sync.Mutex
 	nodes  map[string]*hamiNodeCache // by node name
 
-	cfg      *client.Informer // HAMi's device config (hami_config.go); nil without a client
+	cfg      *client.Informer // ConfigMaps, for HAMi's device config (hami_config.go); nil without a client
+	cfgInfs  *client.InformerFactory
+	ownsCfg  bool // cfgInfs is the plugin's own (Run starts and waits for it)
+	cfgReg   chan struct{}
 	defaults atomic.Pointer[api.HAMiRequestDefaults]
 	log      *slog.Logger
 }
@@ -101,14 +104,20 @@ var (
 )
 
 // NewHAMi returns the plugin; c writes the decision at PreBind and reads
-// HAMi's device config.
-func NewHAMi(c client.Interface, log *slog.Logger) *HAMi {
+// HAMi's device config, through an informer of its own.
+func NewHAMi(c client.Interface, log *slog.Logger) *HAMi { return NewHAMiShared(c, nil, log) }
+
+// NewHAMiShared is NewHAMi reading the device config from the ConfigMap
+// informer of f (the scheduler's, or the process's shared factory; its
+// client must be c); nil f: an informer of its own.
+func NewHAMiShared(c client.Interface, f *client.InformerFactory, log *slog.Logger) *HAMi {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &HAMi{client: c, nodes: map[string]*hamiNodeCache{}, log: log.With("plugin", HAMiName)}
+	h := &HAMi{client: c, nodes: map[string]*hamiNodeCache{}, log: log.With("plugin", HAMiName), cfgReg: make(chan struct{})}
 	if c != nil {
-		h.cfg = newHAMiConfigInformer(c, h.log)
+		h.cfgInfs, h.ownsCfg = informersOf(c, f, h.log)
+		h.cfg = h.cfgInfs.InformerFor(&api.ConfigMap{})
 	}
 	return h
 }

@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"log/slog"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
@@ -15,25 +14,30 @@ import (
 // parser too, which reports it on its Node) and the last good one stays;
 // none at all is HAMi's defaults. A change retries the waiting pods.
 
-// newHAMiConfigInformer watches the one ConfigMap.
-func newHAMiConfigInformer(c client.Interface, log *slog.Logger) *client.Informer {
-	return client.NewInformer(c, api.MustKindOf(&api.ConfigMap{}), api.HAMiConfigNamespace,
-		api.ListOptions{FieldSelector: "metadata.name=" + api.HAMiDeviceConfigMap}, log)
-}
-
-// Run implements framework.EventSourcePlugin.
+// Run implements framework.EventSourcePlugin: a change of the device
+// config's ConfigMap (any other ConfigMap is not the plugin's) loads it
+// and, when the defaults changed, retries the waiting pods.
 func (h *HAMi) Run(ctx context.Context, moved func()) {
 	if h.cfg == nil {
+		close(h.cfgReg)
 		return
 	}
-	changed := func() {
+	changed := func(o api.Object) {
+		if m := o.GetObjectMeta(); m.Namespace != api.HAMiConfigNamespace || m.Name != api.HAMiDeviceConfigMap {
+			return
+		}
 		if h.loadConfig() {
 			moved()
 		}
 	}
-	h.cfg.AddHandler(client.Handler{OnAdd: func(api.Object) { changed() }, OnUpdate: func(_, _ api.Object) { changed() },
-		OnDelete: func(api.Object) { changed() }})
-	h.cfg.Run(ctx)
+	reg := h.cfg.AddHandler(client.Handler{OnAdd: changed, OnUpdate: func(_, o api.Object) { changed(o) }, OnDelete: changed})
+	close(h.cfgReg)
+	h.cfgInfs.Start(ctx) // a no-op when the scheduler started them
+	<-ctx.Done()
+	h.cfg.RemoveHandler(reg)
+	if h.ownsCfg {
+		h.cfgInfs.Wait()
+	}
 }
 
 // WaitForSync implements framework.EventSourcePlugin: the config is read
@@ -41,6 +45,11 @@ func (h *HAMi) Run(ctx context.Context, moved func()) {
 func (h *HAMi) WaitForSync(ctx context.Context) bool {
 	if h.cfg == nil {
 		return true
+	}
+	select {
+	case <-h.cfgReg:
+	case <-ctx.Done():
+		return false
 	}
 	if !h.cfg.WaitForSync(ctx) {
 		return false

@@ -155,7 +155,7 @@ func Registry() map[string]Factory {
 			if a.Client == nil {
 				return nil, fmt.Errorf("%s needs a client", HAMiName)
 			}
-			return NewHAMi(a.Client, a.Logger), nil
+			return NewHAMiShared(a.Client, a.Informers, a.Logger), nil
 		}),
 		DynamicResourcesName: func(a Args) (framework.Plugin, error) {
 			if a.Client == nil {
