@@ -260,16 +260,16 @@ func NewManager(c client.Interface, fin NamespaceFinalizer, opts Options) *Manag
 	craLoop := newLoop(clusterRoleAggregationControllerName, crac, crac.Keys)
 	croles.AddHandler(crac.Handler(craLoop.Enqueue))
 
-	// CSR signing (csrsigning.go): a request changed (approved, most often).
+	// CertificateSigningRequests, one cache for both controllers.
+	// Signing (csrsigning.go): a request changed (approved, most often).
+	// Cleaning (csrcleaner.go): a request issued, denied or failed an hour
+	// ago, or pending a day, is deleted.
+	csrs := m.informer(c, csrKind(), log)
 	if opts.CSRSigner != nil {
-		csrs := m.informer(c, csrKind(), log)
 		csc := NewCSRSigningController(c, csrs, opts.CSRSigner, log)
 		csLoop := newLoop(csrSigningControllerName, csc, csrs.Keys)
 		csrs.AddHandler(csLoop.Handler())
 	}
-	// CSR cleaner (csrcleaner.go): a request issued, denied or failed an
-	// hour ago, or pending a day, is deleted.
-	csrs := m.informer(c, csrKind(), log)
 	ccc := NewCSRCleanerController(c, csrs, log)
 	ccLoop := newLoop(csrCleanerControllerName, ccc, csrs.Keys)
 	csrs.AddHandler(ccLoop.Handler())
