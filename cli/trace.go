@@ -72,16 +72,8 @@ func (c *traceCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch c.output {
-	case "json", "yaml":
-		data, err := json.Marshal(tr)
-		if err != nil {
-			return err
-		}
-		return printJSONAs(c.root.Stdout, data, outputFormat{Format: c.output})
-	case "":
-	default:
-		return fmt.Errorf("unsupported output format %q for trace: json, yaml or html", c.output)
+	if printed, err := c.printAs(tr, "trace: json, yaml or html"); printed || err != nil {
+		return err
 	}
 	if len(tr.Spans) == 0 {
 		fmt.Fprintf(c.root.Stdout, "No trace recorded for pod %q yet.\n", name)
@@ -136,16 +128,8 @@ func (c *traceCmd) runHPA(ctx context.Context, cl client.Interface, k *api.Kind,
 	if err != nil {
 		return err
 	}
-	switch c.output {
-	case "json", "yaml":
-		data, err := json.Marshal(tr)
-		if err != nil {
-			return err
-		}
-		return printJSONAs(c.root.Stdout, data, outputFormat{Format: c.output})
-	case "":
-	default:
-		return fmt.Errorf("unsupported output format %q for trace hpa: json or yaml", c.output)
+	if printed, err := c.printAs(tr, "trace hpa: json or yaml"); printed || err != nil {
+		return err
 	}
 	ds := api.HPADecisions(tr.Spans)
 	if len(ds) == 0 {
@@ -188,4 +172,21 @@ func unbound(spans []api.TraceSpan) bool {
 // ms formats a duration in milliseconds with one decimal: "12.3ms".
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+}
+
+// printAs prints tr as -o json or yaml asks (printed), refuses any other
+// -o with the formats this trace has, and leaves the table (no -o) to
+// the caller.
+func (c *traceCmd) printAs(tr any, formats string) (printed bool, err error) {
+	switch c.output {
+	case "json", "yaml":
+		data, err := json.Marshal(tr)
+		if err != nil {
+			return true, err
+		}
+		return true, printJSONAs(c.root.Stdout, data, outputFormat{Format: c.output})
+	case "":
+		return false, nil
+	}
+	return false, fmt.Errorf("unsupported output format %q for %s", c.output, formats)
 }
