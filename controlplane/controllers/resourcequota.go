@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,9 +25,13 @@ import (
 //     the write below must not lose).
 //  2. Take the objects of every kind a hard resource counts, in the
 //     quota's namespace: from the controllers' caches where there is one,
-//     else listed from the API server; when that count is below a stored
-//     usage, count again from fresh lists (a cache may lag behind an
-//     object admission has charged).
+//     else listed from the API server. When that count is below a stored
+//     usage, a cache may lag behind an object whose charge admission has
+//     settled (dropped its reservation once the object was stored, always
+//     in a quota write after the object's): count again once each cache
+//     has reached the quota's resourceVersion, so holds every such object,
+//     and from a fresh list the kinds whose caches do not get there within
+//     cacheWait (a kind with no change since the quota's last write).
 //  3. Count them, add admission's reservations for objects the count does
 //     not see yet, drop the ones it does, and write status (and the
 //     reservations) with the quota's resourceVersion when anything
@@ -52,7 +57,19 @@ type ResourceQuotaController struct {
 	// usages keeps each object's usage between counts (a count sums the
 	// whole namespace, and runs whenever one object changes).
 	usages quota.UsageCache
+	// reached is, by kind name, the resourceVersion of the last change
+	// the handlers saw of that kind: its cache holds every change up to
+	// it (an informer updates its cache before it calls the handlers, in
+	// the order of the changes). moved, when a count waits, is closed
+	// when one moves.
+	rvMu    sync.Mutex
+	reached map[string]uint64
+	moved   chan struct{}
 }
+
+// cacheWait bounds how long a count waits for a cache to reach a quota's
+// resourceVersion before it lists that kind from the API server instead.
+const cacheWait = time.Second
 
 type seenObject struct {
 	gen int64
@@ -68,7 +85,63 @@ func NewResourceQuotaController(c client.Interface, quotas Lister, caches map[st
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &ResourceQuotaController{client: c, quotas: quotas, caches: caches, log: log.With("controller", resourceQuotaControllerName),
-		now: time.Now, seen: map[string]seenObject{}}
+		now: time.Now, seen: map[string]seenObject{}, reached: map[string]uint64{}}
+}
+
+// advance records that the cache of k holds every change up to o's.
+func (rc *ResourceQuotaController) advance(k *api.Kind, o api.Object) {
+	rv, err := strconv.ParseUint(o.GetObjectMeta().ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	rc.rvMu.Lock()
+	defer rc.rvMu.Unlock()
+	if rv > rc.reached[k.Kind] {
+		rc.reached[k.Kind] = rv
+		if rc.moved != nil {
+			close(rc.moved)
+			rc.moved = nil
+		}
+	}
+}
+
+// waitReached waits until the cache of kind has reached resourceVersion
+// rv, or until deadline; it reports whether it did.
+func (rc *ResourceQuotaController) waitReached(ctx context.Context, kind string, rv uint64, deadline <-chan time.Time) bool {
+	for {
+		rc.rvMu.Lock()
+		if rc.reached[kind] >= rv {
+			rc.rvMu.Unlock()
+			return true
+		}
+		if rc.moved == nil {
+			rc.moved = make(chan struct{})
+		}
+		moved := rc.moved
+		rc.rvMu.Unlock()
+		select {
+		case <-moved:
+		case <-deadline:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// behind returns the kinds of q whose caches have not reached q's
+// resourceVersion within cacheWait (all of them when it is unreadable).
+func (rc *ResourceQuotaController) behind(ctx context.Context, q *api.ResourceQuota) map[string]bool {
+	out := map[string]bool{}
+	rv, err := strconv.ParseUint(q.ResourceVersion, 10, 64)
+	timer := time.NewTimer(cacheWait)
+	defer timer.Stop()
+	for _, k := range quota.KindsFor(q.Spec.Hard, api.Kinds) {
+		if rc.caches[k.Kind] != nil && (err != nil || !rc.waitReached(ctx, k.Kind, rv, timer.C)) {
+			out[k.Kind] = true
+		}
+	}
+	return out
 }
 
 // see records objects of kind k as counted now.
@@ -112,11 +185,12 @@ func (rc *ResourceQuotaController) Reconcile(ctx context.Context, key string) er
 	if err != nil {
 		return fmt.Errorf("resource quota %s: %w", key, err)
 	}
-	st, keep, err := rc.count(ctx, q, true)
+	st, keep, err := rc.count(ctx, q, nil)
 	if err == nil && quota.Lower(q.Status.Used, st.Used) {
 		// Admission settles a charge once its object is stored, maybe
-		// before the cache has it: lower a usage only on a fresh count.
-		st, keep, err = rc.count(ctx, q, false)
+		// before the cache has it: lower a usage only on a count of
+		// caches that have reached the quota, or of fresh lists.
+		st, keep, err = rc.count(ctx, q, rc.behind(ctx, q))
 	}
 	if err != nil {
 		return fmt.Errorf("resource quota %s: %w", key, err)
@@ -136,13 +210,13 @@ func (rc *ResourceQuotaController) Reconcile(ctx context.Context, key string) er
 	return nil
 }
 
-// count calculates q's status from the caches (where there are caches and
-// fromCache) or fresh lists.
-func (rc *ResourceQuotaController) count(ctx context.Context, q *api.ResourceQuota, fromCache bool) (api.ResourceQuotaStatus, []quota.Reservation, error) {
+// count calculates q's status from the caches (where there are caches,
+// and the kind is not in fresh) or fresh lists.
+func (rc *ResourceQuotaController) count(ctx context.Context, q *api.ResourceQuota, fresh map[string]bool) (api.ResourceQuotaStatus, []quota.Reservation, error) {
 	var objs []quota.Objects
 	for _, k := range quota.KindsFor(q.Spec.Hard, api.Kinds) {
 		var items []api.Object
-		if cache := rc.caches[k.Kind]; cache != nil && fromCache {
+		if cache := rc.caches[k.Kind]; cache != nil && !fresh[k.Kind] {
 			items = cache.ListBy(nil, q.Namespace)
 		} else {
 			var err error
@@ -167,13 +241,18 @@ func (rc *ResourceQuotaController) ObjectHandler(k *api.Kind, enqueue func(strin
 		}
 	}
 	return client.Handler{
-		OnAdd: all,
+		OnAdd: func(o api.Object) {
+			rc.advance(k, o)
+			all(o)
+		},
 		OnUpdate: func(old, o api.Object) {
+			rc.advance(k, o)
 			if quota.UsageChanged(k, o, old, rc.now()) {
 				all(o)
 			}
 		},
 		OnDelete: func(o api.Object) {
+			rc.advance(k, o)
 			rc.see(k, o) // it lived: its reservation is settled
 			all(o)
 		},

@@ -1,0 +1,154 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/fake"
+)
+
+// laggingCache is a Lister the test fills by hand: an informer's cache
+// behind the store.
+type laggingCache struct {
+	mu   sync.Mutex
+	objs staticLister
+}
+
+func (l *laggingCache) Get(namespace, name string) (api.Object, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.objs.Get(namespace, name)
+}
+
+func (l *laggingCache) ListBy(sel labels.Selector, namespace string) []api.Object {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.objs.ListBy(sel, namespace)
+}
+
+func (l *laggingCache) add(o api.Object) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.objs[api.KeyOf(o)] = o
+}
+
+func quotaPod(name string) *api.Pod {
+	return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "room"},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox"}}}}
+}
+
+// settledQuota is a quota whose status counts two pods, both charged by
+// admission and settled (no reservation left): written after them.
+func settledQuota() *api.ResourceQuota {
+	hard := api.ResourceList{"pods": resource.MustParse("10")}
+	return &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: "q", Namespace: "room"},
+		Spec:   api.ResourceQuotaSpec{Hard: hard},
+		Status: api.ResourceQuotaStatus{Hard: hard, Used: api.ResourceList{"pods": resource.MustParse("2")}}}
+}
+
+func usedPods(t *testing.T, c *fake.Client) string {
+	t.Helper()
+	q := get[*api.ResourceQuota](t, c, "room", "q")
+	n := q.Status.Used["pods"]
+	return n.String()
+}
+
+// countPodLists counts, from now on, the lists of pods c serves.
+func countPodLists(c *fake.Client) func() int64 {
+	var n atomic.Int64
+	c.Intercept(func(a fake.Action) error {
+		if a.Verb == "list" && a.Kind == "Pod" {
+			n.Add(1)
+		}
+		return nil
+	})
+	return n.Load
+}
+
+// A count from a cache behind a settled charge is not lowered: the
+// controller counts again once the cache has reached the quota's
+// resourceVersion (here: a later pod's add), without listing the pods.
+func TestResourceQuotaWaitsForItsCache(t *testing.T) {
+	c := fake.New(quotaPod("a"), quotaPod("b"), settledQuota())
+	a := get[*api.Pod](t, c, "room", "a")
+	b := get[*api.Pod](t, c, "room", "b")
+	cache := &laggingCache{objs: newStaticLister(a)} // b is stored, not cached yet
+	rc := NewResourceQuotaController(c, newStaticLister(), map[string]Lister{"Pod": cache}, nil)
+	h := rc.ObjectHandler(podKind(), func(string) {})
+	h.OnAdd(a)
+	podLists := countPodLists(c)
+
+	done := make(chan error, 1)
+	go func() { done <- rc.Reconcile(context.Background(), "room/q") }()
+	// The cache catches up: b, then a pod created after the quota's write.
+	later, err := c.Create(context.Background(), quotaPod("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.add(b)
+	h.OnAdd(b)
+	cache.add(later)
+	h.OnAdd(later)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := usedPods(t, c); got != "3" {
+		t.Errorf("used pods = %s, want 3 (a, b and c counted from the cache)", got)
+	}
+	if n := podLists(); n != 0 {
+		t.Errorf("%d lists of pods, want none: the cache had reached the quota", n)
+	}
+}
+
+// When the cache does not reach the quota's resourceVersion (no change of
+// the kind since), the controller counts from a fresh list, and lowers
+// nothing that is stored.
+func TestResourceQuotaListsWhenItsCacheStaysBehind(t *testing.T) {
+	c := fake.New(quotaPod("a"), quotaPod("b"), settledQuota())
+	a := get[*api.Pod](t, c, "room", "a")
+	rc := NewResourceQuotaController(c, newStaticLister(), map[string]Lister{"Pod": &laggingCache{objs: newStaticLister(a)}}, nil)
+	rc.ObjectHandler(podKind(), func(string) {}).OnAdd(a)
+	podLists := countPodLists(c)
+	if err := rc.Reconcile(context.Background(), "room/q"); err != nil {
+		t.Fatal(err)
+	}
+	if got := usedPods(t, c); got != "2" {
+		t.Errorf("used pods = %s, want 2 (a and b, listed)", got)
+	}
+	if n := podLists(); n != 1 {
+		t.Errorf("%d lists of pods, want 1", n)
+	}
+}
+
+// A usage that did go down (a pod deleted after the quota's last write) is
+// lowered from the cache at once.
+func TestResourceQuotaLowersFromACacheThatReachedIt(t *testing.T) {
+	c := fake.New(quotaPod("a"), quotaPod("b"), settledQuota())
+	a := get[*api.Pod](t, c, "room", "a")
+	b := get[*api.Pod](t, c, "room", "b")
+	if err := c.Delete(context.Background(), podKind(), "room", "b", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone := api.Clone(b)
+	gone.ResourceVersion = c.ResourceVersion()
+	rc := NewResourceQuotaController(c, newStaticLister(), map[string]Lister{"Pod": &laggingCache{objs: newStaticLister(a)}}, nil)
+	h := rc.ObjectHandler(podKind(), func(string) {})
+	h.OnAdd(a)
+	h.OnDelete(gone)
+	podLists := countPodLists(c)
+	if err := rc.Reconcile(context.Background(), "room/q"); err != nil {
+		t.Fatal(err)
+	}
+	if got := usedPods(t, c); got != "1" {
+		t.Errorf("used pods = %s, want 1", got)
+	}
+	if n := podLists(); n != 0 {
+		t.Errorf("%d lists of pods, want none", n)
+	}
+}
