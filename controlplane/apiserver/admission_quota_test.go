@@ -44,8 +44,8 @@ func runQuotaController(t *testing.T, e *env) {
 	opts.Resync = time.Second
 	loop := client.NewLoop(rc, opts)
 	loop.SetResyncFunc(quotas.Keys)
-	quotas.AddHandler(loop.Handler())
-	pods.AddHandler(rc.ObjectHandler(podKind, loop.Enqueue))
+	quotas.AddHandler(rc.QuotaHandler(loop))
+	pods.AddHandler(rc.ObjectHandler(podKind, loop))
 	var wg sync.WaitGroup
 	wg.Go(func() { pods.Run(ctx) })
 	wg.Go(func() { quotas.Run(ctx) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -38,9 +39,11 @@ import (
 //     changed. A write that lost to admission is a Conflict: the loop
 //     tries again from the new quota.
 //
-// It reconciles when a quota changes, when an object a quota counts comes,
-// goes or changes what it uses (pods ending free their share at once), and
-// every resync (the kinds without a cache, and reservations that expired).
+// It reconciles when a quota comes, goes or changes its spec (not on the
+// status writes of admission: QuotaHandler), when an object a quota counts goes
+// or changes what it uses (pods ending free their share at once), a
+// moment after one comes (addRecount), and every resync (the kinds
+// without a cache, and reservations that expired).
 type ResourceQuotaController struct {
 	client client.Interface
 	quotas Lister // *api.ResourceQuota
@@ -232,29 +235,79 @@ func (rc *ResourceQuotaController) count(ctx context.Context, q *api.ResourceQuo
 	return st, keep, nil
 }
 
+// QuotaHandler enqueues a quota when it comes or goes, when its spec
+// changes, and when its status does not answer its spec (hard limits that
+// differ, a hard resource without usage), as kube-controller-manager's:
+// not on the status and reservation writes of admission, which change no
+// count (a count of the namespace on each of them would cost one count
+// per create). The resync counts every quota anyway.
+func (rc *ResourceQuotaController) QuotaHandler(q Queue) client.Handler {
+	enqueue := func(o api.Object) { q.Enqueue(api.KeyOf(o)) }
+	return client.Handler{
+		OnAdd: enqueue,
+		OnUpdate: func(old, o api.Object) {
+			prev, cur := old.(*api.ResourceQuota), o.(*api.ResourceQuota)
+			if !quota.Equal(prev.Spec.Hard, cur.Spec.Hard) || !reflect.DeepEqual(prev.Spec.Scopes, cur.Spec.Scopes) ||
+				!reflect.DeepEqual(prev.Spec.ScopeSelector, cur.Spec.ScopeSelector) || !statusAnswers(cur) {
+				enqueue(o)
+			}
+		},
+		OnDelete: enqueue,
+	}
+}
+
+// statusAnswers reports whether q's status has its spec's hard limits and
+// a usage for each.
+func statusAnswers(q *api.ResourceQuota) bool {
+	if !quota.Equal(q.Spec.Hard, q.Status.Hard) {
+		return false
+	}
+	for name := range q.Spec.Hard {
+		if _, ok := q.Status.Used[name]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Queue is where ObjectHandler puts quota keys (a *client.Loop).
+type Queue interface {
+	Enqueue(key string)
+	EnqueueAfter(key string, d time.Duration)
+}
+
+// addRecount is how long after an object's add its namespace's quotas are
+// counted again. Admission charged the object before it was stored, so
+// its add changes no usage (the count swaps its charge for the object);
+// the recount is only a net for an object stored uncharged (its namespace
+// had no quota yet when it was admitted). Waiting lets a burst of creates
+// share one count of the namespace instead of one each.
+const addRecount = time.Second
+
 // ObjectHandler enqueues the quotas of an object's namespace when the
-// object comes, goes or changes what a quota counts of it.
-func (rc *ResourceQuotaController) ObjectHandler(k *api.Kind, enqueue func(string)) client.Handler {
-	all := func(o api.Object) {
-		for _, q := range rc.quotas.ListBy(nil, o.GetObjectMeta().Namespace) {
-			enqueue(api.KeyOf(q))
+// object goes or changes what a quota counts of it, and addRecount after
+// it comes.
+func (rc *ResourceQuotaController) ObjectHandler(k *api.Kind, q Queue) client.Handler {
+	all := func(o api.Object, after time.Duration) {
+		for _, qo := range rc.quotas.ListBy(nil, o.GetObjectMeta().Namespace) {
+			q.EnqueueAfter(api.KeyOf(qo), after)
 		}
 	}
 	return client.Handler{
 		OnAdd: func(o api.Object) {
 			rc.advance(k, o)
-			all(o)
+			all(o, addRecount)
 		},
 		OnUpdate: func(old, o api.Object) {
 			rc.advance(k, o)
 			if quota.UsageChanged(k, o, old, rc.now()) {
-				all(o)
+				all(o, 0)
 			}
 		},
 		OnDelete: func(o api.Object) {
 			rc.advance(k, o)
 			rc.see(k, o) // it lived: its reservation is settled
-			all(o)
+			all(o, 0)
 		},
 	}
 }
@@ -274,8 +327,8 @@ func (m *Manager) addResourceQuota(c client.Interface, newLoop func(string, clie
 	quotas := m.informer(c, api.MustKindOf(&api.ResourceQuota{}), log)
 	rc := NewResourceQuotaController(c, quotas, caches, log)
 	loop := newLoop(resourceQuotaControllerName, rc, quotas.Keys)
-	quotas.AddHandler(loop.Handler())
+	quotas.AddHandler(rc.QuotaHandler(loop))
 	for _, inf := range counted {
-		inf.AddHandler(rc.ObjectHandler(inf.Kind(), loop.Enqueue))
+		inf.AddHandler(rc.ObjectHandler(inf.Kind(), loop))
 	}
 }

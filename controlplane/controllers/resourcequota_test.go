@@ -2,9 +2,11 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +39,11 @@ func (l *laggingCache) add(o api.Object) {
 	defer l.mu.Unlock()
 	l.objs[api.KeyOf(o)] = o
 }
+
+type nopQueue struct{}
+
+func (nopQueue) Enqueue(string)                     {}
+func (nopQueue) EnqueueAfter(string, time.Duration) {}
 
 func quotaPod(name string) *api.Pod {
 	return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "room"},
@@ -80,7 +87,7 @@ func TestResourceQuotaWaitsForItsCache(t *testing.T) {
 	b := get[*api.Pod](t, c, "room", "b")
 	cache := &laggingCache{objs: newStaticLister(a)} // b is stored, not cached yet
 	rc := NewResourceQuotaController(c, newStaticLister(), map[string]Lister{"Pod": cache}, nil)
-	h := rc.ObjectHandler(podKind(), func(string) {})
+	h := rc.ObjectHandler(podKind(), nopQueue{})
 	h.OnAdd(a)
 	podLists := countPodLists(c)
 
@@ -113,7 +120,7 @@ func TestResourceQuotaListsWhenItsCacheStaysBehind(t *testing.T) {
 	c := fake.New(quotaPod("a"), quotaPod("b"), settledQuota())
 	a := get[*api.Pod](t, c, "room", "a")
 	rc := NewResourceQuotaController(c, newStaticLister(), map[string]Lister{"Pod": &laggingCache{objs: newStaticLister(a)}}, nil)
-	rc.ObjectHandler(podKind(), func(string) {}).OnAdd(a)
+	rc.ObjectHandler(podKind(), nopQueue{}).OnAdd(a)
 	podLists := countPodLists(c)
 	if err := rc.Reconcile(context.Background(), "room/q"); err != nil {
 		t.Fatal(err)
@@ -138,7 +145,7 @@ func TestResourceQuotaLowersFromACacheThatReachedIt(t *testing.T) {
 	gone := api.Clone(b)
 	gone.ResourceVersion = c.ResourceVersion()
 	rc := NewResourceQuotaController(c, newStaticLister(), map[string]Lister{"Pod": &laggingCache{objs: newStaticLister(a)}}, nil)
-	h := rc.ObjectHandler(podKind(), func(string) {})
+	h := rc.ObjectHandler(podKind(), nopQueue{})
 	h.OnAdd(a)
 	h.OnDelete(gone)
 	podLists := countPodLists(c)
@@ -150,5 +157,89 @@ func TestResourceQuotaLowersFromACacheThatReachedIt(t *testing.T) {
 	}
 	if n := podLists(); n != 0 {
 		t.Errorf("%d lists of pods, want none", n)
+	}
+}
+
+// recordingQueue records what the handlers enqueue, as "key" or
+// "key after D".
+type recordingQueue struct{ got []string }
+
+func (r *recordingQueue) Enqueue(key string) { r.got = append(r.got, key) }
+func (r *recordingQueue) EnqueueAfter(key string, d time.Duration) {
+	if d <= 0 {
+		r.Enqueue(key)
+		return
+	}
+	r.got = append(r.got, key+" after "+d.String())
+}
+
+func (r *recordingQueue) take() []string {
+	got := r.got
+	r.got = nil
+	return got
+}
+
+// A quota is counted when it comes, goes, changes its spec, or has a
+// status that does not answer its spec; not on admission's writes of its
+// usage and reservations. An object's add recounts its namespace's quotas
+// addRecount later, its removal at once.
+func TestResourceQuotaHandlers(t *testing.T) {
+	q := settledQuota()
+	q.ResourceVersion = "3"
+	rc := NewResourceQuotaController(fake.New(), newStaticLister(q), nil, nil)
+	var queue recordingQueue
+	qh := rc.QuotaHandler(&queue)
+	charged := api.Clone(q)
+	charged.Status.Used["pods"] = resource.MustParse("3")
+	charged.Annotations = map[string]string{"example": "reservations"}
+	respec := api.Clone(q)
+	respec.Spec.Hard["pods"] = resource.MustParse("20")
+	scoped := api.Clone(q)
+	scoped.Spec.Scopes = []string{"NotTerminating"}
+	unknown := api.Clone(q)
+	unknown.Status = api.ResourceQuotaStatus{}
+	lacking := api.Clone(q)
+	lacking.Spec.Hard["requests.nvidia.com/gpu"] = resource.MustParse("1")
+	lacking.Status.Hard = lacking.Spec.Hard
+	for _, c := range []struct {
+		name string
+		do   func()
+		want []string
+	}{
+		{"add", func() { qh.OnAdd(q) }, []string{"room/q"}},
+		{"admission's charge", func() { qh.OnUpdate(q, charged) }, nil},
+		{"spec.hard", func() { qh.OnUpdate(q, respec) }, []string{"room/q"}},
+		{"spec.scopes", func() { qh.OnUpdate(q, scoped) }, []string{"room/q"}},
+		{"status emptied", func() { qh.OnUpdate(q, unknown) }, []string{"room/q"}},
+		{"a hard resource without usage", func() { qh.OnUpdate(lacking, lacking) }, []string{"room/q"}},
+		{"delete", func() { qh.OnDelete(q) }, []string{"room/q"}},
+	} {
+		c.do()
+		if got := queue.take(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: enqueued %q, want %q", c.name, got, c.want)
+		}
+	}
+
+	oh := rc.ObjectHandler(podKind(), &queue)
+	p := quotaPod("a")
+	p.ResourceVersion = "4"
+	ended := api.Clone(p)
+	ended.Status.Phase = api.PodSucceeded
+	relabelled := api.Clone(p)
+	relabelled.Labels = map[string]string{"x": "y"}
+	for _, c := range []struct {
+		name string
+		do   func()
+		want []string
+	}{
+		{"pod added", func() { oh.OnAdd(p) }, []string{"room/q after " + addRecount.String()}},
+		{"pod relabelled", func() { oh.OnUpdate(p, relabelled) }, nil},
+		{"pod ended", func() { oh.OnUpdate(p, ended) }, []string{"room/q"}},
+		{"pod deleted", func() { oh.OnDelete(p) }, []string{"room/q"}},
+	} {
+		c.do()
+		if got := queue.take(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: enqueued %q, want %q", c.name, got, c.want)
+		}
 	}
 }
