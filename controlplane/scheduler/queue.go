@@ -96,6 +96,13 @@ type QueuedPod struct {
 	GatedSince time.Time
 	// gateReported: the Gated message last handed out by GatedToReport.
 	gateReported string
+	// hints: the queueing hints of Rejectors in the profile of Info's
+	// pod, compiled by the scheduler's requeue for hintsInfo and
+	// hintsFor (the Info and Rejectors they were made from); the queue's
+	// lock guards them.
+	hints     framework.CompiledHints
+	hintsInfo *framework.PodInfo
+	hintsFor  []string
 
 	where int // one of the inX constants
 	index int // position in its heap

@@ -218,7 +218,7 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 // at least this pod's priority count as if they were already there (and
 // the PreFilter plugins that count pods are told so, on a copy of state).
 func (a *algorithm) filterNode(ctx context.Context, state *framework.CycleState, pod *api.Pod, ni *framework.NodeInfo) NodeFilterResult {
-	name := ni.Node.Name
+	name := ni.Name() // from the NodeInfo: reading the Node is a cache miss per node
 	if noms := a.nominatedFor(pod, ni); len(noms) > 0 {
 		ni = ni.Clone()
 		if a.extensions {
@@ -344,13 +344,17 @@ func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod 
 	np := len(a.fwk.Score)
 	raw := make([]int64, 2*np*len(feasible)) // one allocation for all Raw and Normalized
 	for i, ni := range feasible {
-		res.Scores[i] = NodeScoreResult{Node: ni.Node.Name, Raw: raw[2*np*i : 2*np*i+np : 2*np*i+np], Normalized: raw[2*np*i+np : 2*np*(i+1) : 2*np*(i+1)]}
+		res.Scores[i] = NodeScoreResult{Node: ni.Name(), Raw: raw[2*np*i : 2*np*i+np : 2*np*i+np], Normalized: raw[2*np*i+np : 2*np*(i+1) : 2*np*(i+1)]}
+	}
+	skipped := make([]bool, np) // by index: looked up once, not once per node
+	for p, sp := range a.fwk.Score {
+		skipped[p] = skip[sp.Name()]
 	}
 	var firstErr atomic.Pointer[error]
 	a.parallelize(len(feasible), func(i int) {
 		ni := a.withNominated(pod, feasible[i])
 		for p, sp := range a.fwk.Score {
-			if skip[sp.Name()] {
+			if skipped[p] {
 				continue // its PreScore said there is nothing to score
 			}
 			v, s := sp.Score(ctx, state, pod, ni)
@@ -367,7 +371,7 @@ func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod 
 	}
 	list := make([]framework.NodeScore, len(feasible))
 	for p, sp := range a.fwk.Score {
-		if skip[sp.Name()] {
+		if skipped[p] {
 			continue
 		}
 		for i := range res.Scores {

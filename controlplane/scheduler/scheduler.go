@@ -182,12 +182,25 @@ func (s *Scheduler) preEnqueue(pod *api.Pod) *framework.Status {
 
 // requeue asks the queueing hints of the plugins that rejected a waiting
 // pod, in its profile, whether ev may let it fit.
+//
+// It runs for every waiting pod on every event (each binding is one), so
+// the pod's hints are looked up once per attempt and kept with it: they
+// depend only on its profile (its Info) and its rejectors.
 func (s *Scheduler) requeue(qp *QueuedPod, ev framework.ClusterEvent, oldObj, newObj any) bool {
-	p := s.profileOf(qp.Info.Pod)
-	if p == nil {
-		return true
+	if qp.hintsInfo != qp.Info || !sameSlice(qp.hintsFor, qp.Rejectors) {
+		qp.hints = framework.AlwaysHints
+		if p := s.profileOf(qp.Info.Pod); p != nil {
+			qp.hints = p.hints.Compile(qp.Rejectors)
+		}
+		qp.hintsInfo, qp.hintsFor = qp.Info, qp.Rejectors
 	}
-	return p.hints.Requeue(qp.Info.Pod, qp.Rejectors, ev, oldObj, newObj)
+	return qp.hints.Requeue(qp.Info.Pod, ev, oldObj, newObj)
+}
+
+// sameSlice reports whether a and b are the very same slice (not only
+// equal elements).
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // profileOf returns the pod's profile, nil when it names none of ours.

@@ -27,6 +27,10 @@ type CycleState struct {
 	// skipFilter: the plugins whose PreFilter returned Skip; their
 	// Filter does not run for this pod (nil: none).
 	skipFilter map[string]bool
+	// filterPlan: when some filters are skipped, the indices in
+	// planOf.Filter of those that run (RunPreFilter makes it).
+	filterPlan []int
+	planOf     *Framework
 }
 
 // SetNodes records the cycle's snapshot of every node; the scheduler
@@ -53,7 +57,7 @@ func (c *CycleState) Read(key StateKey) (StateData, bool) {
 // Clone copies the state (each entry through its Clone), for preemption's
 // what-if runs.
 func (c *CycleState) Clone() *CycleState {
-	out := &CycleState{data: make(map[StateKey]StateData, len(c.data)), nodes: c.nodes, skipFilter: c.skipFilter}
+	out := &CycleState{data: make(map[StateKey]StateData, len(c.data)), nodes: c.nodes, skipFilter: c.skipFilter, filterPlan: c.filterPlan, planOf: c.planOf}
 	for k, v := range c.data {
 		out.data[k] = v.Clone()
 	}

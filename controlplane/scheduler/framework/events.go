@@ -181,3 +181,45 @@ func (h Hints) Requeue(pod *api.Pod, rejectors []string, ev ClusterEvent, oldObj
 	}
 	return false
 }
+
+// CompiledHints are the registrations of a pod's rejectors, collected
+// once (Compile) so that the many events a waiting pod sees are each
+// answered without looking its rejectors up again. Requeue answers as
+// Hints.Requeue does for the same rejectors.
+type CompiledHints struct {
+	always bool // no rejector, or one without registrations here
+	regs   []ClusterEventWithHint
+}
+
+// Compile collects the registrations of rejectors.
+func (h Hints) Compile(rejectors []string) CompiledHints {
+	if len(rejectors) == 0 {
+		return CompiledHints{always: true}
+	}
+	var c CompiledHints
+	for _, name := range rejectors {
+		regs, ok := h[name]
+		if !ok {
+			return CompiledHints{always: true} // as Requeue: do not strand the pod
+		}
+		c.regs = append(c.regs, regs...)
+	}
+	return c
+}
+
+// AlwaysHints is what a pod with no profile of ours gets: every event moves it.
+var AlwaysHints = CompiledHints{always: true}
+
+// Requeue reports whether ev may let the pod fit (Hints.Requeue).
+func (c *CompiledHints) Requeue(pod *api.Pod, ev ClusterEvent, oldObj, newObj any) bool {
+	if c.always || ev.Resource == WildCard {
+		return true
+	}
+	for i := range c.regs {
+		r := &c.regs[i]
+		if r.Event.Matches(ev) && (r.QueueingHintFn == nil || r.QueueingHintFn(pod, oldObj, newObj) == Queue) {
+			return true
+		}
+	}
+	return false
+}

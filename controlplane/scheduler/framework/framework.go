@@ -404,6 +404,16 @@ func (f *Framework) RunPreFilter(ctx context.Context, state *CycleState, pod *ap
 			return s, p.Name()
 		}
 	}
+	if state.skipFilter != nil {
+		// The filters to run, by index, so that RunFilter, once per node,
+		// does not look each plugin up in skipFilter.
+		state.filterPlan, state.planOf = make([]int, 0, len(f.Filter)), f
+		for i, p := range f.Filter {
+			if !state.skipFilter[p.Name()] {
+				state.filterPlan = append(state.filterPlan, i)
+			}
+		}
+	}
 	return nil, ""
 }
 
@@ -412,6 +422,14 @@ func (f *Framework) RunPreFilter(ctx context.Context, state *CycleState, pod *ap
 // so). It returns that status and the index of the plugin in f.Filter, or
 // (nil, -1) when the node passes.
 func (f *Framework) RunFilter(ctx context.Context, state *CycleState, pod *api.Pod, node *NodeInfo) (*Status, int) {
+	if state.planOf == f {
+		for _, i := range state.filterPlan {
+			if s := f.Filter[i].Filter(ctx, state, pod, node); !s.IsSuccess() {
+				return s, i
+			}
+		}
+		return nil, -1
+	}
 	for i, p := range f.Filter {
 		if state.skipFilter != nil && state.skipFilter[p.Name()] {
 			continue

@@ -313,6 +313,10 @@ type NodeInfo struct {
 	// with such terms (PodInfo.WithAffinity...): InterPodAffinity skips
 	// nodes without any.
 	PodsWithAffinity, PodsWithRequiredAntiAffinity int
+
+	// facts: what the filters read from Node, computed once by SetNode
+	// (nodefacts.go).
+	facts nodeFacts
 }
 
 // NewNodeInfo returns the NodeInfo of a node with no pods.
@@ -324,6 +328,9 @@ func NewNodeInfo(node *api.Node) *NodeInfo {
 
 // Name is the node's name ("" while only pods are known).
 func (n *NodeInfo) Name() string {
+	if n.facts.ok {
+		return n.facts.name // without reading the Node (nodefacts.go)
+	}
 	if n.Node == nil {
 		return ""
 	}
@@ -333,6 +340,7 @@ func (n *NodeInfo) Name() string {
 // SetNode sets (or replaces) the Node object and its allocatable.
 func (n *NodeInfo) SetNode(node *api.Node) {
 	n.Node = node
+	n.facts = factsOf(node)
 	if node == nil {
 		n.Allocatable = Resource{}
 		return
@@ -355,6 +363,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 
 		PodsWithAffinity:             n.PodsWithAffinity,
 		PodsWithRequiredAntiAffinity: n.PodsWithRequiredAntiAffinity,
+		facts:                        n.facts,
 	}
 	if n.UsedPorts != nil {
 		c.UsedPorts = make(map[HostPort]int, len(n.UsedPorts))

@@ -149,6 +149,14 @@ func hamiNode(n *api.Node) bool {
 	return n != nil && n.Annotations[api.HAMiNodeRegister] != ""
 }
 
+// hamiNodeInfo is hamiNode for a NodeInfo; most nodes are answered by
+// the NodeInfo's annotation bits without reading the Node.
+func hamiNodeInfo(ni *framework.NodeInfo) bool {
+	return ni.MayHaveAnnotations(hamiRegisterBits) && hamiNode(ni.Node)
+}
+
+var hamiRegisterBits = framework.AnnotationBits(api.HAMiNodeRegister)
+
 // PreFilter implements framework.PreFilterPlugin.
 func (h *HAMi) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
 	st := &hamiState{annos: pod.Annotations, decisions: map[string]hamiFit{},
@@ -188,7 +196,7 @@ type hamiCard struct {
 // Filter implements framework.FilterPlugin.
 func (h *HAMi) Filter(_ context.Context, state *framework.CycleState, pod *api.Pod, ni *framework.NodeInfo) *framework.Status {
 	st := hamiStateOf(state)
-	if st == nil || !st.asks() || !hamiNode(ni.Node) {
+	if st == nil || !st.asks() || !hamiNodeInfo(ni) {
 		return nil
 	}
 	cards, err := h.usage(ni)
@@ -467,8 +475,8 @@ func nodeScore(cards []hamiCard, policy string) int64 {
 // Score implements framework.ScorePlugin: the node's HAMi score from Filter.
 func (h *HAMi) Score(_ context.Context, state *framework.CycleState, _ *api.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
 	st := hamiStateOf(state)
-	if st == nil || ni.Node == nil {
-		return 0, nil
+	if st == nil || ni.Node == nil || !st.asks() {
+		return 0, nil // a pod that asks for no vGPU has no decisions (Filter)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

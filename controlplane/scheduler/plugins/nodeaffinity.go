@@ -60,9 +60,31 @@ func convertJSON(from, to any) error {
 }
 
 var (
-	_ framework.FilterPlugin = (*NodeAffinity)(nil)
-	_ framework.ScorePlugin  = (*NodeAffinity)(nil)
+	_ framework.PreFilterPlugin = (*NodeAffinity)(nil)
+	_ framework.FilterPlugin    = (*NodeAffinity)(nil)
+	_ framework.ScorePlugin     = (*NodeAffinity)(nil)
 )
+
+const nodeAffinityStateKey framework.StateKey = "PreFilter" + NodeAffinityName
+
+// nodeAffinityState: the bits of the pod's nodeSelector (SelectorBits),
+// computed once per cycle.
+type nodeAffinityState struct{ selector framework.Bloom }
+
+func (s *nodeAffinityState) Clone() framework.StateData { return s }
+
+// PreFilter implements framework.PreFilterPlugin. As Kubernetes'
+// NodeAffinity: a pod with no nodeSelector and no required node affinity,
+// in a profile without addedAffinity, has nothing to filter (Skip).
+func (pl *NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
+	a := pod.Spec.Affinity
+	if pl.added == nil && len(pod.Spec.NodeSelector) == 0 &&
+		(a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(nodeAffinityStateKey, &nodeAffinityState{selector: framework.SelectorBits(pod.Spec.NodeSelector)})
+	return nil
+}
 
 // ReasonNodeAffinity is Kubernetes' wording, for nodeSelector and affinity alike.
 const ReasonNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
@@ -83,14 +105,31 @@ var statusNodeAffinity = framework.NewStatus(framework.UnschedulableAndUnresolva
 func (*NodeAffinity) Name() string { return NodeAffinityName }
 
 // Filter implements framework.FilterPlugin.
-func (pl *NodeAffinity) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
+func (pl *NodeAffinity) Filter(_ context.Context, state *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
 	if pl.added != nil && !requiredMatches(pl.added, node.Node) {
 		return statusEnforcedNodeAffinity
+	}
+	if len(pod.Spec.NodeSelector) > 0 && !node.MayHaveLabels(selectorBits(state, pod)) {
+		// The node's label bits lack one of the selector's: it certainly
+		// does not match, and its labels need not be read (a pod no node
+		// fits is filtered against every node of the cluster).
+		return statusNodeAffinity
 	}
 	if !RequiredNodeAffinityMatches(pod, node.Node) {
 		return statusNodeAffinity
 	}
 	return nil
+}
+
+// selectorBits are the bits of the pod's nodeSelector, from PreFilter's
+// state (computed when there is none: preemption's and hints' calls).
+func selectorBits(state *framework.CycleState, pod *api.Pod) framework.Bloom {
+	if state != nil {
+		if d, ok := state.Read(nodeAffinityStateKey); ok {
+			return d.(*nodeAffinityState).selector
+		}
+	}
+	return framework.SelectorBits(pod.Spec.NodeSelector)
 }
 
 // RequiredNodeAffinityMatches reports whether node satisfies the pod's

@@ -48,7 +48,13 @@ func (*NodePorts) Name() string { return NodePortsName }
 
 // PreFilter implements framework.PreFilterPlugin: collect the pod's host ports once.
 func (*NodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
-	state.Write(nodePortsStateKey, podPorts(pod))
+	ports := podPorts(pod)
+	if len(ports.shared) == 0 { // shared holds the host ports too
+		// No port to check on any node: Skip, as Kubernetes' NodePorts
+		// does for a pod without host ports (its Filter is not run).
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(nodePortsStateKey, ports)
 	return nil
 }
 
@@ -60,7 +66,10 @@ func (*NodePorts) Filter(_ context.Context, state *framework.CycleState, pod *ap
 	} else {
 		ports = podPorts(pod)
 	}
-	if sharesNodeNetwork(node.Node) {
+	if len(ports.shared) == 0 {
+		return nil // no ports at all (shared holds the host ports too)
+	}
+	if node.MayHaveLabels(podNetworkNoneBits) && sharesNodeNetwork(node.Node) {
 		return sharedPortsFit(ports.shared, node)
 	}
 	for _, p := range ports.host {
@@ -73,6 +82,8 @@ func (*NodePorts) Filter(_ context.Context, state *framework.CycleState, pod *ap
 
 // sharesNodeNetwork: the node's pods run in its network namespace (no pod
 // network) and bind real ports (not simulated).
+var podNetworkNoneBits = framework.LabelBits(api.LabelSkiffPodNetwork, api.PodNetworkNone)
+
 func sharesNodeNetwork(n *api.Node) bool {
 	return n != nil && n.Labels[api.LabelSkiffPodNetwork] == api.PodNetworkNone && n.Labels[api.LabelSkiffSimulated] != "true"
 }

@@ -30,18 +30,11 @@ func (*NodeReady) Name() string { return NodeReadyName }
 // Filter implements framework.FilterPlugin.
 func (*NodeReady) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
 	taint := api.Taint{Key: api.TaintNotReady, Effect: api.TaintEffectNoSched}
-	for _, c := range node.Node.Status.Conditions {
-		if c.Type != api.NodeReady {
-			continue
-		}
-		switch c.Status {
-		case api.ConditionTrue:
-			return nil
-		case api.ConditionFalse:
-			taint.Key = api.TaintNotReady
-		default:
-			taint.Key = api.TaintUnreachable
-		}
+	switch node.Readiness() { // the Ready condition, read once per node update (framework/nodefacts.go)
+	case framework.ReadyTrue:
+		return nil
+	case framework.ReadyUnknown:
+		taint.Key = api.TaintUnreachable
 	}
 	if TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
 		return nil

@@ -193,7 +193,7 @@ func (f *NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState
 	if !fits(req.Memory, node.Requested.Memory, node.Allocatable.Memory) {
 		reasons = append(reasons, InsufficientReason(api.ResourceMemory))
 	}
-	hami := hamiNode(node.Node)
+	hami := hamiNodeInfo(node)
 	for _, name := range st.scalarNames {
 		if f.isIgnored(name) || hami && api.HAMiManagedResource(name) {
 			continue

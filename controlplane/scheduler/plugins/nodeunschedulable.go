@@ -25,7 +25,7 @@ func (*NodeUnschedulable) Name() string { return NodeUnschedulableName }
 
 // Filter implements framework.FilterPlugin.
 func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
-	if !node.Node.Spec.Unschedulable {
+	if !node.Unschedulable() {
 		return nil
 	}
 	taint := api.Taint{Key: api.TaintUnschedulable, Effect: api.TaintEffectNoSched}

@@ -36,6 +36,9 @@ func UntoleratedTaintReason(t *api.Taint) string {
 
 // Filter implements framework.FilterPlugin.
 func (*TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
+	if node.TaintEffects()&(framework.TaintNoSchedule|framework.TaintNoExecute) == 0 {
+		return nil // most nodes: no taint to read
+	}
 	for i := range node.Node.Spec.Taints {
 		t := &node.Node.Spec.Taints[i]
 		if t.Effect != api.TaintEffectNoSched && t.Effect != api.TaintEffectNoExec {
@@ -52,6 +55,9 @@ func (*TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *
 // taints the pod does not tolerate (lower is better; NormalizeScore turns
 // it around).
 func (*TaintToleration) Score(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
+	if node.TaintEffects()&framework.TaintPreferNoSchedule == 0 {
+		return 0, nil
+	}
 	var n int64
 	for i := range node.Node.Spec.Taints {
 		t := &node.Node.Spec.Taints[i]
