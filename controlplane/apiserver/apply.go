@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,7 +177,11 @@ func (r *Registry) trackFields(ctx context.Context, k *api.Kind, cur, next api.O
 	}
 }
 
-// setManagedFields copies the managedFields of a typed object into obj.
+// setManagedFields copies the managedFields of a typed object into obj,
+// field by field: what a JSON round trip of the entries gives (a time at
+// whole seconds in UTC, nil when zero; the fields' JSON compacted and
+// HTML-escaped), without
+// one (TestSetManagedFieldsIsTheJSONRoundTrip).
 func setManagedFields(obj api.Object, typed runtime.Object) error {
 	o, ok := typed.(metav1.Object)
 	if !ok {
@@ -183,12 +189,24 @@ func setManagedFields(obj api.Object, typed runtime.Object) error {
 	}
 	var entries []api.ManagedFieldsEntry
 	if mf := o.GetManagedFields(); len(mf) > 0 {
-		b, err := json.Marshal(mf)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &entries); err != nil {
-			return err
+		entries = make([]api.ManagedFieldsEntry, len(mf))
+		for i, e := range mf {
+			out := &entries[i]
+			out.Manager, out.Operation, out.APIVersion = e.Manager, string(e.Operation), e.APIVersion
+			out.FieldsType, out.Subresource = e.FieldsType, e.Subresource
+			if e.Time != nil && !e.Time.IsZero() {
+				out.Time = &api.Time{Time: e.Time.UTC().Truncate(time.Second)}
+			}
+			if e.FieldsV1 != nil {
+				// Compacted and HTML-escaped, as encoding/json writes a
+				// Marshaler's JSON.
+				var c, b bytes.Buffer
+				if err := json.Compact(&c, e.FieldsV1.GetRawBytes()); err != nil {
+					return fmt.Errorf("managedFields[%d].fieldsV1: %w", i, err)
+				}
+				json.HTMLEscape(&b, c.Bytes())
+				out.FieldsV1 = b.Bytes()
+			}
 		}
 	}
 	obj.GetObjectMeta().ManagedFields = entries
