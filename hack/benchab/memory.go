@@ -106,9 +106,19 @@ func runMemory(o *options, b build, profile string) (figures, error) {
 	time.Sleep(o.memSettle) // the bursts are over; heartbeats go on
 	f["plateau_mib"] = procStatusMiB(pid, "VmRSS:")
 	f["creating_peak_mib"] = procStatusMiB(pid, "VmHWM:")
+	// What the plateau's RSS is made of: anonymous pages (the Go heap, its
+	// freed but not yet returned spans, stacks, the runtime) and file pages
+	// (the binary's text and data, bbolt's mmap of state.db).
+	f["plateau_anon_mib"] = procStatusMiB(pid, "RssAnon:")
+	f["plateau_file_mib"] = procStatusMiB(pid, "RssFile:")
 	if m, err := cfg.do(hc, "GET", "/metrics", nil, http.StatusOK); err == nil {
 		f["store_watchers"] = metricSum(string(m), "skiff_store_watchers")
 		f["api_watchers"] = metricSum(string(m), "apiserver_watchers")
+		// The Go runtime's view (Prometheus' Go collector, every build):
+		// the heap's spans in use, and what the next collection waits for.
+		const mib = 1 << 20
+		f["heap_inuse_mib"] = metricSum(string(m), "go_memstats_heap_inuse_bytes") / mib
+		f["next_gc_mib"] = metricSum(string(m), "go_memstats_next_gc_bytes") / mib
 	}
 	cpuProf.Wait()
 	if pprofAddr != "" {

@@ -19,7 +19,8 @@ var figureOrder = []string{
 	"creates_per_s", "p50_ms", "p99_ms",
 	"writes_per_s", "write_p99_ms", "single_writes_per_s",
 	"pods_per_s", "rss_mib", "peak_rss_mib",
-	"plateau_mib", "creating_peak_mib", "peak_mib", "ready_s", "delete_s", "store_watchers", "api_watchers",
+	"plateau_mib", "plateau_anon_mib", "plateau_file_mib", "heap_inuse_mib", "next_gc_mib",
+	"creating_peak_mib", "peak_mib", "ready_s", "delete_s", "store_watchers", "api_watchers",
 }
 
 var figureInfos = map[string]figureInfo{
@@ -33,6 +34,10 @@ var figureInfos = map[string]figureInfo{
 	"rss_mib":             {label: "RSS MiB (process at the end)", lowerBetter: true},
 	"peak_rss_mib":        {label: "peak RSS MiB", lowerBetter: true},
 	"plateau_mib":         {label: "server RSS MiB, plateau", lowerBetter: true},
+	"plateau_anon_mib":    {label: "of it anonymous (heap, stacks, runtime)", lowerBetter: true},
+	"plateau_file_mib":    {label: "of it file pages (binary, bbolt's mmap)", lowerBetter: true},
+	"heap_inuse_mib":      {label: "Go heap in use MiB, plateau", lowerBetter: true},
+	"next_gc_mib":         {label: "Go heap goal MiB (next GC), plateau", lowerBetter: true},
 	"creating_peak_mib":   {label: "server RSS MiB, creating peak", lowerBetter: true},
 	"peak_mib":            {label: "server RSS MiB, peak (deleting included)", lowerBetter: true},
 	"ready_s":             {label: "s until every pod is ready", lowerBetter: true},
