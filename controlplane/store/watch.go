@@ -36,6 +36,15 @@ type hubEvent struct {
 	live *sharedObject
 }
 
+// liveEvent is a published event as the watchers' channels carry it: one
+// allocation per event, shared by every watcher it is offered to, so a
+// watcher's buffer of WatchBuffer slots holds pointers (8 bytes each), not
+// copies of the event (88 bytes; 43 watchers × 1,000 slots held 3.8 MB).
+type liveEvent struct {
+	hubEvent
+	shared sharedObject
+}
+
 // sharedObject decodes an event's JSON once, for all its live watchers.
 type sharedObject struct {
 	once sync.Once
@@ -75,8 +84,8 @@ type hub struct {
 // watcher is one open watch.
 type watcher struct {
 	bucket, namespace string
-	in                chan hubEvent // live events; closed by the hub
-	inClosed          bool          // guarded by hub.mu
+	in                chan *hubEvent // live events; closed by the hub
+	inClosed          bool           // guarded by hub.mu
 }
 
 func newHub(size, buf int, rev int64) *hub {
@@ -116,11 +125,15 @@ func (h *hub) publish(events []hubEvent) {
 		h.ring[(h.head+h.n)%len(h.ring)] = *e
 		h.n++
 		h.end = e.rev
-		live := *e
-		live.live = &sharedObject{}
+		var live *hubEvent // made for the first watcher that wants it
 		for w := range h.watchers {
 			if w.inClosed || !w.matches(e) {
 				continue
+			}
+			if live == nil {
+				le := &liveEvent{hubEvent: *e}
+				le.live = &le.shared
+				live = &le.hubEvent
 			}
 			select {
 			case w.in <- live:
@@ -156,7 +169,7 @@ func (h *hub) register(w *watcher, rev int64) (replay []hubEvent, from int64, er
 			replay = append(replay, *e)
 		}
 	}
-	w.in = make(chan hubEvent, h.bufSize)
+	w.in = make(chan *hubEvent, h.bufSize)
 	h.watchers[w] = struct{}{}
 	h.wg.Add(1)
 	return replay, rev, nil
@@ -284,7 +297,7 @@ func (b *Bolt) Watch(ctx context.Context, kind *api.Kind, namespace string, rev 
 // then live ones. It skips anything at or before the last revision sent, since
 // a commit may be both in the replay and in flight to the hub.
 func (b *Bolt) serveWatch(ctx context.Context, kind *api.Kind, w *watcher, replay []hubEvent, last int64, out chan<- Event) {
-	send := func(e hubEvent) bool {
+	send := func(e *hubEvent) bool {
 		if e.rev <= last {
 			return true
 		}
@@ -303,8 +316,8 @@ func (b *Bolt) serveWatch(ctx context.Context, kind *api.Kind, w *watcher, repla
 			return false
 		}
 	}
-	for _, e := range replay {
-		if !send(e) {
+	for i := range replay {
+		if !send(&replay[i]) {
 			return
 		}
 	}
