@@ -121,6 +121,7 @@ func checkPages(tx *bolt.Tx, size int64) error {
 	if tx.Size() > size {
 		return fmt.Errorf("%w: %d bytes, the database needs %d", ErrDamaged, size, tx.Size())
 	}
+	readPages(tx)
 	var damaged []error
 	for cerr := range tx.Check() { // read to the end: Check's goroutine sends them all
 		damaged = append(damaged, cerr)
@@ -129,6 +130,27 @@ func checkPages(tx *bolt.Tx, size int64) error {
 		return fmt.Errorf("%w: %d problems, first: %w", ErrDamaged, len(damaged), damaged[0])
 	}
 	return nil
+}
+
+// readPages reads every branch and leaf page of tx's buckets in the
+// caller's goroutine, so that a damaged page panics there, where the caller
+// recovers. The store keeps no freelist in the file (boltOptions:
+// NoFreelistSync), so bbolt's Check first rebuilds it by walking the pages
+// in a goroutine of its own, where such a panic would end the process
+// instead of failing the check.
+func readPages(tx *bolt.Tx) {
+	var walk func(b *bolt.Bucket)
+	walk = func(b *bolt.Bucket) {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				if child := b.Bucket(k); child != nil {
+					walk(child)
+				}
+			}
+		}
+	}
+	_ = tx.ForEach(func(_ []byte, b *bolt.Bucket) error { walk(b); return nil })
 }
 
 // checkFile checks an existing store file before Open writes to it: read
