@@ -25,6 +25,7 @@ type clusterFlags struct {
 	etcdURLs  string          // --etcd-endpoints, comma list
 	tokenFile string          // --token-file, else $SKIFF_TOKEN
 	pprof     pprofFlags      // --pprof-listen (cli/pprof.go)
+	memLimit  memoryLimitFlag // --memory-limit (cli/memlimit.go)
 	podSec    podSecurityFlag // --pod-security-default (cli/podsecurity.go)
 	kueue     kueueFlags      // --kueue-*: waitForPodsReady of the queue manager
 	haFlags   *pflag.FlagSet  // `server`'s, to tell which etcd flags were given
@@ -86,6 +87,7 @@ func (f *clusterFlags) register(cmd *cobra.Command, server bool) {
 	f.podSec.register(cmd)
 	f.kueue.register(cmd)
 	f.pprof.register(cmd)
+	f.memLimit.register(cmd)
 	fl.StringVar(&c.Network, "network", c.Network, networkFlagHelp)
 	// `up` is the one-machine teaching cluster: without a GPU it simulates
 	// a DGX A100 so every lab works. `server` nodes are real machines of a
@@ -112,16 +114,20 @@ func (f *clusterFlags) register(cmd *cobra.Command, server bool) {
 
 // validate reports every bad flag value at once, before anything starts.
 func (f *clusterFlags) validate() error {
-	return errors.Join(f.cfg.Validate(), f.podSec.validate(), f.kueue.validate(), f.pprof.validate(), f.validateHA())
+	return errors.Join(f.cfg.Validate(), f.podSec.validate(), f.kueue.validate(), f.pprof.validate(), f.memLimit.validate(), f.validateHA())
 }
 
 // config is the cluster.Config of the flags, with the admin token read
-// (--token-file or $SKIFF_TOKEN) and the profiles served (--pprof-listen).
+// (--token-file or $SKIFF_TOKEN), the profiles served (--pprof-listen) and
+// the runtime's soft memory limit set (--memory-limit).
 func (f *clusterFlags) config(ctx context.Context, r *Root) (cluster.Config, error) {
 	if err := f.validate(); err != nil {
 		return cluster.Config{}, err // bad flags change nothing
 	}
 	if err := f.pprof.start(ctx, r.Logger()); err != nil {
+		return cluster.Config{}, err
+	}
+	if err := f.memLimit.apply(r.Logger()); err != nil {
 		return cluster.Config{}, err
 	}
 	c := f.cfg
