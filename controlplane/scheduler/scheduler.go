@@ -278,6 +278,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *QueuedPod) *task {
 	}
 	s.cache.Snapshot(&s.snap)
 	a := s.algorithm(p)
+	a.pooled = true // the task releases the result's arrays (bind, reportUnschedulable)
 	state := framework.NewCycleState()
 	res, processed, err := a.schedule(ctx, state, pod, &s.snap, s.nextStart, s.now)
 	if n := len(s.snap.Nodes()); n > 0 {
@@ -371,6 +372,7 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 		s.queue.AddBackoff(t.qp)
 		s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventWarning, "FailedScheduling", "Binding rejected: %v", err)
 		s.addTrace(ctx, pod, t.spans(start, end, err)...)
+		t.result.release()
 		return
 	}
 	s.cache.FinishBinding(key, s.now())
@@ -379,6 +381,7 @@ func (s *Scheduler) bind(ctx context.Context, t *task) {
 	s.log.Debug("bound", "pod", key, "node", t.node)
 	s.recorder.Eventf(ctx, t.qp.Info.Pod, api.EventNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, t.node)
 	s.addTrace(ctx, pod, t.spans(start, end, nil)...)
+	t.result.release()
 }
 
 // reportUnschedulable tells the user why the pod waits: the PodScheduled
@@ -409,6 +412,7 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, t *task) {
 	}
 	s.recorder.Eventf(ctx, pod, api.EventWarning, "FailedScheduling", "%s", res.Message)
 	s.addTrace(ctx, pod, t.spans(time.Time{}, time.Time{}, nil)...)
+	res.release()
 }
 
 // updateStatus sets the PodScheduled condition (and nominatedNodeName)

@@ -1,7 +1,10 @@
 package framework
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -53,5 +56,49 @@ func TestNodeInfoSumsSaturate(t *testing.T) {
 				t.Errorf("requested after removing pod %d = %d, want %d", tt.remove, got, tt.after)
 			}
 		})
+	}
+}
+
+// The GPU amounts kept beside the maps (AllocatableScalar,
+// RequestedScalar) follow every change of the maps: node replaced, pods
+// added and removed (saturating ones too), clones.
+func TestNodeInfoGPUFieldsFollowMaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 26))
+	node := func(gpus string) *api.Node {
+		n := &api.Node{ObjectMeta: api.ObjectMeta{Name: "n"}}
+		if gpus != "" {
+			n.Status.Allocatable = api.ResourceList{api.ResourceNvidiaGPU: resource.MustParse(gpus)}
+		}
+		return n
+	}
+	amounts := []string{"", "0", "1", "8", "9223372036854775807"}
+	n := &NodeInfo{}
+	var keys []string
+	for i := range 5000 {
+		switch r.IntN(4) {
+		case 0:
+			n.SetNode(node(amounts[r.IntN(len(amounts))]))
+		case 1:
+			key := fmt.Sprint("p", i)
+			n.AddPod(gpuPod(key, amounts[1+r.IntN(len(amounts)-1)]))
+			keys = append(keys, "default/"+key)
+		case 2:
+			if len(keys) > 0 {
+				j := r.IntN(len(keys))
+				n.RemovePod(keys[j])
+				keys = slices.Delete(keys, j, j+1)
+			}
+		case 3:
+			n = n.Clone()
+		}
+		if n.Node == nil {
+			continue
+		}
+		if got, want := n.AllocatableScalar(api.ResourceNvidiaGPU), n.Allocatable.Scalar[api.ResourceNvidiaGPU]; got != want {
+			t.Fatalf("step %d: AllocatableScalar = %d, map %d", i, got, want)
+		}
+		if got, want := n.RequestedScalar(api.ResourceNvidiaGPU), n.Requested.Scalar[api.ResourceNvidiaGPU]; got != want {
+			t.Fatalf("step %d: RequestedScalar = %d, map %d", i, got, want)
+		}
 	}
 }

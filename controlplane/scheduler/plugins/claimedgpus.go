@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
@@ -57,6 +58,10 @@ type ClaimedGPUs struct {
 	allocated map[string]nodeGPUs // by claim UID: from the informer
 	assumed   map[string]nodeGPUs // by claim UID: reserved, not written yet
 	byNode    map[string]int64
+	// nodes is len(byNode), read without the lock: with no claim holding
+	// GPUs anywhere (device-plugin GPUs only) OnNode, asked once per node
+	// and pod, takes no lock.
+	nodes atomic.Int64
 	// writing: by claim UID, the node of an allocation Reserve made whose
 	// PreBind has not finished writing it (beginWrite, endWrite).
 	writing map[string]string
@@ -165,6 +170,9 @@ func (c *ClaimedGPUs) OnNode(node string) int64 {
 	if c == nil {
 		return 0
 	}
+	if c.nodes.Load() == 0 {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byNode[node]
@@ -173,11 +181,16 @@ func (c *ClaimedGPUs) OnNode(node string) int64 {
 // Allocatable is the nvidia.com/gpu the pods of ni may still be given:
 // min(allocatable, capacity − claimed); see the type's doc.
 func (c *ClaimedGPUs) Allocatable(ni *framework.NodeInfo) int64 {
-	alloc := ni.Allocatable.Get(api.ResourceNvidiaGPU)
+	return c.allocatableFrom(ni, ni.AllocatableScalar(api.ResourceNvidiaGPU))
+}
+
+// allocatableFrom is Allocatable for a caller that has read alloc, the
+// node's allocatable nvidia.com/gpu, already.
+func (c *ClaimedGPUs) allocatableFrom(ni *framework.NodeInfo, alloc int64) int64 {
 	if c == nil || ni.Node == nil {
 		return alloc
 	}
-	claimed := c.OnNode(ni.Node.Name)
+	claimed := c.OnNode(ni.Name())
 	if claimed == 0 {
 		return alloc
 	}
@@ -236,6 +249,7 @@ func (c *ClaimedGPUs) change(uid string, edit func()) {
 	if cur.n != 0 {
 		c.byNode[cur.node] += cur.n
 	}
+	c.nodes.Store(int64(len(c.byNode)))
 }
 
 // setAllocated records a claim's written allocation (nil: none); it

@@ -59,9 +59,14 @@ func (g *GPUTopology) Score(_ context.Context, state *framework.CycleState, pod 
 	if count <= 0 {
 		return 0, nil
 	}
+	if !node.MayHaveAnnotations(topologyBits) {
+		return 0, nil // no topology: as bestSetScore's (0, false), without reading the Node
+	}
 	s, _ := g.bestSetScore(node.Node, count)
 	return min(max(s, 0), framework.MaxNodeScore), nil
 }
+
+var topologyBits = framework.AnnotationBits(gputopology.AnnotationTopology)
 
 // bestSetScore rates the best set of count free GPUs on node from 0 to
 // 100; ok is false when the node's GPU topology is unknown (no

@@ -198,11 +198,11 @@ func (f *NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState
 		if f.isIgnored(name) || hami && api.HAMiManagedResource(name) {
 			continue
 		}
-		alloc := node.Allocatable.Scalar[name]
+		alloc := node.AllocatableScalar(name)
 		if name == api.ResourceNvidiaGPU && f.gpus != nil {
-			alloc = f.gpus.Allocatable(node)
+			alloc = f.gpus.allocatableFrom(node, alloc)
 		}
-		if !fits(req.Scalar[name], node.Requested.Scalar[name], alloc) {
+		if !fits(req.Scalar[name], node.RequestedScalar(name), alloc) {
 			reasons = append(reasons, InsufficientReason(name))
 		}
 	}
@@ -212,7 +212,8 @@ func (f *NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState
 	case 1:
 		return st.single[reasons[0]]
 	}
-	return framework.NewStatus(framework.Unschedulable, reasons...)
+	// A copy: buf stays on the stack (a Status keeps its reasons).
+	return framework.NewStatus(framework.Unschedulable, slices.Clone(reasons)...)
 }
 
 // fits reports whether want more fits: nothing wanted always fits, and
