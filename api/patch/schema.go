@@ -1,7 +1,6 @@
 package patch
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -20,6 +19,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"skiff.dev/skiff/api"
 )
 
 // ErrNoSchema: the kind has no Kubernetes struct, so no strategic merge
@@ -110,8 +111,9 @@ func Schema(apiVersion, kind string) (strategicpatch.LookupPatchMeta, error) {
 
 // ToKubernetes converts a skiff object of apiVersion/kind into a new value
 // of the Kubernetes struct of the table above (*corev1.Pod,
-// *appsv1.Deployment, ...), through JSON: skiff's types carry Kubernetes'
-// field names, so what skiff has arrives where Kubernetes keeps it. For
+// *appsv1.Deployment, ...), as a JSON round trip would (api.ConvertJSON):
+// skiff's types carry Kubernetes' field names, so what skiff has arrives
+// where Kubernetes keeps it. For
 // code that runs Kubernetes' own libraries on skiff objects (Pod Security
 // admission). The error wraps ErrNoSchema for a kind without a struct.
 func ToKubernetes(apiVersion, kind string, obj any) (any, error) {
@@ -119,13 +121,9 @@ func ToKubernetes(apiVersion, kind string, obj any) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s %s: %w", apiVersion, kind, ErrNoSchema)
 	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s %s: %w", apiVersion, kind, err)
-	}
 	out := reflect.New(reflect.TypeOf(s).Elem()).Interface()
-	if err := json.Unmarshal(b, out); err != nil {
-		return nil, fmt.Errorf("decode %s %s as Kubernetes' %T: %w", apiVersion, kind, out, err)
+	if err := api.ConvertJSON(out, obj); err != nil {
+		return nil, fmt.Errorf("convert %s %s to Kubernetes' %T: %w", apiVersion, kind, out, err)
 	}
 	return out, nil
 }

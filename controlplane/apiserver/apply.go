@@ -89,17 +89,14 @@ func fieldManagerFor(k *api.Kind) (*managedfields.FieldManager, error) {
 	return got.(*managedfields.FieldManager), nil
 }
 
-// toTyped converts a skiff object of kind k to its k8s.io/api type.
+// toTyped converts a skiff object of kind k to its k8s.io/api type, as a
+// JSON round trip would (api.ConvertJSON).
 func toTyped(k *api.Kind, obj api.Object) (runtime.Object, error) {
 	out, err := k8sScheme().New(gvkOf(k))
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(b, out); err != nil {
+	if err := api.ConvertJSON(out, obj); err != nil { // a JSON round trip, without the JSON
 		return nil, fmt.Errorf("%s as Kubernetes' %T: %w", k.Kind, out, err)
 	}
 	out.GetObjectKind().SetGroupVersionKind(gvkOf(k))
