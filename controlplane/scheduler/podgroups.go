@@ -160,7 +160,7 @@ func (q *Queue) Activate(keys []string) {
 		}
 		switch qp.where {
 		case inUnschedulable:
-			delete(q.unschedulable, key)
+			q.dropUnschedulableLocked(qp)
 		case inBackoff:
 			heap.Remove(&q.backoff, qp.index)
 		default:

@@ -66,10 +66,16 @@ type Queue struct {
 	missed        []queuedEvent         // events while pods were in flight
 	missedLost    int64                 // the cycle up to which events were dropped (too many)
 	requeue       RequeueFunc
-	nominated     map[string]map[string]*framework.PodInfo
-	preEnqueue    func(*api.Pod) *framework.Status
-	wake          chan struct{}
-	closed        bool
+	// hintsOf and byHints: with SetHintsOf, the unschedulable pods are
+	// also kept by their hints, so that an event no registration of a
+	// group matches (a binding, for pods a nodeSelector keeps out) passes
+	// that group by without looking at its pods.
+	hintsOf    func(*QueuedPod) *framework.CompiledHints
+	byHints    map[*framework.CompiledHints]map[string]*QueuedPod
+	nominated  map[string]map[string]*framework.PodInfo
+	preEnqueue func(*api.Pod) *framework.Status
+	wake       chan struct{}
+	closed     bool
 }
 
 // QueuedPod is a pod in the queue with its scheduling history.
@@ -96,13 +102,9 @@ type QueuedPod struct {
 	GatedSince time.Time
 	// gateReported: the Gated message last handed out by GatedToReport.
 	gateReported string
-	// hints: the queueing hints of Rejectors in the profile of Info's
-	// pod, compiled by the scheduler's requeue for hintsInfo and
-	// hintsFor (the Info and Rejectors they were made from); the queue's
-	// lock guards them.
-	hints     framework.CompiledHints
-	hintsInfo *framework.PodInfo
-	hintsFor  []string
+	// hints: the queueing hints of Rejectors in its profile (SetHintsOf),
+	// set when Rejectors are; shared by every pod with the same ones.
+	hints *framework.CompiledHints
 
 	where int // one of the inX constants
 	index int // position in its heap
@@ -156,6 +158,52 @@ func (q *Queue) SetRequeue(f RequeueFunc) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.requeue = f
+}
+
+// SetHintsOf sets the function that gives a waiting pod's compiled
+// queueing hints (one value for every pod with the same profile and
+// rejectors; it runs under the queue's lock). Move then skips the pods
+// whose hints register nothing for the event; the RequeueFunc decides
+// for the others. Call before the first Add.
+func (q *Queue) SetHintsOf(f func(*QueuedPod) *framework.CompiledHints) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.hintsOf = f
+	q.byHints = map[*framework.CompiledHints]map[string]*QueuedPod{}
+}
+
+// putUnschedulableLocked puts qp, its Rejectors set, in unschedulableQ.
+func (q *Queue) putUnschedulableLocked(qp *QueuedPod) {
+	qp.where = inUnschedulable
+	qp.UnschedulableSince = q.now()
+	q.unschedulable[qp.Info.Key] = qp
+	if q.hintsOf != nil {
+		m := q.byHints[qp.hints]
+		if m == nil {
+			m = map[string]*QueuedPod{}
+			q.byHints[qp.hints] = m
+		}
+		m[qp.Info.Key] = qp
+	}
+}
+
+// dropUnschedulableLocked takes qp out of unschedulableQ.
+func (q *Queue) dropUnschedulableLocked(qp *QueuedPod) {
+	delete(q.unschedulable, qp.Info.Key)
+	if m := q.byHints[qp.hints]; m != nil {
+		delete(m, qp.Info.Key)
+		if len(m) == 0 {
+			delete(q.byHints, qp.hints)
+		}
+	}
+}
+
+// setRejectorsLocked records the plugins that turned qp away, and their hints.
+func (q *Queue) setRejectorsLocked(qp *QueuedPod, rejectors []string) {
+	qp.Rejectors = rejectors
+	if q.hintsOf != nil {
+		qp.hints = q.hintsOf(qp)
+	}
 }
 
 func (q *Queue) helps(qp *QueuedPod, ev framework.ClusterEvent, oldObj, newObj any) bool {
@@ -247,7 +295,7 @@ func (q *Queue) updateLocked(qp *QueuedPod, pod *api.Pod, matters bool) {
 		heap.Fix(&q.backoff, qp.index)
 	case inUnschedulable:
 		if matters {
-			delete(q.unschedulable, qp.Info.Key)
+			q.dropUnschedulableLocked(qp)
 			q.moveLocked(qp)
 		}
 	}
@@ -279,7 +327,7 @@ func (q *Queue) deleteLocked(key string) {
 	case inBackoff:
 		heap.Remove(&q.backoff, qp.index)
 	case inUnschedulable:
-		delete(q.unschedulable, key)
+		q.dropUnschedulableLocked(qp)
 	case inFlight:
 		q.landedLocked()
 	}
@@ -368,16 +416,14 @@ func (q *Queue) AddUnschedulable(qp *QueuedPod, rejectors []string) {
 	if q.pods[qp.Info.Key] != qp || qp.where != inFlight {
 		return
 	}
-	qp.Rejectors = rejectors
+	q.setRejectorsLocked(qp, rejectors)
 	missed := q.missedHelpsLocked(qp)
 	q.landedLocked()
 	if missed {
 		q.toBackoffLocked(qp)
 		return
 	}
-	qp.where = inUnschedulable
-	qp.UnschedulableSince = q.now()
-	q.unschedulable[qp.Info.Key] = qp
+	q.putUnschedulableLocked(qp)
 }
 
 // missedHelpsLocked reports whether an event kept since qp was popped may
@@ -423,11 +469,26 @@ func (q *Queue) Move(ev framework.ClusterEvent, oldObj, newObj any) int {
 		}
 	}
 	var moving []*QueuedPod // collected first: a gated pod goes straight back
-	for key, qp := range q.unschedulable {
-		if q.helps(qp, ev, oldObj, newObj) {
-			delete(q.unschedulable, key)
-			moving = append(moving, qp)
+	if q.hintsOf == nil {
+		for _, qp := range q.unschedulable {
+			if q.helps(qp, ev, oldObj, newObj) {
+				moving = append(moving, qp)
+			}
 		}
+	} else {
+		for h, pods := range q.byHints {
+			if !h.MayRequeue(ev) {
+				continue // no registration for ev: no pod of this group moves
+			}
+			for _, qp := range pods {
+				if q.helps(qp, ev, oldObj, newObj) {
+					moving = append(moving, qp)
+				}
+			}
+		}
+	}
+	for _, qp := range moving {
+		q.dropUnschedulableLocked(qp)
 	}
 	for _, qp := range moving {
 		q.moveLocked(qp)
@@ -510,7 +571,7 @@ func (q *Queue) Flush() {
 	}
 	slices.SortFunc(stale, func(a, b *QueuedPod) int { return a.UnschedulableSince.Compare(b.UnschedulableSince) })
 	for _, qp := range stale {
-		delete(q.unschedulable, qp.Info.Key)
+		q.dropUnschedulableLocked(qp)
 		q.moveLocked(qp)
 	}
 }
@@ -578,10 +639,8 @@ func (q *Queue) toActiveLocked(qp *QueuedPod) {
 				qp.GatedSince = q.now()
 			}
 			qp.Gated, qp.GatedBy = st.Message(), st.Plugin()
-			qp.Rejectors = []string{st.Plugin()}
-			qp.where = inUnschedulable
-			qp.UnschedulableSince = q.now()
-			q.unschedulable[qp.Info.Key] = qp
+			q.setRejectorsLocked(qp, []string{st.Plugin()})
+			q.putUnschedulableLocked(qp)
 			return
 		}
 		qp.Gated, qp.GatedBy, qp.gateReported = "", "", ""

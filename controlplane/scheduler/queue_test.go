@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -270,5 +273,84 @@ func TestQueuePopWakesAtBackoffExpiry(t *testing.T) {
 	}
 	if got.Info.Key != qp.Info.Key || got.Attempts != 2 {
 		t.Errorf("popped %s attempt %d, want %s attempt 2", got.Info.Key, got.Attempts, qp.Info.Key)
+	}
+}
+
+// A queue that groups its unschedulable pods by their hints (SetHintsOf,
+// as the scheduler's) moves the very pods that one asking every pod does,
+// over random rejectors, hints and events.
+func TestQueueHintGroupsMoveTheSamePods(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 26))
+	resources := []framework.EventResource{framework.AssignedPod, framework.Node, framework.ResourceClaim}
+	actions := []framework.ActionType{framework.Add, framework.Delete, framework.UpdateNodeLabel}
+	everyOther := func(pod *api.Pod, _, _ any) framework.QueueingHint {
+		if len(pod.Name)%2 == 0 {
+			return framework.Queue
+		}
+		return framework.QueueSkip
+	}
+	hints := framework.Hints{}
+	for _, n := range []string{"A", "B", "C"} {
+		for range 1 + r.IntN(2) {
+			reg := framework.ClusterEventWithHint{Event: framework.ClusterEvent{Resource: resources[r.IntN(3)], ActionType: actions[r.IntN(3)]}}
+			if r.IntN(2) == 0 {
+				reg.QueueingHintFn = everyOther
+			}
+			hints[n] = append(hints[n], reg)
+		}
+	}
+	requeue := func(qp *QueuedPod, ev framework.ClusterEvent, o, n any) bool {
+		return hints.Requeue(qp.Info.Pod, qp.Rejectors, ev, o, n)
+	}
+	compiled := map[string]*framework.CompiledHints{}
+	hintsOf := func(qp *QueuedPod) *framework.CompiledHints {
+		k := fmt.Sprint(qp.Rejectors)
+		if compiled[k] == nil {
+			c := hints.Compile(qp.Rejectors)
+			compiled[k] = &c
+		}
+		return compiled[k]
+	}
+	plain, c1 := newTestQueue()
+	grouped, c2 := newTestQueue()
+	plain.SetRequeue(requeue)
+	grouped.SetRequeue(requeue)
+	grouped.SetHintsOf(hintsOf)
+	var keys []string
+	for i := range 300 {
+		// Add a pod and turn it away; every tenth round, an event.
+		pod := gpuPod(fmt.Sprintf("p%d%s", i, strings.Repeat("x", r.IntN(2))), 0)
+		var rejectors []string
+		for range r.IntN(3) {
+			rejectors = append(rejectors, []string{"A", "B", "C", "Other"}[r.IntN(4)])
+		}
+		for _, q := range []*Queue{plain, grouped} {
+			q.Add(pod)
+			qp, err := q.TryPop()
+			if err != nil || qp == nil {
+				t.Fatal("no pod to pop", err)
+			}
+			q.AddUnschedulable(qp, rejectors)
+		}
+		keys = append(keys, api.Key(pod.Namespace, pod.Name))
+		c1.t, c2.t = c1.t.Add(time.Second), c2.t.Add(time.Second)
+		if i%10 == 9 {
+			ev := framework.ClusterEvent{Resource: resources[r.IntN(3)], ActionType: actions[r.IntN(3)]}
+			if a, b := plain.Move(ev, nil, nil), grouped.Move(ev, nil, nil); a != b {
+				t.Fatalf("event %v moved %d pods, grouped %d", ev, a, b)
+			}
+			for _, k := range keys {
+				if a, b := plain.Where(k), grouped.Where(k); a != b {
+					t.Fatalf("after %v, %s is %q, grouped %q; hints %v; rejectors %v", ev, k, a, b, hints, plain.pods[k].Rejectors)
+				}
+			}
+			// The moved pods are tried and turned away again (by rejectors
+			// that depend on the pod only, whatever order they pop in).
+			for _, q := range []*Queue{plain, grouped} {
+				for qp, _ := q.TryPop(); qp != nil; qp, _ = q.TryPop() {
+					q.AddUnschedulable(qp, [][]string{{"B"}, {"A", "C"}, nil}[len(qp.Info.Key)%3])
+				}
+			}
+		}
 	}
 }

@@ -57,6 +57,9 @@ type CycleResult struct {
 	// they came from cycleBufPool (the scheduling loop's cycles); release
 	// gives them back once the trace is written.
 	bufs *cycleBufs
+	// hist is reasonHistogram(Nodes), once made (histDone) by fitMessage.
+	hist     string
+	histDone bool
 }
 
 // cycleBufs are the arrays of one cycle that grow with the nodes looked
@@ -465,9 +468,16 @@ func (a *algorithm) postFilter(ctx context.Context, state *framework.CycleState,
 		return nil
 	}
 	state.Write(cycleKey, &cycleData{a: a, snap: snap, res: res})
-	filtered := make([]framework.NodeStatus, len(res.Nodes))
-	for i, n := range res.Nodes {
-		filtered[i] = framework.NodeStatus{Node: n.Node, Status: n.Status}
+	var filtered []framework.NodeStatus
+	for _, p := range a.fwk.PostFilter {
+		if _, own := p.(*defaultPreemption); own {
+			continue // reads the result itself (cycleData), not the list
+		}
+		filtered = make([]framework.NodeStatus, len(res.Nodes))
+		for i, n := range res.Nodes {
+			filtered[i] = framework.NodeStatus{Node: n.Node, Status: n.Status}
+		}
+		break
 	}
 	r, st := a.fwk.RunPostFilter(ctx, state, pod, filtered)
 	if st.Code() == framework.Error {
@@ -528,7 +538,10 @@ func fitMessage(res *CycleResult, postFilter string) string {
 	if res.PreFilterStatus != nil {
 		fmt.Fprintf(&b, " %s.", res.PreFilterStatus.Message())
 	} else {
-		b.WriteString(" " + reasonHistogram(res.Nodes) + ".")
+		if !res.histDone { // postFilter asks again, with the same nodes
+			res.hist, res.histDone = reasonHistogram(res.Nodes), true
+		}
+		b.WriteString(" " + res.hist + ".")
 	}
 	if postFilter != "" {
 		fmt.Fprintf(&b, " %s.", postFilter)
@@ -541,9 +554,16 @@ func reasonHistogram(nodes []NodeFilterResult) string {
 	// Filters share their Status values (one per reason), so most nodes
 	// of a big cluster fall into a few statuses: count those first, by
 	// pointer, then their reasons.
+	// Neighbouring nodes mostly share one: count runs, then add each run
+	// to the map (one map update per run, not per node).
 	byStatus := map[*framework.Status]int{}
-	for _, r := range nodes {
-		byStatus[r.Status]++
+	for i := 0; i < len(nodes); {
+		st, j := nodes[i].Status, i+1
+		for j < len(nodes) && nodes[j].Status == st {
+			j++
+		}
+		byStatus[st] += j - i
+		i = j
 	}
 	counts := map[string]int{}
 	for st, n := range byStatus {

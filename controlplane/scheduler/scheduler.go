@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -100,7 +101,8 @@ type Scheduler struct {
 	groups    *podGroups           // PodGroups and their members, for Coscheduling (podgroups.go)
 	gpus      *plugins.ClaimedGPUs // GPUs claims hold per node (DynamicResources → NodeResourcesFit)
 	snap      Snapshot
-	nextStart int // round-robin start of the next cycle's node scan
+	nextStart int                                   // round-robin start of the next cycle's node scan
+	hints     map[hintsKey]*framework.CompiledHints // hintsOf's, under the queue's lock
 	started   atomic.Bool
 }
 
@@ -168,6 +170,8 @@ func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, erro
 	}
 	s.queue.SetPreEnqueue(s.preEnqueue)
 	s.queue.SetRequeue(s.requeue)
+	s.hints = map[hintsKey]*framework.CompiledHints{}
+	s.queue.SetHintsOf(s.hintsOf)
 	return s, nil
 }
 
@@ -187,20 +191,37 @@ func (s *Scheduler) preEnqueue(pod *api.Pod) *framework.Status {
 // the pod's hints are looked up once per attempt and kept with it: they
 // depend only on its profile (its Info) and its rejectors.
 func (s *Scheduler) requeue(qp *QueuedPod, ev framework.ClusterEvent, oldObj, newObj any) bool {
-	if qp.hintsInfo != qp.Info || !sameSlice(qp.hintsFor, qp.Rejectors) {
-		qp.hints = framework.AlwaysHints
-		if p := s.profileOf(qp.Info.Pod); p != nil {
-			qp.hints = p.hints.Compile(qp.Rejectors)
-		}
-		qp.hintsInfo, qp.hintsFor = qp.Info, qp.Rejectors
+	h := qp.hints // set with its Rejectors (hintsOf)
+	if h == nil {
+		h = s.hintsOf(qp)
 	}
-	return qp.hints.Requeue(qp.Info.Pod, ev, oldObj, newObj)
+	return h.Requeue(qp.Info.Pod, ev, oldObj, newObj)
 }
 
-// sameSlice reports whether a and b are the very same slice (not only
-// equal elements).
-func sameSlice(a, b []string) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+// hintsKey: pods of one profile turned away by the same plugins share
+// their compiled hints.
+type hintsKey struct {
+	p         *profile
+	rejectors string
+}
+
+// hintsOf returns the compiled queueing hints of the plugins that
+// rejected a waiting pod, in its profile (AlwaysHints without one): made
+// once for each profile and list of rejectors, and shared by their pods
+// (the queue groups its unschedulable pods by them). The queue calls it
+// under its lock, which guards hints.
+func (s *Scheduler) hintsOf(qp *QueuedPod) *framework.CompiledHints {
+	p := s.profileOf(qp.Info.Pod)
+	k := hintsKey{p, strings.Join(qp.Rejectors, "\x00")}
+	if h, ok := s.hints[k]; ok {
+		return h
+	}
+	h := framework.AlwaysHints
+	if p != nil {
+		h = p.hints.Compile(qp.Rejectors)
+	}
+	s.hints[k] = &h
+	return &h
 }
 
 // profileOf returns the pod's profile, nil when it names none of ours.

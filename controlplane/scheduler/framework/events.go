@@ -210,6 +210,21 @@ func (h Hints) Compile(rejectors []string) CompiledHints {
 // AlwaysHints is what a pod with no profile of ours gets: every event moves it.
 var AlwaysHints = CompiledHints{always: true}
 
+// MayRequeue reports whether ev may move some pod with these hints: false
+// when none of the registrations is for ev (Requeue then says false for
+// every pod).
+func (c *CompiledHints) MayRequeue(ev ClusterEvent) bool {
+	if c.always || ev.Resource == WildCard {
+		return true
+	}
+	for i := range c.regs {
+		if c.regs[i].Event.Matches(ev) {
+			return true
+		}
+	}
+	return false
+}
+
 // Requeue reports whether ev may let the pod fit (Hints.Requeue).
 func (c *CompiledHints) Requeue(pod *api.Pod, ev ClusterEvent, oldObj, newObj any) bool {
 	if c.always || ev.Resource == WildCard {

@@ -49,6 +49,8 @@ func TestCompiledHintsMatchRequeue(t *testing.T) {
 			for _, pod := range []*api.Pod{podA, podB} {
 				if got, want := c.Requeue(pod, ev, nil, nil), h.Requeue(pod, rejectors, ev, nil, nil); got != want {
 					t.Fatalf("hints %v, rejectors %v, event %v, pod %s: compiled %v, Requeue %v", h, rejectors, ev, pod.Name, got, want)
+				} else if want && !c.MayRequeue(ev) {
+					t.Fatalf("hints %v, rejectors %v, event %v: MayRequeue false, yet pod %s moves", h, rejectors, ev, pod.Name)
 				}
 			}
 		}
