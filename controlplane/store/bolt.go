@@ -64,6 +64,8 @@ type Bolt struct {
 	// diskFull is set while commits fail for want of space (the committer's
 	// alone): the store says so once, and once again when space returns.
 	diskFull bool
+	// zbuf is the committer's scratch space for compressHistory.
+	zbuf []byte
 }
 
 // counters are the store's statistics, read by Stats.

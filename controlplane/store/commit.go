@@ -207,6 +207,7 @@ func (b *Bolt) commit(batch []*op) {
 		}
 		b.stats.commits.Add(1)
 		b.rev.Store(rev)
+		compressHistory(events, &b.zbuf)
 		b.hub.publish(events)
 	}
 	b.stats.writes.Add(uint64(len(events)))

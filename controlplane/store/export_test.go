@@ -28,3 +28,18 @@ func ExpireEvents(ctx context.Context, b *Bolt) (int, error) { return b.expireEv
 func ExpireEventsBefore(ctx context.Context, b *Bolt, cutoff time.Time) (int, error) {
 	return b.expireEventsBefore(ctx, cutoff)
 }
+
+// HistoryCompressed reports how many events the watch history holds and
+// how many of them it keeps compressed only (no JSON of their own).
+func HistoryCompressed(b *Bolt) (events, compressed int) {
+	h := b.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.n {
+		e := &h.ring[(h.head+i)%len(h.ring)]
+		if e.raw == nil && e.z != nil {
+			compressed++
+		}
+	}
+	return h.n, compressed
+}

@@ -1,7 +1,13 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +65,83 @@ func TestWatchersShareTheDecodedObjectOfALiveChange(t *testing.T) {
 		t.Error("replayed event shares the live object, want a copy of its own")
 	} else if storetest.RV(got) != storetest.RV(first) {
 		t.Errorf("replayed resourceVersion %s, want %s", storetest.RV(got), storetest.RV(first))
+	}
+}
+
+// The history keeps each change S2-compressed; a replay from it gives the
+// very objects the live watchers got (the same JSON, to the byte), for
+// random pods of random sizes, updates and deletes among them.
+func TestReplayedHistoryIsTheLiveStream(t *testing.T) {
+	s, _ := openStore(t, testOptions())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := storetest.MustCreate(t, s, &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "start"}})
+	from, err := strconv.ParseInt(storetest.RV(start), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.Watch(ctx, storetest.PodKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(26, 2))
+	word := func() string {
+		b := make([]byte, rnd.IntN(40))
+		for i := range b {
+			b[i] = byte(' ' + rnd.IntN(95)) // printable ASCII, quotes and backslashes included
+		}
+		return string(b)
+	}
+	const n = 300
+	writes := 0
+	for i := range n {
+		p := storetest.NewPod("default", fmt.Sprintf("p-%03d", i))
+		p.Labels = map[string]string{}
+		for range rnd.IntN(20) {
+			p.Labels[fmt.Sprintf("k%d", rnd.IntN(1000))] = word()
+		}
+		p.Annotations = map[string]string{"big": strings.Repeat(word(), rnd.IntN(200))}
+		storetest.MustCreate(t, s, p)
+		writes++
+		if rnd.IntN(3) == 0 {
+			if _, err := s.Delete(ctx, storetest.PodKind, "default", p.Name, nil); err != nil {
+				t.Fatal(err)
+			}
+			writes++
+		}
+	}
+	if events, compressed := store.HistoryCompressed(s); compressed != events || events < writes {
+		t.Fatalf("history: %d events, %d of them compressed; want all of at least %d", events, compressed, writes)
+	}
+	replay, err := s.Watch(ctx, storetest.PodKind, "", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(ch <-chan store.Event) store.Event {
+		t.Helper()
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatal("watch closed early")
+			}
+			return ev
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+		return store.Event{}
+	}
+	for i := range writes {
+		want, got := next(live), next(replay)
+		wj, err := json.Marshal(want.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gj, err := json.Marshal(got.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Type != want.Type || got.Revision != want.Revision || !bytes.Equal(gj, wj) {
+			t.Fatalf("event %d: replayed %s %d %s\nlive %s %d %s", i, got.Type, got.Revision, gj, want.Type, want.Revision, wj)
+		}
 	}
 }
