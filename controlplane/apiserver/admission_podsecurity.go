@@ -176,8 +176,10 @@ func (r *Registry) SetPodSecurity(c PodSecurityConfig) error {
 }
 
 // admitPodSecurity runs the admission above on a create (old nil) or an
-// update of obj, which is not changed. Other kinds pass.
-func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old api.Object) error {
+// update of obj, which is not changed. Other kinds pass. ns is obj's
+// namespace when the request has read it already (Create's lifecycle
+// check), else nil: it is read here.
+func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old api.Object, ns *api.Namespace) error {
 	ps := r.podSecurity.Load()
 	if ps == nil || !slices.Contains(podSecurityKinds, k) {
 		return nil
@@ -192,15 +194,18 @@ func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old a
 	if pod, ok := obj.(*api.Pod); ok && old != nil && !podImagesChanged(pod, old.(*api.Pod)) {
 		return nil
 	}
-	nsObj, err := r.store.Get(ctx, namespaceKind, "", m.Namespace)
-	if err != nil {
-		if k == podKind {
-			return api.NewInternal(fmt.Errorf("failed to lookup namespace %q: %w", m.Namespace, err))
+	if ns == nil || ns.Name != m.Namespace {
+		nsObj, err := r.store.Get(ctx, namespaceKind, "", m.Namespace)
+		if err != nil {
+			if k == podKind {
+				return api.NewInternal(fmt.Errorf("failed to lookup namespace %q: %w", m.Namespace, err))
+			}
+			r.log.Warn("pod security: read namespace", "namespace", m.Namespace, "err", err)
+			return nil // workloads are never refused (kube: an audit annotation)
 		}
-		r.log.Warn("pod security: read namespace", "namespace", m.Namespace, "err", err)
-		return nil // workloads are never refused (kube: an audit annotation)
+		ns = nsObj.(*api.Namespace)
 	}
-	nsPolicy, nsErrs := psapi.PolicyToEvaluate(nsObj.(*api.Namespace).Labels, ps.defaults)
+	nsPolicy, nsErrs := psapi.PolicyToEvaluate(ns.Labels, ps.defaults)
 	enforce := k == podKind
 	if len(nsErrs) == 0 && nsPolicy.Warn.Level == psapi.LevelPrivileged && nsPolicy.Audit.Level == psapi.LevelPrivileged &&
 		(!enforce || nsPolicy.Enforce.Level == psapi.LevelPrivileged) {

@@ -41,7 +41,7 @@ func (r *Registry) UpdateEphemeralContainers(ctx context.Context, namespace, nam
 		if strategy.SameObject(next, cur) {
 			return cur, nil
 		}
-		if err := r.admitPodSecurity(ctx, podKind, next, cur); err != nil { // admission_podsecurity.go
+		if err := r.admitPodSecurity(ctx, podKind, next, cur, nil); err != nil { // admission_podsecurity.go
 			return nil, err
 		}
 		if isDryRun(ctx) {

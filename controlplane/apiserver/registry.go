@@ -224,12 +224,13 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 	if err := validateLimits(k, obj, ranges); err != nil {
 		return nil, err
 	}
+	var ns *api.Namespace // read once, for the lifecycle check and Pod Security
 	if k.Namespaced {
-		if err := r.checkNamespace(ctx, k, m.Namespace, m.Name); err != nil {
+		if ns, err = r.checkNamespace(ctx, k, m.Namespace, m.Name); err != nil {
 			return nil, err
 		}
 	}
-	if err := r.admitPodSecurity(ctx, k, obj, nil); err != nil {
+	if err := r.admitPodSecurity(ctx, k, obj, nil, ns); err != nil {
 		return nil, err
 	}
 	alloc := r.serviceWrite(k)
@@ -339,7 +340,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			if err := r.admitRBAC(ctx, k, next); err != nil {
 				return nil, err
 			}
-			if err := r.admitPodSecurity(ctx, k, next, cur); err != nil {
+			if err := r.admitPodSecurity(ctx, k, next, cur, nil); err != nil {
 				return nil, err
 			}
 			if err := alloc.allocate(ctx, next, cur); err != nil {
@@ -630,16 +631,16 @@ func (r *Registry) afterRemove(ctx context.Context, k *api.Kind, obj api.Object)
 
 // checkNamespace: objects may only be created in an existing namespace
 // that is not being deleted.
-func (r *Registry) checkNamespace(ctx context.Context, k *api.Kind, namespace, name string) error {
+func (r *Registry) checkNamespace(ctx context.Context, k *api.Kind, namespace, name string) (*api.Namespace, error) {
 	obj, err := r.store.Get(ctx, namespaceKind, "", namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ns := obj.(*api.Namespace)
 	if ns.DeletionTimestamp != nil || ns.Status.Phase == api.NamespaceTerminating {
-		return forbidden(k, name, fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", namespace))
+		return nil, forbidden(k, name, fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", namespace))
 	}
-	return nil
+	return ns, nil
 }
 
 // normalizeResourceVersion checks the resourceVersion of an object sent for

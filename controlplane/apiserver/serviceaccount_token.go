@@ -293,7 +293,7 @@ func (r *Registry) podServiceAccount(ctx context.Context, namespace, name string
 	if !api.IsNotFound(err) || name != api.DefaultServiceAccountName {
 		return nil, err
 	}
-	if err := r.checkNamespace(ctx, podKind, namespace, name); err != nil {
+	if _, err := r.checkNamespace(ctx, podKind, namespace, name); err != nil {
 		return nil, err
 	}
 	created, err := r.Create(ctx, serviceAccountKind, &api.ServiceAccount{ObjectMeta: api.ObjectMeta{Name: name, Namespace: namespace}})
