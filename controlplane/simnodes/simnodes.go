@@ -125,6 +125,11 @@ type Sim struct {
 	names  []string
 	index  map[string]int  // node name → index, for IPs
 	podIPs []atomic.Uint32 // per node: pod IPs handed out
+	// last: per node, the Node as the last status write returned it; the
+	// next heartbeat starts from it instead of reading the node again (as
+	// kubelet starts from its cache), and reads it only when the write
+	// conflicts (someone else changed the node since).
+	last []atomic.Pointer[api.Node]
 
 	failedMu sync.Mutex
 	failed   map[string]bool // nodes Fail stopped
@@ -143,7 +148,8 @@ func New(cfg Config, c client.Interface) (*Sim, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	s := &Sim{cfg: cfg, c: c, log: lg.With("component", "simnodes"), index: make(map[string]int, cfg.Count), podIPs: make([]atomic.Uint32, cfg.Count)}
+	s := &Sim{cfg: cfg, c: c, log: lg.With("component", "simnodes"), index: make(map[string]int, cfg.Count), podIPs: make([]atomic.Uint32, cfg.Count),
+		last: make([]atomic.Pointer[api.Node], cfg.Count)}
 	for i := range cfg.Count {
 		name := fmt.Sprintf("%s%05d", cfg.NamePrefix, i+1)
 		if cfg.Names != nil {
@@ -254,9 +260,11 @@ func (s *Sim) register(ctx context.Context) error {
 		}
 		next := api.Clone(cur)
 		next.Status = want.Status
-		if _, err := client.UpdateStatus(ctx, s.c, next); err != nil {
+		out, err := client.UpdateStatus(ctx, s.c, next)
+		if err != nil {
 			return fmt.Errorf("write status of node %s: %w", name, err)
 		}
+		s.last[s.index[name]].Store(out)
 		return nil
 	})
 }
@@ -275,31 +283,53 @@ func (s *Sim) heartbeats(ctx context.Context) {
 			if s.Failed(name) {
 				return nil // a failed node posts nothing
 			}
-			n, err := client.Get[*api.Node](ctx, s.c, "", name)
-			if err != nil {
-				return err
-			}
-			next := api.Clone(n)
-			now := api.Now()
-			ready := false
-			for i := range next.Status.Conditions {
-				if c := &next.Status.Conditions[i]; c.Type == api.NodeReady {
-					ready = true
-					if c.Status != api.ConditionTrue {
-						c.Status, c.LastTransitionTime, c.Reason, c.Message = api.ConditionTrue, now, "KubeletReady", "simulated node is posting ready status"
-					}
-					c.LastHeartbeatTime = now
-				}
-			}
-			if !ready {
-				next.Status.Conditions = s.node(name).Status.Conditions
-			}
-			_, err = client.UpdateStatus(ctx, s.c, next)
-			return err
+			return s.heartbeat(ctx, name)
 		})
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("heartbeat", "err", err)
 		}
+	}
+}
+
+// heartbeat renews one node's Ready condition. It writes over the node as
+// the last write returned it (the write's resourceVersion precondition
+// fails if the node changed since); it reads the node only when it has
+// none or on that conflict.
+func (s *Sim) heartbeat(ctx context.Context, name string) error {
+	last := &s.last[s.index[name]]
+	n := last.Load()
+	for attempt := 0; ; attempt++ {
+		if n == nil {
+			var err error
+			if n, err = client.Get[*api.Node](ctx, s.c, "", name); err != nil {
+				return err
+			}
+		}
+		next := api.Clone(n)
+		now := api.Now()
+		ready := false
+		for i := range next.Status.Conditions {
+			if c := &next.Status.Conditions[i]; c.Type == api.NodeReady {
+				ready = true
+				if c.Status != api.ConditionTrue {
+					c.Status, c.LastTransitionTime, c.Reason, c.Message = api.ConditionTrue, now, "KubeletReady", "simulated node is posting ready status"
+				}
+				c.LastHeartbeatTime = now
+			}
+		}
+		if !ready {
+			next.Status.Conditions = s.node(name).Status.Conditions
+		}
+		out, err := client.UpdateStatus(ctx, s.c, next)
+		if err == nil {
+			last.Store(out)
+			return nil
+		}
+		last.Store(nil)
+		if !api.IsConflict(err) || attempt == 1 {
+			return err
+		}
+		n = nil // changed since our last write: read it and write again
 	}
 }
 

@@ -111,3 +111,63 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A heartbeat writes over the node as its last write returned it; when
+// someone else changed the node since (here a label), the write conflicts
+// and the heartbeat reads the node again: the label stays, and the
+// heartbeat still lands.
+func TestHeartbeatKeepsOthersChanges(t *testing.T) {
+	cfg := controlplane.DefaultConfig(t.TempDir())
+	cfg.API.Listen = "127.0.0.1:0"
+	cfg.Store.NoSync = true
+	cp, err := controlplane.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	c, ctx := cp.Local(), t.Context()
+	scfg := simnodes.DefaultConfig()
+	scfg.Count, scfg.HeartbeatInterval = 2, 50*time.Millisecond
+	sim, err := simnodes.New(scfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Stop)
+	name := sim.Names()[0]
+	heartbeat := func() time.Time {
+		n, err := client.Get[*api.Node](ctx, c, "", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == api.NodeReady {
+				return cond.LastHeartbeatTime.Time
+			}
+		}
+		return time.Time{}
+	}
+	for attempt := 0; ; attempt++ { // a heartbeat may come in between: read and write again
+		n, err := client.Get[*api.Node](ctx, c, "", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Labels["room"] = "b"
+		if _, err = c.Update(ctx, n); err == nil {
+			break
+		} else if !api.IsConflict(err) || attempt == 50 {
+			t.Fatal(err)
+		}
+	}
+	before := heartbeat()
+	testwait.For(t, 10*time.Second, "a heartbeat after the label change", func() bool { return heartbeat().After(before) })
+	got, err := client.Get[*api.Node](ctx, c, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["room"] != "b" {
+		t.Fatalf("labels after the heartbeat: %v, want room=b kept", got.Labels)
+	}
+}
