@@ -2,8 +2,10 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -131,6 +133,7 @@ func TestBenchAgent(t *testing.T) {
 		return false, "node not Ready"
 	})
 	rssIdle := rssKiB(t, agentProc.cmd.Process.Pid)
+	anonIdle, fileIdle := procStatusKiB(t, agentProc.cmd.Process.Pid, "RssAnon:"), procStatusKiB(t, agentProc.cmd.Process.Pid, "RssFile:")
 
 	// Watch pods; note when each first shows Running.
 	wctx, cancel := context.WithCancel(ctx)
@@ -187,6 +190,7 @@ func TestBenchAgent(t *testing.T) {
 		}
 	}
 	var skLat []time.Duration
+	sentAt := map[string]time.Time{}
 	for i := range 50 {
 		p := pod(i)
 		t0 := time.Now()
@@ -194,11 +198,16 @@ func TestBenchAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitRunning(p.Name)
+		sentAt[p.Name] = t0
 		mu.Lock()
 		skLat = append(skLat, runningAt[p.Name].Sub(t0))
 		mu.Unlock()
 	}
 	slices.Sort(skLat)
+	mu.Lock()
+	seenAt := maps.Clone(runningAt)
+	mu.Unlock()
+	steps := traceSteps(t, c, sentAt, seenAt)
 
 	var rest []string
 	for i := 50; i < 100; i++ {
@@ -211,14 +220,81 @@ func TestBenchAgent(t *testing.T) {
 	waitRunning(rest...)
 	rss100 := rssKiB(t, agentProc.cmd.Process.Pid)
 	hwm := procStatusKiB(t, agentProc.cmd.Process.Pid, "VmHWM:")
+	anon100, file100 := procStatusKiB(t, agentProc.cmd.Process.Pid, "RssAnon:"), procStatusKiB(t, agentProc.cmd.Process.Pid, "RssFile:")
 
 	fmt.Printf("\nAgent (skiff agent process, containerd %s, local busybox image)\n", addr)
 	fmt.Printf("| measurement | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|\n")
 	fmt.Printf("| raw `ctr run -d` | %d | %s | %s | %s |\n", len(rawLat), ms(percentile(rawLat, .5)), ms(percentile(rawLat, .99)), ms(rawLat[len(rawLat)-1]))
 	fmt.Printf("| skiff create pod → Running (sequential) | %d | %s | %s | %s |\n", len(skLat), ms(percentile(skLat, .5)), ms(percentile(skLat, .99)), ms(skLat[len(skLat)-1]))
 	fmt.Printf("\nratio p50 skiff / raw = %.2f×\n", float64(percentile(skLat, .5))/float64(percentile(rawLat, .5)))
+	fmt.Printf("\nWhere the time goes (p50 over the %d sequential pods of the trace spans' start and end, ms after the create was sent):\n", len(sentAt))
+	fmt.Printf("| component | step | n | p50 start | p50 end | p50 duration |\n|---|---|---|---|---|---|\n")
+	for _, s := range steps {
+		fmt.Printf("| %s | %s | %d | %s | %s | %s |\n", s.component, s.step, len(s.start), ms(percentile(s.start, .5)), ms(percentile(s.end, .5)), ms(percentile(s.dur, .5)))
+	}
 	fmt.Printf("\n| agent memory | MiB |\n|---|---|\n| RSS, Ready, no pods | %.1f |\n| RSS, 100 running pods | %.1f |\n| peak RSS (VmHWM) | %.1f |\n",
 		float64(rssIdle)/1024, float64(rss100)/1024, float64(hwm)/1024)
+	fmt.Printf("| of the RSS, Ready: anonymous / file pages | %.1f / %.1f |\n| of the RSS, 100 pods: anonymous / file pages | %.1f / %.1f |\n",
+		float64(anonIdle)/1024, float64(fileIdle)/1024, float64(anon100)/1024, float64(file100)/1024)
+}
+
+// traceStep is one component's step of the pods' traces: when it started
+// and ended after the create was sent, and how long it took, sorted.
+type traceStep struct {
+	component, step string
+	start, end, dur []time.Duration
+}
+
+// traceSteps reads the trace of each pod in sentAt (its first span of each
+// component and step) and adds a last row, the watch seeing it Running.
+func traceSteps(t testing.TB, c *client.Client, sentAt, runningAt map[string]time.Time) []*traceStep {
+	t.Helper()
+	var steps []*traceStep
+	byKey := map[string]*traceStep{}
+	add := func(component, step string, t0, start, end time.Time) {
+		k := component + "/" + step
+		s := byKey[k]
+		if s == nil {
+			s = &traceStep{component: component, step: step}
+			byKey[k] = s
+			steps = append(steps, s)
+		}
+		s.start = append(s.start, start.Sub(t0))
+		s.end = append(s.end, end.Sub(t0))
+		s.dur = append(s.dur, end.Sub(start))
+	}
+	names := slices.Sorted(maps.Keys(sentAt))
+	for _, name := range names {
+		tr, err := c.GetTrace(context.Background(), "default", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, sp := range tr.Spans {
+			k := sp.Component + "/" + sp.Step
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			add(sp.Component, sp.Step, sentAt[name], sp.Start.Time, sp.End.Time)
+		}
+	}
+	// Steps in the order of their median start.
+	for _, s := range steps {
+		slices.Sort(s.start)
+		slices.Sort(s.end)
+		slices.Sort(s.dur)
+	}
+	slices.SortStableFunc(steps, func(a, b *traceStep) int { return cmp.Compare(percentile(a.start, .5), percentile(b.start, .5)) })
+	for _, name := range names {
+		at := runningAt[name]
+		add("watch", "Running seen", sentAt[name], at, at)
+	}
+	last := steps[len(steps)-1]
+	slices.Sort(last.start)
+	slices.Sort(last.end)
+	slices.Sort(last.dur)
+	return steps
 }
 
 func freePort(t testing.TB) int {

@@ -196,6 +196,9 @@ type podState struct {
 	// tokens written into projected volumes, by "volume/source index",
 	// with when to replace them (serviceaccount.go); under Worker.mu.
 	tokens map[string]issuedToken
+	// spans of the pod's trace taken during the current Sync, posted in
+	// one request before its status is written (flushTrace).
+	spans []api.TraceSpan
 }
 
 // retryAfter is a container's backoff: the next attempt waits until until.
@@ -327,6 +330,7 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 	}
 	latest := latestByName(containers)
 	st := w.stateOf(pod.UID)
+	defer func() { w.flushTrace(ctx, pod, st) }() // spans of a Sync that ended early
 
 	if pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
 		// Terminal pods never run again; make sure nothing is left running.
@@ -396,6 +400,7 @@ func (w *Worker) Sync(ctx context.Context, pod *api.Pod) (time.Duration, error) 
 	w.syncProbes(pod, latest, st)
 	next := api.Clone(pod)
 	w.computeStatus(next, latest, st)
+	w.flushTrace(ctx, pod, st)
 	if _, err := w.writeStatus(ctx, pod, next); err != nil {
 		return 0, err
 	}
@@ -421,11 +426,11 @@ func (w *Worker) setUpSandbox(ctx context.Context, pod *api.Pod, st *podState) e
 		pc, err := w.cfg.Claims.PrepareResources(ctx, pod)
 		if err != nil {
 			w.event(ctx, pod, api.EventWarning, "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: %v", err)
-			w.trace(ctx, pod, "prepare", t0, "NodePrepareResources failed: "+err.Error(), nil)
+			w.trace(st, "prepare", t0, "NodePrepareResources failed: "+err.Error(), nil)
 			return fmt.Errorf("prepare resource claims of pod %s: %w", api.KeyOf(pod), err)
 		}
 		st.claims = &pc
-		w.trace(ctx, pod, "prepare", t0, "NodePrepareResources "+strings.Join(pc.Summary, "; "), pc.Trace)
+		w.trace(st, "prepare", t0, "NodePrepareResources "+strings.Join(pc.Summary, "; "), pc.Trace)
 	}
 	if st.network == nil && !pod.Spec.HostNetwork && w.cfg.Network != nil {
 		t0 := w.cfg.Now()
@@ -435,7 +440,7 @@ func (w *Worker) setUpSandbox(ctx context.Context, pod *api.Pod, st *podState) e
 			return fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
 		}
 		st.network = &pn
-		w.trace(ctx, pod, "network", t0, "pod IP "+pn.IP, nil)
+		w.trace(st, "network", t0, "pod IP "+pn.IP, nil)
 	} else if st.network != nil {
 		// Keep the hosts file's services current (discovery.go).
 		if _, _, err := w.hostsMount(ctx, pod, st); err != nil {
@@ -612,14 +617,14 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 		st.pull[c.Name] = pullFailure{retryAfter: retryAfter{until: now.Add(d), failures: n, delay: d}, message: msg}
 		w.event(ctx, pod, api.EventWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
 		w.event(ctx, pod, api.EventWarning, "Failed", "Error: ErrImagePull")
-		w.trace(ctx, pod, "pull", t0, "failed: "+msg, nil)
+		w.trace(st, "pull", t0, "failed: "+msg, nil)
 		// Look again soon so the status moves on to ImagePullBackOff
 		// while the backoff runs.
 		return min(d, time.Second), nil
 	}
 	delete(st.pull, c.Name) // a pull that works ends the backoff
 	w.event(ctx, pod, api.EventNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, w.cfg.Now().Sub(t0).Round(time.Millisecond))
-	w.trace(ctx, pod, "pull", t0, img.Name, nil)
+	w.trace(st, "pull", t0, img.Name, nil)
 
 	t1 := w.cfg.Now()
 	spec, err := w.containerSpec(ctx, pod, c, img, n, st)
@@ -655,14 +660,14 @@ func (w *Worker) start(ctx context.Context, pod *api.Pod, c *api.Container, n in
 	if len(spec.CDIDevices) > 0 {
 		msg += ", CDI devices " + strings.Join(spec.CDIDevices, ",")
 	}
-	w.trace(ctx, pod, "create", t1, msg, details)
+	w.trace(st, "create", t1, msg, details)
 	t2 := w.cfg.Now()
 	if err := w.cfg.Runtime.StartContainer(ctx, id); err != nil {
 		w.event(ctx, pod, api.EventWarning, "Failed", "Error: %v", err)
 		return 0, fmt.Errorf("start container %s of pod %s: %w", c.Name, api.KeyOf(pod), err)
 	}
 	w.startedEvent(ctx, pod, c, id, st)
-	w.trace(ctx, pod, "start", t2, "container "+c.Name, nil)
+	w.trace(st, "start", t2, "container "+c.Name, nil)
 	// Keep only the previous attempt (for logs --previous).
 	w.prune(ctx, pod.UID, c.Name, n)
 	return 0, nil
@@ -876,10 +881,23 @@ func (w *Worker) event(ctx context.Context, pod *api.Pod, typ, reason, format st
 	w.cfg.Recorder.Eventf(ctx, pod, typ, reason, format, args...)
 }
 
-func (w *Worker) trace(ctx context.Context, pod *api.Pod, step string, start time.Time, msg string, details map[string]any) {
-	span := api.TraceSpan{Component: "agent", Step: step, Start: api.MicroTime{Time: start}, End: api.MicroTime{Time: w.cfg.Now()}, Node: w.cfg.NodeName, Message: msg, Details: details}
-	if err := w.cfg.Client.AddTrace(ctx, pod.Namespace, pod.Name, span); err != nil && !api.IsNotFound(err) {
-		w.log.Debug("add trace span", "pod", api.KeyOf(pod), "err", err)
+// trace records a span of the pod's trace; flushTrace posts it.
+func (w *Worker) trace(st *podState, step string, start time.Time, msg string, details map[string]any) {
+	st.spans = append(st.spans, api.TraceSpan{Component: "agent", Step: step, Start: api.MicroTime{Time: start}, End: api.MicroTime{Time: w.cfg.Now()}, Node: w.cfg.NodeName, Message: msg, Details: details})
+}
+
+// flushTrace posts the spans the Sync took, in one request: before the
+// pod's status is written, so a pod shown Running has its start's spans,
+// and when the Sync ends early. A pull, create and start cost one round
+// trip to the API server, not three.
+func (w *Worker) flushTrace(ctx context.Context, pod *api.Pod, st *podState) {
+	if len(st.spans) == 0 {
+		return
+	}
+	spans := st.spans
+	st.spans = nil
+	if err := w.cfg.Client.AddTrace(ctx, pod.Namespace, pod.Name, spans...); err != nil && !api.IsNotFound(err) {
+		w.log.Debug("add trace spans", "pod", api.KeyOf(pod), "err", err)
 	}
 }
 

@@ -118,6 +118,36 @@ func TestPodRunsAndReportsRunning(t *testing.T) {
 	}
 }
 
+// The spans of a container's start (pull, create, start) reach the pod's
+// trace in one request, before the status that says Running.
+func TestStartSpansPostedOnceBeforeRunning(t *testing.T) {
+	f := newFixture(t, newPod("web"))
+	f.sync("web")
+	var order []string
+	for _, a := range f.c.Actions() {
+		switch {
+		case a.Subresource == "trace":
+			order = append(order, "trace")
+		case a.Subresource == "status" && a.Object.(*api.Pod).Status.Phase == api.PodRunning:
+			order = append(order, "Running")
+		}
+	}
+	if strings.Join(order, ",") != "trace,Running" {
+		t.Errorf("writes %v; want one trace post, then the Running status", order)
+	}
+	tr, err := f.c.GetTrace(context.Background(), "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, s := range tr.Spans {
+		steps = append(steps, s.Component+"/"+s.Step)
+	}
+	if got := strings.Join(steps, ","); got != "agent/pull,agent/create,agent/start" {
+		t.Errorf("trace steps %s; want agent/pull,agent/create,agent/start", got)
+	}
+}
+
 func TestCrashRestartsWithBackoffAndCountsRestarts(t *testing.T) {
 	f := newFixture(t, newPod("web"))
 	f.sync("web")

@@ -352,11 +352,54 @@ func (r *Runtime) ListContainers(ctx context.Context, labels map[string]string) 
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", mapErr(err))
 	}
+	procs, err := r.tasksOf(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.ContainerStatus, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, r.status(rec, procs[rec.ID]))
+	}
+	return out, nil
+}
+
+// maxTaskGets is how many containers' tasks ListContainers asks for one by
+// one; for more it lists the namespace's tasks.
+const maxTaskGets = 8
+
+// tasksOf returns the main process of the task of each container in recs,
+// by container ID; a container without a task has none. The task service's
+// List asks every shim of the namespace for its state, one call each, so
+// its cost grows with the node's running containers; a pod's few
+// containers (a label filter's usual answer) are asked for one by one
+// instead. A Get answered with anything but not found falls back to the
+// List, whose answer (it leaves out tasks whose shim cannot say their
+// state) stays the reference.
+func (r *Runtime) tasksOf(ctx context.Context, recs []containers.Container) (map[string]*tasktypes.Process, error) {
+	procs := make(map[string]*tasktypes.Process, len(recs))
+	if len(recs) <= maxTaskGets {
+		each := true
+		for _, rec := range recs {
+			resp, err := r.client.TaskService().Get(ctx, &tasksapi.GetRequest{ContainerID: rec.ID})
+			if err == nil && resp.Process != nil {
+				procs[rec.ID] = resp.Process
+				continue
+			}
+			if err != nil && errdefs.IsNotFound(errgrpc.ToNative(err)) {
+				continue
+			}
+			each = false
+			break
+		}
+		if each {
+			return procs, nil
+		}
+		clear(procs)
+	}
 	resp, err := r.client.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", mapErr(errgrpc.ToNative(err)))
 	}
-	procs := map[string]*tasktypes.Process{}
 	for _, p := range resp.Tasks {
 		// containerd 1.x leaves ContainerID empty here; a task's ID is its
 		// container's.
@@ -366,11 +409,7 @@ func (r *Runtime) ListContainers(ctx context.Context, labels map[string]string) 
 		}
 		procs[id] = p
 	}
-	out := make([]runtime.ContainerStatus, 0, len(recs))
-	for _, rec := range recs {
-		out = append(out, r.status(rec, procs[rec.ID]))
-	}
-	return out, nil
+	return procs, nil
 }
 
 // status builds a ContainerStatus from the container record and its task's
