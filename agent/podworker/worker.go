@@ -681,8 +681,12 @@ func (w *Worker) startedEvent(ctx context.Context, pod *api.Pod, c *api.Containe
 	w.event(ctx, pod, api.EventNormal, "Started", "Started container %s", c.Name)
 }
 
-// prune removes attempts older than the one before n.
+// prune removes attempts older than the one before n; attempts count from
+// 0, so the first two have none.
 func (w *Worker) prune(ctx context.Context, uid, name string, n int) {
+	if n < 2 {
+		return
+	}
 	cs, err := w.cfg.Runtime.ListContainers(ctx, map[string]string{runtime.LabelPodUID: uid, runtime.LabelContainerName: name})
 	if err != nil {
 		return
