@@ -410,7 +410,7 @@ func (a *Agent) runtimeEvents(ctx context.Context) {
 			a.loop.Enqueue(api.Key(ns, name))
 		}
 		if ev.Type == runtime.EventStarted {
-			a.stats.kick() // stats.go: its first samples now, not at the next tick
+			a.stats.kick(ev.ID) // stats.go: its first samples now, not at the next tick
 		}
 	}
 }

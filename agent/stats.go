@@ -35,8 +35,9 @@ import (
 // the summary's CPU figures (metrics-server then skips it, as for a
 // container that just started). So that `kubectl top pods` answers a
 // few seconds after a pod starts, not a whole interval later, a started
-// container kicks a sample at once, and a sample that saw a container
-// without a rate is followed by another newSampleDelay later.
+// container is sampled at once (itself only: a pod's start does not read
+// every container of the node), and a sample that saw a container
+// without a rate is followed by a full one at most newSampleDelay later.
 //
 // Where the figures come from: containers from the runtime
 // (runtime.StatsProvider: the container's cgroup on containerd; zeros on
@@ -103,9 +104,10 @@ type containerSample struct {
 // for concurrent use.
 type statsSampler struct {
 	kickOnce sync.Once
-	kicks    chan struct{} // a container started: sample now
+	kicks    chan struct{} // a container started: sample it now
 
 	mu         sync.Mutex
+	started    []string // containers started since the last sampleStarted
 	last       time.Time
 	node       series
 	nodeMem    uint64             // working set, newest sample
@@ -119,8 +121,12 @@ func (s *statsSampler) kickC() chan struct{} {
 	return s.kicks
 }
 
-// kick asks statsLoop for a sample now; it never blocks.
-func (s *statsSampler) kick() {
+// kick asks statsLoop for a sample of container id, which started, now;
+// it never blocks.
+func (s *statsSampler) kick(id string) {
+	s.mu.Lock()
+	s.started = append(s.started, id)
+	s.mu.Unlock()
 	select {
 	case s.kickC() <- struct{}{}:
 	default: // one is already asked for
@@ -140,29 +146,41 @@ func (s *statsSampler) rateless() bool {
 	return false
 }
 
-// statsLoop samples every statsInterval until ctx ends, at once when a
-// container starts, and newSampleDelay after a sample that saw a new
-// container.
+// statsLoop samples every container of the node every statsInterval until
+// ctx ends, and newSampleDelay after a sample that saw a container without
+// a rate; a container that starts is sampled at once, alone, and brings
+// the next full sample to newSampleDelay away if it was further (never
+// puts it off: pods started one after the other still get theirs).
 func (a *Agent) statsLoop(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	due := time.Now()
 	kicks := a.stats.kickC()
 	for {
+		full := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			full = true
 		case <-kicks:
-			t.Stop()
 		}
-		if err := a.sample(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		now := time.Now()
+		sample := a.sampleStarted
+		if full {
+			sample = a.sample
+		}
+		if err := sample(ctx, now); err != nil && ctx.Err() == nil {
 			a.log.Debug("sample resource usage", "err", err)
 		}
 		next := statsInterval
 		if a.stats.rateless() {
 			next = newSampleDelay
 		}
-		t.Reset(next)
+		if full || now.Add(next).Before(due) {
+			due = now.Add(next)
+			t.Reset(next)
+		}
 	}
 }
 
@@ -178,16 +196,8 @@ func (a *Agent) sample(ctx context.Context, now time.Time) error {
 	}
 	seen := map[string]containerSample{}
 	for _, c := range cs {
-		if c.State != runtime.StateRunning || c.Labels[runtime.LabelPodUID] == "" {
-			continue
-		}
-		st, err := sp.ContainerStats(ctx, c.ID)
-		if err != nil {
-			continue // stopped meanwhile
-		}
-		seen[c.ID] = containerSample{
-			st: st, started: c.StartedAt, container: c.Labels[runtime.LabelContainerName],
-			pod: statsapi.PodReference{Name: c.Labels[runtime.LabelPodName], Namespace: c.Labels[runtime.LabelPodNamespace], UID: c.Labels[runtime.LabelPodUID]},
+		if cs, ok := sampleContainer(ctx, sp, c); ok {
+			seen[c.ID] = cs
 		}
 	}
 	var nodeCPU, nodeMem uint64
@@ -217,17 +227,74 @@ func (a *Agent) sample(ctx context.Context, now time.Time) error {
 		}
 	}
 	for id, c := range seen {
-		x := s.cpu[id]
-		if x == nil {
-			x = &series{}
-			s.cpu[id] = x
-		}
-		x.add(cpuSample{t: c.st.Time, used: c.st.CPUUsageCoreNanoSeconds})
+		s.addCPU(id, c)
 	}
 	s.containers = seen
 	s.node.add(cpuSample{t: now, used: nodeCPU})
 	s.nodeMem = nodeMem
 	s.last = now
+	return nil
+}
+
+// sampleContainer reads c's figures, if it is a running container of a pod
+// (ok false: not one, or stopped meanwhile).
+func sampleContainer(ctx context.Context, sp runtime.StatsProvider, c runtime.ContainerStatus) (containerSample, bool) {
+	if c.State != runtime.StateRunning || c.Labels[runtime.LabelPodUID] == "" {
+		return containerSample{}, false
+	}
+	st, err := sp.ContainerStats(ctx, c.ID)
+	if err != nil {
+		return containerSample{}, false // stopped meanwhile
+	}
+	return containerSample{
+		st: st, started: c.StartedAt, container: c.Labels[runtime.LabelContainerName],
+		pod: statsapi.PodReference{Name: c.Labels[runtime.LabelPodName], Namespace: c.Labels[runtime.LabelPodNamespace], UID: c.Labels[runtime.LabelPodUID]},
+	}, true
+}
+
+// addCPU adds c's CPU reading to container id's series; under s.mu.
+func (s *statsSampler) addCPU(id string, c containerSample) {
+	if s.cpu == nil {
+		s.cpu = map[string]*series{}
+	}
+	x := s.cpu[id]
+	if x == nil {
+		x = &series{}
+		s.cpu[id] = x
+	}
+	x.add(cpuSample{t: c.st.Time, used: c.st.CPUUsageCoreNanoSeconds})
+}
+
+// sampleStarted samples the containers started since it last ran (kick),
+// each read alone, into the newest sample beside the others'; the next
+// full sample (sample) reads them all again.
+func (a *Agent) sampleStarted(ctx context.Context, _ time.Time) error {
+	sp, ok := a.rt.(runtime.StatsProvider)
+	if !ok {
+		return errors.New("the runtime does not report container statistics")
+	}
+	s := &a.stats
+	s.mu.Lock()
+	ids := s.started
+	s.started = nil
+	s.mu.Unlock()
+	for _, id := range ids {
+		c, err := a.rt.ContainerStatus(ctx, id)
+		if err != nil || c.Labels[podworker.LabelNode] != a.cfg.NodeName {
+			continue // gone meanwhile, or another node's
+		}
+		cs, ok := sampleContainer(ctx, sp, c)
+		if !ok {
+			continue
+		}
+		s.mu.Lock()
+		if s.containers == nil {
+			s.containers = map[string]containerSample{}
+		}
+		s.containers[id] = cs
+		s.addCPU(id, cs)
+		s.mu.Unlock()
+	}
 	return nil
 }
 

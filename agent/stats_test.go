@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,4 +150,61 @@ func TestStartedContainerSampledSoon(t *testing.T) {
 		}
 		return false, "no CPU rate for the started container yet"
 	})
+}
+
+// listCounter counts the runtime's ListContainers calls.
+type listCounter struct {
+	*rtfake.Runtime
+	mu    sync.Mutex
+	lists int
+}
+
+func (l *listCounter) ListContainers(ctx context.Context, labels map[string]string) ([]runtime.ContainerStatus, error) {
+	l.mu.Lock()
+	l.lists++
+	l.mu.Unlock()
+	return l.Runtime.ListContainers(ctx, labels)
+}
+
+// A started container's first sample reads that container alone, beside
+// the newest full sample of the others, which stays as it was; a
+// container of another node sharing the runtime is not sampled.
+func TestStartedContainerSampledAlone(t *testing.T) {
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	fr := rtfake.New(rtfake.Config{Images: []string{"nginx:1"}, Now: func() time.Time { return now }})
+	rt := &listCounter{Runtime: fr}
+	old := runContainer(t, rt, testNode, "default", "old", "uid-old")
+	cfg := testConfig(t)
+	cfg.Simulated = true
+	a, err := New(cfg, fake.New(), rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.sample(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	before := *a.stats.cpu[old]
+	lists := rt.lists
+
+	now = now.Add(3 * time.Second)
+	started := runContainer(t, rt, testNode, "default", "web", "uid-web")
+	other := runContainer(t, rt, "node-2", "default", "elsewhere", "uid-elsewhere")
+	a.stats.kick(started)
+	a.stats.kick(other)
+	if err := a.sampleStarted(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if rt.lists != lists {
+		t.Errorf("the started container's sample listed the node's containers %d times", rt.lists-lists)
+	}
+	if c, ok := a.stats.containers[started]; !ok || c.pod.Name != "web" || a.stats.cpu[started] == nil || !a.stats.rateless() {
+		t.Errorf("started container's sample %+v (in %v), want it sampled once, without a rate yet", c, ok)
+	}
+	if _, ok := a.stats.containers[other]; ok {
+		t.Error("another node's container was sampled")
+	}
+	if _, ok := a.stats.containers[old]; !ok || *a.stats.cpu[old] != before {
+		t.Errorf("the other container's series changed: %+v, was %+v", a.stats.cpu[old], before)
+	}
 }
