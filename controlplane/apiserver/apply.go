@@ -49,7 +49,8 @@ import (
 // status or scale) update managedFields too (FieldManager.UpdateNoErrors),
 // with the manager named by ?fieldManager= or the User-Agent's prefix, as
 // kube-apiserver does, so ownership is tracked as on a real cluster. The
-// library tracks an object from its creation. Writes of the registry's
+// library tracks an object from its creation; a create of the same shape
+// as a recent one reuses that one's entry (createfields.go). Writes of the registry's
 // in-process callers (Local: the controllers) and of the status
 // subresource keep managedFields as they are.
 
@@ -143,7 +144,9 @@ func trackingContext(ctx context.Context, r *http.Request, info *requestInfo) (c
 // context says by which manager); cur is the stored object, nil on create.
 // It changes only next's managedFields, and never fails the write: a kind
 // without a Kubernetes type, or an object the library cannot read, keeps
-// the managedFields it has (as UpdateNoErrors clears them on error).
+// the managedFields it has (as UpdateNoErrors clears them on error). A
+// plain create's entry comes from createFields when an object of the same
+// shape was created before (createfields.go).
 func (r *Registry) trackFields(ctx context.Context, k *api.Kind, cur, next api.Object) {
 	manager, ok := ctx.Value(fieldManagerKey{}).(string)
 	if !ok {
@@ -153,7 +156,28 @@ func (r *Registry) trackFields(ctx context.Context, k *api.Kind, cur, next api.O
 	if err != nil {
 		return
 	}
+	if cur != nil {
+		r.updateFields(fm, k, manager, cur, next)
+		return
+	}
+	key, plain := createFieldsKey(k, manager, next) // createfields.go
+	if plain {
+		if entries, ok := createFields.get(key); ok {
+			next.GetObjectMeta().ManagedFields = withTimeNow(entries)
+			return
+		}
+	}
+	if r.updateFields(fm, k, manager, nil, next) && plain {
+		createFields.put(key, withTimeNow(next.GetObjectMeta().ManagedFields))
+	}
+}
+
+// updateFields is the field manager's update of next's managedFields by
+// manager (cur nil on create), and whether next's managedFields are its
+// result: false where the library could not read an object.
+func (r *Registry) updateFields(fm *managedfields.FieldManager, k *api.Kind, manager string, cur, next api.Object) bool {
 	var live runtime.Object
+	var err error
 	if cur == nil {
 		live, err = k8sScheme().New(gvkOf(k))
 	} else {
@@ -161,17 +185,19 @@ func (r *Registry) trackFields(ctx context.Context, k *api.Kind, cur, next api.O
 	}
 	if err != nil {
 		r.log.Debug("managed fields: live object", "kind", k.Kind, "err", err)
-		return
+		return false
 	}
 	obj, err := toTyped(k, next)
 	if err != nil {
 		r.log.Debug("managed fields: new object", "kind", k.Kind, "err", err)
-		return
+		return false
 	}
 	out := fm.UpdateNoErrors(live, obj, manager)
 	if err := setManagedFields(next, out); err != nil {
 		r.log.Debug("managed fields: result", "kind", k.Kind, "err", err)
+		return false
 	}
+	return true
 }
 
 // setManagedFields copies the managedFields of a typed object into obj,
