@@ -362,7 +362,7 @@ func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]ap
 			prefix = []byte(namespace + "/")
 		}
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			obj, err := decode(kind, v) // json.Unmarshal copies: nothing of v outlives the tx
+			obj, err := decode(kind, v) // the decode copies: nothing of v outlives the tx (TestDecodeStoredIsUnmarshal)
 			if err != nil {
 				return err
 			}
@@ -534,8 +534,8 @@ func (b *Bolt) checkOpen() error {
 
 // decode turns stored JSON into a fresh object of kind k.
 func decode(k *api.Kind, raw []byte) (api.Object, error) {
-	obj := k.New()
-	if err := json.Unmarshal(raw, obj); err != nil {
+	obj, err := api.DecodeStored(k, raw)
+	if err != nil {
 		return nil, api.NewInternal(fmt.Errorf("decode stored %s: %w", k.GroupResource(), err))
 	}
 	return obj, nil
