@@ -31,6 +31,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,7 @@ func run() error {
 		memProf   = flag.String("memprofile", "", "write an allocation profile (allocs) of the run here")
 		blockProf = flag.String("blockprofile", "", "write a block profile (blocking on channels, locks, select) of the run here")
 		mutexProf = flag.String("mutexprofile", "", "write a mutex contention profile of the run here")
+		traceOut  = flag.String("trace", "", "write a runtime execution trace of the measured part here (go tool trace)")
 	)
 	flag.Parse()
 	switch *variant {
@@ -170,6 +172,17 @@ func run() error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	commits0, writes0 := storeCounter(cp, "skiff_store_commits_total"), storeCounter(cp, "skiff_store_writes_total")
 	start := time.Now()
