@@ -9,12 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/randfill"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/randobj"
 )
 
 // roundTrip is what ToKubernetes did before api.ConvertJSON: encode the
@@ -35,39 +35,10 @@ func roundTrip(obj any, t reflect.Type) (any, error) {
 // times with nanoseconds and zones, strings with bytes that are not UTF-8,
 // empty but non-nil lists and maps, pointers to zero values.
 func convertFiller(seed int64) *randfill.Filler {
-	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+1800)}
-	return randfill.NewWithSeed(seed).NilChance(0.25).NumElements(0, 3).MaxDepth(14).Funcs(
-		func(t *api.Time, c randfill.Continue) {
-			if c.Bool() {
-				*t = api.Time{Time: time.Unix(c.Int63n(1<<33), c.Int63n(1e9)).In(zones[c.Intn(2)])}
-			}
-		},
-		func(t *api.MicroTime, c randfill.Continue) {
-			if c.Bool() {
-				*t = api.MicroTime{Time: time.Unix(c.Int63n(1<<33), c.Int63n(1e9)).In(zones[c.Intn(2)])}
-			}
-		},
-		func(r *json.RawMessage, c randfill.Continue) {
-			if c.Bool() {
-				*r = json.RawMessage(fmt.Sprintf(`{"n": %d, "s":[%q]}`, c.Intn(100), c.String(8)))
-			}
-		},
-		func(q *resource.Quantity, c randfill.Continue) {
-			*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.DecimalSI)
-		},
-		func(v *api.IntOrString, c randfill.Continue) {
-			if c.Bool() {
-				*v = api.IntOrString{Type: 1, StrVal: c.String(6)}
-			} else {
-				*v = api.IntOrString{IntVal: c.Int31()}
-			}
-		},
-		func(v *any, c randfill.Continue) {
-			if c.Bool() {
-				*v = map[string]any{"k": []any{c.String(4), float64(c.Intn(9))}}
-			}
-		},
-		func(s *string, c randfill.Continue) {
+	return randobj.Filler(seed, randobj.Options{
+		NilChance: 0.25, MaxDepth: 14, RawSpaced: true,
+		Zones: []*time.Location{time.UTC, time.FixedZone("x", 5*3600+1800)},
+		Funcs: []any{func(s *string, c randfill.Continue) {
 			switch c.Intn(12) {
 			case 0:
 				*s = ""
@@ -78,8 +49,8 @@ func convertFiller(seed int64) *randfill.Filler {
 			default:
 				*s = c.String(10)
 			}
-		},
-	)
+		}},
+	})
 }
 
 // TestConvertJSONIsTheRoundTrip: for every kind with a Kubernetes type

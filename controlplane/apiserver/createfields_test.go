@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/randfill"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/randobj"
 )
 
 // reset empties the cache.
@@ -26,38 +26,7 @@ func (c *createFieldsCache) reset() {
 // times, raw JSON, quantities and int-or-strings valid, everything else
 // random, empty and missing parts included.
 func createFiller(seed int64) *randfill.Filler {
-	return randfill.NewWithSeed(seed).NilChance(0.2).NumElements(0, 3).MaxDepth(12).Funcs(
-		func(t *api.Time, c randfill.Continue) {
-			if c.Bool() {
-				*t = api.Time{Time: time.Unix(c.Int63n(1<<33), c.Int63n(1e9)).UTC()}
-			}
-		},
-		func(t *api.MicroTime, c randfill.Continue) {
-			if c.Bool() {
-				*t = api.MicroTime{Time: time.Unix(c.Int63n(1<<33), c.Int63n(1e9)).UTC()}
-			}
-		},
-		func(r *json.RawMessage, c randfill.Continue) {
-			if c.Bool() {
-				*r = json.RawMessage(fmt.Sprintf(`{"n":%d,"s":[%q]}`, c.Intn(100), c.String(8)))
-			}
-		},
-		func(q *resource.Quantity, c randfill.Continue) {
-			*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.DecimalSI)
-		},
-		func(v *api.IntOrString, c randfill.Continue) {
-			if c.Bool() {
-				*v = api.IntOrString{Type: 1, StrVal: c.String(6)}
-			} else {
-				*v = api.IntOrString{IntVal: c.Int31()}
-			}
-		},
-		func(v *any, c randfill.Continue) {
-			if c.Bool() {
-				*v = map[string]any{"k": []any{c.String(4), float64(c.Intn(9))}}
-			}
-		},
-	)
+	return randobj.Filler(seed, randobj.Options{NilChance: 0.2, MaxDepth: 12})
 }
 
 // asCreated sets what Create sets before trackFields: the type, a fresh
