@@ -50,8 +50,8 @@ import (
 // with the manager named by ?fieldManager= or the User-Agent's prefix, as
 // kube-apiserver does, so ownership is tracked as on a real cluster. The
 // library tracks an object from its creation; a create of the same shape
-// as a recent one reuses that one's entry (createfields.go). Writes of the registry's
-// in-process callers (Local: the controllers) and of the status
+// as a recent one reuses that one's entry (createfields.go). Writes of the
+// registry's in-process callers (Local: the controllers) and of the status
 // subresource keep managedFields as they are.
 
 // fieldManagerKey marks a request context whose writes update managedFields.
@@ -203,8 +203,7 @@ func (r *Registry) updateFields(fm *managedfields.FieldManager, k *api.Kind, man
 // setManagedFields copies the managedFields of a typed object into obj,
 // field by field: what a JSON round trip of the entries gives (a time at
 // whole seconds in UTC, nil when zero; the fields' JSON compacted and
-// HTML-escaped), without
-// one (TestSetManagedFieldsIsTheJSONRoundTrip).
+// HTML-escaped), without one (TestSetManagedFieldsIsTheJSONRoundTrip).
 func setManagedFields(obj api.Object, typed runtime.Object) error {
 	o, ok := typed.(metav1.Object)
 	if !ok {

@@ -270,7 +270,7 @@ func statusAnswers(q *api.ResourceQuota) bool {
 	return true
 }
 
-// Queue is where ObjectHandler puts quota keys (a *client.Loop).
+// Queue is where QuotaHandler and ObjectHandler put quota keys (a *client.Loop).
 type Queue interface {
 	Enqueue(key string)
 	EnqueueAfter(key string, d time.Duration)
