@@ -248,6 +248,13 @@ func TestLogsAndExecCLI(t *testing.T) {
 		!strings.Contains(errOut, "command terminated with exit code 4") {
 		t.Errorf("skiff exec ... exit 4: %q %q exit %d (%v), want exit code 4", out, errOut, cli.ExitCode(err), err)
 	}
+	// One buffer for stdout and stderr, as `2>&1` gives a script: client-go
+	// copies both streams at once, and neither may cut the other's off.
+	var both bytes.Buffer
+	if err := cli.Main(t.Context(), []string{"--kubeconfig", cfgPath, "exec", "deployment/web", "--", "sh", "-c", "echo inside; exit 4"}, &both, &both); cli.ExitCode(err) != 4 ||
+		both.String() != "inside\ncommand terminated with exit code 4\n" {
+		t.Errorf("skiff exec ... exit 4 into one buffer: %q exit %d (%v)", both.String(), cli.ExitCode(err), err)
+	}
 	if _, _, err := run("exec", "deployment/web", "--", "true"); err != nil {
 		t.Errorf("skiff exec ... true: %v", err)
 	}

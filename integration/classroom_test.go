@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,32 +30,14 @@ type classroom struct {
 	cp       *controlplane.ControlPlane
 	admin    *kubectltest.Cluster
 	c        client.Interface
-	nodeLog  *syncBuffer
-	serverLg *syncBuffer
-}
-
-// syncBuffer is a log sink read by the test while the cluster writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	nodeLog  *lockedBuffer
+	serverLg *lockedBuffer
 }
 
 func newClassroom(t *testing.T) *classroom {
 	t.Helper()
 	e := newCtrdEnv(t)
-	room := &classroom{nodeLog: &syncBuffer{}, serverLg: &syncBuffer{}}
+	room := &classroom{nodeLog: &lockedBuffer{}, serverLg: &lockedBuffer{}}
 	room.cp, room.c = startControlPlane(t, func(cfg *controlplane.Config) {
 		cfg.Log = slog.New(slog.NewTextHandler(room.serverLg, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})

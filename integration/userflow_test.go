@@ -157,6 +157,7 @@ type skiffProcess struct {
 	err  error         // its exit, once done is closed
 }
 
+// lockedBuffer is an output sink the test reads while others write.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder

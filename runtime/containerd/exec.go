@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 
+	"skiff.dev/skiff/internal/outpair"
 	"skiff.dev/skiff/runtime"
 )
 
@@ -44,7 +45,9 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 	pspec.Args = opts.Cmd
 	pspec.Terminal = opts.TTY
 
-	stdout, stderr := opts.Stdout, opts.Stderr
+	// Two FIFO readers copy at once: one writer for both streams (an exec
+	// probe's buffer) must take their writes one at a time.
+	stdout, stderr := outpair.Pair(opts.Stdout, opts.Stderr)
 	if stdout == nil {
 		stdout = io.Discard
 	}

@@ -311,6 +311,15 @@ func (s *suite) testRunLogsExec(t *testing.T) {
 	if code, out := s.exec(t, id, runtime.ExecOptions{Cmd: []string{"cat"}, Stdin: strings.NewReader("from stdin\n")}); code != 0 || out != "from stdin\n" {
 		t.Errorf("exec cat with stdin = %d, %q; want 0, \"from stdin\\n\"", code, out)
 	}
+	if s.caps.Processes {
+		// One plain bytes.Buffer for both streams, as an exec probe passes:
+		// neither stream's output may cut the other's off.
+		var both bytes.Buffer
+		code, err := s.rt.Exec(ctx(t), id, runtime.ExecOptions{Cmd: []string{"sh", "-c", "echo out; echo err >&2"}, Stdout: &both, Stderr: &both})
+		if got := both.String(); err != nil || code != 0 || (got != "out\nerr\n" && got != "err\nout\n") {
+			t.Errorf("exec with one buffer for stdout and stderr = %d, %q, %v; want both lines", code, got, err)
+		}
+	}
 
 	// Follow returns when ctx ends, with what was written.
 	c, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
