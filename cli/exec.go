@@ -16,7 +16,6 @@ import (
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/kubectl"
-	"skiff.dev/skiff/internal/outpair"
 )
 
 // execCmd is `skiff exec`: run a command in a running container, through
@@ -99,10 +98,7 @@ func (r *Root) stream(ctx context.Context, pod *api.Pod, sub string, o kubectl.E
 		return 0, err
 	}
 	o.Stdin, o.Stdout, o.Stderr = stdin, true, true
-	// client-go copies stdout and stderr at once: one writer for both
-	// (a test's buffer) must take their writes one at a time.
-	so := kremotecommand.StreamOptions{}
-	so.Stdout, so.Stderr = outpair.Pair(r.Stdout, r.Stderr)
+	so := kremotecommand.StreamOptions{Stdout: r.Stdout, Stderr: r.Stderr}
 	if stdin {
 		so.Stdin = r.Stdin
 	}

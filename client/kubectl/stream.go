@@ -1,6 +1,7 @@
 package kubectl
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 
 	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/internal/outpair"
 )
 
 // The client side of exec, attach and port-forward: the connections
@@ -63,7 +65,7 @@ func ShouldFallback(err error) bool {
 
 // NewExecutor is kubectl 1.32's exec and attach client: WebSocket
 // (v5.channel.k8s.io and older) first, SPDY (v4.channel.k8s.io) when the
-// WebSocket upgrade fails.
+// WebSocket upgrade fails. Stdout and Stderr may be one writer.
 func NewExecutor(rc *rest.Config, u *url.URL) (kremotecommand.Executor, error) {
 	ws, err := kremotecommand.NewWebSocketExecutor(rc, "GET", u.String())
 	if err != nil {
@@ -73,7 +75,26 @@ func NewExecutor(rc *rest.Config, u *url.URL) (kremotecommand.Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spdy executor: %w", err)
 	}
-	return kremotecommand.NewFallbackExecutor(ws, sp, ShouldFallback)
+	fb, err := kremotecommand.NewFallbackExecutor(ws, sp, ShouldFallback)
+	if err != nil {
+		return nil, err
+	}
+	return pairedExecutor{fb}, nil
+}
+
+// pairedExecutor lets stdout and stderr be one writer: client-go copies
+// the two streams at once (internal/outpair).
+type pairedExecutor struct{ kremotecommand.Executor }
+
+func (e pairedExecutor) Stream(o kremotecommand.StreamOptions) error {
+	o.Stdout, o.Stderr = outpair.Pair(o.Stdout, o.Stderr)
+	//lint:ignore SA1019 passes the deprecated call on unchanged
+	return e.Executor.Stream(o)
+}
+
+func (e pairedExecutor) StreamWithContext(ctx context.Context, o kremotecommand.StreamOptions) error {
+	o.Stdout, o.Stderr = outpair.Pair(o.Stdout, o.Stderr)
+	return e.Executor.StreamWithContext(ctx, o)
 }
 
 // ExecOptions are an exec or attach request (PodExecOptions,
