@@ -60,13 +60,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 	utilexec "k8s.io/utils/exec"
 )
@@ -154,6 +157,7 @@ type AttachFunc func(ctx context.Context, s Streams) error
 // ServeExec upgrades r (WebSocket or SPDY), runs exec with the client's
 // streams and sends the result.
 func ServeExec(w http.ResponseWriter, r *http.Request, o Options, exec ExecFunc) {
+	r = r.WithContext(quietCloseLogger(r.Context()))
 	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
 		serveV5(w, r, o, func(ctx context.Context, s Streams) error {
 			return exitError(exec(ctx, s))
@@ -168,6 +172,7 @@ func ServeExec(w http.ResponseWriter, r *http.Request, o Options, exec ExecFunc)
 // ServeAttach upgrades r (WebSocket or SPDY) and runs attach with the
 // client's streams.
 func ServeAttach(w http.ResponseWriter, r *http.Request, o Options, attach AttachFunc) {
+	r = r.WithContext(quietCloseLogger(r.Context()))
 	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
 		serveV5(w, r, o, attach)
 		return
@@ -334,4 +339,36 @@ func StatusFor(err error) []byte {
 	}
 	data, _ := json.Marshal(st)
 	return data
+}
+
+// quietCloseLogger is ctx with its klog logger wrapped in quietClosed.
+// wsstream logs the read that the server's own Close ends as an error
+// ("Error on socket receive ... use of closed network connection"), once
+// per WebSocket exec or attach; the request's logger drops that one and
+// passes the rest on.
+func quietCloseLogger(ctx context.Context) context.Context {
+	l := klog.FromContext(ctx)
+	if l.GetSink() == nil {
+		return ctx // logr.Discard: nothing to quiet
+	}
+	return klog.NewContext(ctx, l.WithSink(quietClosed{l.GetSink()}))
+}
+
+// quietClosed is a log sink that drops errors of a connection this side
+// closed (net.ErrClosed) and passes everything else on.
+type quietClosed struct{ logr.LogSink }
+
+func (q quietClosed) Error(err error, msg string, kv ...any) {
+	if errors.Is(err, net.ErrClosed) {
+		return
+	}
+	q.LogSink.Error(err, msg, kv...)
+}
+
+func (q quietClosed) WithValues(kv ...any) logr.LogSink {
+	return quietClosed{q.LogSink.WithValues(kv...)}
+}
+
+func (q quietClosed) WithName(name string) logr.LogSink {
+	return quietClosed{q.LogSink.WithName(name)}
 }

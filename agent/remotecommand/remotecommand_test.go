@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/rest"
 	kremotecommand "k8s.io/client-go/tools/remotecommand"
 	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	"k8s.io/klog/v2"
 
 	"skiff.dev/skiff/client/kubectl"
 )
@@ -246,5 +250,24 @@ func TestParseOptions(t *testing.T) {
 				t.Errorf("ParseOptions(Query()) = %+v, %v; want %+v", again, err, got)
 			}
 		})
+	}
+}
+
+// The v5 server's own Close ends wsstream's read with net.ErrClosed, once
+// per exec: that error is not logged; any other still is.
+func TestQuietCloseLogger(t *testing.T) {
+	var lines []string
+	rec := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
+	ctx := quietCloseLogger(klog.NewContext(context.Background(), rec))
+	l := klog.FromContext(ctx).WithValues("conn", 1).WithName("wsstream")
+	l.Error(&net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}, "Error on socket receive")
+	l.Error(errors.New("protocol error"), "Unable to write frame")
+	if len(lines) != 1 || !strings.Contains(lines[0], "Unable to write frame") || !strings.Contains(lines[0], `"conn"=1`) {
+		t.Errorf("logged %q; want only the protocol error, with its values", lines)
+	}
+	// A context whose logger discards stays as it is.
+	d := klog.NewContext(context.Background(), logr.Discard())
+	if got := quietCloseLogger(d); got != d {
+		t.Error("quietCloseLogger wrapped a discarding logger")
 	}
 }
