@@ -123,6 +123,25 @@ func netLabJoin(t *testing.T, lan *netnstest.NS, name, ip string) *netnstest.NS 
 	return h
 }
 
+// netLabAgentsSeen says, per host, the agent port its Node gives, the
+// TCP sockets listening in its namespace and its iptables rules: what a
+// failed connection from the API server to an agent needs explained.
+func netLabAgentsSeen(ctx context.Context, c client.Interface, hosts []*netLabHost) string {
+	var b strings.Builder
+	for _, h := range hosts {
+		port := "?"
+		if n, err := client.Get[*api.Node](ctx, c, "", h.name); err == nil {
+			port = strconv.Itoa(int(n.Status.DaemonEndpoints.KubeletEndpoint.Port))
+		}
+		fmt.Fprintf(&b, "== %s (%s), agent port in its Node: %s\n", h.name, h.ip, port)
+		for _, cmd := range [][]string{{"ss", "-ltn"}, {"iptables-save"}} {
+			out, err := h.ns.Run(cmd...)
+			fmt.Fprintf(&b, "-- %s (err %v)\n%s", strings.Join(cmd, " "), err, out)
+		}
+	}
+	return b.String()
+}
+
 // startNetLabAgent runs the node of host h until cleanup: node.Start with
 // a CNI pod network, routes and service proxy inside h's namespace
 // (Config.NetNS), and the agent's server listening there on h's IP.
@@ -352,6 +371,13 @@ func TestNetLab(t *testing.T) {
 	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		if m := re.FindStringSubmatch(pfOut.String()); m != nil {
 			local = m[1]
+		}
+		select {
+		case <-pfDone:
+			if local == "" { // it gave up: say what the API server could not reach
+				t.Fatalf("port-forward ended: %s\n%s", pfOut.String()+pfErr.String(), netLabAgentsSeen(ctx, c, hosts))
+			}
+		default:
 		}
 		return local != "", pfOut.String() + pfErr.String()
 	})

@@ -571,6 +571,7 @@ function renderLoops(root) {
 // ---------- routing ----------
 
 let unsubscribe = () => {};
+let routes = 0; // how many times route ran: the current view's number
 
 function route() {
   const root = document.getElementById("main");
@@ -580,10 +581,18 @@ function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
   const view = parts[0] || "cluster";
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.view === view));
-  const on = (f) => { listeners.add(f); unsubscribe = () => listeners.delete(f); };
+  // A view's late work (a redraw still in its debounce, a fetch answered
+  // after the user moved on) must not draw over the next view.
+  const self = ++routes;
+  const current = () => self === routes;
   let pending = 0;
+  const on = (f) => { listeners.add(f); unsubscribe = () => { listeners.delete(f); clearTimeout(pending); }; };
   // A burst of events (a scale to 50) is drawn once, 30 ms after its last.
-  const debounce = (f) => { clearTimeout(pending); pending = setTimeout(f, 30); };
+  const debounce = (f) => { clearTimeout(pending); pending = setTimeout(() => { if (current()) f(); }, 30); };
+  // getJSON for this view: a stale answer (or error) never settles.
+  const viewJSON = (path) => getJSON(path).then(
+    (v) => (current() ? v : new Promise(() => {})),
+    (e) => (current() ? Promise.reject(e) : new Promise(() => {})));
   if (view === "chain") {
     const [ns, name] = [parts[1], parts[2]];
     if (!ns || !name) {
@@ -592,7 +601,7 @@ function route() {
       on((kind) => { if (kind === "pods") debounce(route); });
       return;
     }
-    const load = () => getJSON(`api/chain/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
+    const load = () => viewJSON(`api/chain/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
       .then((ch) => { const keep = currentPlayer?.i; currentPlayer = renderChain(root, ch, keep); })
       .catch((e) => fill(root, h("p", { class: "bad" }, e.message)));
     load();
@@ -602,7 +611,7 @@ function route() {
   if (view === "sequence") {
     const node = parts[1] || [...store.get("nodes").keys()].sort()[0];
     if (!node) { fill(root, h("p", { class: "dim" }, t("pickNode"))); on((k) => { if (k === "nodes") debounce(route); }); return; }
-    const load = () => getJSON(`api/devices/${encodeURIComponent(node)}`)
+    const load = () => viewJSON(`api/devices/${encodeURIComponent(node)}`)
       .then((d) => { const keep = currentPlayer?.i; currentPlayer = renderSequence(root, node, d, store.get("pods")); if (keep !== undefined && currentPlayer.n) currentPlayer.show((currentPlayer.i = Math.min(keep, currentPlayer.n - 1))); })
       .catch((e) => fill(root, h("h1", {}, node), nodePicker(node), h("p", { class: "bad" }, e.message)));
     load();
@@ -619,7 +628,7 @@ function route() {
       return;
     }
     const key = ns + "/" + name;
-    const load = () => getJSON(`api/hpa/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
+    const load = () => viewJSON(`api/hpa/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
       .then((v) => renderHPA(root, v))
       .catch((e) => fill(root, h("h1", {}, key), h("p", { class: "bad" }, e.message)));
     load();
