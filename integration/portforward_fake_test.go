@@ -100,13 +100,18 @@ func TestPortForwardFake(t *testing.T) {
 	})
 	re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)\n`)
 	local := map[int]int{} // remote → local
-	testwait.For(t, 20*time.Second, "port-forward to listen", func() bool {
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
 		for _, m := range re.FindAllStringSubmatch(out.String(), -1) {
 			l, _ := strconv.Atoi(m[1])
 			r, _ := strconv.Atoi(m[2])
 			local[r] = l
 		}
-		return len(local) == 2
+		select {
+		case <-done: // it gave up: what it said is the reason
+			t.Fatalf("port-forward ended before it listened: %v\n%s%s", runErr, out.String(), errOut.String())
+		default:
+		}
+		return len(local) == 2, "port-forward to listen: " + out.String() + errOut.String()
 	})
 
 	// Several connections at once, each its own stream to the pod.
