@@ -303,7 +303,9 @@ const (
 	EventResync EventType = "resync"
 )
 
-// ExecOptions are the command and stdio of an Exec.
+// ExecOptions are the command and stdio of an Exec. Stdout and Stderr may
+// be one writer (an exec probe passes one buffer): a runtime that copies
+// the two streams at once serializes their writes (internal/outpair).
 type ExecOptions struct {
 	Cmd    []string
 	Stdin  io.Reader // nil for none
