@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,16 @@ func TestKubectlDrainWaitsOnDisruptionBudget(t *testing.T) {
 			t.Errorf("pod %s still on the drained n1", p.Name)
 		}
 	}
+	// The drain ends once n1 is empty; the last replacement on n2 may not
+	// be Ready yet, and the budget allows a disruption again only when it
+	// is: wait for that, then describe must say so.
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		p, err := client.Get[*api.PodDisruptionBudget](t.Context(), e.local, "default", "web-pdb")
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.CurrentHealthy == 3 && p.Status.DisruptionsAllowed == 1, fmt.Sprintf("budget status %+v", p.Status)
+	})
 	if desc := c.Must(t, "", "describe", "pdb", "web-pdb"); !strings.Contains(desc, "Min available:  2") || !strings.Contains(desc, "Allowed disruptions:  1") {
 		t.Errorf("describe pdb:\n%s", desc)
 	}
