@@ -66,6 +66,8 @@ type Bolt struct {
 	diskFull bool
 	// zbuf is the committer's scratch space for compressHistory.
 	zbuf []byte
+	// memo holds decoded namespaces and ServiceAccounts for get (memo.go).
+	memo decodeMemo
 }
 
 // counters are the store's statistics, read by Stats.
@@ -314,22 +316,47 @@ func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string) 
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	var raw []byte
+	var (
+		raw  []byte
+		memo = memoized(kind)
+		key  = api.Key(namespace, name)
+		hit  memoEntry
+		hkey string
+	)
+	if memo {
+		hkey = kind.GroupResource() + "/" + key
+	}
 	err := b.db.View(func(tx *bolt.Tx) error {
 		if bk := tx.Bucket([]byte(kind.GroupResource())); bk != nil {
-			raw = bytes.Clone(bk.Get([]byte(api.Key(namespace, name)))) // STYLE 11: copy before the tx ends
+			v := bk.Get([]byte(key))
+			if memo && v != nil {
+				var ok bool
+				if hit, ok = b.memo.lookup(hkey, v); ok {
+					return nil
+				}
+			}
+			raw = bytes.Clone(v) // STYLE 11: copy before the tx ends
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, api.NewInternal(fmt.Errorf("get %s %s: %w", kind.GroupResource(), api.Key(namespace, name), err))
+		return nil, nil, api.NewInternal(fmt.Errorf("get %s %s: %w", kind.GroupResource(), key, err))
+	}
+	if hit.obj != nil {
+		return api.Clone(hit.obj), hit.raw, nil
 	}
 	if raw == nil {
+		if memo {
+			b.memo.forget(hkey)
+		}
 		return nil, nil, api.NewNotFound(kind, name)
 	}
 	obj, err := decode(kind, raw)
 	if err != nil {
 		return nil, nil, err
+	}
+	if memo {
+		obj = b.memo.remember(hkey, raw, obj)
 	}
 	return obj, raw, nil
 }

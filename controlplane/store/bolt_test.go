@@ -290,3 +290,56 @@ func TestCountIsListsLength(t *testing.T) {
 		t.Errorf("Count(pods, all) = %d; want 6", n)
 	}
 }
+
+// TestGetMemoIsExact: Gets of namespaces and ServiceAccounts reuse a
+// decoded copy while the stored bytes are unchanged (memo.go); each Get
+// still returns a private object, and every kind of write is seen by the
+// next Get.
+func TestGetMemoIsExact(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	nsKind := api.MustKindOf(&api.Namespace{})
+	ns := st.MustCreate(t, s, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "lab", Labels: map[string]string{"course": "k8s"}}})
+	get := func() *api.Namespace {
+		t.Helper()
+		o, err := s.Get(ctx, nsKind, "", "lab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*api.Namespace)
+	}
+	first := get()
+	first.Labels["course"] = "changed by the caller"
+	first.Status.Phase = api.NamespaceTerminating
+	if got := get(); got.Labels["course"] != "k8s" || got.Status.Phase != "" || got.ResourceVersion != ns.GetObjectMeta().ResourceVersion {
+		t.Fatalf("second Get = labels %v, phase %q, rv %s: a caller's change leaked into the memo", got.Labels, got.Status.Phase, got.ResourceVersion)
+	}
+
+	upd := get()
+	upd.Labels["course"] = "updated"
+	if _, err := s.Update(ctx, upd); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Labels["course"] != "updated" {
+		t.Fatalf("after Update: labels %v", got.Labels)
+	}
+	if _, err := s.GuaranteedUpdate(ctx, nsKind, "", "lab", func(cur api.Object) (api.Object, error) {
+		cur.(*api.Namespace).Status.Phase = api.NamespaceTerminating
+		return cur, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.Status.Phase != api.NamespaceTerminating {
+		t.Fatalf("after GuaranteedUpdate: phase %q", got.Status.Phase)
+	}
+	if _, err := s.Delete(ctx, nsKind, "", "lab", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, nsKind, "", "lab"); !api.IsNotFound(err) {
+		t.Fatalf("Get after Delete: %v, want NotFound", err)
+	}
+	again := st.MustCreate(t, s, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "lab"}})
+	if got := get(); got.UID != again.GetObjectMeta().UID || len(got.Labels) != 0 || got.Status.Phase != "" {
+		t.Fatalf("after re-create: uid %s (want %s), labels %v, phase %q", got.UID, again.GetObjectMeta().UID, got.Labels, got.Status.Phase)
+	}
+}

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"bytes"
+	"sync"
+
+	"skiff.dev/skiff/api"
+)
+
+// decodeMemo keeps the decoded form of the few small, rarely written
+// objects that nearly every write reads: the namespace it goes into (the
+// terminating check) and, for a pod, its ServiceAccount. Without it each
+// pod create decoded both from JSON (their managedFields make them cost
+// as much as a small pod; docs/performance.md, sixth sitting).
+//
+// It is exact, not a cache that can be stale: an entry holds the stored
+// bytes it was decoded from, and a Get uses it only when the bytes bbolt
+// holds now are the same, so a write is seen by the next Get whoever made
+// it. A hit returns a copy (api.Clone), as every Get does.
+type decodeMemo struct {
+	mu      sync.RWMutex
+	entries map[string]memoEntry // bucket + "/" + key
+}
+
+type memoEntry struct {
+	raw []byte // what obj was decoded from; never modified
+	obj api.Object
+}
+
+// memoMaxEntries bounds the memo: a cluster has this many namespaces and
+// ServiceAccounts long before a lab room does. When full, new keys are
+// decoded as if there were no memo.
+const memoMaxEntries = 4096
+
+// memoized reports whether Gets of kind use the memo.
+func memoized(kind *api.Kind) bool {
+	return kind.Group == "" && (kind.Resource == "namespaces" || kind.Resource == "serviceaccounts")
+}
+
+// lookup returns the entry for key when it was decoded from raw.
+func (m *decodeMemo) lookup(key string, raw []byte) (memoEntry, bool) {
+	m.mu.RLock()
+	e, ok := m.entries[key]
+	m.mu.RUnlock()
+	if !ok || !bytes.Equal(e.raw, raw) {
+		return memoEntry{}, false
+	}
+	return e, true
+}
+
+// remember records obj, decoded from raw (which the memo now owns), and
+// returns a copy of obj for the caller.
+func (m *decodeMemo) remember(key string, raw []byte, obj api.Object) api.Object {
+	m.mu.Lock()
+	if m.entries == nil {
+		m.entries = map[string]memoEntry{}
+	}
+	_, replace := m.entries[key]
+	if replace || len(m.entries) < memoMaxEntries {
+		m.entries[key] = memoEntry{raw: raw, obj: obj}
+		obj = api.Clone(obj)
+	}
+	m.mu.Unlock()
+	return obj
+}
+
+// forget drops key (its object is gone).
+func (m *decodeMemo) forget(key string) {
+	m.mu.Lock()
+	delete(m.entries, key)
+	m.mu.Unlock()
+}
