@@ -22,3 +22,21 @@ func DecodeStored(k *Kind, data []byte) (Object, error) {
 	}
 	return o, nil
 }
+
+// DecodeStoredMeta is DecodeStored for a reader that needs only the
+// object's identity: a new object of kind k with its type and metadata
+// decoded from data and every other field left zero. The rest of data is
+// scanned, not decoded (no allocations for it): for a pod about half of
+// DecodeStored's time and a third of its allocations (BenchmarkDecodePod;
+// the metadata's managedFields are most of the rest).
+func DecodeStoredMeta(k *Kind, data []byte) (Object, error) {
+	o := k.New()
+	into := struct {
+		*TypeMeta
+		Metadata *ObjectMeta `json:"metadata"`
+	}{o.GetTypeMeta(), o.GetObjectMeta()}
+	if err := jsonv1.Unmarshal(data, &into); err != nil {
+		return nil, err
+	}
+	return o, nil
+}

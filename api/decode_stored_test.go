@@ -29,8 +29,18 @@ func TestDecodeStoredIsUnmarshal(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s #%d: DecodeStored: %v\n%s", k.Kind, n, err, raw)
 			}
+			meta, err := DecodeStoredMeta(k, buf)
+			if err != nil {
+				t.Fatalf("%s #%d: DecodeStoredMeta: %v\n%s", k.Kind, n, err, raw)
+			}
 			for j := range buf {
 				buf[j] = 'x' // as bbolt reuses a page after its transaction
+			}
+			wantMeta := k.New()
+			*wantMeta.GetTypeMeta(), *wantMeta.GetObjectMeta() = *want.GetTypeMeta(), *want.GetObjectMeta()
+			if !reflect.DeepEqual(meta, wantMeta) {
+				g, _ := json.Marshal(meta)
+				t.Fatalf("%s #%d: DecodeStoredMeta is not the metadata alone:\n got %s\nfrom %s", k.Kind, n, g, raw)
 			}
 			if !reflect.DeepEqual(got, want) {
 				g, _ := json.Marshal(got)
@@ -88,6 +98,14 @@ func BenchmarkDecodePod(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := DecodeStored(k, raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("DecodeStoredMeta", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeStoredMeta(k, raw); err != nil {
 				b.Fatal(err)
 			}
 		}

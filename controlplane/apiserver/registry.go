@@ -567,7 +567,7 @@ func (r *Registry) AddObjectTrace(ctx context.Context, k *api.Kind, namespace, n
 	if err := strategy.ValidateTraceSpans(name, spans); err != nil {
 		return nil, err
 	}
-	obj, err := r.store.Get(ctx, k, namespace, name)
+	obj, err := r.getMeta(ctx, k, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -581,11 +581,21 @@ func (r *Registry) GetObjectTrace(ctx context.Context, k *api.Kind, namespace, n
 		return nil, api.NewNotFound(k, name)
 	}
 	namespace = scope(k, namespace)
-	obj, err := r.store.Get(ctx, k, namespace, name)
+	obj, err := r.getMeta(ctx, k, namespace, name)
 	if err != nil {
 		return nil, err
 	}
 	return strategy.NewObjectTrace(k, obj, r.traces.get(obj)), nil
+}
+
+// getMeta reads an object for its identity alone: only its type and
+// metadata are set when the store can skip decoding the rest
+// (store.MetaGetter), a trace append after every bind being the reason.
+func (r *Registry) getMeta(ctx context.Context, k *api.Kind, namespace, name string) (api.Object, error) {
+	if g, ok := r.store.(store.MetaGetter); ok {
+		return g.GetMeta(ctx, k, namespace, name)
+	}
+	return r.store.Get(ctx, k, namespace, name)
 }
 
 // recordCreate writes the API server's own span for a new pod. It starts a

@@ -308,13 +308,51 @@ func (b *Bolt) Get(ctx context.Context, kind *api.Kind, namespace, name string) 
 	return obj, err
 }
 
-// get returns the object and a copy of its stored bytes.
+// GetMeta is Get with only the type and metadata decoded (store.MetaGetter).
+func (b *Bolt) GetMeta(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error) {
+	if memoized(kind) {
+		return b.Get(ctx, kind, namespace, name) // as cheap, and complete
+	}
+	raw, _, err := b.read(ctx, kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := api.DecodeStoredMeta(kind, raw)
+	if err != nil {
+		return nil, api.NewInternal(fmt.Errorf("decode stored %s: %w", kind.GroupResource(), err))
+	}
+	return obj, nil
+}
+
+// get returns the object and its stored bytes (the caller's to read, never
+// to change: they may be the memo's).
 func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, []byte, error) {
-	if err := ctx.Err(); err != nil {
+	raw, hit, err := b.read(ctx, kind, namespace, name)
+	if err != nil {
 		return nil, nil, err
 	}
-	if err := b.checkOpen(); err != nil {
+	if hit.obj != nil {
+		return api.Clone(hit.obj), hit.raw, nil
+	}
+	obj, err := decode(kind, raw)
+	if err != nil {
 		return nil, nil, err
+	}
+	if memoized(kind) {
+		obj = b.memo.remember(kind.GroupResource()+"/"+api.Key(namespace, name), raw, obj)
+	}
+	return obj, raw, nil
+}
+
+// read returns a copy of one object's stored bytes or, for a memoized
+// kind whose bytes are unchanged, its memo entry instead; NotFound when
+// there is no such object.
+func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string) ([]byte, memoEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, memoEntry{}, err
+	}
+	if err := b.checkOpen(); err != nil {
+		return nil, memoEntry{}, err
 	}
 	var (
 		raw  []byte
@@ -339,26 +377,18 @@ func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string) 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, nil, api.NewInternal(fmt.Errorf("get %s %s: %w", kind.GroupResource(), key, err))
-	}
-	if hit.obj != nil {
-		return api.Clone(hit.obj), hit.raw, nil
-	}
-	if raw == nil {
+	switch {
+	case err != nil:
+		return nil, memoEntry{}, api.NewInternal(fmt.Errorf("get %s %s: %w", kind.GroupResource(), key, err))
+	case hit.obj != nil:
+		return hit.raw, hit, nil
+	case raw == nil:
 		if memo {
 			b.memo.forget(hkey)
 		}
-		return nil, nil, api.NewNotFound(kind, name)
+		return nil, memoEntry{}, api.NewNotFound(kind, name)
 	}
-	obj, err := decode(kind, raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	if memo {
-		obj = b.memo.remember(hkey, raw, obj)
-	}
-	return obj, raw, nil
+	return raw, memoEntry{}, nil
 }
 
 // List returns the objects of a kind, in one namespace or all, sorted by

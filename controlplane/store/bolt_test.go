@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -341,5 +342,28 @@ func TestGetMemoIsExact(t *testing.T) {
 	again := st.MustCreate(t, s, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "lab"}})
 	if got := get(); got.UID != again.GetObjectMeta().UID || len(got.Labels) != 0 || got.Status.Phase != "" {
 		t.Fatalf("after re-create: uid %s (want %s), labels %v, phase %q", got.UID, again.GetObjectMeta().UID, got.Labels, got.Status.Phase)
+	}
+}
+
+// TestGetMeta: the metadata of what Get returns, and nothing else.
+func TestGetMeta(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	var _ store.MetaGetter = s
+	st.MustCreate(t, s, st.NewPod("default", "web"))
+	full, err := s.Get(ctx, st.PodKind, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := s.GetMeta(ctx, st.PodKind, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &api.Pod{TypeMeta: full.(*api.Pod).TypeMeta, ObjectMeta: full.(*api.Pod).ObjectMeta}
+	if !reflect.DeepEqual(meta, want) || want.Name != "web" || want.ResourceVersion == "" || want.APIVersion != "v1" {
+		t.Fatalf("GetMeta = %+v\nwant %+v", meta, want)
+	}
+	if _, err := s.GetMeta(ctx, st.PodKind, "default", "gone"); !api.IsNotFound(err) {
+		t.Fatalf("GetMeta of a missing pod: %v, want NotFound", err)
 	}
 }

@@ -84,6 +84,15 @@ type Counter interface {
 	Count(ctx context.Context, kind *api.Kind, namespace string) (int, error)
 }
 
+// MetaGetter is a store that reads one object's metadata without decoding
+// the rest (Bolt): the object of kind it returns has only its type and
+// metadata set (api.DecodeStoredMeta). The API server asks for it where
+// an object's identity is all it needs: a trace append checks that the
+// pod exists and which UID it has, after every bind.
+type MetaGetter interface {
+	GetMeta(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error)
+}
+
 // Event is one change seen by a watch.
 type Event struct {
 	// Type: Added, Modified or Deleted.
