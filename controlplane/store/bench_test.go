@@ -1,9 +1,15 @@
 package store_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
+	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/store"
 	st "skiff.dev/skiff/controlplane/store/storetest"
 )
@@ -40,4 +46,67 @@ func BenchmarkCreate64Writers(b *testing.B) {
 	s, _ := openStore(b, benchOptions())
 	st.BenchCreate(b, s, 64)
 	reportCommits(b, s)
+}
+
+// BenchmarkGuaranteedUpdateBind: a scheduler's bind, 64 at a time: read a
+// pod, set its node, write it back (GuaranteedUpdate). With BENCH_NOSYNC=1
+// it is the CPU and allocations of the read-modify-write alone.
+func BenchmarkGuaranteedUpdateBind(b *testing.B) {
+	s, _ := openStore(b, benchOptions())
+	ctx := context.Background()
+	const pods = 64
+	for i := range pods {
+		st.MustCreate(b, s, benchPod(b, fmt.Sprintf("p-%d", i)))
+	}
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(pods / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			if _, err := s.GuaranteedUpdate(ctx, st.PodKind, "default", fmt.Sprintf("p-%d", i%pods), func(cur api.Object) (api.Object, error) {
+				cur.(*api.Pod).Spec.NodeName = fmt.Sprintf("node-%d", i)
+				return cur, nil
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportCommits(b, s)
+}
+
+// BenchmarkGetNamespace: what every create reads first (its namespace;
+// for a pod its ServiceAccount too), here a namespace with labels and the
+// managedFields of a real apply.
+func BenchmarkGetNamespace(b *testing.B) {
+	s, _ := openStore(b, benchOptions())
+	ctx := context.Background()
+	ns := &api.Namespace{ObjectMeta: api.ObjectMeta{
+		Name:   "student-07",
+		Labels: map[string]string{"kubernetes.io/metadata.name": "student-07", "pod-security.kubernetes.io/enforce": "baseline", "skiff.dev/room": "lab-2"},
+		ManagedFields: []api.ManagedFieldsEntry{{
+			Manager: "kubectl-client-side-apply", Operation: "Update", APIVersion: "v1", FieldsType: "FieldsV1",
+			FieldsV1: []byte(`{"f:metadata":{"f:labels":{".":{},"f:kubernetes.io/metadata.name":{},"f:pod-security.kubernetes.io/enforce":{},"f:skiff.dev/room":{}}}}`),
+		}},
+	}}
+	st.MustCreate(b, s, ns)
+	kind := api.MustKindOf(ns)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Get(ctx, kind, "", "student-07"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchPod is a Deployment's pod as the API server stores it: labels, an
+// owner, managedFields, resources, the defaults.
+func benchPod(tb testing.TB, name string) *api.Pod {
+	var p api.Pod
+	if err := json.Unmarshal([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-7c9f5d8b6-","namespace":"default","uid":"0b8c9a4e-1f2d-4c3b-9a8e-7d6c5b4a3f21","creationTimestamp":"2026-12-02T11:00:00Z","labels":{"app":"web","pod-template-hash":"7c9f5d8b6"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7c9f5d8b6","uid":"1b8c9a4e-1f2d-4c3b-9a8e-7d6c5b4a3f21","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-02T11:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{}}}}}}]},"spec":{"containers":[{"name":"web","image":"nginx:1.27","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"memory":"256Mi"}},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","schedulerName":"default-scheduler","priority":0,"enableServiceLinks":true,"preemptionPolicy":"PreemptLowerPriority","tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}]},"status":{"phase":"Pending","qosClass":"Burstable"}}`), &p); err != nil {
+		tb.Fatal(err)
+	}
+	p.Name = name
+	return &p
 }
