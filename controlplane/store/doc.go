@@ -18,6 +18,10 @@
 //     than it (or than the last restart) fails with Gone, and the client
 //     lists again. A watcher too slow to keep up is closed, never waited for.
 //   - Objects kind Event expire after a TTL (one hour by default).
+//   - Every Get returns a private object. Namespaces and ServiceAccounts,
+//     which nearly every write reads, are decoded once per stored version
+//     and copied after that (memo.go); GetMeta (store.MetaGetter) decodes
+//     the metadata alone, for readers that need an object's identity.
 //
 // Bolt is the implementation for one machine; Store is the interface the
 // API server uses, and etcdstore implements it on etcd for several. Both
