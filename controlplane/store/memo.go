@@ -27,10 +27,11 @@ type memoEntry struct {
 	obj api.Object
 }
 
-// memoMaxEntries bounds the memo: a cluster has this many namespaces and
-// ServiceAccounts long before a lab room does. When full, new keys are
-// decoded as if there were no memo.
-const memoMaxEntries = 4096
+// memoMaxEntries bounds the memo (a few MB at most): a lab room of forty
+// students has a few hundred namespaces and ServiceAccounts. When full,
+// new keys are decoded as if there were no memo; an entry goes when a Get
+// finds its object gone.
+const memoMaxEntries = 1024
 
 // memoized reports whether Gets of kind use the memo.
 func memoized(kind *api.Kind) bool {
