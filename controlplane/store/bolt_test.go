@@ -367,3 +367,33 @@ func TestGetMeta(t *testing.T) {
 		t.Fatalf("GetMeta of a missing pod: %v, want NotFound", err)
 	}
 }
+
+// TestGetMemoBounded: the memo stops growing at its bound (Gets past it
+// still answer), and forgets an object a Get finds gone.
+func TestGetMemoBounded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	nsKind := api.MustKindOf(&api.Namespace{})
+	n := store.MemoMaxEntries + 10
+	for i := range n {
+		st.MustCreate(t, s, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("ns-%d", i)}})
+	}
+	for i := range n {
+		o, err := s.Get(ctx, nsKind, "", fmt.Sprintf("ns-%d", i))
+		if err != nil || o.GetObjectMeta().Name != fmt.Sprintf("ns-%d", i) {
+			t.Fatalf("Get ns-%d = %v, %v", i, o, err)
+		}
+	}
+	if got := store.MemoLen(s); got != store.MemoMaxEntries {
+		t.Fatalf("memo holds %d entries after %d Gets, want its bound %d", got, n, store.MemoMaxEntries)
+	}
+	if _, err := s.Delete(ctx, nsKind, "", "ns-0", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, nsKind, "", "ns-0"); !api.IsNotFound(err) {
+		t.Fatalf("Get of a deleted namespace: %v", err)
+	}
+	if got := store.MemoLen(s); got != store.MemoMaxEntries-1 {
+		t.Fatalf("memo holds %d entries after a Get found ns-0 gone, want %d", got, store.MemoMaxEntries-1)
+	}
+}

@@ -43,3 +43,13 @@ func HistoryCompressed(b *Bolt) (events, compressed int) {
 	}
 	return h.n, compressed
 }
+
+// MemoLen is the number of decoded objects b's Get memo holds.
+func MemoLen(b *Bolt) int {
+	b.memo.mu.RLock()
+	defer b.memo.mu.RUnlock()
+	return len(b.memo.entries)
+}
+
+// MemoMaxEntries is the memo's bound.
+const MemoMaxEntries = memoMaxEntries
