@@ -148,13 +148,15 @@ func TestDashboardBrowser(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("start the browser: %v", err)
 	}
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+	// run, shot and eval fail the test they are given: a subtest's, inside
+	// a subtest (FailNow on the parent from a subtest is a Goexit).
+	run := func(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	shot := func(name string) {
+	shot := func(t *testing.T, name string) {
 		t.Helper()
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -166,7 +168,7 @@ func TestDashboardBrowser(t *testing.T) {
 		}
 		t.Logf("screenshot: %s", p)
 	}
-	eval := func(js string, out any) {
+	eval := func(t *testing.T, js string, out any) {
 		t.Helper()
 		if err := evalJS(ctx, js, out); err != nil {
 			t.Fatalf("evaluate %s: %v", js, err)
@@ -188,9 +190,9 @@ func TestDashboardBrowser(t *testing.T) {
 	}
 
 	start := time.Now()
-	run("open the login URL", chromedp.Navigate(loginURL), chromedp.WaitVisible(chromedp.CSS(`[data-step="0"].shown`)))
+	run(t, "open the login URL", chromedp.Navigate(loginURL), chromedp.WaitVisible(chromedp.CSS(`[data-step="0"].shown`)))
 	var loc string
-	eval(`location.href`, &loc)
+	eval(t, `location.href`, &loc)
 	if strings.Contains(loc, "code=") || !strings.HasSuffix(loc, "/dashboard/#/chain/gpu-demo/gpu-test") {
 		t.Errorf("landed on %q: want the chain view without the code", loc)
 	}
@@ -199,7 +201,7 @@ func TestDashboardBrowser(t *testing.T) {
 		Bytes     float64 `json:"bytes"`
 		Resources int     `json:"resources"`
 	}
-	eval(`(() => { const n = performance.getEntriesByType("navigation")[0]; const r = performance.getEntriesByType("resource").filter((e) => !e.name.includes("api/"));
+	eval(t, `(() => { const n = performance.getEntriesByType("navigation")[0]; const r = performance.getEntriesByType("resource").filter((e) => !e.name.includes("api/"));
 		return { loadMs: n.loadEventEnd - n.startTime, bytes: n.encodedBodySize + r.reduce((a, e) => a + e.encodedBodySize, 0), resources: r.length }; })()`, &pageLoad)
 	t.Logf("page load: %.1f ms (login redirect included), %.0f bytes in %d files besides the page", pageLoad.LoadMs, pageLoad.Bytes, pageLoad.Resources)
 
@@ -211,7 +213,7 @@ func TestDashboardBrowser(t *testing.T) {
 			Node  string `json:"node"`
 		}
 		var spans []shown
-		eval(`[...document.querySelectorAll("[data-span]")].map((e) => ({index: +e.dataset.span, dur: e.querySelector("[data-duration]").textContent, node: e.querySelector("[data-node]")?.dataset.node || ""}))`, &spans)
+		eval(t, `[...document.querySelectorAll("[data-span]")].map((e) => ({index: +e.dataset.span, dur: e.querySelector("[data-duration]").textContent, node: e.querySelector("[data-node]")?.dataset.node || ""}))`, &spans)
 		seen := map[string]bool{}
 		for _, s := range spans {
 			if s.Index < 0 || s.Index >= len(tr.Spans) {
@@ -249,21 +251,21 @@ func TestDashboardBrowser(t *testing.T) {
 		for i := 0; i < 7; i++ {
 			if i > 0 {
 				if i%2 == 1 {
-					run("next (arrow key)", chromedp.KeyEvent(kb.ArrowRight))
+					run(t, "next (arrow key)", chromedp.KeyEvent(kb.ArrowRight))
 				} else {
-					run("next (button)", chromedp.Click(chromedp.CSS(`#next`)))
+					run(t, "next (button)", chromedp.Click(chromedp.CSS(`#next`)))
 				}
 			}
-			run(fmt.Sprintf("step %d", i+1), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-step="%d"].shown`, i))))
+			run(t, fmt.Sprintf("step %d", i+1), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-step="%d"].shown`, i))))
 			var explain string
-			eval(`document.getElementById("explain").textContent`, &explain)
+			eval(t, `document.getElementById("explain").textContent`, &explain)
 			if len(explain) < 40 {
 				t.Errorf("step %d: side panel %q", i+1, explain)
 			}
 			switch i {
 			case 1:
 				var rv string
-				eval(`document.querySelector("[data-step='1'] [data-rv]").textContent`, &rv)
+				eval(t, `document.querySelector("[data-step='1'] [data-rv]").textContent`, &rv)
 				if rv != tr.Spans[0].Details["resourceVersion"] || rv == "" {
 					t.Errorf("step 2: resourceVersion %q, trace %v", rv, tr.Spans[0].Details["resourceVersion"])
 				}
@@ -275,7 +277,7 @@ func TestDashboardBrowser(t *testing.T) {
 					Reasons []string `json:"reasons"`
 				}
 				var cands []cand
-				eval(`[...document.querySelectorAll("[data-candidate]")].map((e) => ({node: e.dataset.candidate, fit: e.dataset.fit === "true", chosen: e.dataset.chosen === "true", reasons: [...e.querySelectorAll("[data-reason]")].map((r) => r.textContent)}))`, &cands)
+				eval(t, `[...document.querySelectorAll("[data-candidate]")].map((e) => ({node: e.dataset.candidate, fit: e.dataset.fit === "true", chosen: e.dataset.chosen === "true", reasons: [...e.querySelectorAll("[data-reason]")].map((r) => r.textContent)}))`, &cands)
 				if len(cands) != 3 {
 					t.Fatalf("step 3: %d candidate nodes, want 3: %+v", len(cands), cands)
 				}
@@ -294,17 +296,17 @@ func TestDashboardBrowser(t *testing.T) {
 				if fits != 2 {
 					t.Errorf("step 3: %d nodes fit, want the two DGX: %+v", fits, cands)
 				}
-				shot("chain-scheduler")
+				shot(t, "chain-scheduler")
 			case 4:
 				var ids []string
-				eval(`[...document.querySelectorAll("[data-step='4'] [data-device]")].map((e) => e.dataset.device)`, &ids)
+				eval(t, `[...document.querySelectorAll("[data-step='4'] [data-device]")].map((e) => e.dataset.device)`, &ids)
 				if !slices.Equal(ids, wantIDs) {
 					t.Errorf("step 5: devices %v, trace %v", ids, wantIDs)
 				}
-				shot("chain-device-plugin")
+				shot(t, "chain-device-plugin")
 			case 5:
 				var cdi string
-				eval(`document.querySelector("[data-step='5']").textContent`, &cdi)
+				eval(t, `document.querySelector("[data-step='5']").textContent`, &cdi)
 				if !strings.Contains(cdi, "/dev/nvidia") {
 					t.Errorf("step 6: no device nodes in the CDI edits: %.300s", cdi)
 				}
@@ -324,49 +326,49 @@ func TestDashboardBrowser(t *testing.T) {
 			}
 		}
 		var e2e string
-		eval(`document.getElementById("e2e").textContent`, &e2e)
+		eval(t, `document.getElementById("e2e").textContent`, &e2e)
 		if e2e != fmtMicros(last.Sub(first).Microseconds()) {
 			t.Errorf("footer end to end %q, trace %s", e2e, fmtMicros(last.Sub(first).Microseconds()))
 		}
 		t.Logf("gpu-test end to end: %s (the course says 1-5 s)", e2e)
-		shot("chain-start")
+		shot(t, "chain-start")
 	})
 
 	bind, _ := lastSpan(tr.Spans, "scheduler", "bind")
 	t.Cleanup(func() { _, _ = l.try("gpu", "fault", bind.Node, "3", "--clear") })
 	t.Run("SequenceView", func(t *testing.T) {
-		eval(`location.hash = "#/sequence/`+bind.Node+`"`, nil)
-		run("sequence",
+		eval(t, `location.hash = "#/sequence/`+bind.Node+`"`, nil)
+		run(t, "sequence",
 			chromedp.WaitVisible(chromedp.CSS(`.msg[data-method="Allocate"]`)))
 		var methods []string
-		eval(`[...new Set([...document.querySelectorAll(".msg[data-method]")].map((e) => e.dataset.method).filter(Boolean))]`, &methods)
+		eval(t, `[...new Set([...document.querySelectorAll(".msg[data-method]")].map((e) => e.dataset.method).filter(Boolean))]`, &methods)
 		for _, m := range []string{"Register", "GetDevicePluginOptions", "ListAndWatch", "Allocate"} {
 			if !slices.Contains(methods, m) {
 				t.Errorf("sequence of %s lacks %s: %v", bind.Node, m, methods)
 			}
 		}
-		run("walk", chromedp.Click(chromedp.CSS(`#next`)), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowLeft))
+		run(t, "walk", chromedp.Click(chromedp.CSS(`#next`)), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowLeft))
 		l.sk(t, "gpu", "fault", bind.Node, "3", "--xid", "79")
 		waitJS(t, "the fault's health change on the page", `[...document.querySelectorAll(".msg.health")].some((e) => e.textContent.includes("Unhealthy"))`, 20*time.Second)
-		eval(`currentPlayer.show((currentPlayer.i = currentPlayer.n - 1)), true`, nil)
-		shot("sequence-fault")
+		eval(t, `currentPlayer.show((currentPlayer.i = currentPlayer.n - 1)), true`, nil)
+		shot(t, "sequence-fault")
 	})
 
 	t.Run("ClusterLive", func(t *testing.T) {
-		eval(`location.hash = "#/cluster"`, nil)
-		run("cluster", chromedp.WaitVisible(chromedp.CSS(`[data-node-card]`)))
+		eval(t, `location.hash = "#/cluster"`, nil)
+		run(t, "cluster", chromedp.WaitVisible(chromedp.CSS(`[data-node-card]`)))
 		var nodes int
-		eval(`document.querySelectorAll("[data-node-card]").length`, &nodes)
+		eval(t, `document.querySelectorAll("[data-node-card]").length`, &nodes)
 		if nodes != 3 {
 			t.Errorf("%d nodes on the page, want 3", nodes)
 		}
 		waitJS(t, "an unhealthy GPU on the page", `document.querySelectorAll("[data-gpu][data-healthy='false']").length >= 1`, 20*time.Second)
 		count := `[...document.querySelectorAll("[data-pod^='gpu-demo/nginx-demo-']")].length`
 		var before int
-		eval(count, &before)
+		eval(t, count, &before)
 		l.sk(t, "scale", "deployment", "nginx-demo", "-n", labsNS, "--replicas=5")
 		waitJS(t, "five nginx-demo pods on the page", count+" === 5", 30*time.Second)
-		shot("cluster")
+		shot(t, "cluster")
 		t.Logf("nginx-demo pods on the page: %d, then 5 after the scale", before)
 
 		// GPU sharing: lab-2's GPUs time-sliced 4 ways, each GPU card split
@@ -375,25 +377,25 @@ func TestDashboardBrowser(t *testing.T) {
 		l.sk(t, "label", "node", "lab-2", "nvidia.com/device-plugin.config=time-sliced-4")
 		waitJS(t, "lab-2's GPUs split into 32 replicas on the page",
 			`document.querySelectorAll("[data-node-card='lab-2'] [data-subdevice]").length === 32`, 30*time.Second)
-		shot("cluster-time-sliced")
+		shot(t, "cluster-time-sliced")
 		l.sk(t, "label", "node", "lab-2", "nvidia.com/device-plugin.config-")
 		waitJS(t, "lab-2's GPUs whole again", `document.querySelectorAll("[data-node-card='lab-2'] [data-subdevice]").length === 0`, 30*time.Second)
 	})
 
 	t.Run("ControlLoops", func(t *testing.T) {
-		eval(`location.hash = "#/loops"`, nil)
+		eval(t, `location.hash = "#/loops"`, nil)
 		// Ready, not visible: on a long-lived cluster the newest records may
 		// all be other controllers' (hidden here), leaving the list empty
 		// until the scale below.
-		run("loops", chromedp.WaitReady(chromedp.CSS(`#recs`)))
+		run(t, "loops", chromedp.WaitReady(chromedp.CSS(`#recs`)))
 		var seq float64
-		eval(`Math.max(0, ...[...document.querySelectorAll("[data-rec]")].map((e) => +e.dataset.rec))`, &seq)
+		eval(t, `Math.max(0, ...[...document.querySelectorAll("[data-rec]")].map((e) => +e.dataset.rec))`, &seq)
 		l.sk(t, "scale", "deployment", "nginx-demo", "-n", labsNS, "--replicas=2")
 		waitJS(t, "the replicaset controller's line for the scale down",
 			fmt.Sprintf(`[...document.querySelectorAll("[data-rec][data-controller='replicaset-controller']")].some((e) => +e.dataset.rec > %v && e.dataset.desired === "2" && e.dataset.acted === "true")`, seq), 20*time.Second)
 		waitJS(t, "the deployment controller's line",
 			fmt.Sprintf(`[...document.querySelectorAll("[data-rec][data-controller='deployment-controller']")].some((e) => +e.dataset.rec > %v)`, seq), 20*time.Second)
-		shot("loops")
+		shot(t, "loops")
 	})
 
 	t.Run("HPAView", func(t *testing.T) {
@@ -406,9 +408,12 @@ func TestDashboardBrowser(t *testing.T) {
 		}
 		l.sk(t, "apply", "-f", f, "-n", labsNS)
 		defer l.try("delete", "-f", f, "-n", labsNS) //nolint:errcheck // cleanup
-		eval(`location.hash = "#/hpa"`, nil)
-		waitJS(t, "the autoscaler in the view's list", `!!document.querySelector("[data-hpa='gpu-demo/infer'] a")`, 20*time.Second)
-		run("open the autoscaler", chromedp.Click(chromedp.CSS(`[data-hpa='gpu-demo/infer'] a`)))
+		eval(t, `location.hash = "#/hpa"`, nil)
+		// Found and clicked in one step in the page: the list is redrawn as
+		// the autoscaler's status changes, and chromedp.Click's node, found
+		// one round trip before its click, may be gone by then.
+		waitJS(t, "the autoscaler in the view's list, clicked",
+			`(() => { const a = document.querySelector("[data-hpa='gpu-demo/infer'] a"); if (a) a.click(); return !!a; })()`, 20*time.Second)
 		// Each pod's GPU utilisation as points, above the target line, and
 		// the scale-up marked on the replica plot, with its reason on hover.
 		waitJS(t, "the plot of the scale-up",
@@ -418,23 +423,23 @@ func TestDashboardBrowser(t *testing.T) {
 		const counts = `({ points: document.querySelectorAll("svg[data-plot='metric'] circle[data-point]").length,
 			syncs: document.querySelectorAll("svg[data-plot='replicas'] circle[data-replicas]").length,
 			marks: document.querySelectorAll("svg[data-plot='metric'] line.mark").length })`
-		eval(counts, &before)
+		eval(t, counts, &before)
 		if before.Marks < 1 || before.Syncs < 2 {
 			t.Errorf("the plot: %+v, want a rescale marked and at least two syncs", before)
 		}
 		// Every mark is a sync that rescaled (its steps end in "scaled"),
 		// never one whose metric was not there yet.
 		var unscaled []string
-		eval(`[...document.querySelectorAll("svg [data-decision-mark], svg line.mark")].map((m) => m.textContent).filter((s) => !/\nscaled \d+ -> \d+ \(/.test(s))`, &unscaled)
+		eval(t, `[...document.querySelectorAll("svg [data-decision-mark], svg line.mark")].map((m) => m.textContent).filter((s) => !/\nscaled \d+ -> \d+ \(/.test(s))`, &unscaled)
 		if len(unscaled) > 0 {
 			t.Errorf("marks of syncs that did not rescale: %q", unscaled)
 		}
 		// Live: the next syncs arrive on the page without a reload, every
 		// one a point, as many as the controller's decisions.
 		waitJS(t, "more syncs on the plot", fmt.Sprintf(`document.querySelectorAll("svg[data-plot='replicas'] circle[data-replicas]").length > %d`, before.Syncs), 20*time.Second)
-		shot("hpa")
+		shot(t, "hpa")
 		var page struct{ Syncs int }
-		eval(`({ syncs: document.querySelectorAll("[data-decision]").length })`, &page)
+		eval(t, `({ syncs: document.querySelectorAll("[data-decision]").length })`, &page)
 		tr, err := l.c.GetObjectTrace(bg, api.MustKindOf(&api.HorizontalPodAutoscaler{}), labsNS, "infer")
 		if err != nil {
 			t.Fatal(err)
@@ -483,7 +488,7 @@ func evalJS(ctx context.Context, js string, out any) error {
 // measureWriteToPage creates pods (Pending: a node selector no node has)
 // and times each from the API write to its arrival at a watcher (what
 // `skiff get -w` does) and to its element on the page, in the same run.
-func measureWriteToPage(t *testing.T, l *labsCluster, ctx context.Context, eval func(string, any)) {
+func measureWriteToPage(t *testing.T, l *labsCluster, ctx context.Context, eval func(*testing.T, string, any)) {
 	bg := context.Background()
 	w, err := l.c.Watch(bg, api.MustKindOf(&api.Pod{}), labsNS, api.ListOptions{ResourceVersion: "0"})
 	if err != nil {
@@ -505,7 +510,7 @@ func measureWriteToPage(t *testing.T, l *labsCluster, ctx context.Context, eval 
 		t.Fatal(err)
 	}
 	// The page notes when each pod's element first appears.
-	eval(`(() => { window.seenAt = {}; new MutationObserver(() => { for (const e of document.querySelectorAll("[data-pod]")) if (!(e.dataset.pod in seenAt)) seenAt[e.dataset.pod] = Date.now(); }).observe(document.body, {subtree: true, childList: true}); return true; })()`, nil)
+	eval(t, `(() => { window.seenAt = {}; new MutationObserver(() => { for (const e of document.querySelectorAll("[data-pod]")) if (!(e.dataset.pod in seenAt)) seenAt[e.dataset.pod] = Date.now(); }).observe(document.body, {subtree: true, childList: true}); return true; })()`, nil)
 	const n = 5
 	var toWatch, toPage []time.Duration
 	for i := range n {
@@ -530,7 +535,7 @@ func measureWriteToPage(t *testing.T, l *labsCluster, ctx context.Context, eval 
 		})
 		var ms float64
 		testwait.Until(t, 10*time.Second, func() (bool, string) {
-			eval(fmt.Sprintf(`seenAt[%q] || 0`, labsNS+"/"+name), &ms)
+			eval(t, fmt.Sprintf(`seenAt[%q] || 0`, labsNS+"/"+name), &ms)
 			return ms > 0, name + " on the page"
 		})
 		tp := time.UnixMilli(int64(ms))
