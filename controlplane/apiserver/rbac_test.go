@@ -34,13 +34,24 @@ func bindRole(t *testing.T, e *env, ns, name, kind, role string, subjects ...api
 	}
 }
 
-// waitAllowed waits until the server's RBAC cache allows a (the binding
+// waitAllowed waits until every server's RBAC cache allows a (the binding
 // just made has reached it).
 func waitAllowed(t *testing.T, e *env, a attributes) {
 	t.Helper()
+	// Every server over the registry has RBAC caches of its own: a
+	// tlsEnv's second server answers the HTTPS requests, and the registry
+	// asks it in escalation checks (setAuthorizer).
+	servers := []*Server{e.srv}
+	if s := e.reg.authorizer.Load(); s != nil && s != e.srv {
+		servers = append(servers, s)
+	}
 	testwait.Until(t, 10*time.Second, func() (bool, string) {
-		ok, reason, err := e.srv.authorize(context.Background(), a)
-		return ok, fmt.Sprintf("not allowed yet: %q %v", reason, err)
+		for i, s := range servers {
+			if ok, reason, err := s.authorize(context.Background(), a); !ok {
+				return false, fmt.Sprintf("not allowed yet by server %d of %d: %q %v", i+1, len(servers), reason, err)
+			}
+		}
+		return true, ""
 	})
 }
 
