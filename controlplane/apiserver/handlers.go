@@ -250,10 +250,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			return
 		}
 		obj, err := decodeObjectCtx(ctx, k, body, info.namespace, "")
+		var raw []byte
 		if err == nil {
-			obj, err = s.reg.Create(ctx, k, obj)
+			obj, raw, err = s.reg.CreateEncoded(ctx, k, obj)
 		}
-		respond(w, http.StatusCreated, obj, err)
+		respondEncoded(w, http.StatusCreated, obj, raw, err)
 	case " GET", "status GET":
 		out, err := s.negotiateOutput(r) // a Table for kubectl get (table.go)
 		if err != nil {
@@ -765,6 +766,20 @@ func respond(w http.ResponseWriter, code int, v any, err error) {
 // writeError is api.WriteStatus: err's Status, with a Retry-After header
 // when the Status carries a retry hint (as kube-apiserver).
 func writeError(w http.ResponseWriter, err error) { api.WriteStatus(w, err) }
+
+// respondEncoded is respond for an object whose JSON the store handed
+// back (Registry.CreateEncoded): those bytes are the body, as writeJSON
+// would have encoded them; without them (nil), writeJSON encodes obj.
+func respondEncoded(w http.ResponseWriter, code int, obj api.Object, raw []byte, err error) {
+	if err != nil || raw == nil {
+		respond(w, code, obj, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(raw)
+	w.Write([]byte{'\n'}) // raw is shared: never appended to
+}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)

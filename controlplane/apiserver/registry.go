@@ -161,19 +161,29 @@ func (r *Registry) List(ctx context.Context, k *api.Kind, namespace string, opts
 // checked, generateName completed, server-owned metadata set, status reset,
 // defaults applied, validated.
 func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.Object, error) {
+	out, _, err := r.CreateEncoded(ctx, k, in)
+	return out, err
+}
+
+// CreateEncoded is Create that also returns the created object's JSON as
+// the store wrote it (store.EncodingCreator): encoding/json's Marshal of
+// the returned object, which the HTTP handler sends without encoding the
+// object again. The JSON is nil when the store does not hand it back (etcd)
+// and for a dry run; nobody may change it.
+func (r *Registry) CreateEncoded(ctx context.Context, k *api.Kind, in api.Object) (api.Object, []byte, error) {
 	start := time.Now()
 	if err := checkType(k, in); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if k.Internal || k.CreateOnly { // reviews are answered over HTTP (selfsubject.go), never stored
-		return nil, methodNotAllowed("create", k)
+		return nil, nil, methodNotAllowed("create", k)
 	}
 	obj := api.Clone(in)
 	*obj.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
 	m := obj.GetObjectMeta()
 	m.Namespace = scope(k, m.Namespace)
 	if err := strategy.PrepareForCreate(k, obj); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m.UID = newUID()
 	m.CreationTimestamp = api.Now()
@@ -182,83 +192,96 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 		m.Name = generateName(m.GenerateName)
 	}
 	if err := strategy.RequireName(k, m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if j, ok := obj.(*api.Job); ok {
 		api.GenerateJobSelector(j) // api/batch.go: the job strategy's controller-uid selector and labels
 	}
 	if err := nodeRestriction(ctx, k, obj); err != nil { // authz.go: a node creates only its own Node and Lease
-		return nil, err
+		return nil, nil, err
 	}
 	if err := admitCSRCreate(ctx, k, obj); err != nil { // certificates.go: the requester, no system:masters
-		return nil, err
+		return nil, nil, err
 	}
 	api.SetDefaults(obj)
 	strategy.PrepareStrategy(obj, nil)
 	r.trackFields(ctx, k, nil, obj) // apply.go: managedFields of an HTTP write
 	if err := r.admitPriority(ctx, k, obj); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := r.admitServiceAccount(ctx, k, obj); err != nil { // serviceaccount_token.go
-		return nil, err
+		return nil, nil, err
 	}
 	admitKueueJob(obj) // admission_kueue.go: a queued Job starts suspended
 	// admission_hami.go: HAMi's webhook (CUDA_TASK_PRIORITY, its checks).
 	if err := admitHAMi(obj); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// admission_storage.go: a claim's default class, protection finalizers.
 	if err := r.admitStorage(ctx, obj); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ranges, err := r.defaultLimits(ctx, obj) // admission_limitrange.go
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if errs := append(api.Validate(obj), api.ValidateCreate(obj)...); len(errs) > 0 {
-		return nil, api.NewInvalid(k, m.Name, errs)
+		return nil, nil, api.NewInvalid(k, m.Name, errs)
 	}
 	if err := r.admitRBAC(ctx, k, obj); err != nil { // escalation.go: no one grants what they lack
-		return nil, err
+		return nil, nil, err
 	}
 	if err := validateLimits(k, obj, ranges); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ns *api.Namespace // read once, for the lifecycle check and Pod Security
 	if k.Namespaced {
 		if ns, err = r.checkNamespace(ctx, k, m.Namespace, m.Name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := r.admitPodSecurity(ctx, k, obj, nil, ns); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	alloc := r.serviceWrite(k)
 	defer alloc.done(ctx)
 	if err := alloc.allocate(ctx, obj, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	quotaDone, err := r.chargeQuota(ctx, k, obj, nil) // admission_quota.go: the last step
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if isDryRun(ctx) { // dryrun.go: all of the above, nothing stored
-		return r.dryRunCreate(ctx, k, obj, generated)
+		out, err := r.dryRunCreate(ctx, k, obj, generated)
+		return out, nil, err
 	}
-	out, err := r.store.Create(ctx, obj)
+	out, raw, err := r.storeCreate(ctx, obj)
 	for i := 0; generated && api.IsAlreadyExists(err) && i < conflictRetries; i++ {
 		m.Name = generateName(m.GenerateName)
-		out, err = r.store.Create(ctx, obj)
+		out, raw, err = r.storeCreate(ctx, obj)
 	}
 	quotaDone(ctx, err == nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out = withTypeMeta(k, out)
+	if tm := out.GetTypeMeta(); tm.APIVersion != k.APIVersion() || tm.Kind != k.Kind {
+		out, raw = withTypeMeta(k, out), nil // not what the store wrote
+	}
 	if pod, ok := out.(*api.Pod); ok {
 		r.recordCreate(ctx, pod, start)
 	}
-	return out, nil
+	return out, raw, nil
+}
+
+// storeCreate stores obj, with the JSON written where the store hands it
+// back (store.EncodingCreator).
+func (r *Registry) storeCreate(ctx context.Context, obj api.Object) (api.Object, []byte, error) {
+	if c, ok := r.store.(store.EncodingCreator); ok {
+		return c.CreateEncoded(ctx, obj)
+	}
+	out, err := r.store.Create(ctx, obj)
+	return out, nil, err
 }
 
 // Update replaces an object's spec and metadata. Status (for kinds with a

@@ -3,6 +3,8 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -104,5 +106,22 @@ func TestUpdateStatusLocal(t *testing.T) {
 	}
 	if _, err := e.local.Get(ctx, podKind, "", "p"); !api.IsNotFound(err) {
 		t.Fatalf("finished pod: %v", err)
+	}
+}
+
+// A create's response is the JSON the store wrote (Registry.CreateEncoded),
+// byte for byte what encoding the created object gives: a GET of it right
+// after answers the same body.
+func TestCreateRespondsWithTheStoredJSON(t *testing.T) {
+	e := newEnv(t)
+	p := pod("web", map[string]string{"app": "web"})
+	p.Annotations = map[string]string{"note": "<b>&</b>"} // encoding/json escapes these: both sides must
+	created := e.must(http.StatusCreated, "POST", "/api/v1/namespaces/default/pods", p)
+	got := e.must(http.StatusOK, "GET", "/api/v1/namespaces/default/pods/web", nil)
+	if string(created) != string(got) {
+		t.Fatalf("the create's response is not the GET's:\n%s\n%s", created, got)
+	}
+	if !strings.HasSuffix(string(created), "}\n") || !strings.Contains(string(created), `"resourceVersion"`) || !strings.Contains(string(created), `\u003cb\u003e`) {
+		t.Fatalf("the create's response: %s", created)
 	}
 }

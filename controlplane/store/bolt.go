@@ -244,9 +244,16 @@ func (b *Bolt) Revision() int64 { return b.rev.Load() }
 
 // Create stores a new object, setting uid and creationTimestamp when empty.
 func (b *Bolt) Create(ctx context.Context, obj api.Object) (api.Object, error) {
+	out, _, err := b.CreateEncoded(ctx, obj)
+	return out, err
+}
+
+// CreateEncoded is Create that also returns the JSON stored for the
+// object (store.EncodingCreator).
+func (b *Bolt) CreateEncoded(ctx context.Context, obj api.Object) (api.Object, []byte, error) {
 	k, cp, err := prepare(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := cp.GetObjectMeta()
 	if m.UID == "" {
@@ -258,9 +265,9 @@ func (b *Bolt) Create(ctx context.Context, obj api.Object) (api.Object, error) {
 	m.ResourceVersion = ""
 	o := &op{typ: opCreate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp}
 	if err := b.do(ctx, o); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return o.obj, nil
+	return o.obj, o.raw, nil
 }
 
 // Update replaces an existing object. A non-empty resourceVersion must match

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -395,5 +396,34 @@ func TestGetMemoBounded(t *testing.T) {
 	}
 	if got := store.MemoLen(s); got != store.MemoMaxEntries-1 {
 		t.Fatalf("memo holds %d entries after a Get found ns-0 gone, want %d", got, store.MemoMaxEntries-1)
+	}
+}
+
+// CreateEncoded hands back the JSON it stored: encoding/json's Marshal of
+// the object it returns, which the API server sends as the response. A
+// failed create hands back none.
+func TestCreateEncodedIsMarshal(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	out, raw, err := s.CreateEncoded(ctx, benchPod(t, "web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != string(want) {
+		t.Fatalf("CreateEncoded's JSON is not Marshal of its object:\n%s\n%s", raw, want)
+	}
+	got, err := s.Get(ctx, api.MustKindOf(&api.Pod{}), "default", "web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(got); string(b) != string(raw) {
+		t.Fatalf("a Get of the created pod encodes to other JSON:\n%s\n%s", b, raw)
+	}
+	if _, raw, err := s.CreateEncoded(ctx, benchPod(t, "web-1")); !api.IsAlreadyExists(err) || raw != nil {
+		t.Fatalf("create again: err %v, %d bytes of JSON; want AlreadyExists and none", err, len(raw))
 	}
 }

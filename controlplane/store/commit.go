@@ -45,6 +45,9 @@ type op struct {
 	obj api.Object
 	// wantRV and wantUID are preconditions; "" means none.
 	wantRV, wantUID string
+	// raw is obj's JSON as stored (create, update), set with the commit:
+	// shared with the watch hub, never changed.
+	raw []byte
 
 	err  error
 	done chan struct{}
@@ -292,6 +295,9 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 		return hubEvent{}, api.NewInternal(fmt.Errorf("write %s %s: %w", bucket, key, err))
 	}
 	ev.raw = raw
+	if o.typ != opDelete {
+		o.raw = raw
+	}
 	return ev, nil
 }
 

@@ -93,6 +93,15 @@ type MetaGetter interface {
 	GetMeta(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error)
 }
 
+// EncodingCreator is a store that hands back, with a created object, the
+// JSON it stored (Bolt): encoding/json's Marshal of the returned object,
+// byte for byte. The API server sends those bytes as its response to a
+// create instead of encoding the object a second time. Neither the caller
+// nor the store may change the bytes.
+type EncodingCreator interface {
+	CreateEncoded(ctx context.Context, obj api.Object) (api.Object, []byte, error)
+}
+
 // Event is one change seen by a watch.
 type Event struct {
 	// Type: Added, Modified or Deleted.
