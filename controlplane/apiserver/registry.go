@@ -161,16 +161,24 @@ func (r *Registry) List(ctx context.Context, k *api.Kind, namespace string, opts
 // checked, generateName completed, server-owned metadata set, status reset,
 // defaults applied, validated.
 func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.Object, error) {
-	out, _, err := r.CreateEncoded(ctx, k, in)
+	out, _, err := r.create(ctx, k, in, false)
 	return out, err
 }
 
-// CreateEncoded is Create that also returns the created object's JSON as
-// the store wrote it (store.EncodingCreator): encoding/json's Marshal of
-// the returned object, which the HTTP handler sends without encoding the
-// object again. The JSON is nil when the store does not hand it back (etcd)
-// and for a dry run; nobody may change it.
-func (r *Registry) CreateEncoded(ctx context.Context, k *api.Kind, in api.Object) (api.Object, []byte, error) {
+// CreateEncoded is Create of an object the caller gives up, that also
+// returns the created object's JSON as the store wrote it. The HTTP handler
+// hands over the object it has just decoded from the request: obj is
+// admitted and stored as it is, without a copy, and is the object returned
+// (on an error, half admitted: drop it). The JSON (store.EncodingCreator)
+// is encoding/json's Marshal of the returned object, which the handler
+// sends without encoding the object again; it is nil when the store does
+// not hand it back (etcd) and for a dry run, and nobody may change it.
+func (r *Registry) CreateEncoded(ctx context.Context, k *api.Kind, obj api.Object) (api.Object, []byte, error) {
+	return r.create(ctx, k, obj, true)
+}
+
+// create is Create; owned: in is the registry's to change (CreateEncoded).
+func (r *Registry) create(ctx context.Context, k *api.Kind, in api.Object, owned bool) (api.Object, []byte, error) {
 	start := time.Now()
 	if err := checkType(k, in); err != nil {
 		return nil, nil, err
@@ -178,7 +186,10 @@ func (r *Registry) CreateEncoded(ctx context.Context, k *api.Kind, in api.Object
 	if k.Internal || k.CreateOnly { // reviews are answered over HTTP (selfsubject.go), never stored
 		return nil, nil, methodNotAllowed("create", k)
 	}
-	obj := api.Clone(in)
+	obj := in
+	if !owned {
+		obj = api.Clone(in)
+	}
 	*obj.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
 	m := obj.GetObjectMeta()
 	m.Namespace = scope(k, m.Namespace)

@@ -244,17 +244,28 @@ func (b *Bolt) Revision() int64 { return b.rev.Load() }
 
 // Create stores a new object, setting uid and creationTimestamp when empty.
 func (b *Bolt) Create(ctx context.Context, obj api.Object) (api.Object, error) {
-	out, _, err := b.CreateEncoded(ctx, obj)
+	k, cp, err := prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := b.create(ctx, k, cp, false)
 	return out, err
 }
 
-// CreateEncoded is Create that also returns the JSON stored for the
-// object (store.EncodingCreator).
+// CreateEncoded is Create of an object the caller gives up, that also
+// returns the JSON stored for it (store.EncodingCreator).
 func (b *Bolt) CreateEncoded(ctx context.Context, obj api.Object) (api.Object, []byte, error) {
-	k, cp, err := prepare(obj)
+	k, err := prepareOwned(obj)
 	if err != nil {
 		return nil, nil, err
 	}
+	return b.create(ctx, k, obj, true)
+}
+
+// create stores cp, the store's own object; given: the caller gets it back
+// (CreateEncoded), so create returns only once the committer is done with
+// it, a canceled ctx included.
+func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given bool) (api.Object, []byte, error) {
 	m := cp.GetObjectMeta()
 	if m.UID == "" {
 		m.UID = newUID()
@@ -264,7 +275,11 @@ func (b *Bolt) CreateEncoded(ctx context.Context, obj api.Object) (api.Object, [
 	}
 	m.ResourceVersion = ""
 	o := &op{typ: opCreate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp}
-	if err := b.do(ctx, o); err != nil {
+	do := b.do
+	if given {
+		do = b.doAll
+	}
+	if err := do(ctx, o); err != nil {
 		return nil, nil, err
 	}
 	return o.obj, o.raw, nil
@@ -575,16 +590,28 @@ func prepare(obj api.Object) (*api.Kind, api.Object, error) {
 	if obj == nil {
 		return nil, nil, api.NewBadRequest("nil object")
 	}
-	k, err := api.KindOf(obj)
-	if err != nil {
-		return nil, nil, api.NewBadRequest(err.Error())
-	}
 	cp := api.Clone(obj)
-	*cp.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
-	if cp.GetObjectMeta().Name == "" {
-		return nil, nil, api.NewBadRequest(fmt.Sprintf("%s: name is required", k.GroupResource()))
+	k, err := prepareOwned(cp)
+	if err != nil {
+		return nil, nil, err
 	}
 	return k, cp, nil
+}
+
+// prepareOwned is prepare of an object the store may change (not copied).
+func prepareOwned(obj api.Object) (*api.Kind, error) {
+	if obj == nil {
+		return nil, api.NewBadRequest("nil object")
+	}
+	k, err := api.KindOf(obj)
+	if err != nil {
+		return nil, api.NewBadRequest(err.Error())
+	}
+	*obj.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+	if obj.GetObjectMeta().Name == "" {
+		return nil, api.NewBadRequest(fmt.Sprintf("%s: name is required", k.GroupResource()))
+	}
+	return k, nil
 }
 
 func (b *Bolt) checkOpen() error {

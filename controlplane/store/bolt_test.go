@@ -399,15 +399,20 @@ func TestGetMemoBounded(t *testing.T) {
 	}
 }
 
-// CreateEncoded hands back the JSON it stored: encoding/json's Marshal of
-// the object it returns, which the API server sends as the response. A
-// failed create hands back none.
+// CreateEncoded stores the object it is given, not a copy, and hands back
+// the JSON it stored: encoding/json's Marshal of the object it returns,
+// which the API server sends as the response. A failed create hands back
+// none.
 func TestCreateEncodedIsMarshal(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t, testOptions())
-	out, raw, err := s.CreateEncoded(ctx, benchPod(t, "web-1"))
+	given := benchPod(t, "web-1")
+	out, raw, err := s.CreateEncoded(ctx, given)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if out != api.Object(given) || given.ResourceVersion == "" {
+		t.Fatalf("CreateEncoded returned another object than it was given, or left its resourceVersion empty (%q)", given.ResourceVersion)
 	}
 	want, err := json.Marshal(out)
 	if err != nil {

@@ -78,6 +78,17 @@ func (b *Bolt) do(ctx context.Context, o *op) error {
 	}
 }
 
+// doAll is do that, once o is queued, waits for its commit whatever ctx
+// says: the committer is done with o.obj when it returns (a commit takes
+// milliseconds).
+func (b *Bolt) doAll(ctx context.Context, o *op) error {
+	if err := b.enqueue(ctx, o); err != nil {
+		return err
+	}
+	<-o.done
+	return o.err
+}
+
 // enqueue sends o to the committer unless the store is closed.
 func (b *Bolt) enqueue(ctx context.Context, o *op) error {
 	o.done = make(chan struct{})

@@ -93,11 +93,14 @@ type MetaGetter interface {
 	GetMeta(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error)
 }
 
-// EncodingCreator is a store that hands back, with a created object, the
-// JSON it stored (Bolt): encoding/json's Marshal of the returned object,
-// byte for byte. The API server sends those bytes as its response to a
-// create instead of encoding the object a second time. Neither the caller
-// nor the store may change the bytes.
+// EncodingCreator is a store that creates an object the caller gives up
+// and hands back the JSON it stored (Bolt): encoding/json's Marshal of the
+// returned object, byte for byte. The API server sends those bytes as its
+// response to a create instead of encoding the object a second time.
+// Neither the caller nor the store may change the bytes. obj is not copied:
+// on success it is the object returned (its resourceVersion set, and a uid
+// and creationTimestamp where it had none); after an error it may have
+// been changed so. Create copies the caller's object.
 type EncodingCreator interface {
 	CreateEncoded(ctx context.Context, obj api.Object) (api.Object, []byte, error)
 }
