@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,9 +149,21 @@ func (r *Registry) enqueueQuota(ns string, w *quotaWaiter) {
 	}
 }
 
-// drainQuota serves a namespace's queue in batches until it is empty.
+// quotaMemo is a quota as the drain's last batch wrote it: its uid and
+// resourceVersion, and its reservations as that batch's ledger left them.
+// The next batch that finds the quota unchanged goes on from them
+// (quota.NewLedgerWith) instead of reading the annotation's JSON again
+// (a few dozen reservations, each with its quantities to parse).
+type quotaMemo struct {
+	uid, rv string
+	rs      []quota.Reservation
+}
+
+// drainQuota serves a namespace's queue in batches until it is empty. The
+// quotas written are remembered (by name) while it runs.
 func (r *Registry) drainQuota(ns string) {
 	qa := &r.quotas
+	memo := map[string]quotaMemo{}
 	for {
 		qa.mu.Lock()
 		batch := qa.queues[ns]
@@ -163,14 +176,15 @@ func (r *Registry) drainQuota(ns string) {
 		stored := qa.stored[ns]
 		delete(qa.stored, ns)
 		qa.mu.Unlock()
-		r.quotaBatch(context.Background(), ns, batch, stored)
+		r.quotaBatch(context.Background(), ns, batch, stored, memo)
 	}
 }
 
 // quotaBatch checks and charges a batch against the namespace's quotas
 // and answers every waiter; a quota it writes drops the reservations of
-// the objects stored since the last batch.
-func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWaiter, stored map[string]bool) {
+// the objects stored since the last batch. memo holds the quotas the
+// drain's earlier batches wrote, and gets those this one writes.
+func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWaiter, stored map[string]bool, memo map[string]quotaMemo) {
 	results := make([]error, len(batch))
 	only := map[string]bool(nil) // on a retry: the quotas whose writes failed
 	for attempt := 0; ; attempt++ {
@@ -195,7 +209,11 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 		ledgers := make([]*quota.Ledger, len(quotas))
 		for i, q := range quotas {
 			quotas[i] = api.Clone(q)
-			ledgers[i] = quota.NewLedger(quotas[i])
+			if m, ok := memo[q.Name]; ok && m.uid == q.UID && m.rv == q.ResourceVersion {
+				ledgers[i] = quota.NewLedgerWith(quotas[i], slices.Clone(m.rs))
+			} else {
+				ledgers[i] = quota.NewLedger(quotas[i])
+			}
 		}
 		changed := map[int][]int{} // quota index → waiters charged to it
 		for i, w := range batch {
@@ -208,7 +226,8 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 		for j, ws := range changed {
 			ledgers[j].Settle(stored)
 			ledgers[j].Flush()
-			if _, err := r.store.Update(ctx, quotas[j]); err != nil {
+			out, err := r.store.Update(ctx, quotas[j])
+			if err != nil {
 				failed[quotas[j].Name] = true
 				if attempt == quotaRetries-1 || !api.IsConflict(err) {
 					for _, i := range ws {
@@ -217,6 +236,8 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 				}
 				continue
 			}
+			om := out.GetObjectMeta()
+			memo[om.Name] = quotaMemo{uid: om.UID, rv: om.ResourceVersion, rs: ledgers[j].Reservations()}
 			for _, i := range ws {
 				batch[i].charged = append(batch[i].charged, quotas[j].Name)
 			}

@@ -107,6 +107,18 @@ type Ledger struct {
 // NewLedger reads q's reservations. q is changed by the ledger: pass a copy.
 func NewLedger(q *api.ResourceQuota) *Ledger { return &Ledger{q: q, rs: Reservations(q)} }
 
+// NewLedgerWith is NewLedger of a quota whose annotation holds rs, as the
+// ledger that wrote it left them (Ledger.Reservations after Flush): its
+// JSON is not read again. Admission's next batch, finding the quota as its
+// last batch wrote it, goes on from there. The ledger owns rs.
+func NewLedgerWith(q *api.ResourceQuota, rs []Reservation) *Ledger {
+	return &Ledger{q: q, rs: rs}
+}
+
+// Reservations returns a copy of the ledger's reservations: after Flush,
+// what the quota's annotation holds.
+func (l *Ledger) Reservations() []Reservation { return slices.Clone(l.rs) }
+
 // Charge is the function Charge on the ledger's quota.
 func (l *Ledger) Charge(resource, uid string, gen int64, delta api.ResourceList, now time.Time) {
 	l.q.Status.Used = Add(l.q.Status.Used, delta)
