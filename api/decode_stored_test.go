@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	sjson "sigs.k8s.io/json"
 )
 
 // TestDecodeStoredIsUnmarshal: for every registered kind, filled at random
@@ -106,6 +108,40 @@ func BenchmarkDecodePod(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := DecodeStoredMeta(k, raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// A request's typed decode (strict.go): sigs.k8s.io/json alone, as
+	// before, and unmarshalTyped (go-json-experiment, it as the fallback).
+	b.Run("UnmarshalStrict", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := sjson.UnmarshalStrict(raw, k.New(), sjson.DisallowDuplicateFields); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unmarshalTyped", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := unmarshalTyped(raw, k.New()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("DecodeJSON-checked", func(b *testing.B) { // as before decodeClean
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := decodeJSONChecked(k, raw, FieldValidationStrict); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("DecodeJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeJSON(k, raw); err != nil {
 				b.Fatal(err)
 			}
 		}
