@@ -21,7 +21,7 @@ import (
 // read into a generic tree and that tree is walked against the Go type by
 // reflection and json tags (see strict.go). Only a tree with no problems is
 // unmarshalled into the typed object. A JSON request with nothing wrong in
-// it (decodeClean) skips the tree: one strict decode says so.
+// it (DecodeClean) skips the tree: one strict decode says so.
 
 // Document is one decoded document of a YAML or JSON stream.
 type Document struct {
@@ -142,13 +142,13 @@ const (
 // a value of the wrong type are errors in every mode: dropping them would
 // run something other than what the file asks for.
 func DecodeJSONWith(k *Kind, data []byte, fv FieldValidation) (Object, FieldErrors, error) {
-	if o, ok := decodeClean(k, data); ok {
+	if o, ok := DecodeClean(k, data); ok {
 		return o, nil, nil
 	}
 	return decodeJSONChecked(k, data, fv)
 }
 
-// decodeClean decodes data into a new object of kind k when it is what
+// DecodeClean decodes data into a new object of kind k when it is what
 // nearly every request sends: a JSON object of k's own version, every name
 // a field of its type (in its case, given once), every value of its field's
 // type, and nothing after it. Such a document is decoded in one pass, by
@@ -157,7 +157,7 @@ func DecodeJSONWith(k *Kind, data []byte, fv FieldValidation) (Object, FieldErro
 // the object is the same (TestDecodeCleanIsChecked). Anything else, and a
 // type that holds an interface value, answers false, and decodeJSONChecked
 // says what is wrong.
-func decodeClean(k *Kind, data []byte) (Object, bool) {
+func DecodeClean(k *Kind, data []byte) (Object, bool) {
 	if holdsInterface(k.Type) {
 		return nil, false
 	}

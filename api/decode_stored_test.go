@@ -130,7 +130,7 @@ func BenchmarkDecodePod(b *testing.B) {
 			}
 		}
 	})
-	b.Run("DecodeJSON-checked", func(b *testing.B) { // as before decodeClean
+	b.Run("DecodeJSON-checked", func(b *testing.B) { // as before DecodeClean
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, _, err := decodeJSONChecked(k, raw, FieldValidationStrict); err != nil {

@@ -544,7 +544,7 @@ var strictOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(),
 	jsonv2.MatchCaseInsensitiveNames(false), jsontext.AllowDuplicateNames(false))
 
 // cleanOptions are strictOptions that refuse a name the type does not
-// have: decodeClean's.
+// have: DecodeClean's.
 var cleanOptions = jsonv2.JoinOptions(strictOptions, jsonv2.RejectUnknownMembers(true))
 
 // interfaceHolders caches holdsInterface by type.

@@ -67,7 +67,7 @@ func TestUnmarshalTypedIsStrict(t *testing.T) {
 }
 
 // TestDecodeCleanIsChecked: DecodeJSONWith, which decodes a clean request
-// in one pass (decodeClean), answers what the checked path (parsed, walked
+// in one pass (DecodeClean), answers what the checked path (parsed, walked
 // by checkStrict, decoded) answers, in every field validation mode: the same
 // object, the same dropped fields, the same error, for every registered kind
 // filled at random, and for the same JSON spoilt in the ways a student's
@@ -111,7 +111,7 @@ func TestDecodeCleanIsChecked(t *testing.T) {
 			}
 			for _, v := range variants {
 				data := v.edit(bytes.Clone(raw))
-				_, ok := decodeClean(k, data)
+				_, ok := DecodeClean(k, data)
 				if ok {
 					clean++
 				}

@@ -617,6 +617,34 @@ func decodeObject(k *api.Kind, body []byte, namespace, name string) (api.Object,
 // decodeObjectCtx is decodeObject under the request's field validation
 // (fieldvalidation.go): Warn and Ignore drop unknown fields, Warn says so.
 func decodeObjectCtx(ctx context.Context, k *api.Kind, body []byte, namespace, name string) (api.Object, error) {
+	obj, ok := api.DecodeClean(k, body) // nearly every request: nothing in it to report
+	if !ok {
+		var err error
+		if obj, err = decodeChecked(ctx, k, body); err != nil {
+			return nil, err
+		}
+	}
+	m := obj.GetObjectMeta()
+	if k.Namespaced {
+		if m.Namespace == "" {
+			m.Namespace = namespace
+		} else if m.Namespace != namespace {
+			return nil, api.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", m.Namespace, namespace))
+		}
+	}
+	if name != "" {
+		if m.Name == "" {
+			m.Name = name
+		} else if m.Name != name {
+			return nil, api.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.Name, name))
+		}
+	}
+	return obj, nil
+}
+
+// decodeChecked decodes a body that is not clean (api.DecodeClean) and
+// says what is wrong with it in kube-apiserver's words.
+func decodeChecked(ctx context.Context, k *api.Kind, body []byte) (api.Object, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, api.NewBadRequest("the request body is empty: send a " + k.Kind)
 	}
@@ -652,21 +680,6 @@ func decodeObjectCtx(ctx context.Context, k *api.Kind, body []byte, namespace, n
 			}
 		}
 		return nil, bad
-	}
-	m := obj.GetObjectMeta()
-	if k.Namespaced {
-		if m.Namespace == "" {
-			m.Namespace = namespace
-		} else if m.Namespace != namespace {
-			return nil, api.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", m.Namespace, namespace))
-		}
-	}
-	if name != "" {
-		if m.Name == "" {
-			m.Name = name
-		} else if m.Name != name {
-			return nil, api.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.Name, name))
-		}
 	}
 	return obj, nil
 }
