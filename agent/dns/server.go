@@ -185,9 +185,12 @@ func (s *Server) Answer(r *dns.Msg) *dns.Msg {
 	return m
 }
 
+// forwardTimeout is how long forward waits for each upstream.
+const forwardTimeout = 2 * time.Second
+
 // forward asks the upstreams in turn; SERVFAIL when none answers.
 func (s *Server) forward(r *dns.Msg, network string) *dns.Msg {
-	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+	c := &dns.Client{Net: network, Timeout: forwardTimeout}
 	var errs []error
 	for _, up := range s.cfg.Upstreams {
 		if up == s.cfg.Addr {

@@ -51,10 +51,12 @@ func TestServerUDPAndTCP(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 
+	// The client waits longer than the server waits for an upstream, so
+	// that a SERVFAIL after an upstream's silence reaches it.
 	query := func(network, name string) (*dns.Msg, error) {
 		m := new(dns.Msg)
 		m.SetQuestion(name, dns.TypeA)
-		r, _, err := (&dns.Client{Net: network, Timeout: time.Second}).Exchange(m, addr)
+		r, _, err := (&dns.Client{Net: network, Timeout: forwardTimeout + 3*time.Second}).Exchange(m, addr)
 		return r, err
 	}
 	testwait.Until(t, 10*time.Second, func() (bool, string) {
