@@ -22,6 +22,9 @@
 //     which nearly every write reads, are decoded once per stored version
 //     and copied after that (memo.go); GetMeta (store.MetaGetter) decodes
 //     the metadata alone, for readers that need an object's identity.
+//   - Create copies the caller's object; CreateEncoded (store.EncodingCreator)
+//     takes it over and hands back the JSON it stored, which the API server
+//     sends as a create's response.
 //
 // Bolt is the implementation for one machine; Store is the interface the
 // API server uses, and etcdstore implements it on etcd for several. Both
