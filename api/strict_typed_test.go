@@ -88,6 +88,11 @@ func TestDecodeCleanIsChecked(t *testing.T) {
 		drops bool // Warn and Ignore drop something: decoded in every mode
 	}{
 		{"as encoded", func(b []byte) []byte { return b }, true, true},
+		{"indented", func(b []byte) []byte {
+			var out bytes.Buffer
+			_ = json.Indent(&out, b, "", "  ")
+			return out.Bytes()
+		}, true, false},
 		{"an unknown field", prefix(`{"bogus":1,`), false, true},
 		{"an unknown field in metadata", replace(`"metadata":{`, `"metadata":{"bogus":1,`), false, true},
 		{"a field skiff does not support", replace(`"spec":{`, `"spec":{"hostPID":true,`), false, false},
