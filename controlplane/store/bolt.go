@@ -533,7 +533,8 @@ func (b *Bolt) WaitForRevision(ctx context.Context, rev int64) error {
 
 // GuaranteedUpdate reads the object, applies tryUpdate to a copy and writes
 // the result with the read resourceVersion, retrying on conflict until ctx
-// ends. A result byte-equal to the stored object is not written.
+// ends. A result byte-equal to the stored object is not written. The
+// result is written as it is, not copied (updateOwned).
 func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
 	for {
 		cur, raw, err := b.get(ctx, kind, namespace, name)
@@ -555,7 +556,7 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		}
 		var out api.Object
 		if err == nil {
-			out, err = b.updateEncoded(ctx, kind, enc)
+			out, err = b.updateOwned(ctx, kind, next)
 		} else {
 			out, err = b.Update(ctx, next) // reports the encoding error
 		}
@@ -566,20 +567,19 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 	}
 }
 
-// updateEncoded is Update of an object already encoded (by
-// GuaranteedUpdate, for its no-op check): the private copy that Update
-// makes with api.Clone (an encode and a decode) is decoded from enc
-// instead, which saves an encode on every update through GuaranteedUpdate
-// (bindings, status writes, heartbeats, traces).
-func (b *Bolt) updateEncoded(ctx context.Context, kind *api.Kind, enc []byte) (api.Object, error) {
-	cp, err := decode(kind, enc)
-	if err != nil {
-		return nil, err
-	}
-	*cp.GetTypeMeta() = api.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Kind}
-	m := cp.GetObjectMeta()
-	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: cp, wantRV: m.ResourceVersion}
-	if err := b.do(ctx, o); err != nil {
+// updateOwned is Update of next, an object that GuaranteedUpdate made from
+// its own fresh copy of the stored one (tryUpdate's result): the store
+// writes next itself instead of a private copy (Update's api.Clone, an
+// encode and a decode), which saves a decode on every update through
+// GuaranteedUpdate (bindings, status writes, heartbeats). The committer
+// sets only next's resourceVersion, and its uid and creationTimestamp when
+// empty; updateOwned waits for the commit whatever ctx says, so it is done
+// with next when updateOwned returns.
+func (b *Bolt) updateOwned(ctx context.Context, kind *api.Kind, next api.Object) (api.Object, error) {
+	*next.GetTypeMeta() = api.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Kind}
+	m := next.GetObjectMeta()
+	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion}
+	if err := b.doAll(ctx, o); err != nil {
 		return nil, err
 	}
 	return o.obj, nil

@@ -36,7 +36,10 @@ type Store interface {
 	// GuaranteedUpdate reads the current object, calls tryUpdate on a copy
 	// and writes the result, retrying on conflict. tryUpdate returning an
 	// error aborts with that error. Returning the unchanged object is a no-op
-	// that does not bump the revision.
+	// that does not bump the revision. What tryUpdate returns is the
+	// store's from then on: the store may set its metadata and hand it
+	// back, so tryUpdate builds it from cur or a copy and keeps no
+	// reference to it.
 	GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error)
 	// Delete removes an object and returns its last state (with a new
 	// resourceVersion: the revision of the delete). Preconditions, when
