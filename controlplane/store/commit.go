@@ -1,17 +1,13 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	bolt "go.etcd.io/bbolt"
 
 	"skiff.dev/skiff/api"
@@ -52,6 +48,10 @@ type op struct {
 	// raw is obj's JSON as stored (create, update), set with the commit:
 	// shared with the watch hub, never changed.
 	raw []byte
+	// enc, when set (an update from GuaranteedUpdate), is obj's JSON with
+	// resourceVersion wantRV: the committer writes it with the new
+	// revision in place (withResourceVersion) instead of encoding obj.
+	enc []byte
 
 	err  error
 	done chan struct{}
@@ -59,106 +59,6 @@ type op struct {
 
 // errNoWrites rolls back a batch in which every op failed: nothing to fsync.
 var errNoWrites = errors.New("no writes")
-
-// storedMeta is the part of a stored object an update checks.
-type storedMeta struct {
-	UID, ResourceVersion string
-	CreationTimestamp    api.Time
-}
-
-// readStoredMeta reads metadata.uid, resourceVersion and creationTimestamp
-// of a stored object (skiff's own JSON: metadata comes after apiVersion and
-// kind, and these three before labels and managedFields). It reads tokens
-// only until it has all three, so the committer, which runs it for every
-// update, does not scan the rest of the object (BenchmarkReadStoredMeta).
-// Absent fields are left zero, as encoding/json would leave them.
-func readStoredMeta(raw []byte) (storedMeta, error) {
-	var m storedMeta
-	d := metaDecoders.Get().(*jsontext.Decoder)
-	defer metaDecoders.Put(d)
-	defer d.Reset(noInput) // drop raw: bbolt's, valid only in its transaction
-	d.Reset(bytes.NewBuffer(raw))
-	if err := readDelim(d, '{'); err != nil {
-		return m, err
-	}
-	for d.PeekKind() == '"' {
-		key, err := d.ReadToken()
-		if err != nil {
-			return m, err
-		}
-		if key.String() != "metadata" {
-			if err := d.SkipValue(); err != nil {
-				return m, err
-			}
-			continue
-		}
-		if err := readDelim(d, '{'); err != nil {
-			return m, err
-		}
-		for found := 0; d.PeekKind() == '"'; {
-			key, err := d.ReadToken()
-			if err != nil {
-				return m, err
-			}
-			switch key.String() {
-			case "uid":
-				m.UID, err = readString(d)
-			case "resourceVersion":
-				m.ResourceVersion, err = readString(d)
-			case "creationTimestamp":
-				var v jsontext.Value
-				if v, err = d.ReadValue(); err == nil {
-					err = m.CreationTimestamp.UnmarshalJSON(v)
-				}
-			default:
-				if err := d.SkipValue(); err != nil {
-					return m, err
-				}
-				continue
-			}
-			if err != nil {
-				return m, err
-			}
-			if found++; found == 3 {
-				return m, nil // the rest is not read
-			}
-		}
-		return m, readDelim(d, '}')
-	}
-	return m, readDelim(d, '}')
-}
-
-// metaDecoders are readStoredMeta's decoders, kept between updates.
-var metaDecoders = sync.Pool{New: func() any { return jsontext.NewDecoder(noInput) }}
-
-// noInput is what a decoder reads while it waits in metaDecoders.
-var noInput = strings.NewReader("")
-
-// readString reads a string value (null: "").
-func readString(d *jsontext.Decoder) (string, error) {
-	tok, err := d.ReadToken()
-	switch {
-	case err != nil:
-		return "", err
-	case tok.Kind() == 'n':
-		return "", nil
-	case tok.Kind() != '"':
-		return "", fmt.Errorf("expected a string, found %v", tok.Kind())
-	}
-	return tok.String(), nil
-}
-
-// readDelim reads the token delim ('{' or '}') or fails.
-func readDelim(d *jsontext.Decoder, delim jsontext.Kind) error {
-	tok, err := d.ReadToken()
-	if err != nil {
-		return err
-	}
-	if tok.Kind() != delim {
-		return fmt.Errorf("expected %v, found %v", delim, tok.Kind())
-	}
-	return nil
-}
 
 // do hands o to the committer and waits for its result.
 func (b *Bolt) do(ctx context.Context, o *op) error {
@@ -360,9 +260,11 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 		}
 		if m.UID == "" {
 			m.UID = old.UID
+			o.enc = nil // obj changed: encode it
 		}
 		if m.CreationTimestamp.IsZero() {
 			m.CreationTimestamp = old.CreationTimestamp
+			o.enc = nil
 		}
 		ev.typ = api.Modified
 	case opDelete:
@@ -386,7 +288,13 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 	m := o.obj.GetObjectMeta()
 	prevRV := m.ResourceVersion
 	m.ResourceVersion = formatRevision(rev)
-	raw, err := json.Marshal(o.obj)
+	var raw []byte
+	if o.enc != nil {
+		raw, err = withResourceVersion(o.enc, prevRV, m.ResourceVersion)
+	}
+	if raw == nil && err == nil {
+		raw, err = json.Marshal(o.obj)
+	}
 	if err != nil {
 		m.ResourceVersion = prevRV
 		return hubEvent{}, api.NewInternal(fmt.Errorf("encode %s %s: %w", bucket, key, err))

@@ -53,3 +53,6 @@ func MemoLen(b *Bolt) int {
 
 // MemoMaxEntries is the memo's bound.
 const MemoMaxEntries = memoMaxEntries
+
+// BenchPodJSON is benchPodJSON, for the benchmarks of package store_test.
+var BenchPodJSON = benchPodJSON

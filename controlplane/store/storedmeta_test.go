@@ -1,0 +1,193 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/api/randobj"
+)
+
+// unmarshalMeta is what readStoredMeta replaces: encoding/json's decode of
+// the whole object into the three fields.
+func unmarshalMeta(raw []byte) (storedMeta, error) {
+	var into struct {
+		Metadata struct {
+			UID               string   `json:"uid"`
+			ResourceVersion   string   `json:"resourceVersion"`
+			CreationTimestamp api.Time `json:"creationTimestamp"`
+		} `json:"metadata"`
+	}
+	err := json.Unmarshal(raw, &into)
+	m := into.Metadata
+	return storedMeta{UID: m.UID, ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp}, err
+}
+
+// TestReadStoredMetaIsUnmarshal: for every kind filled at random (empty and
+// missing metadata fields included), the committer's early-stopping read
+// gives what decoding the whole stored object gave.
+func TestReadStoredMetaIsUnmarshal(t *testing.T) {
+	f := randobj.Filler(7, randobj.Options{NilChance: 0.2, MaxDepth: 8})
+	checked := 0
+	for _, k := range api.Kinds {
+		for i := range 20 {
+			o := k.New()
+			f.Fill(o)
+			*o.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+			m := o.GetObjectMeta()
+			switch i % 4 {
+			case 0:
+				m.UID, m.ResourceVersion = "", ""
+			case 1:
+				m.CreationTimestamp = api.Time{}
+			case 2:
+				m.ResourceVersion = fmt.Sprint(i + 1)
+			}
+			raw, err := json.Marshal(o)
+			if err != nil {
+				continue // randfill made a value JSON cannot carry
+			}
+			want, err := unmarshalMeta(raw)
+			if err != nil {
+				t.Fatalf("%s: %v", k.Kind, err)
+			}
+			got, err := readStoredMeta(raw)
+			if err != nil {
+				t.Fatalf("%s %d: readStoredMeta: %v\n%s", k.Kind, i, err, raw)
+			}
+			if got.UID != want.UID || got.ResourceVersion != want.ResourceVersion || !got.CreationTimestamp.Equal(want.CreationTimestamp.Time) {
+				t.Fatalf("%s %d: readStoredMeta = %+v, encoding/json %+v\n%s", k.Kind, i, got, want, raw)
+			}
+			checked++
+		}
+	}
+	if checked < len(api.Kinds)*10 {
+		t.Fatalf("only %d objects checked", checked)
+	}
+	for _, raw := range []string{`{}`, `{"metadata":{}}`, `{"kind":"Pod","metadata":{"uid":"u","creationTimestamp":null}}`, `{"metadata":{"labels":{"uid":"x"},"resourceVersion":"5"}}`} {
+		want, _ := unmarshalMeta([]byte(raw))
+		got, err := readStoredMeta([]byte(raw))
+		if err != nil || got != want {
+			t.Errorf("readStoredMeta(%s) = %+v, %v; encoding/json %+v", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{``, `[]`, `{"metadata":[]}`, `{"metadata":{"uid":5}}`, `{"metadata":{"uid":"u"`} {
+		if _, err := readStoredMeta([]byte(raw)); err == nil {
+			t.Errorf("readStoredMeta(%q): no error", raw)
+		}
+	}
+}
+
+// TestWithResourceVersionIsMarshal: for every kind filled at random, the
+// committer's splice of a new resourceVersion into an update's JSON gives
+// the encoding of the object with that resourceVersion, byte for byte;
+// JSON whose resourceVersion is not the one expected is not spliced.
+func TestWithResourceVersionIsMarshal(t *testing.T) {
+	f := randobj.Filler(11, randobj.Options{NilChance: 0.2, MaxDepth: 8})
+	checked := 0
+	for _, k := range api.Kinds {
+		for i := range 20 {
+			o := k.New()
+			f.Fill(o)
+			*o.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+			m := o.GetObjectMeta()
+			m.ResourceVersion = fmt.Sprint(i + 7)
+			if i%3 == 0 {
+				m.Annotations = map[string]string{"resourceVersion": m.ResourceVersion}
+			}
+			enc, err := json.Marshal(o)
+			if err != nil {
+				continue // randfill made a value JSON cannot carry
+			}
+			next := fmt.Sprint(1000 + i)
+			got, err := withResourceVersion(enc, m.ResourceVersion, next)
+			if err != nil {
+				t.Fatalf("%s %d: %v\n%s", k.Kind, i, err, enc)
+			}
+			if miss, err := withResourceVersion(enc, "6", next); miss != nil || err != nil {
+				t.Fatalf("%s %d: spliced JSON whose resourceVersion is not 6: %v", k.Kind, i, err)
+			}
+			m.ResourceVersion = next
+			want, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("%s %d: withResourceVersion\n%s\nencoding/json\n%s", k.Kind, i, got, want)
+			}
+			checked++
+		}
+	}
+	if checked < len(api.Kinds)*10 {
+		t.Fatalf("only %d objects checked", checked)
+	}
+	for _, enc := range []string{`{"metadata":{}}`, `{"kind":"Event","involvedObject":{"resourceVersion":"5"},"metadata":{"name":"e"}}`} {
+		if got, err := withResourceVersion([]byte(enc), "5", "6"); got != nil || err != nil {
+			t.Errorf("withResourceVersion(%s) = %s, %v; want nothing", enc, got, err)
+		}
+	}
+	if _, err := withResourceVersion([]byte(`{"metadata":{"name":"a",`), "5", "6"); err == nil {
+		t.Error("withResourceVersion of cut JSON: no error")
+	}
+}
+
+// BenchmarkWithResourceVersion: what the committer does to an update's
+// JSON, against encoding the object again.
+func BenchmarkWithResourceVersion(b *testing.B) {
+	o := benchPod()
+	enc, err := json.Marshal(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("withResourceVersion", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if out, err := withResourceVersion(enc, "12345", "12346"); out == nil || err != nil {
+				b.Fatal(out, err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			o.ResourceVersion = "12346"
+			if _, err := json.Marshal(o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchPodJSON is a Deployment's pod as the API server stores it: labels,
+// an owner, managedFields, resources, the defaults.
+var benchPodJSON = []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-7c9f5d8b6-","namespace":"default","uid":"0b8c9a4e-1f2d-4c3b-9a8e-7d6c5b4a3f21","creationTimestamp":"2026-12-02T11:00:00Z","labels":{"app":"web","pod-template-hash":"7c9f5d8b6"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7c9f5d8b6","uid":"1b8c9a4e-1f2d-4c3b-9a8e-7d6c5b4a3f21","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-02T11:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{}}}}}}]},"spec":{"containers":[{"name":"web","image":"nginx:1.27","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"memory":"256Mi"}},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","schedulerName":"default-scheduler","priority":0,"enableServiceLinks":true,"preemptionPolicy":"PreemptLowerPriority","tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}]},"status":{"phase":"Pending","qosClass":"Burstable"}}`)
+
+// benchPod is benchPodJSON decoded, bound to a node.
+func benchPod() *api.Pod {
+	var p api.Pod
+	if err := json.Unmarshal(benchPodJSON, &p); err != nil {
+		panic(err)
+	}
+	p.Name, p.ResourceVersion, p.Spec.NodeName = "web-1", "12345", "node-1"
+	return &p
+}
+
+// BenchmarkReadStoredMeta: what the committer reads of each object it
+// updates, against encoding/json's decode of the whole object.
+func BenchmarkReadStoredMeta(b *testing.B) {
+	raw, err := json.Marshal(benchPod())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, read := range map[string]func([]byte) (storedMeta, error){"readStoredMeta": readStoredMeta, "encoding-json": unmarshalMeta} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := read(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
