@@ -24,7 +24,10 @@
 //     the metadata alone, for readers that need an object's identity.
 //   - Create copies the caller's object; CreateEncoded (store.EncodingCreator)
 //     takes it over and hands back the JSON it stored, which the API server
-//     sends as a create's response.
+//     sends as a create's response. GuaranteedUpdate writes tryUpdate's
+//     result itself, and the committer stores the JSON GuaranteedUpdate
+//     encoded for its no-op check, with the new revision spliced in
+//     (storedmeta.go: the committer reads only the metadata it checks).
 //
 // Bolt is the implementation for one machine; Store is the interface the
 // API server uses, and etcdstore implements it on etcd for several. Both
