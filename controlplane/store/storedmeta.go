@@ -97,6 +97,24 @@ func scanMetadata(raw []byte, field func(d *jsontext.Decoder, name string) (stop
 	defer decoders.Put(d)
 	defer d.Reset(noInput) // drop raw: it may be bbolt's, valid only in its transaction
 	d.Reset(bytes.NewBuffer(raw))
+	return readObject(d, func(name string) (bool, error) {
+		if name != "metadata" {
+			return false, d.SkipValue()
+		}
+		stopped := false
+		err := readObject(d, func(name string) (bool, error) {
+			var err error
+			stopped, err = field(d, name)
+			return stopped, err
+		})
+		return stopped, err
+	})
+}
+
+// readObject reads a JSON object from d, calling member for each member
+// with d at its value; member reads the value and returns true to stop
+// before the object ends.
+func readObject(d *jsontext.Decoder, member func(name string) (stop bool, err error)) error {
 	if err := readDelim(d, '{'); err != nil {
 		return err
 	}
@@ -105,25 +123,7 @@ func scanMetadata(raw []byte, field func(d *jsontext.Decoder, name string) (stop
 		if err != nil {
 			return err
 		}
-		if key.String() != "metadata" {
-			if err := d.SkipValue(); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := readDelim(d, '{'); err != nil {
-			return err
-		}
-		for d.PeekKind() == '"' {
-			key, err := d.ReadToken()
-			if err != nil {
-				return err
-			}
-			if stop, err := field(d, key.String()); stop || err != nil {
-				return err
-			}
-		}
-		if err := readDelim(d, '}'); err != nil {
+		if stop, err := member(key.String()); stop || err != nil {
 			return err
 		}
 	}

@@ -24,47 +24,59 @@ func unmarshalMeta(raw []byte) (storedMeta, error) {
 	return storedMeta{UID: m.UID, ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp}, err
 }
 
-// TestReadStoredMetaIsUnmarshal: for every kind filled at random (empty and
-// missing metadata fields included), the committer's early-stopping read
-// gives what decoding the whole stored object gave.
-func TestReadStoredMetaIsUnmarshal(t *testing.T) {
-	f := randobj.Filler(7, randobj.Options{NilChance: 0.2, MaxDepth: 8})
+// forRandomObjects calls check with 20 objects of every kind, filled at
+// random, type set, metadata changed by prepare, and the JSON they encode
+// to (objects randfill made unencodable are passed over). It fails unless
+// most were checked.
+func forRandomObjects(t *testing.T, seed int64, prepare func(m *api.ObjectMeta, i int), check func(k *api.Kind, o api.Object, i int, raw []byte)) {
+	f := randobj.Filler(seed, randobj.Options{NilChance: 0.2, MaxDepth: 8})
 	checked := 0
 	for _, k := range api.Kinds {
 		for i := range 20 {
 			o := k.New()
 			f.Fill(o)
 			*o.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
-			m := o.GetObjectMeta()
-			switch i % 4 {
-			case 0:
-				m.UID, m.ResourceVersion = "", ""
-			case 1:
-				m.CreationTimestamp = api.Time{}
-			case 2:
-				m.ResourceVersion = fmt.Sprint(i + 1)
-			}
+			prepare(o.GetObjectMeta(), i)
 			raw, err := json.Marshal(o)
 			if err != nil {
 				continue // randfill made a value JSON cannot carry
 			}
-			want, err := unmarshalMeta(raw)
-			if err != nil {
-				t.Fatalf("%s: %v", k.Kind, err)
-			}
-			got, err := readStoredMeta(raw)
-			if err != nil {
-				t.Fatalf("%s %d: readStoredMeta: %v\n%s", k.Kind, i, err, raw)
-			}
-			if got.UID != want.UID || got.ResourceVersion != want.ResourceVersion || !got.CreationTimestamp.Equal(want.CreationTimestamp.Time) {
-				t.Fatalf("%s %d: readStoredMeta = %+v, encoding/json %+v\n%s", k.Kind, i, got, want, raw)
-			}
+			check(k, o, i, raw)
 			checked++
 		}
 	}
 	if checked < len(api.Kinds)*10 {
 		t.Fatalf("only %d objects checked", checked)
 	}
+}
+
+// TestReadStoredMetaIsUnmarshal: for every kind filled at random (empty and
+// missing metadata fields included), the committer's early-stopping read
+// gives what decoding the whole stored object gave.
+func TestReadStoredMetaIsUnmarshal(t *testing.T) {
+	prepare := func(m *api.ObjectMeta, i int) {
+		switch i % 4 {
+		case 0:
+			m.UID, m.ResourceVersion = "", ""
+		case 1:
+			m.CreationTimestamp = api.Time{}
+		case 2:
+			m.ResourceVersion = fmt.Sprint(i + 1)
+		}
+	}
+	forRandomObjects(t, 7, prepare, func(k *api.Kind, _ api.Object, i int, raw []byte) {
+		want, err := unmarshalMeta(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", k.Kind, err)
+		}
+		got, err := readStoredMeta(raw)
+		if err != nil {
+			t.Fatalf("%s %d: readStoredMeta: %v\n%s", k.Kind, i, err, raw)
+		}
+		if got.UID != want.UID || got.ResourceVersion != want.ResourceVersion || !got.CreationTimestamp.Equal(want.CreationTimestamp.Time) {
+			t.Fatalf("%s %d: readStoredMeta = %+v, encoding/json %+v\n%s", k.Kind, i, got, want, raw)
+		}
+	})
 	for _, raw := range []string{`{}`, `{"metadata":{}}`, `{"kind":"Pod","metadata":{"uid":"u","creationTimestamp":null}}`, `{"metadata":{"labels":{"uid":"x"},"resourceVersion":"5"}}`} {
 		want, _ := unmarshalMeta([]byte(raw))
 		got, err := readStoredMeta([]byte(raw))
@@ -84,44 +96,31 @@ func TestReadStoredMetaIsUnmarshal(t *testing.T) {
 // the encoding of the object with that resourceVersion, byte for byte;
 // JSON whose resourceVersion is not the one expected is not spliced.
 func TestWithResourceVersionIsMarshal(t *testing.T) {
-	f := randobj.Filler(11, randobj.Options{NilChance: 0.2, MaxDepth: 8})
-	checked := 0
-	for _, k := range api.Kinds {
-		for i := range 20 {
-			o := k.New()
-			f.Fill(o)
-			*o.GetTypeMeta() = api.TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
-			m := o.GetObjectMeta()
-			m.ResourceVersion = fmt.Sprint(i + 7)
-			if i%3 == 0 {
-				m.Annotations = map[string]string{"resourceVersion": m.ResourceVersion}
-			}
-			enc, err := json.Marshal(o)
-			if err != nil {
-				continue // randfill made a value JSON cannot carry
-			}
-			next := fmt.Sprint(1000 + i)
-			got, err := withResourceVersion(enc, m.ResourceVersion, next)
-			if err != nil {
-				t.Fatalf("%s %d: %v\n%s", k.Kind, i, err, enc)
-			}
-			if miss, err := withResourceVersion(enc, "6", next); miss != nil || err != nil {
-				t.Fatalf("%s %d: spliced JSON whose resourceVersion is not 6: %v", k.Kind, i, err)
-			}
-			m.ResourceVersion = next
-			want, err := json.Marshal(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != string(want) {
-				t.Fatalf("%s %d: withResourceVersion\n%s\nencoding/json\n%s", k.Kind, i, got, want)
-			}
-			checked++
+	prepare := func(m *api.ObjectMeta, i int) {
+		m.ResourceVersion = fmt.Sprint(i + 7)
+		if i%3 == 0 {
+			m.Annotations = map[string]string{"resourceVersion": m.ResourceVersion}
 		}
 	}
-	if checked < len(api.Kinds)*10 {
-		t.Fatalf("only %d objects checked", checked)
-	}
+	forRandomObjects(t, 11, prepare, func(k *api.Kind, o api.Object, i int, enc []byte) {
+		m := o.GetObjectMeta()
+		next := fmt.Sprint(1000 + i)
+		got, err := withResourceVersion(enc, m.ResourceVersion, next)
+		if err != nil {
+			t.Fatalf("%s %d: %v\n%s", k.Kind, i, err, enc)
+		}
+		if miss, err := withResourceVersion(enc, "6", next); miss != nil || err != nil {
+			t.Fatalf("%s %d: spliced JSON whose resourceVersion is not 6: %v", k.Kind, i, err)
+		}
+		m.ResourceVersion = next
+		want, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("%s %d: withResourceVersion\n%s\nencoding/json\n%s", k.Kind, i, got, want)
+		}
+	})
 	for _, enc := range []string{`{"metadata":{}}`, `{"kind":"Event","involvedObject":{"resourceVersion":"5"},"metadata":{"name":"e"}}`} {
 		if got, err := withResourceVersion([]byte(enc), "5", "6"); got != nil || err != nil {
 			t.Errorf("withResourceVersion(%s) = %s, %v; want nothing", enc, got, err)
