@@ -397,7 +397,7 @@ func (s *draState) Clone() framework.StateData { return s }
 // PreFilter implements framework.PreFilterPlugin.
 func (pl *DynamicResources) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
 	if len(pod.Spec.ResourceClaims) == 0 {
-		return nil
+		return framework.NewStatus(framework.Skip) // as Kubernetes': no Filter per node
 	}
 	claims, err := pl.podClaims(pod)
 	if err != nil {

@@ -166,6 +166,9 @@ func (h *HAMi) PreFilter(_ context.Context, state *framework.CycleState, pod *ap
 		st.reqs = append(st.reqs, api.HAMiRequestOf(&pod.Spec.Containers[i], d))
 	}
 	state.Write(hamiStateKey, st)
+	if !st.asks() {
+		return framework.NewStatus(framework.Skip) // no Filter per node; Score and Reserve read st
+	}
 	return nil
 }
 

@@ -172,7 +172,7 @@ func (s *volumeState) Clone() framework.StateData { return s }
 func (pl *VolumeBinding) PreFilter(_ context.Context, state *framework.CycleState, pod *api.Pod) *framework.Status {
 	names := api.ClaimsOf(pod)
 	if len(names) == 0 {
-		return nil
+		return framework.NewStatus(framework.Skip) // as Kubernetes': no Filter per node
 	}
 	s := &volumeState{classes: map[string]*api.StorageClass{}, perNode: map[string]map[string]string{}}
 	for _, name := range names {

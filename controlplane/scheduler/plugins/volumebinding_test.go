@@ -97,8 +97,9 @@ func TestVolumeBindingFilter(t *testing.T) {
 		n1, n2         framework.Code
 		reason         string // of a rejected node
 		preFilterError string
+		skip           bool // PreFilter says Skip: Filter does not run
 	}{
-		{name: "no claims", n1: framework.Success, n2: framework.Success},
+		{name: "no claims", skip: true},
 		{name: "bound to n2's volume", claims: []string{"on-n2"}, n1: framework.UnschedulableAndUnresolvable, n2: framework.Success, reason: ReasonNodeConflict},
 		{name: "volume gone", claims: []string{"lost"}, n1: framework.UnschedulableAndUnresolvable, n2: framework.UnschedulableAndUnresolvable, reason: ReasonPVNotExist},
 		{name: "local-path provisions anywhere", claims: []string{"new"}, n1: framework.Success, n2: framework.Success},
@@ -117,6 +118,12 @@ func TestVolumeBindingFilter(t *testing.T) {
 			st := pl.PreFilter(context.Background(), state, pod)
 			if tc.preFilterError != "" {
 				checkStatus(t, st, framework.UnschedulableAndUnresolvable, tc.preFilterError)
+				return
+			}
+			if tc.skip {
+				if st.Code() != framework.Skip {
+					t.Fatalf("PreFilter: %v %q, want Skip", st.Code(), st.Message())
+				}
 				return
 			}
 			if !st.IsSuccess() {
