@@ -226,6 +226,17 @@ func (b *Bolt) commit(batch []*op) {
 	}
 }
 
+// encode returns o.obj's JSON: o.enc with o.obj's resourceVersion in place
+// of old when the writer encoded it already, else o.obj encoded.
+func (o *op) encode(old string) ([]byte, error) {
+	if o.enc != nil {
+		if raw, err := withResourceVersion(o.enc, old, o.obj.GetObjectMeta().ResourceVersion); raw != nil || err != nil {
+			return raw, err
+		}
+	}
+	return json.Marshal(o.obj)
+}
+
 // apply performs one op in tx at revision rev. On error it has written
 // nothing.
 func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
@@ -288,13 +299,7 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 	m := o.obj.GetObjectMeta()
 	prevRV := m.ResourceVersion
 	m.ResourceVersion = formatRevision(rev)
-	var raw []byte
-	if o.enc != nil {
-		raw, err = withResourceVersion(o.enc, prevRV, m.ResourceVersion)
-	}
-	if raw == nil && err == nil {
-		raw, err = json.Marshal(o.obj)
-	}
+	raw, err := o.encode(prevRV)
 	if err != nil {
 		m.ResourceVersion = prevRV
 		return hubEvent{}, api.NewInternal(fmt.Errorf("encode %s %s: %w", bucket, key, err))
