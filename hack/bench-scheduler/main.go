@@ -16,7 +16,10 @@
 // scheduler_perf measures its schedulable pods among unschedulable ones),
 // dra (one GPU per pod through a ResourceClaimTemplate, every node's 8 GPUs
 // published in a gpu.nvidia.com ResourceSlice; built with -tags benchdra,
-// dra.go, since older trees have no DRA).
+// dra.go, since older trees have no DRA), spread (plain pods, each
+// selected by one of 100 Services, so the default topology spread
+// constraints count the pods of its Service on every node, as for the
+// pods of a Deployment).
 //
 // hack/bench-scheduler.sh runs the variants and prints a table;
 // hack/bench-ab.sh builds this same file in two trees and compares them.
@@ -79,7 +82,7 @@ func run() error {
 	var (
 		nodes     = flag.Int("nodes", 5000, "simulated nodes")
 		pods      = flag.Int("pods", 10000, "pods to create")
-		variant   = flag.String("variant", "plain", "plain, gpu or unschedulable")
+		variant   = flag.String("variant", "plain", "plain, gpu, unschedulable, spread or dra")
 		noSync    = flag.Bool("nosync", false, "store without fsync")
 		creators  = flag.Int("creators", 16, "concurrent pod creators")
 		timeout   = flag.Duration("timeout", 5*time.Minute, "give up after")
@@ -91,13 +94,13 @@ func run() error {
 	)
 	flag.Parse()
 	switch *variant {
-	case "plain", "gpu", "unschedulable":
+	case "plain", "gpu", "unschedulable", "spread":
 	case "dra":
 		if !draBuilt {
 			return fmt.Errorf("variant dra: this build has no DRA (build with -tags benchdra on a tree that has it)")
 		}
 	default:
-		return fmt.Errorf("variant %q: want plain, gpu, unschedulable or dra", *variant)
+		return fmt.Errorf("variant %q: want plain, gpu, unschedulable, spread or dra", *variant)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -143,6 +146,11 @@ func run() error {
 	}
 	if *variant == "dra" {
 		if err := setupDRA(ctx, c, sim.Names()); err != nil {
+			return err
+		}
+	}
+	if *variant == "spread" {
+		if err := createSpreadServices(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -324,12 +332,34 @@ func newPod(variant string, i int) *api.Pod {
 	switch {
 	case variant == "dra":
 		draPod(p)
+	case variant == "spread":
+		p.Labels["app"] = fmt.Sprintf("spread-%d", i%spreadServices)
 	case variant == "gpu":
 		p.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceNvidiaGPU: resource.MustParse("1")}
 	case !isMeasured(variant, i):
 		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
 	}
 	return p
+}
+
+// spreadServices is how many Services select the spread variant's pods.
+const spreadServices = 100
+
+// createSpreadServices creates the Services whose selectors become the
+// spread variant's pods' default spreading selectors, before the first
+// pod (committed before every pod; the scheduler's Service informer may
+// see the last ones a few pods late, which only spares those pods the
+// count).
+func createSpreadServices(ctx context.Context, c client.Interface) error {
+	for i := range spreadServices {
+		svc := &api.Service{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("spread-%d", i)},
+			Spec: api.ServiceSpec{Selector: map[string]string{"app": fmt.Sprintf("spread-%d", i)},
+				Ports: []api.ServicePort{{Port: 80}}}}
+		if _, err := c.Create(ctx, svc); err != nil {
+			return fmt.Errorf("create services: %w", err)
+		}
+	}
+	return nil
 }
 
 // storeCounter reads one of the store's counters from the control plane's

@@ -211,6 +211,7 @@ func allBenches() []bench {
 		{name: "sched-plain", run: schedVariant("plain")},
 		{name: "sched-gpu", run: schedVariant("gpu")},
 		{name: "sched-unschedulable", run: schedVariant("unschedulable")},
+		{name: "sched-spread", run: schedVariant("spread")},
 		{name: "sched-dra", run: schedVariant("dra"), needs: "dra"},
 		{name: "memory", run: runMemory},
 	}
@@ -235,7 +236,7 @@ func selectBenches(list string) ([]bench, error) {
 		if n == "" {
 			continue
 		}
-		if n == "sched" { // all four variants
+		if n == "sched" { // all its variants
 			for _, b := range allBenches() {
 				if strings.HasPrefix(b.name, "sched-") {
 					out = append(out, b)

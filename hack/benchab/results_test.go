@@ -112,7 +112,7 @@ func TestSelectBenches(t *testing.T) {
 	for _, b := range got {
 		names = append(names, b.name)
 	}
-	if strings.Join(names, ",") != "sched-plain,sched-gpu,sched-unschedulable,sched-dra,api" {
+	if strings.Join(names, ",") != "sched-plain,sched-gpu,sched-unschedulable,sched-spread,sched-dra,api" {
 		t.Errorf("selected %v", names)
 	}
 	if _, err := selectBenches("api,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
