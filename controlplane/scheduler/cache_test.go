@@ -1,8 +1,14 @@
 package scheduler
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
+
+	klabels "k8s.io/apimachinery/pkg/labels"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
@@ -93,5 +99,126 @@ func TestCachePodBeforeNode(t *testing.T) {
 	c.Snapshot(snap)
 	if len(snap.Nodes()) != 1 || snap.Get("late") != nil {
 		t.Fatal("removed node still in the snapshot")
+	}
+}
+
+// CountMatching keeps its counts on the NodeInfos the cache publishes
+// (framework/matchcount.go): whatever the cache goes through, each count a
+// snapshot gives must be what a scan of the node's pods gives now, for
+// counts asked before the change (the NodeInfos that did not change answer
+// from memory) and after it.
+func TestCountMatchingFollowsTheCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 9))
+	c := NewCache(time.Minute)
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	for _, n := range nodes {
+		c.AddNode(gpuNode(n, 8))
+	}
+	apps := []string{"web", "db", "cache"}
+	sels := []klabels.Selector{klabels.Everything()}
+	for _, a := range apps {
+		sels = append(sels, klabels.SelectorFromSet(klabels.Set{"app": a}))
+	}
+	sels = append(sels, klabels.SelectorFromSet(klabels.Set{"app": "web", "tier": "front"}))
+	scan := func(ni *framework.NodeInfo, ns string, sel klabels.Selector) int64 {
+		var n int64
+		for _, p := range ni.Pods {
+			if p.Pod.Namespace == ns && p.Pod.DeletionTimestamp == nil && sel.Matches(klabels.Set(p.Pod.Labels)) {
+				n++
+			}
+		}
+		return n
+	}
+	check := func(step int, what string) {
+		t.Helper()
+		snap := &Snapshot{}
+		c.Snapshot(snap)
+		for _, ni := range snap.Nodes() {
+			for _, ns := range []string{"a", "b"} {
+				for _, sel := range sels {
+					got, want := ni.CountMatching(ns, sel, framework.MatchKey(ns, sel)), scan(ni, ns, sel)
+					if got != want {
+						t.Fatalf("step %d (%s): %s in %s matching %q: counted %d, a scan finds %d", step, what, ni.Name(), ns, sel, got, want)
+					}
+				}
+			}
+		}
+	}
+	live := map[string]*api.Pod{}
+	pod := func(i int) *api.Pod {
+		p := gpuPod(fmt.Sprintf("p%d", i), 0, onNode(nodes[rng.IntN(len(nodes))]))
+		p.Namespace = []string{"a", "b"}[rng.IntN(2)]
+		p.Labels = map[string]string{"app": apps[rng.IntN(len(apps))]}
+		if rng.IntN(2) == 0 {
+			p.Labels["tier"] = "front"
+		}
+		return p
+	}
+	names := func() []string { return slices.Sorted(maps.Keys(live)) }
+	for step := range 400 {
+		check(step, "before")
+		var what string
+		switch op := rng.IntN(6); {
+		case op <= 1 || len(live) == 0: // a new pod, bound
+			p := pod(step)
+			live[api.Key(p.Namespace, p.Name)] = p
+			c.AddPod(p)
+			what = "add " + p.Name
+		case op == 2: // relabelled
+			k := names()[rng.IntN(len(live))]
+			p := api.Clone(live[k])
+			p.Labels = map[string]string{"app": apps[rng.IntN(len(apps))]}
+			live[k] = p
+			c.AddPod(p)
+			what = "relabel " + k
+		case op == 3: // being deleted
+			k := names()[rng.IntN(len(live))]
+			p := api.Clone(live[k])
+			now := api.Now()
+			p.DeletionTimestamp = &now
+			live[k] = p
+			c.AddPod(p)
+			what = "terminating " + k
+		case op == 4: // gone
+			k := names()[rng.IntN(len(live))]
+			c.RemovePod(live[k])
+			delete(live, k)
+			what = "delete " + k
+		default: // assumed, then (half the time) forgotten
+			p := pod(step)
+			pi := framework.NewPodInfo(p)
+			if err := c.AssumePod(pi); err != nil {
+				t.Fatal(err)
+			}
+			what = "assume " + p.Name
+			if rng.IntN(2) == 0 {
+				check(step, what)
+				c.ForgetPod(pi.Key)
+				what = "forget " + p.Name
+			} else {
+				live[pi.Key] = p
+			}
+		}
+		check(step, what)
+	}
+
+	// A copy changed in place, as the nominated pods' view of a node is
+	// made, counts its own pods, not the counts of the NodeInfo it copies.
+	snap := &Snapshot{}
+	c.Snapshot(snap)
+	ni := snap.Get("n1")
+	sel := klabels.SelectorFromSet(klabels.Set{"app": "web"})
+	key := framework.MatchKey("a", sel)
+	before := ni.CountMatching("a", sel, key)
+	cp := ni.Clone()
+	nominated := gpuPod("nominated", 0, onNode("n1"))
+	nominated.Namespace, nominated.Labels = "a", map[string]string{"app": "web"}
+	_ = cp.CountMatching("a", sel, key) // a count made before the change must not stay
+	cp.AddPod(framework.NewPodInfo(nominated))
+	if got := cp.CountMatching("a", sel, key); got != before+1 {
+		t.Fatalf("copy with a nominated pod counts %d, want %d", got, before+1)
+	}
+	if got := ni.CountMatching("a", sel, key); got != before {
+		t.Fatalf("the cache's NodeInfo counts %d after a copy changed, want %d", got, before)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"skiff.dev/skiff/api"
 )
@@ -322,6 +323,9 @@ type NodeInfo struct {
 	// on every node it looks at, and a map lookup there is several cache
 	// misses (AllocatableScalar, RequestedScalar).
 	gpuAllocatable, gpuRequested int64
+	// matches holds CountMatching's counts (matchcount.go); nil until the
+	// first, and again after every change.
+	matches atomic.Pointer[matchMemo]
 }
 
 // AllocatableScalar is Allocatable.Scalar[name].
@@ -360,6 +364,7 @@ func (n *NodeInfo) Name() string {
 
 // SetNode sets (or replaces) the Node object and its allocatable.
 func (n *NodeInfo) SetNode(node *api.Node) {
+	n.matches.Store(nil)
 	n.Node = node
 	n.facts = factsOf(node)
 	if node == nil {
@@ -401,6 +406,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 
 // AddPod counts a pod on the node.
 func (n *NodeInfo) AddPod(p *PodInfo) {
+	n.matches.Store(nil)
 	n.Pods = append(n.Pods, p)
 	n.countAffinity(p, 1)
 	n.Requested.Add(p.Requests)
@@ -430,6 +436,7 @@ func (n *NodeInfo) RemovePod(key string) bool {
 		return false
 	}
 	p := n.Pods[i]
+	n.matches.Store(nil)
 	n.Pods = slices.Delete(n.Pods, i, i+1)
 	n.countAffinity(p, -1)
 	if n.Requested.saturated() || n.NonZeroRequested.saturated() {

@@ -130,6 +130,7 @@ type spreadConstraint struct {
 	minDomains   int64
 	key          string
 	selector     labels.Selector
+	countKey     string // framework.MatchKey of the pod's namespace and selector
 	honorTaints  bool
 	honorAffined bool
 }
@@ -173,6 +174,7 @@ func (pl *PodTopologySpread) constraints(pod *api.Pod, action string) ([]spreadC
 			}
 		}
 		sc := spreadConstraint{maxSkew: int64(c.MaxSkew), minDomains: 1, key: c.TopologyKey, selector: sel,
+			countKey:     framework.MatchKey(pod.Namespace, sel),
 			honorTaints:  c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == api.PolicyHonor,
 			honorAffined: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == api.PolicyHonor}
 		if c.MinDomains != nil {
@@ -212,18 +214,6 @@ func hasKeys(node *api.Node, cs []spreadConstraint) bool {
 		}
 	}
 	return true
-}
-
-// countMatching counts the pods of ni in namespace ns that sel matches,
-// leaving out pods being deleted.
-func countMatching(ni *framework.NodeInfo, sel labels.Selector, ns string) int64 {
-	var n int64
-	for _, p := range ni.Pods {
-		if p.Pod.Namespace == ns && p.Pod.DeletionTimestamp == nil && sel.Matches(labels.Set(p.Pod.Labels)) {
-			n++
-		}
-	}
-	return n
 }
 
 // spreadState is what PreFilter counts: per constraint, the matching pods
@@ -283,7 +273,7 @@ func (pl *PodTopologySpread) PreFilter(_ context.Context, state *framework.Cycle
 			if !c.eligible(pod, ni.Node) {
 				continue
 			}
-			s.counts[i][ni.Node.Labels[c.key]] += countMatching(ni, c.selector, pod.Namespace)
+			s.counts[i][ni.Node.Labels[c.key]] += ni.CountMatching(pod.Namespace, c.selector, c.countKey)
 		}
 	}
 	state.Write(spreadPreFilterKey, s)
@@ -400,7 +390,7 @@ func (pl *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleS
 			}
 			v := ni.Node.Labels[c.key]
 			if _, ok := s.counts[i][v]; ok {
-				s.counts[i][v] += countMatching(ni, c.selector, pod.Namespace)
+				s.counts[i][v] += ni.CountMatching(pod.Namespace, c.selector, c.countKey)
 			}
 		}
 	}
@@ -427,7 +417,7 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 		}
 		var cnt int64
 		if c.key == api.LabelHostname {
-			cnt = countMatching(ni, c.selector, s.namespace)
+			cnt = ni.CountMatching(s.namespace, c.selector, c.countKey)
 		} else {
 			cnt = s.counts[i][v]
 		}
