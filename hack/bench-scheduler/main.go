@@ -16,10 +16,10 @@
 // scheduler_perf measures its schedulable pods among unschedulable ones),
 // dra (one GPU per pod through a ResourceClaimTemplate, every node's 8 GPUs
 // published in a gpu.nvidia.com ResourceSlice; built with -tags benchdra,
-// dra.go, since older trees have no DRA), spread (plain pods, each
-// selected by one of 100 Services, so the default topology spread
-// constraints count the pods of its Service on every node, as for the
-// pods of a Deployment).
+// dra.go, since older trees have no DRA), spread (plain pods in 100
+// groups, each spread over the nodes by topology spread constraints as a
+// Deployment's pods are by default: PodTopologySpread counts the group's
+// pods on every node).
 //
 // hack/bench-scheduler.sh runs the variants and prints a table;
 // hack/bench-ab.sh builds this same file in two trees and compares them.
@@ -146,11 +146,6 @@ func run() error {
 	}
 	if *variant == "dra" {
 		if err := setupDRA(ctx, c, sim.Names()); err != nil {
-			return err
-		}
-	}
-	if *variant == "spread" {
-		if err := createSpreadServices(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -333,7 +328,7 @@ func newPod(variant string, i int) *api.Pod {
 	case variant == "dra":
 		draPod(p)
 	case variant == "spread":
-		p.Labels["app"] = fmt.Sprintf("spread-%d", i%spreadServices)
+		spreadPod(p, i)
 	case variant == "gpu":
 		p.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceNvidiaGPU: resource.MustParse("1")}
 	case !isMeasured(variant, i):
@@ -342,24 +337,24 @@ func newPod(variant string, i int) *api.Pod {
 	return p
 }
 
-// spreadServices is how many Services select the spread variant's pods.
-const spreadServices = 100
+// spreadApps is how many groups the spread variant's pods come in.
+const spreadApps = 100
 
-// createSpreadServices creates the Services whose selectors become the
-// spread variant's pods' default spreading selectors, before the first
-// pod (committed before every pod; the scheduler's Service informer may
-// see the last ones a few pods late, which only spares those pods the
-// count).
-func createSpreadServices(ctx context.Context, c client.Interface) error {
-	for i := range spreadServices {
-		svc := &api.Service{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("spread-%d", i)},
-			Spec: api.ServiceSpec{Selector: map[string]string{"app": fmt.Sprintf("spread-%d", i)},
-				Ports: []api.ServicePort{{Port: 80}}}}
-		if _, err := c.Create(ctx, svc); err != nil {
-			return fmt.Errorf("create services: %w", err)
-		}
+// spreadPod gives p the spreading of a Deployment's pods with the default
+// constraints (by hostname, maxSkew 3; by zone, maxSkew 5; both
+// ScheduleAnyway), as constraints of its own: simulated nodes have no zone
+// label, so kubernetes.io/os (one domain, every node) stands for the one
+// zone. Its own constraints rather than a Service's or ReplicaSet's
+// selector: a Service would add the endpoints controllers' work, a
+// ReplicaSet its own pods.
+func spreadPod(p *api.Pod, i int) {
+	app := fmt.Sprintf("spread-%d", i%spreadApps)
+	p.Labels["app"] = app
+	sel := &api.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	p.Spec.TopologySpreadConstraints = []api.TopologySpreadConstraint{
+		{MaxSkew: 3, TopologyKey: api.LabelHostname, WhenUnsatisfiable: api.ScheduleAnyway, LabelSelector: sel},
+		{MaxSkew: 5, TopologyKey: api.LabelOS, WhenUnsatisfiable: api.ScheduleAnyway, LabelSelector: sel},
 	}
-	return nil
 }
 
 // storeCounter reads one of the store's counters from the control plane's
