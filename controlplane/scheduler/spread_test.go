@@ -246,3 +246,41 @@ func TestDefaultSpreadOfReplicaSetPods(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A StatefulSet's pods spread as a ReplicaSet's do: Kubernetes'
+// DefaultSelector takes the selector of the StatefulSet that controls a
+// pod too.
+func TestDefaultSpreadOfStatefulSetPods(t *testing.T) {
+	ss := &api.StatefulSet{ObjectMeta: api.ObjectMeta{Name: "db", Namespace: "gpu-demo", UID: "ss-uid"}}
+	ss.Spec.Selector = &api.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+	ss.Spec.ServiceName = "db"
+	ss.Spec.Template.Labels = map[string]string{"app": "db"}
+	ss.Spec.Template.Spec.Containers = []api.Container{{Name: "db", Image: "postgres"}}
+	api.SetTypeMeta(ss)
+	yes := true
+	owned := func(name string) *api.Pod {
+		return gpuPod(name, 0, cpu("100m"), func(p *api.Pod) {
+			p.Labels = map[string]string{"app": "db"}
+			p.OwnerReferences = []api.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: ss.Name, UID: ss.UID, Controller: &yes}}
+		})
+	}
+	// node-a already runs two of them and has much more room left: spread
+	// by LeastAllocated alone would put the third one there too.
+	big := gpuNode("node-a", 0, func(n *api.Node) { n.Status.Allocatable = rl("cpu", "64", "memory", "256Gi", "pods", "110") })
+	d0, d1 := owned("db-0"), owned("db-1")
+	d0.Spec.NodeName, d1.Spec.NodeName = "node-a", "node-a"
+	f := newFixture(t, defaultConfig(noPreemption), big, gpuNode("node-b", 0), ss, d0, d1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for _, es := range f.s.sources {
+		go es.Run(ctx, func() {})
+		if !es.WaitForSync(ctx) {
+			t.Fatal("informers did not sync")
+		}
+	}
+	f.add(owned("db-2"))
+	res := f.step()
+	if got := f.nodeOf("gpu-demo", "db-2"); got != "node-b" {
+		t.Fatalf("third replica on %q, want node-b (spread)\n%s", got, Explain(res))
+	}
+}

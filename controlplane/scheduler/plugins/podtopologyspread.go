@@ -38,12 +38,13 @@ import (
 // A pod without constraints gets the profile's default ones
 // (PodTopologySpreadArgs): with defaultingType System, Kubernetes'
 // "spread by node (maxSkew 3) and zone (maxSkew 5), ScheduleAnyway" for
-// the pods of a Service or ReplicaSet, selected as they select it;
+// the pods of a Service, ReplicaSet or StatefulSet, selected as they
+// select it;
 // with List, defaultConstraints.
 type PodTopologySpread struct {
 	defaults        []api.TopologySpreadConstraint
 	systemDefaulted bool
-	owners          *spreadOwners // Services and ReplicaSets, for default selectors
+	owners          *spreadOwners // Services, ReplicaSets and StatefulSets, for default selectors
 	statusSkew      *framework.Status
 	statusNoLabel   *framework.Status
 }
@@ -75,13 +76,13 @@ func systemDefaultConstraints() []api.TopologySpreadConstraint {
 }
 
 // NewPodTopologySpread returns the plugin for args (nil: the defaults);
-// with System defaulting it watches c's Services and ReplicaSets.
+// with System defaulting it watches c's Services, ReplicaSets and StatefulSets.
 func NewPodTopologySpread(args *v1.PodTopologySpreadArgs, c client.Interface, log *slog.Logger) (*PodTopologySpread, error) {
 	return NewPodTopologySpreadShared(args, c, nil, log)
 }
 
 // NewPodTopologySpreadShared is NewPodTopologySpread reading Services and
-// ReplicaSets from f's informers (the scheduler's; the process's shared
+// ReplicaSets (and StatefulSets) from f's informers (the scheduler's; the process's shared
 // factory); nil f: informers of its own.
 func NewPodTopologySpreadShared(args *v1.PodTopologySpreadArgs, c client.Interface, f *client.InformerFactory, log *slog.Logger) (*PodTopologySpread, error) {
 	if args == nil {
@@ -111,8 +112,8 @@ func NewPodTopologySpreadShared(args *v1.PodTopologySpreadArgs, c client.Interfa
 // Name implements framework.Plugin.
 func (*PodTopologySpread) Name() string { return PodTopologySpreadName }
 
-// Run implements framework.EventSourcePlugin (Services and ReplicaSets,
-// whose selectors make the default constraints' selectors).
+// Run implements framework.EventSourcePlugin (Services, ReplicaSets and
+// StatefulSets, whose selectors make the default constraints' selectors).
 func (pl *PodTopologySpread) Run(ctx context.Context, moved func()) {
 	if pl.owners != nil {
 		pl.owners.run(ctx)
@@ -454,12 +455,13 @@ func (pl *PodTopologySpread) NormalizeScore(_ context.Context, state *framework.
 	return nil
 }
 
-// spreadOwners knows the Services and ReplicaSets whose selectors make a
-// pod's default spreading selector (Kubernetes' DefaultSelector).
+// spreadOwners knows the Services, ReplicaSets and StatefulSets whose
+// selectors make a pod's default spreading selector (Kubernetes'
+// DefaultSelector; skiff has no ReplicationControllers).
 type spreadOwners struct {
-	services, replicaSets *client.Informer
-	informers             *client.InformerFactory
-	own                   bool // informers made here: run runs and waits for them
+	services, replicaSets, statefulSets *client.Informer
+	informers                           *client.InformerFactory
+	own                                 bool // informers made here: run runs and waits for them
 }
 
 func newSpreadOwners(c client.Interface, f *client.InformerFactory, log *slog.Logger) *spreadOwners {
@@ -467,7 +469,8 @@ func newSpreadOwners(c client.Interface, f *client.InformerFactory, log *slog.Lo
 		return nil
 	}
 	f, own := informersOf(c, f, log)
-	return &spreadOwners{services: f.InformerFor(&api.Service{}), replicaSets: f.InformerFor(&api.ReplicaSet{}), informers: f, own: own}
+	return &spreadOwners{services: f.InformerFor(&api.Service{}), replicaSets: f.InformerFor(&api.ReplicaSet{}),
+		statefulSets: f.InformerFor(&api.StatefulSet{}), informers: f, own: own}
 }
 
 func (o *spreadOwners) run(ctx context.Context) {
@@ -479,11 +482,12 @@ func (o *spreadOwners) run(ctx context.Context) {
 }
 
 func (o *spreadOwners) waitForSync(ctx context.Context) bool {
-	return o.services.WaitForSync(ctx) && o.replicaSets.WaitForSync(ctx)
+	return o.services.WaitForSync(ctx) && o.replicaSets.WaitForSync(ctx) && o.statefulSets.WaitForSync(ctx)
 }
 
 // defaultSelector merges the selectors of the Services in the pod's
-// namespace that select it and of the ReplicaSet that controls it.
+// namespace that select it and of the ReplicaSet or StatefulSet that
+// controls it.
 func (o *spreadOwners) defaultSelector(pod *api.Pod) labels.Selector {
 	set := labels.Set{}
 	for _, obj := range o.services.List() {
@@ -497,14 +501,24 @@ func (o *spreadOwners) defaultSelector(pod *api.Pod) labels.Selector {
 	}
 	sel := labels.SelectorFromSet(set)
 	for _, ref := range pod.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller || ref.Kind != "ReplicaSet" {
+		if ref.Controller == nil || !*ref.Controller {
 			continue
 		}
-		obj, ok := o.replicaSets.Get(pod.Namespace, ref.Name)
-		if !ok {
+		var owner *api.LabelSelector
+		switch ref.Kind {
+		case "ReplicaSet":
+			if obj, ok := o.replicaSets.Get(pod.Namespace, ref.Name); ok {
+				owner = obj.(*api.ReplicaSet).Spec.Selector
+			}
+		case "StatefulSet":
+			if obj, ok := o.statefulSets.Get(pod.Namespace, ref.Name); ok {
+				owner = obj.(*api.StatefulSet).Spec.Selector
+			}
+		}
+		if owner == nil {
 			continue
 		}
-		if other, err := obj.(*api.ReplicaSet).Spec.Selector.AsSelector(); err == nil {
+		if other, err := owner.AsSelector(); err == nil {
 			if reqs, ok := other.Requirements(); ok {
 				sel = sel.Add(reqs...)
 			}
