@@ -243,6 +243,14 @@ func (i *Informer) Keys() []string {
 	return keys
 }
 
+// HasIndex reports whether an index of that name was added (AddIndex).
+func (i *Informer) HasIndex(name string) bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	_, ok := i.indexers[name]
+	return ok
+}
+
 // ByIndex returns the cached objects whose index name has value, sorted by
 // key, shared: never modify them. An unknown index returns nil.
 func (i *Informer) ByIndex(name, value string) []api.Object {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -363,6 +364,60 @@ func replicasOf(p *int32) int32 {
 		return 1
 	}
 	return *p
+}
+
+// Finding claim's candidates
+//
+// claim looks only at the objects its owner controls and at the orphans of
+// the owner's namespace: one another controller controls is never touched.
+// Listing the whole namespace to find them cost every sync of a ReplicaSet
+// a scan and a sort of every pod in the namespace; with 20,000 pods from
+// 200 Deployments in one namespace, and a sync after every change of one
+// of its pods, that grew with the square of the pods. An informer index by
+// controller (a controlled object's controller UID; an orphan's namespace)
+// hands claim the same objects in the same order.
+
+// indexByController is the pods informer's index claimCandidates reads.
+const indexByController = "skiff.dev/controller"
+
+// controllerIndexValues is indexByController's IndexFunc.
+func controllerIndexValues(o api.Object) []string {
+	if ref := api.ControllerOf(o); ref != nil {
+		return []string{ref.UID}
+	}
+	return []string{orphanIndexValue(o.GetObjectMeta().Namespace)}
+}
+
+// orphanIndexValue is indexByController's value for the objects of
+// namespace without a controller (no UID holds a NUL byte).
+func orphanIndexValue(namespace string) string { return "\x00orphan/" + namespace }
+
+// indexControllers adds indexByController to l when l is an informer
+// without it (a controller's constructor calls it for its pods).
+func indexControllers(l Lister) {
+	if inf, ok := l.(*client.Informer); ok && !inf.HasIndex(indexByController) {
+		inf.AddIndex(indexByController, controllerIndexValues)
+	}
+}
+
+// claimCandidates returns the objects of l that claim may take for owner:
+// those in its namespace it controls and the orphans there, sorted by
+// name, as listing the namespace and dropping the rest gives them. From
+// the index when l has it; else from the whole namespace (claim skips
+// the others).
+func claimCandidates[T api.Object](l Lister, owner api.Object) []T {
+	om := owner.GetObjectMeta()
+	inf, ok := l.(*client.Informer)
+	if !ok || !inf.HasIndex(indexByController) {
+		return listAs[T](l.ListBy(nil, om.Namespace))
+	}
+	objs := inf.ByIndex(indexByController, om.UID)
+	// A reference names an owner of the object's own namespace; one that
+	// names a UID of another namespace's owner refers to no owner here.
+	objs = slices.DeleteFunc(objs, func(o api.Object) bool { return o.GetObjectMeta().Namespace != om.Namespace })
+	objs = append(objs, inf.ByIndex(indexByController, orphanIndexValue(om.Namespace))...)
+	slices.SortFunc(objs, func(a, b api.Object) int { return strings.Compare(a.GetObjectMeta().Name, b.GetObjectMeta().Name) })
+	return listAs[T](objs)
 }
 
 // claim decides which of candidates (objects in owner's namespace) the

@@ -100,6 +100,7 @@ func NewDaemonSetController(c client.Interface, dsets, revs, pods, nodes Lister,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	indexControllers(pods) // claimCandidates
 	if events == nil {
 		events = nopRecorder{}
 	}
@@ -228,7 +229,7 @@ func (d *DaemonSetController) Reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return requeueOnConflict(d.log, "daemonset "+key, fmt.Errorf("daemonset %s: revisions: %w", key, err))
 	}
-	pods, err := claim(ctx, d.client, ds, sel, listAs[*api.Pod](d.pods.ListBy(nil, ns)))
+	pods, err := claim(ctx, d.client, ds, sel, claimCandidates[*api.Pod](d.pods, ds))
 	if err != nil {
 		return requeueOnConflict(d.log, "daemonset "+key, fmt.Errorf("daemonset %s: claim pods: %w", key, err))
 	}

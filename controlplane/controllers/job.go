@@ -83,6 +83,7 @@ func NewJobController(c client.Interface, jobs, pods Lister, events EventRecorde
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	indexControllers(pods) // claimCandidates
 	if events == nil {
 		events = nopRecorder{}
 	}
@@ -233,7 +234,7 @@ func (r *JobController) observe(ctx context.Context, key string, job *api.Job, n
 		job.Status.UncountedTerminatedPods = &api.UncountedTerminatedPods{}
 	}
 	satisfied = r.expect.pending(key, job.Namespace, r.pods, now) == 0
-	pods, err := claim(ctx, r.client, job, sel, listAs[*api.Pod](r.pods.ListBy(nil, job.Namespace)))
+	pods, err := claim(ctx, r.client, job, sel, claimCandidates[*api.Pod](r.pods, job))
 	if err != nil {
 		return nil, false, fmt.Errorf("job %s: claim pods: %w", key, err)
 	}

@@ -55,6 +55,7 @@ func NewReplicaSetController(c client.Interface, rsets, pods Lister, events Even
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	indexControllers(pods) // claimCandidates
 	if events == nil {
 		events = nopRecorder{}
 	}
@@ -128,7 +129,7 @@ func (r *ReplicaSetController) Reconcile(ctx context.Context, key string) error 
 	}
 
 	// 1. Claim: which pods are ours?
-	pods, err := claim(ctx, r.client, rs, sel, listAs[*api.Pod](r.pods.ListBy(nil, ns)))
+	pods, err := claim(ctx, r.client, rs, sel, claimCandidates[*api.Pod](r.pods, rs))
 	if err != nil {
 		return requeueOnConflict(r.log, "replicaset "+key, fmt.Errorf("replicaset %s: claim pods: %w", key, err))
 	}

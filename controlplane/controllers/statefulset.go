@@ -80,6 +80,7 @@ func NewStatefulSetController(c client.Interface, ssets, pods, revs, claims List
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	indexControllers(pods) // claimCandidates
 	if events == nil {
 		events = nopRecorder{}
 	}
@@ -184,7 +185,7 @@ func (r *StatefulSetController) prepare(ctx context.Context, set *api.StatefulSe
 		return nil, err
 	}
 	s.updateTemplate = &set.Spec.Template
-	all := listAs[*api.Pod](r.pods.ListBy(nil, set.Namespace))
+	all := claimCandidates[*api.Pod](r.pods, set)
 	all = slices.DeleteFunc(all, func(p *api.Pod) bool { parent, _ := parentAndOrdinal(p.Name); return parent != set.Name })
 	pods, err := claim(ctx, r.client, set, sel, all)
 	if err != nil {

@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client"
+	"skiff.dev/skiff/client/fake"
+	"skiff.dev/skiff/internal/testwait"
+)
+
+// claimCandidates reads an informer index instead of listing the whole
+// namespace: through random adoptions, releases, relabels and deletions,
+// for every owner it must give exactly what the namespace's list gives
+// once what claim never takes (another controller's objects) is dropped,
+// in the same order.
+func TestClaimCandidatesAreWhatTheNamespaceListGives(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 3))
+	ctx := t.Context()
+	owners := []*api.ReplicaSet{}
+	for _, o := range []struct{ ns, name string }{{"x", "a"}, {"x", "b"}, {"y", "a"}} {
+		rs := &api.ReplicaSet{ObjectMeta: api.ObjectMeta{Namespace: o.ns, Name: o.name, UID: "uid-" + o.ns + "-" + o.name}}
+		api.SetTypeMeta(rs)
+		owners = append(owners, rs)
+	}
+	c := fake.New()
+	podKind := api.MustKindOf(&api.Pod{})
+	inf := client.NewInformer(c, podKind, "", api.ListOptions{}, nil)
+	indexControllers(inf)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	// withOwner sets p's controller to owner (nil: an orphan); a third of
+	// the controlled ones name an owner of the other namespace, which no
+	// owner here controls.
+	withOwner := func(p *api.Pod, owner *api.ReplicaSet) {
+		p.OwnerReferences = nil
+		if owner != nil {
+			p.OwnerReferences = []api.OwnerReference{controllerRef(owner)}
+		}
+	}
+	names := map[string]bool{}
+	for step := range 300 {
+		ns := []string{"x", "y"}[rng.IntN(2)]
+		name := fmt.Sprintf("p%d", rng.IntN(40))
+		cur, err := client.Get[*api.Pod](ctx, c, ns, name)
+		switch {
+		case api.IsNotFound(err):
+			p := &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
+				Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox"}}}}
+			api.SetTypeMeta(p)
+			if rng.IntN(3) > 0 {
+				withOwner(p, owners[rng.IntN(len(owners))])
+			}
+			if _, err := client.Create(ctx, c, p); err != nil {
+				t.Fatal(err)
+			}
+			names[ns+"/"+name] = true
+		case err != nil:
+			t.Fatal(err)
+		case rng.IntN(4) == 0:
+			if err := c.Delete(ctx, podKind, ns, name, api.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		default: // adopted, released, handed over or relabelled
+			p := api.Clone(cur)
+			switch rng.IntN(3) {
+			case 0:
+				withOwner(p, nil)
+			case 1:
+				withOwner(p, owners[rng.IntN(len(owners))])
+			default:
+				p.Labels = map[string]string{"app": fmt.Sprint(rng.IntN(3))}
+			}
+			if _, err := client.Update(ctx, c, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step%20 != 19 {
+			continue
+		}
+		// Once the informer shows the fake's state, compare.
+		want, _, err := c.List(ctx, podKind, "", api.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 10*time.Second, "the informer to catch up", func() bool {
+			got := inf.List()
+			return slices.EqualFunc(got, want, func(a, b api.Object) bool {
+				return api.KeyOf(a) == api.KeyOf(b) && a.GetObjectMeta().ResourceVersion == b.GetObjectMeta().ResourceVersion
+			})
+		})
+		for _, owner := range owners {
+			var fromList []string
+			for _, p := range listAs[*api.Pod](inf.ListBy(nil, owner.Namespace)) {
+				if ref := api.ControllerOf(p); ref == nil || ref.UID == owner.UID {
+					fromList = append(fromList, p.Name)
+				}
+			}
+			var fromIndex []string
+			for _, p := range claimCandidates[*api.Pod](inf, owner) {
+				fromIndex = append(fromIndex, p.Name)
+			}
+			if !slices.Equal(fromIndex, fromList) {
+				t.Fatalf("step %d, owner %s/%s: candidates %v, the namespace's list gives %v", step, owner.Namespace, owner.Name, fromIndex, fromList)
+			}
+		}
+	}
+	if len(names) < 40 {
+		t.Fatalf("only %d pods were ever made", len(names))
+	}
+}
