@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client/backoff"
@@ -208,19 +209,35 @@ func (i *Informer) List() []api.Object {
 
 // ListBy returns the cached objects in namespace ("" = all) whose labels
 // match selector (nil = all), sorted by key, shared: never modify them.
+// With IndexLabels, a selector that requires a label value (app=web, or
+// app in (web)) in one namespace looks only at the objects carrying the
+// rarest such value; otherwise every object is looked at.
 func (i *Informer) ListBy(selector labels.Selector, namespace string) []api.Object {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	keys := make([]string, 0, len(i.items))
-	for k, o := range i.items {
-		m := o.GetObjectMeta()
-		if namespace != "" && m.Namespace != namespace {
-			continue
+	if selector != nil && selector.Empty() {
+		selector = nil
+	}
+	var keys []string
+	if set, ok := i.labelCandidatesLocked(selector, namespace); ok {
+		keys = make([]string, 0, len(set))
+		for k := range set {
+			if selector.Matches(labels.Set(i.items[k].GetObjectMeta().Labels)) {
+				keys = append(keys, k)
+			}
 		}
-		if selector != nil && !selector.Empty() && !selector.Matches(labels.Set(m.Labels)) {
-			continue
+	} else {
+		keys = make([]string, 0, len(i.items))
+		for k, o := range i.items {
+			m := o.GetObjectMeta()
+			if namespace != "" && m.Namespace != namespace {
+				continue
+			}
+			if selector != nil && !selector.Matches(labels.Set(m.Labels)) {
+				continue
+			}
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	out := make([]api.Object, len(keys))
@@ -228,6 +245,62 @@ func (i *Informer) ListBy(selector labels.Selector, namespace string) []api.Obje
 		out[n] = i.items[k]
 	}
 	return out
+}
+
+// labelIndex is IndexLabels' index: an object's namespace, label key and
+// value, NUL-separated (neither a namespace nor a label key holds a NUL).
+const labelIndex = "skiff.dev/labels"
+
+func labelIndexValue(namespace, key, value string) string {
+	return namespace + "\x00" + key + "\x00" + value
+}
+
+func labelIndexValues(o api.Object) []string {
+	m := o.GetObjectMeta()
+	out := make([]string, 0, len(m.Labels))
+	for k, v := range m.Labels {
+		out = append(out, labelIndexValue(m.Namespace, k, v))
+	}
+	return out
+}
+
+// IndexLabels indexes the cached objects by namespace and label, for
+// ListBy (a Service's endpoints controllers list its pods at every sync:
+// without the index a scan of every pod in the namespace). The index
+// costs an entry per label of each object. Adding it twice is a no-op.
+func (i *Informer) IndexLabels() {
+	if !i.HasIndex(labelIndex) {
+		i.AddIndex(labelIndex, labelIndexValues)
+	}
+}
+
+// labelCandidatesLocked returns the keys of the objects in namespace that
+// carry the rarest label value selector requires, when the labels are
+// indexed and selector requires one; i.mu is held.
+func (i *Informer) labelCandidatesLocked(selector labels.Selector, namespace string) (map[string]struct{}, bool) {
+	idx, ok := i.indices[labelIndex]
+	if !ok || selector == nil || namespace == "" {
+		return nil, false
+	}
+	reqs, _ := selector.Requirements()
+	var best map[string]struct{}
+	found := false
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+		default:
+			continue
+		}
+		vals := r.Values()
+		if vals.Len() != 1 {
+			continue
+		}
+		set := idx[labelIndexValue(namespace, r.Key(), vals.UnsortedList()[0])]
+		if !found || len(set) < len(best) {
+			best, found = set, true
+		}
+	}
+	return best, found
 }
 
 // Keys returns the keys of every cached object, sorted; handy as a Loop's

@@ -400,6 +400,15 @@ func indexControllers(l Lister) {
 	}
 }
 
+// indexLabels has an informer l index its objects' labels, so that
+// ListBy with a Service's or an HPA's selector looks only at the objects
+// carrying the selector's rarest label value (client.Informer.IndexLabels).
+func indexLabels(l Lister) {
+	if inf, ok := l.(*client.Informer); ok {
+		inf.IndexLabels()
+	}
+}
+
 // claimCandidates returns the objects of l that claim may take for owner:
 // those in its namespace it controls and the orphans there, sorted by
 // name, as listing the namespace and dropping the rest gives them. From

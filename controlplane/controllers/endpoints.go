@@ -57,6 +57,7 @@ func NewEndpointsController(c client.Interface, services, pods, endpoints Lister
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	indexLabels(pods) // the selector's pods: ListBy
 	return &EndpointsController{
 		client:    c,
 		services:  services,

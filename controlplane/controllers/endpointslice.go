@@ -76,6 +76,7 @@ func NewEndpointSliceController(c client.Interface, services, pods, slices Liste
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	indexLabels(pods) // the selector's pods: ListBy
 	return &EndpointSliceController{
 		client: c, services: services, pods: pods, slices: slices,
 		log:     log.With("controller", endpointSliceControllerName),

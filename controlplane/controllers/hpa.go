@@ -93,6 +93,7 @@ func NewHPAController(c client.Interface, hpas, pods Lister, metrics MetricsSour
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	indexLabels(pods) // the selector's pods: ListBy
 	if events == nil {
 		events = nopRecorder{}
 	}
