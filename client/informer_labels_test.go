@@ -85,15 +85,7 @@ func TestListByWithLabelIndexIsAScan(t *testing.T) {
 		if step%12 != 11 {
 			continue
 		}
-		want, _, err := f.List(ctx, pods, "", api.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		testwait.For(t, 10*time.Second, "the informer to catch up", func() bool {
-			return slices.EqualFunc(inf.List(), want, func(a, b api.Object) bool {
-				return api.KeyOf(a) == api.KeyOf(b) && a.GetObjectMeta().ResourceVersion == b.GetObjectMeta().ResourceVersion
-			})
-		})
+		testwait.For(t, 10*time.Second, "the informer to catch up", func() bool { return f.Shows(pods, inf.List()) })
 		for _, sel := range sels {
 			for _, ns := range []string{"", "x", "y"} {
 				got := keys(inf.ListBy(sel, ns))

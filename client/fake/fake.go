@@ -843,3 +843,13 @@ func (f *Client) GetObjectTrace(ctx context.Context, k *api.Kind, namespace, nam
 	}
 	return strategy.NewObjectTrace(k, o, slices.Clone(f.traces[traceKey(k, key)])), nil
 }
+
+// Shows reports whether objs (an informer's List: in key order) are the
+// fake's objects of kind k now, each at its current resourceVersion: the
+// condition a test waits for until an informer over the fake caught up.
+func (f *Client) Shows(k *api.Kind, objs []api.Object) bool {
+	want, _, err := f.List(context.Background(), k, "", api.ListOptions{})
+	return err == nil && slices.EqualFunc(objs, want, func(a, b api.Object) bool {
+		return api.KeyOf(a) == api.KeyOf(b) && a.GetObjectMeta().ResourceVersion == b.GetObjectMeta().ResourceVersion
+	})
+}

@@ -86,17 +86,7 @@ func TestClaimCandidatesAreWhatTheNamespaceListGives(t *testing.T) {
 		if step%20 != 19 {
 			continue
 		}
-		// Once the informer shows the fake's state, compare.
-		want, _, err := c.List(ctx, podKind, "", api.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		testwait.For(t, 10*time.Second, "the informer to catch up", func() bool {
-			got := inf.List()
-			return slices.EqualFunc(got, want, func(a, b api.Object) bool {
-				return api.KeyOf(a) == api.KeyOf(b) && a.GetObjectMeta().ResourceVersion == b.GetObjectMeta().ResourceVersion
-			})
-		})
+		testwait.For(t, 10*time.Second, "the informer to catch up", func() bool { return c.Shows(podKind, inf.List()) })
 		for _, owner := range owners {
 			var fromList []string
 			for _, p := range listAs[*api.Pod](inf.ListBy(nil, owner.Namespace)) {

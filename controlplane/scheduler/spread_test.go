@@ -216,35 +216,7 @@ func TestDefaultSpreadOfReplicaSetPods(t *testing.T) {
 	rs.Spec.Template.Labels = map[string]string{"app": "web"}
 	rs.Spec.Template.Spec.Containers = []api.Container{{Name: "web", Image: "nginx"}}
 	api.SetTypeMeta(rs)
-	yes := true
-	owned := func(name string) *api.Pod {
-		return gpuPod(name, 0, cpu("100m"), func(p *api.Pod) {
-			p.Labels = map[string]string{"app": "web"}
-			p.OwnerReferences = []api.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}}
-		})
-	}
-	// node-a already runs two of them and has much more room left: spread
-	// by LeastAllocated alone would put the third one there too.
-	big := gpuNode("node-a", 0, func(n *api.Node) { n.Status.Allocatable = rl("cpu", "64", "memory", "256Gi", "pods", "110") })
-	w1, w2 := owned("web-1"), owned("web-2")
-	w1.Spec.NodeName, w2.Spec.NodeName = "node-a", "node-a"
-	f := newFixture(t, defaultConfig(noPreemption), big, gpuNode("node-b", 0), rs, w1, w2)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	for _, es := range f.s.sources {
-		go es.Run(ctx, func() {})
-		if !es.WaitForSync(ctx) {
-			t.Fatal("informers did not sync")
-		}
-	}
-	f.add(owned("web-3"))
-	res := f.step()
-	if got := f.nodeOf("gpu-demo", "web-3"); got != "node-b" {
-		t.Fatalf("third replica on %q, want node-b (spread)\n%s", got, Explain(res))
-	}
-	if _, err := client.Get[*api.Pod](f.ctx, f.c, "gpu-demo", "web-3"); err != nil {
-		t.Fatal(err)
-	}
+	checkDefaultSpread(t, rs, "web")
 }
 
 // A StatefulSet's pods spread as a ReplicaSet's do: Kubernetes'
@@ -257,19 +229,27 @@ func TestDefaultSpreadOfStatefulSetPods(t *testing.T) {
 	ss.Spec.Template.Labels = map[string]string{"app": "db"}
 	ss.Spec.Template.Spec.Containers = []api.Container{{Name: "db", Image: "postgres"}}
 	api.SetTypeMeta(ss)
+	checkDefaultSpread(t, ss, "db")
+}
+
+// checkDefaultSpread places the third pod (app=app) that owner controls,
+// its first two on node-a, and wants it on node-b.
+func checkDefaultSpread(t *testing.T, owner api.Object, app string) {
+	t.Helper()
+	om := owner.GetObjectMeta()
 	yes := true
 	owned := func(name string) *api.Pod {
 		return gpuPod(name, 0, cpu("100m"), func(p *api.Pod) {
-			p.Labels = map[string]string{"app": "db"}
-			p.OwnerReferences = []api.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: ss.Name, UID: ss.UID, Controller: &yes}}
+			p.Labels = map[string]string{"app": app}
+			p.OwnerReferences = []api.OwnerReference{{APIVersion: "apps/v1", Kind: owner.GetTypeMeta().Kind, Name: om.Name, UID: om.UID, Controller: &yes}}
 		})
 	}
 	// node-a already runs two of them and has much more room left: spread
 	// by LeastAllocated alone would put the third one there too.
 	big := gpuNode("node-a", 0, func(n *api.Node) { n.Status.Allocatable = rl("cpu", "64", "memory", "256Gi", "pods", "110") })
-	d0, d1 := owned("db-0"), owned("db-1")
-	d0.Spec.NodeName, d1.Spec.NodeName = "node-a", "node-a"
-	f := newFixture(t, defaultConfig(noPreemption), big, gpuNode("node-b", 0), ss, d0, d1)
+	p1, p2 := owned(app+"-1"), owned(app+"-2")
+	p1.Spec.NodeName, p2.Spec.NodeName = "node-a", "node-a"
+	f := newFixture(t, defaultConfig(noPreemption), big, gpuNode("node-b", 0), owner, p1, p2)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, es := range f.s.sources {
@@ -278,9 +258,12 @@ func TestDefaultSpreadOfStatefulSetPods(t *testing.T) {
 			t.Fatal("informers did not sync")
 		}
 	}
-	f.add(owned("db-2"))
+	f.add(owned(app + "-3"))
 	res := f.step()
-	if got := f.nodeOf("gpu-demo", "db-2"); got != "node-b" {
+	if got := f.nodeOf("gpu-demo", app+"-3"); got != "node-b" {
 		t.Fatalf("third replica on %q, want node-b (spread)\n%s", got, Explain(res))
+	}
+	if _, err := client.Get[*api.Pod](f.ctx, f.c, "gpu-demo", app+"-3"); err != nil {
+		t.Fatal(err)
 	}
 }
