@@ -6,14 +6,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
-	"skiff.dev/skiff/internal/testwait"
 )
 
 // With IndexLabels, ListBy answers from the label index for selectors that
@@ -22,7 +20,6 @@ import (
 // creates, relabels and deletes.
 func TestListByWithLabelIndexIsAScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 4))
-	ctx := t.Context()
 	f := fake.New()
 	pods := kind(t, &api.Pod{})
 	inf := client.NewInformer(f, pods, "", api.ListOptions{}, nil)
@@ -59,45 +56,24 @@ func TestListByWithLabelIndexIsAScan(t *testing.T) {
 		}
 		return out
 	}
-	indexed := false // some selector was answered with fewer objects looked at: checked below
-	for step := range 240 {
-		ns := []string{"x", "y"}[rng.IntN(2)]
-		name := fmt.Sprintf("p%d", rng.IntN(30))
-		cur, err := client.Get[*api.Pod](ctx, f, ns, name)
-		switch {
-		case api.IsNotFound(err):
-			if _, err := client.Create(ctx, f, testPod(ns, name, "", randomLabels())); err != nil {
-				t.Fatal(err)
-			}
-		case err != nil:
-			t.Fatal(err)
-		case rng.IntN(4) == 0:
-			if err := f.Delete(ctx, pods, ns, name, api.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			p := api.Clone(cur)
-			p.Labels = randomLabels()
-			if _, err := client.Update(ctx, f, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if step%12 != 11 {
-			continue
-		}
-		testwait.For(t, 10*time.Second, "the informer to catch up", func() bool { return f.Shows(pods, inf.List()) })
-		for _, sel := range sels {
-			for _, ns := range []string{"", "x", "y"} {
-				got := keys(inf.ListBy(sel, ns))
-				if w := scan(sel, ns); !slices.Equal(got, w) {
-					t.Fatalf("step %d: ListBy(%v, %q) = %v, a scan gives %v", step, sel, ns, got, w)
-				}
-				if len(got) > 0 && sel != nil && !sel.Empty() && ns != "" {
-					indexed = true
+	indexed := false // some answer in a namespace, with a selector, was not empty
+	f.ChurnPods(t, inf, fake.Churn{Rand: rng, Namespaces: []string{"x", "y"}, Names: 30, Steps: 240, Every: 12,
+		New:    func(ns, name string) *api.Pod { return testPod(ns, name, "", randomLabels()) },
+		Change: func(p *api.Pod) { p.Labels = randomLabels() },
+		Check: func(step int) {
+			for _, sel := range sels {
+				for _, ns := range []string{"", "x", "y"} {
+					got := keys(inf.ListBy(sel, ns))
+					if w := scan(sel, ns); !slices.Equal(got, w) {
+						t.Fatalf("step %d: ListBy(%v, %q) = %v, a scan gives %v", step, sel, ns, got, w)
+					}
+					if len(got) > 0 && sel != nil && !sel.Empty() && ns != "" {
+						indexed = true
+					}
 				}
 			}
-		}
-	}
+		},
+	})
 	if !indexed {
 		t.Fatal("no selector in a namespace ever matched anything: the test compared nothing the index answers")
 	}

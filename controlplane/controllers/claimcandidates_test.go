@@ -6,12 +6,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/client/fake"
-	"skiff.dev/skiff/internal/testwait"
 )
 
 // claimCandidates reads an informer index instead of listing the whole
@@ -21,7 +19,6 @@ import (
 // in the same order.
 func TestClaimCandidatesAreWhatTheNamespaceListGives(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 3))
-	ctx := t.Context()
 	owners := []*api.ReplicaSet{}
 	for _, o := range []struct{ ns, name string }{{"x", "a"}, {"x", "b"}, {"y", "a"}} {
 		rs := &api.ReplicaSet{ObjectMeta: api.ObjectMeta{Namespace: o.ns, Name: o.name, UID: "uid-" + o.ns + "-" + o.name}}
@@ -32,14 +29,14 @@ func TestClaimCandidatesAreWhatTheNamespaceListGives(t *testing.T) {
 	podKind := api.MustKindOf(&api.Pod{})
 	inf := client.NewInformer(c, podKind, "", api.ListOptions{}, nil)
 	indexControllers(inf)
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Run(runCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	// withOwner sets p's controller to owner (nil: an orphan); a third of
-	// the controlled ones name an owner of the other namespace, which no
-	// owner here controls.
+	// withOwner sets p's controller to owner (nil: an orphan); a pod of
+	// x whose controller is y's owner (or the reverse) is controlled by no
+	// owner of its namespace.
 	withOwner := func(p *api.Pod, owner *api.ReplicaSet) {
 		p.OwnerReferences = nil
 		if owner != nil {
@@ -47,30 +44,18 @@ func TestClaimCandidatesAreWhatTheNamespaceListGives(t *testing.T) {
 		}
 	}
 	names := map[string]bool{}
-	for step := range 300 {
-		ns := []string{"x", "y"}[rng.IntN(2)]
-		name := fmt.Sprintf("p%d", rng.IntN(40))
-		cur, err := client.Get[*api.Pod](ctx, c, ns, name)
-		switch {
-		case api.IsNotFound(err):
+	c.ChurnPods(t, inf, fake.Churn{Rand: rng, Namespaces: []string{"x", "y"}, Names: 40, Steps: 300, Every: 20,
+		New: func(ns, name string) *api.Pod {
 			p := &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
 				Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "busybox"}}}}
 			api.SetTypeMeta(p)
 			if rng.IntN(3) > 0 {
 				withOwner(p, owners[rng.IntN(len(owners))])
 			}
-			if _, err := client.Create(ctx, c, p); err != nil {
-				t.Fatal(err)
-			}
 			names[ns+"/"+name] = true
-		case err != nil:
-			t.Fatal(err)
-		case rng.IntN(4) == 0:
-			if err := c.Delete(ctx, podKind, ns, name, api.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		default: // adopted, released, handed over or relabelled
-			p := api.Clone(cur)
+			return p
+		},
+		Change: func(p *api.Pod) { // adopted, released, handed over or relabelled
 			switch rng.IntN(3) {
 			case 0:
 				withOwner(p, nil)
@@ -79,30 +64,25 @@ func TestClaimCandidatesAreWhatTheNamespaceListGives(t *testing.T) {
 			default:
 				p.Labels = map[string]string{"app": fmt.Sprint(rng.IntN(3))}
 			}
-			if _, err := client.Update(ctx, c, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if step%20 != 19 {
-			continue
-		}
-		testwait.For(t, 10*time.Second, "the informer to catch up", func() bool { return c.Shows(podKind, inf.List()) })
-		for _, owner := range owners {
-			var fromList []string
-			for _, p := range listAs[*api.Pod](inf.ListBy(nil, owner.Namespace)) {
-				if ref := api.ControllerOf(p); ref == nil || ref.UID == owner.UID {
-					fromList = append(fromList, p.Name)
+		},
+		Check: func(step int) {
+			for _, owner := range owners {
+				var fromList []string
+				for _, p := range listAs[*api.Pod](inf.ListBy(nil, owner.Namespace)) {
+					if ref := api.ControllerOf(p); ref == nil || ref.UID == owner.UID {
+						fromList = append(fromList, p.Name)
+					}
+				}
+				var fromIndex []string
+				for _, p := range claimCandidates[*api.Pod](inf, owner) {
+					fromIndex = append(fromIndex, p.Name)
+				}
+				if !slices.Equal(fromIndex, fromList) {
+					t.Fatalf("step %d, owner %s/%s: candidates %v, the namespace's list gives %v", step, owner.Namespace, owner.Name, fromIndex, fromList)
 				}
 			}
-			var fromIndex []string
-			for _, p := range claimCandidates[*api.Pod](inf, owner) {
-				fromIndex = append(fromIndex, p.Name)
-			}
-			if !slices.Equal(fromIndex, fromList) {
-				t.Fatalf("step %d, owner %s/%s: candidates %v, the namespace's list gives %v", step, owner.Namespace, owner.Name, fromIndex, fromList)
-			}
-		}
-	}
+		},
+	})
 	if len(names) < 40 {
 		t.Fatalf("only %d pods were ever made", len(names))
 	}
