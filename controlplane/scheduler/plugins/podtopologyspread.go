@@ -81,9 +81,9 @@ func NewPodTopologySpread(args *v1.PodTopologySpreadArgs, c client.Interface, lo
 	return NewPodTopologySpreadShared(args, c, nil, log)
 }
 
-// NewPodTopologySpreadShared is NewPodTopologySpread reading Services and
-// ReplicaSets (and StatefulSets) from f's informers (the scheduler's; the process's shared
-// factory); nil f: informers of its own.
+// NewPodTopologySpreadShared is NewPodTopologySpread reading Services,
+// ReplicaSets and StatefulSets from f's informers (the scheduler's; the
+// process's shared factory); nil f: informers of its own.
 func NewPodTopologySpreadShared(args *v1.PodTopologySpreadArgs, c client.Interface, f *client.InformerFactory, log *slog.Logger) (*PodTopologySpread, error) {
 	if args == nil {
 		args = config.DefaultArgs(PodTopologySpreadName).(*v1.PodTopologySpreadArgs)
