@@ -420,7 +420,8 @@ func exemptNamespaceWarning(ps *podSecurity, namespace string, p psapi.Policy, l
 // ReplicaSet, to Kubernetes' types for the checks. What the checks never
 // read is left out of the conversion (a JSON round trip): the object's
 // managedFields (often the larger part of a new object's JSON, written
-// just before by trackFields) and a pod's status.
+// just before by trackFields), a pod's status and, for a pod, the parts
+// of its spec podSecuritySpec leaves out.
 func kubePodSpec(k *api.Kind, obj api.Object) (*metav1.ObjectMeta, *corev1.PodSpec, error) {
 	obj = forPodSecurity(obj)
 	ko, err := patch.ToKubernetes(k.APIVersion(), k.Kind, obj)
@@ -443,12 +444,12 @@ func kubePodSpec(k *api.Kind, obj api.Object) (*metav1.ObjectMeta, *corev1.PodSp
 }
 
 // forPodSecurity is a shallow copy of obj without managedFields (and, for
-// a pod, without status); obj is not changed, and the copy shares the rest
-// (read only).
+// a pod, without status, its spec as podSecuritySpec gives it); obj is
+// not changed, and the copy shares the rest (read only).
 func forPodSecurity(obj api.Object) api.Object {
 	if pod, ok := obj.(*api.Pod); ok {
-		c := *pod
-		c.ManagedFields, c.Status = nil, api.PodStatus{}
+		c := api.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta, Spec: podSecuritySpec(&pod.Spec)}
+		c.ManagedFields = nil
 		return &c
 	}
 	v := reflect.New(reflect.TypeOf(obj).Elem())
@@ -456,6 +457,36 @@ func forPodSecurity(obj api.Object) api.Object {
 	c := v.Interface().(api.Object)
 	c.GetObjectMeta().ManagedFields = nil
 	return c
+}
+
+// podSecuritySpec is the part of s that Pod Security's checks read
+// (k8s.io/pod-security-admission/policy, check_*.go): hostNetwork, the
+// pod's securityContext, its volumes, and each container's name, ports,
+// probes and securityContext. Converting only these, a pod's conversion
+// costs about half (docs/performance.md, tenth sitting).
+// TestPodSecuritySpecGivesTheFullSpecsResults checks every level's result
+// on random pods against the whole spec's.
+func podSecuritySpec(s *api.PodSpec) api.PodSpec {
+	containers := func(cs []api.Container) []api.Container {
+		if cs == nil {
+			return nil
+		}
+		out := make([]api.Container, len(cs))
+		for i, c := range cs {
+			out[i] = api.Container{Name: c.Name, Ports: c.Ports, SecurityContext: c.SecurityContext,
+				LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe}
+		}
+		return out
+	}
+	out := api.PodSpec{HostNetwork: s.HostNetwork, SecurityContext: s.SecurityContext, Volumes: s.Volumes,
+		Containers: containers(s.Containers), InitContainers: containers(s.InitContainers)}
+	if s.EphemeralContainers != nil {
+		out.EphemeralContainers = make([]api.EphemeralContainer, len(s.EphemeralContainers))
+		for i, ec := range s.EphemeralContainers {
+			out.EphemeralContainers[i].Container = containers([]api.Container{ec.Container})[0]
+		}
+	}
+	return out
 }
 
 // podImagesChanged is Kubernetes' isSignificantPodUpdate for what a skiff

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,9 +19,11 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/randfill"
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/patch"
+	"skiff.dev/skiff/api/randobj"
 )
 
 // libraryMessage is what Kubernetes' own admission plugin says about a
@@ -589,10 +592,11 @@ func TestWarningRecorder(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// The checks see a pod (or a workload's template) as the whole object's
-// conversion gives it, without its managedFields and a pod's status, which
-// the conversion leaves out; the object itself is not changed.
-func TestKubePodSpecLeavesOutOnlyManagedFieldsAndStatus(t *testing.T) {
+// The checks see a workload's template as the whole object's conversion
+// gives it, without its managedFields, and a pod's metadata without them;
+// the object itself is not changed. (What they see of a pod's spec:
+// TestPodSecuritySpecGivesTheFullSpecsResults.)
+func TestKubePodSpecLeavesOutManagedFields(t *testing.T) {
 	privileged, yes := true, true
 	mf := []api.ManagedFieldsEntry{{Manager: "kubectl", Operation: "Update", APIVersion: "v1", FieldsType: "FieldsV1",
 		FieldsV1: []byte(`{"f:spec":{"f:hostNetwork":{}}}`)}}
@@ -619,23 +623,84 @@ func TestKubePodSpecLeavesOutOnlyManagedFieldsAndStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wantMeta *metav1.ObjectMeta
-		var wantSpec *corev1.PodSpec
 		switch o := full.(type) {
 		case *corev1.Pod:
-			wantMeta, wantSpec = &o.ObjectMeta, &o.Spec
 			if len(o.ManagedFields) == 0 || o.Status.PodIP == "" {
 				t.Fatalf("the full conversion lost managedFields or status: %+v", o.ObjectMeta)
 			}
 			o.ManagedFields = nil
+			if !reflect.DeepEqual(meta, &o.ObjectMeta) {
+				t.Errorf("pod: the checks see\n%+v\nthe full conversion\n%+v", meta, &o.ObjectMeta)
+			}
 		case *appsv1.Deployment:
-			wantMeta, wantSpec = &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec
-		}
-		if !reflect.DeepEqual(meta, wantMeta) || !reflect.DeepEqual(spec, wantSpec) {
-			t.Errorf("%s: the checks see\n%+v\n%+v\nthe full conversion\n%+v\n%+v", k.Kind, meta, spec, wantMeta, wantSpec)
+			if !reflect.DeepEqual(meta, &o.Spec.Template.ObjectMeta) || !reflect.DeepEqual(spec, &o.Spec.Template.Spec) {
+				t.Errorf("Deployment: the checks see\n%+v\n%+v\nthe full conversion\n%+v\n%+v", meta, spec, &o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec)
+			}
 		}
 		if !reflect.DeepEqual(obj, before) {
 			t.Errorf("%s: kubePodSpec changed the object", k.Kind)
 		}
+	}
+}
+
+// The part of a pod's spec the checks are given (podSecuritySpec) gives
+// every level's result the whole spec gives, on random pods whose
+// security-related strings and numbers are drawn from the values the
+// checks look for.
+func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"", "RuntimeDefault", "Localhost", "Unconfined", "runtime/default", "localhost/p", "unconfined",
+		"ALL", "NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "CHOWN", "Default", "Unmasked", "container_t", "spc_t",
+		"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "kernel.msgmax", "evil.com", "127.0.0.1", "/", "/data"}
+	f := randobj.Filler(7, randobj.Options{NilChance: 0.3, MaxDepth: 10, Funcs: []any{
+		func(s *string, c randfill.Continue) {
+			if c.Intn(4) == 0 {
+				*s = c.String(8)
+				return
+			}
+			*s = words[c.Intn(len(words))]
+		},
+		func(n *int64, c randfill.Continue) { *n = int64(c.Intn(3)) * 1000 }, // 0 is root
+		func(n *int32, c randfill.Continue) { *n = int32(c.Intn(3)) * 80 },   // hostPort 0 is none
+	}})
+	levels := []psapi.LevelVersion{{Level: psapi.LevelBaseline, Version: psapi.LatestVersion()},
+		{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}}
+	k := api.MustKindOf(&api.Pod{})
+	reasons := map[string]bool{}
+	allowed := 0
+	for i := range 400 {
+		pod := &api.Pod{}
+		f.Fill(pod)
+		api.SetTypeMeta(pod)
+		full, err := patch.ToKubernetes(k.APIVersion(), k.Kind, pod)
+		if err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		fp := full.(*corev1.Pod)
+		meta, spec, err := kubePodSpec(k, pod)
+		if err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		for _, lv := range levels {
+			want := policy.AggregateCheckResults(ev.EvaluatePod(lv, &fp.ObjectMeta, &fp.Spec))
+			got := policy.AggregateCheckResults(ev.EvaluatePod(lv, meta, spec))
+			if got.Allowed != want.Allowed || got.ForbiddenReason() != want.ForbiddenReason() || got.ForbiddenDetail() != want.ForbiddenDetail() {
+				t.Fatalf("pod %d at %s: the checks give\n%v: %s: %s\nthe whole spec gives\n%v: %s: %s", i, lv,
+					got.Allowed, got.ForbiddenReason(), got.ForbiddenDetail(), want.Allowed, want.ForbiddenReason(), want.ForbiddenDetail())
+			}
+			if want.Allowed {
+				allowed++
+			}
+			for _, r := range want.ForbiddenReasons {
+				reasons[r] = true
+			}
+		}
+	}
+	// The pods must reach the checks, not fail one of them each alike.
+	if allowed == 0 || len(reasons) < 12 {
+		t.Errorf("the random pods are too alike: %d results allowed, %d forbidden reasons: %v", allowed, len(reasons), slices.Sorted(maps.Keys(reasons)))
 	}
 }
