@@ -489,7 +489,7 @@ func validateOnExitCodes(e *PodFailurePolicyOnExitCodesRequirement, path string,
 	}
 	seen := map[int32]bool{}
 	for i, v := range e.Values {
-		vp := fmt.Sprintf("%s.values[%d]", path, i)
+		vp := elemPath(path, ".values", i)
 		if e.Operator == "In" && v == 0 {
 			errs = append(errs, Invalid(vp, v, "must not be 0 for the In operator"))
 		}

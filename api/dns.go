@@ -83,7 +83,7 @@ func validatePodDNS(s *PodSpec, p string) []*FieldError {
 	}
 	for i, ns := range c.Nameservers {
 		if _, err := netip.ParseAddr(ns); err != nil {
-			errs = append(errs, Invalid(fmt.Sprintf("%s.nameservers[%d]", fp, i), ns, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+			errs = append(errs, Invalid(elemPath(fp, ".nameservers", i), ns, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
 		}
 	}
 	if len(c.Searches) > MaxDNSSearchPaths {
@@ -98,12 +98,12 @@ func validatePodDNS(s *PodSpec, p string) []*FieldError {
 		}
 		search = strings.TrimSuffix(search, ".")
 		for _, msg := range validation.IsDNS1123Subdomain(search) {
-			errs = append(errs, Invalid(fmt.Sprintf("%s.searches[%d]", fp, i), search, msg))
+			errs = append(errs, Invalid(elemPath(fp, ".searches", i), search, msg))
 		}
 	}
 	for i, o := range c.Options {
 		if o.Name == "" {
-			errs = append(errs, Required(fmt.Sprintf("%s.options[%d]", fp, i), "Option.Name must not be empty"))
+			errs = append(errs, Required(elemPath(fp, ".options", i), "Option.Name must not be empty"))
 		}
 	}
 	return errs

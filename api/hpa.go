@@ -553,7 +553,7 @@ func validateScalingRules(r *HPAScalingRules, p string) FieldErrors {
 		errs = append(errs, Required(p+".policies", "must specify at least one Policy"))
 	}
 	for i, pol := range r.Policies {
-		q := fmt.Sprintf("%s.policies[%d]", p, i)
+		q := elemPath(p, ".policies", i)
 		if pol.Type != PodsScalingPolicy && pol.Type != PercentScalingPolicy {
 			errs = append(errs, NotSupported(q+".type", pol.Type, PercentScalingPolicy, PodsScalingPolicy))
 		}

@@ -147,7 +147,7 @@ func validateRBACName(name string) []string { return content.IsPathSegmentName(n
 func validatePolicyRules(rules []PolicyRule, namespaced bool, base string) FieldErrors {
 	var errs FieldErrors
 	for i, r := range rules {
-		p := fmt.Sprintf("%s[%d]", base, i)
+		p := elemPath(base, "", i)
 		if len(r.Verbs) == 0 {
 			errs = append(errs, Required(p+".verbs", "verbs must contain at least one value"))
 		}

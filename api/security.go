@@ -206,7 +206,7 @@ func validatePodSecurity(sc *PodSecurityContext, hostNetwork bool, p string) Fie
 		errs = append(errs, idErrors(p+".runAsGroup", *sc.RunAsGroup, validation.IsValidGroupID)...)
 	}
 	for i, g := range sc.SupplementalGroups {
-		errs = append(errs, idErrors(fmt.Sprintf("%s.supplementalGroups[%d]", p, i), g, validation.IsValidGroupID)...)
+		errs = append(errs, idErrors(elemPath(p, ".supplementalGroups", i), g, validation.IsValidGroupID)...)
 	}
 	names := map[string]bool{}
 	for i, s := range sc.Sysctls {

@@ -193,7 +193,7 @@ func validateProjected(pv *ProjectedVolumeSource, p string) FieldErrors {
 		errs = append(errs, Required(p+".sources", ""))
 	}
 	for i, s := range pv.Sources {
-		sp := fmt.Sprintf("%s.sources[%d]", p, i)
+		sp := elemPath(p, ".sources", i)
 		n := 0
 		if t := s.ServiceAccountToken; t != nil {
 			n++

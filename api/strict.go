@@ -284,7 +284,7 @@ func (w *strictWalker) walkSlice(path string, v any, t reflect.Type) {
 		return
 	}
 	for i, e := range a {
-		w.walk(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+		w.walk(elemPath(path, "", i), e, t.Elem())
 	}
 }
 
@@ -628,7 +628,7 @@ func yamlDuplicates(data []byte, firstLine int) FieldErrors {
 			}
 		case yaml3.SequenceNode:
 			for i, c := range n.Content {
-				walk(c, fmt.Sprintf("%s[%d]", path, i))
+				walk(c, elemPath(path, "", i))
 			}
 		case yaml3.MappingNode:
 			seen := make(map[string]bool, len(n.Content)/2)

@@ -559,7 +559,7 @@ func validateLabelSelector(s *LabelSelector, path string) FieldErrors {
 	var errs FieldErrors
 	errs = append(errs, validateLabels(s.MatchLabels, path+".matchLabels")...)
 	for i, e := range s.MatchExpressions {
-		p := fmt.Sprintf("%s.matchExpressions[%d]", path, i)
+		p := elemPath(path, ".matchExpressions", i)
 		switch e.Operator {
 		case "In", "NotIn":
 			if len(e.Values) == 0 {

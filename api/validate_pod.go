@@ -28,7 +28,7 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	errs := validatePodResourceClaims(s, p) // validate_resource.go
 	volumes := map[string]bool{}
 	for i, v := range s.Volumes {
-		vp := fmt.Sprintf("%s.volumes[%d]", p, i)
+		vp := elemPath(p, ".volumes", i)
 		if v.Name == "" {
 			errs = append(errs, Required(vp+".name", ""))
 		} else {
@@ -47,16 +47,16 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	}
 	names := map[string]bool{}
 	for i := range s.InitContainers {
-		errs = append(errs, validateContainer(&s.InitContainers[i], fmt.Sprintf("%s.initContainers[%d]", p, i), s, volumes, names)...)
+		errs = append(errs, validateContainer(&s.InitContainers[i], elemPath(p, ".initContainers", i), s, volumes, names)...)
 		if c := &s.InitContainers[i]; c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
-			errs = append(errs, Forbidden(fmt.Sprintf("%s.initContainers[%d]", p, i), "may not set probes on init containers"))
+			errs = append(errs, Forbidden(elemPath(p, ".initContainers", i), "may not set probes on init containers"))
 		}
 	}
 	for i := range s.Containers {
-		errs = append(errs, validateContainer(&s.Containers[i], fmt.Sprintf("%s.containers[%d]", p, i), s, volumes, names)...)
+		errs = append(errs, validateContainer(&s.Containers[i], elemPath(p, ".containers", i), s, volumes, names)...)
 	}
 	for i := range s.EphemeralContainers {
-		errs = append(errs, validateEphemeralContainer(&s.EphemeralContainers[i], fmt.Sprintf("%s.ephemeralContainers[%d]", p, i), s, volumes, names)...)
+		errs = append(errs, validateEphemeralContainer(&s.EphemeralContainers[i], elemPath(p, ".ephemeralContainers", i), s, volumes, names)...)
 	}
 	errs = append(errs, validatePodTotals(s, p)...)
 	errs = append(errs, validatePodSecurity(s.SecurityContext, s.HostNetwork, p+".securityContext")...) // security.go
@@ -101,7 +101,7 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	}
 	errs = append(errs, validateTopologySpread(s.TopologySpreadConstraints, p+".topologySpreadConstraints")...)
 	for i, t := range s.Tolerations {
-		errs = append(errs, validateToleration(t, fmt.Sprintf("%s.tolerations[%d]", p, i))...)
+		errs = append(errs, validateToleration(t, elemPath(p, ".tolerations", i))...)
 	}
 	if s.SchedulerName != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(s.SchedulerName) {
@@ -205,7 +205,7 @@ func validateMode(m *int32, path string) FieldErrors {
 func validateKeyToPaths(items []KeyToPath, mode *int32, p string) FieldErrors {
 	errs := validateMode(mode, p+".defaultMode")
 	for i, it := range items {
-		ip := fmt.Sprintf("%s.items[%d]", p, i)
+		ip := elemPath(p, ".items", i)
 		if it.Key == "" {
 			errs = append(errs, Required(ip+".key", ""))
 		}
@@ -291,7 +291,7 @@ func validateContainer(c *Container, cp string, spec *PodSpec, volumes, names ma
 	}
 	portNames := map[string]bool{}
 	for i, port := range c.Ports {
-		pp := fmt.Sprintf("%s.ports[%d]", cp, i)
+		pp := elemPath(cp, ".ports", i)
 		if port.Name != "" {
 			for _, msg := range validation.IsValidPortName(port.Name) {
 				errs = append(errs, Invalid(pp+".name", port.Name, msg))
@@ -315,10 +315,10 @@ func validateContainer(c *Container, cp string, spec *PodSpec, volumes, names ma
 		}
 	}
 	for i, e := range c.Env {
-		errs = append(errs, validateEnvVar(e, fmt.Sprintf("%s.env[%d]", cp, i), spec)...)
+		errs = append(errs, validateEnvVar(e, elemPath(cp, ".env", i), spec)...)
 	}
 	for i, e := range c.EnvFrom {
-		ep := fmt.Sprintf("%s.envFrom[%d]", cp, i)
+		ep := elemPath(cp, ".envFrom", i)
 		if e.Prefix != "" {
 			for _, msg := range validation.IsRelaxedEnvVarName(e.Prefix) {
 				errs = append(errs, Invalid(ep+".prefix", e.Prefix, msg))
@@ -342,7 +342,7 @@ func validateContainer(c *Container, cp string, spec *PodSpec, volumes, names ma
 	errs = append(errs, validateResources(&c.Resources, cp+".resources")...)
 	mountPaths := map[string]bool{}
 	for i, m := range c.VolumeMounts {
-		mp := fmt.Sprintf("%s.volumeMounts[%d]", cp, i)
+		mp := elemPath(cp, ".volumeMounts", i)
 		if m.Name == "" {
 			errs = append(errs, Required(mp+".name", ""))
 		} else if !volumes[m.Name] {
@@ -636,11 +636,11 @@ func validateNodeAffinity(na *NodeAffinity, p string) FieldErrors {
 			errs = append(errs, Required(rp+".nodeSelectorTerms", "must have at least one node selector term"))
 		}
 		for i, t := range r.NodeSelectorTerms {
-			errs = append(errs, validateNodeSelectorTerm(t, fmt.Sprintf("%s.nodeSelectorTerms[%d]", rp, i))...)
+			errs = append(errs, validateNodeSelectorTerm(t, elemPath(rp, ".nodeSelectorTerms", i))...)
 		}
 	}
 	for i, t := range na.PreferredDuringSchedulingIgnoredDuringExecution {
-		tp := fmt.Sprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%d]", p, i)
+		tp := elemPath(p, ".preferredDuringSchedulingIgnoredDuringExecution", i)
 		if t.Weight < 1 || t.Weight > 100 {
 			errs = append(errs, Invalid(tp+".weight", t.Weight, "must be in the range 1-100"))
 		}
@@ -654,10 +654,10 @@ func validateNodeAffinity(na *NodeAffinity, p string) FieldErrors {
 func validatePodAffinityTerms(required []PodAffinityTerm, preferred []WeightedPodAffinityTerm, p string) FieldErrors {
 	var errs FieldErrors
 	for i, t := range required {
-		errs = append(errs, validatePodAffinityTerm(t, fmt.Sprintf("%s.requiredDuringSchedulingIgnoredDuringExecution[%d]", p, i))...)
+		errs = append(errs, validatePodAffinityTerm(t, elemPath(p, ".requiredDuringSchedulingIgnoredDuringExecution", i))...)
 	}
 	for i, w := range preferred {
-		wp := fmt.Sprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%d]", p, i)
+		wp := elemPath(p, ".preferredDuringSchedulingIgnoredDuringExecution", i)
 		if w.Weight < 1 || w.Weight > 100 {
 			errs = append(errs, Invalid(wp+".weight", w.Weight, "must be in the range 1-100"))
 		}
@@ -676,7 +676,7 @@ func validatePodAffinityTerm(t PodAffinityTerm, p string) FieldErrors {
 	}
 	for i, ns := range t.Namespaces {
 		for _, msg := range validation.IsDNS1123Label(ns) {
-			errs = append(errs, Invalid(fmt.Sprintf("%s.namespaces[%d]", p, i), ns, msg))
+			errs = append(errs, Invalid(elemPath(p, ".namespaces", i), ns, msg))
 		}
 	}
 	if t.TopologyKey == "" {
@@ -690,7 +690,7 @@ func validatePodAffinityTerm(t PodAffinityTerm, p string) FieldErrors {
 	errs = append(errs, validateLabelKeys(t.MismatchLabelKeys, t.LabelSelector, p+".mismatchLabelKeys")...)
 	for i, k := range t.MatchLabelKeys {
 		if slices.Contains(t.MismatchLabelKeys, k) {
-			errs = append(errs, Invalid(fmt.Sprintf("%s.matchLabelKeys[%d]", p, i), k, "exists in both matchLabelKeys and mismatchLabelKeys"))
+			errs = append(errs, Invalid(elemPath(p, ".matchLabelKeys", i), k, "exists in both matchLabelKeys and mismatchLabelKeys"))
 		}
 	}
 	return errs
@@ -705,7 +705,7 @@ func validateLabelKeys(keys []string, sel *LabelSelector, p string) FieldErrors 
 		return errs
 	}
 	for i, k := range keys {
-		kp := fmt.Sprintf("%s[%d]", p, i)
+		kp := elemPath(p, "", i)
 		for _, msg := range validation.IsQualifiedName(k) {
 			errs = append(errs, Invalid(kp, k, msg))
 		}
@@ -727,7 +727,7 @@ func validateLabelKeys(keys []string, sel *LabelSelector, p string) FieldErrors 
 func validateTopologySpread(cs []TopologySpreadConstraint, p string) FieldErrors {
 	var errs FieldErrors
 	for i, c := range cs {
-		cp := fmt.Sprintf("%s[%d]", p, i)
+		cp := elemPath(p, "", i)
 		if c.MaxSkew <= 0 {
 			errs = append(errs, Invalid(cp+".maxSkew", c.MaxSkew, "must be greater than zero"))
 		}
@@ -776,7 +776,7 @@ func validateTopologySpread(cs []TopologySpreadConstraint, p string) FieldErrors
 func validateNodeSelectorTerm(t NodeSelectorTerm, p string) FieldErrors {
 	var errs FieldErrors
 	for i, r := range t.MatchExpressions {
-		rp := fmt.Sprintf("%s.matchExpressions[%d]", p, i)
+		rp := elemPath(p, ".matchExpressions", i)
 		switch r.Operator {
 		case "In", "NotIn":
 			if len(r.Values) == 0 {
@@ -800,7 +800,7 @@ func validateNodeSelectorTerm(t NodeSelectorTerm, p string) FieldErrors {
 		}
 	}
 	for i, r := range t.MatchFields {
-		rp := fmt.Sprintf("%s.matchFields[%d]", p, i)
+		rp := elemPath(p, ".matchFields", i)
 		if r.Key != "metadata.name" {
 			errs = append(errs, NotSupported(rp+".key", r.Key, "metadata.name"))
 		}

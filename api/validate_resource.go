@@ -139,7 +139,7 @@ func validateRequestRefs(refs []string, names requestNames, path string) FieldEr
 	var errs FieldErrors
 	seen := map[string]bool{}
 	for i, n := range refs {
-		p := fmt.Sprintf("%s[%d]", path, i)
+		p := elemPath(path, "", i)
 		if seen[n] {
 			errs = append(errs, Duplicate(p, n))
 		}
@@ -159,7 +159,7 @@ func validateDeviceClaim(d *DeviceClaim, p string) FieldErrors {
 	}
 	seen := map[string]bool{}
 	for i, r := range d.Requests {
-		rp := fmt.Sprintf("%s.requests[%d]", p, i)
+		rp := elemPath(p, ".requests", i)
 		errs = append(errs, validateDNSLabelField(r.Name, rp+".name")...)
 		if r.Name != "" && seen[r.Name] {
 			errs = append(errs, Duplicate(rp+".name", r.Name))
@@ -199,7 +199,7 @@ func validateDeviceClaim(d *DeviceClaim, p string) FieldErrors {
 		errs = append(errs, tooMany(p+".constraints", len(d.Constraints), DeviceConstraintsMaxSize))
 	}
 	for i, c := range d.Constraints {
-		cp := fmt.Sprintf("%s.constraints[%d]", p, i)
+		cp := elemPath(p, ".constraints", i)
 		errs = append(errs, validateRequestRefs(c.Requests, names, cp+".requests")...)
 		switch {
 		case c.MatchAttribute != nil && c.DistinctAttribute != nil:
@@ -216,7 +216,7 @@ func validateDeviceClaim(d *DeviceClaim, p string) FieldErrors {
 		errs = append(errs, tooMany(p+".config", len(d.Config), DeviceConfigMaxSize))
 	}
 	for i, c := range d.Config {
-		cp := fmt.Sprintf("%s.config[%d]", p, i)
+		cp := elemPath(p, ".config", i)
 		errs = append(errs, validateRequestRefs(c.Requests, names, cp+".requests")...)
 		errs = append(errs, validateDeviceConfiguration(c.DeviceConfiguration, cp)...)
 	}
@@ -252,7 +252,7 @@ func validateSelectors(sels []DeviceSelector, path string) FieldErrors {
 		errs = append(errs, tooMany(path, len(sels), DeviceSelectorsMaxSize))
 	}
 	for i, s := range sels {
-		sp := fmt.Sprintf("%s[%d]", path, i)
+		sp := elemPath(path, "", i)
 		if s.CEL == nil {
 			errs = append(errs, Required(sp+".cel", ""))
 			continue
@@ -267,7 +267,7 @@ func validateSelectors(sels []DeviceSelector, path string) FieldErrors {
 func validateTolerations(ts []DeviceToleration, path string) FieldErrors {
 	var errs FieldErrors
 	for i, t := range ts {
-		tp := fmt.Sprintf("%s[%d]", path, i)
+		tp := elemPath(path, "", i)
 		if t.Key != "" {
 			for _, msg := range validation.IsQualifiedName(t.Key) {
 				errs = append(errs, Invalid(tp+".key", t.Key, msg))
@@ -478,7 +478,7 @@ func validateConsumesCounters(cs []DeviceCounterConsumption, p string) FieldErro
 	var errs FieldErrors
 	seen := map[string]bool{}
 	for i, c := range cs {
-		cp := fmt.Sprintf("%s[%d]", p, i)
+		cp := elemPath(p, "", i)
 		errs = append(errs, validateDNSLabelField(c.CounterSet, cp+".counterSet")...)
 		errs = append(errs, validateCounters(c.Counters, ResourceSliceMaxCountersPerDeviceCounterConsumption, cp+".counters")...)
 		if seen[c.CounterSet] {
@@ -661,7 +661,7 @@ func validatePodResourceClaims(s *PodSpec, p string) FieldErrors {
 	var errs FieldErrors
 	names := map[string]bool{}
 	for i, c := range s.ResourceClaims {
-		cp := fmt.Sprintf("%s.resourceClaims[%d]", p, i)
+		cp := elemPath(p, ".resourceClaims", i)
 		errs = append(errs, validateDNSLabelField(c.Name, cp+".name")...)
 		if c.Name != "" && names[c.Name] {
 			errs = append(errs, Duplicate(cp+".name", c.Name))
