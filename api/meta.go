@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -179,7 +180,16 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	if t.IsZero() {
 		return []byte("null"), nil
 	}
-	return json.Marshal(t.UTC().Format(time.RFC3339))
+	return appendTimeJSON(t.Time, time.RFC3339), nil
+}
+
+// appendTimeJSON is json.Marshal of t formatted with layout, without its
+// string escaping: a formatted time has nothing to escape.
+func appendTimeJSON(t time.Time, layout string) []byte {
+	b := make([]byte, 0, len(layout)+8)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, layout)
+	return append(b, '"')
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -189,7 +199,9 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		s = string(b[1 : n-1]) // nothing escaped; what is not a time, Parse refuses
+	} else if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("time: expected an RFC 3339 string: %w", err)
 	}
 	if s == "" {
@@ -212,7 +224,7 @@ func (t MicroTime) MarshalJSON() ([]byte, error) {
 	if t.IsZero() {
 		return []byte("null"), nil
 	}
-	return json.Marshal(t.UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+	return appendTimeJSON(t.Time, "2006-01-02T15:04:05.000000Z07:00"), nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
