@@ -64,7 +64,7 @@ type Bolt struct {
 	// diskFull is set while commits fail for want of space (the committer's
 	// alone): the store says so once, and once again when space returns.
 	diskFull bool
-	// zbuf is the committer's scratch space for compressHistory.
+	// zbuf is the committer's scratch space for packValue.
 	zbuf []byte
 	// memo holds decoded namespaces and ServiceAccounts for get (memo.go).
 	memo decodeMemo
@@ -389,13 +389,22 @@ func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string)
 	err := b.db.View(func(tx *bolt.Tx) error {
 		if bk := tx.Bucket([]byte(kind.GroupResource())); bk != nil {
 			v := bk.Get([]byte(key))
-			if memo && v != nil {
+			if v == nil {
+				return nil
+			}
+			js, fresh, err := unpackValue(v)
+			if err != nil {
+				return err
+			}
+			if memo {
 				var ok bool
-				if hit, ok = b.memo.lookup(hkey, v); ok {
+				if hit, ok = b.memo.lookup(hkey, js); ok {
 					return nil
 				}
 			}
-			raw = bytes.Clone(v) // STYLE 11: copy before the tx ends
+			if raw = js; !fresh {
+				raw = bytes.Clone(js) // STYLE 11: copy before the tx ends
+			}
 		}
 		return nil
 	})
@@ -441,7 +450,7 @@ func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]ap
 			prefix = []byte(namespace + "/")
 		}
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			obj, err := decode(kind, v) // the decode copies: nothing of v outlives the tx (TestDecodeStoredIsUnmarshal)
+			obj, err := decodeValue(kind, v) // the decode copies: nothing of v outlives the tx (TestDecodeStoredIsUnmarshal)
 			if err != nil {
 				return err
 			}

@@ -173,7 +173,7 @@ func (b *Bolt) commit(batch []*op) {
 	events := make([]hubEvent, 0, len(batch))
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		for _, o := range batch {
-			ev, err := apply(tx, o, rev+1)
+			ev, err := apply(tx, o, rev+1, &b.zbuf)
 			if err != nil {
 				o.err = err
 				continue
@@ -216,7 +216,6 @@ func (b *Bolt) commit(batch []*op) {
 		}
 		b.stats.commits.Add(1)
 		b.rev.Store(rev)
-		compressHistory(events, &b.zbuf)
 		b.hub.publish(events)
 	}
 	b.stats.writes.Add(uint64(len(events)))
@@ -237,9 +236,9 @@ func (o *op) encode(old string) ([]byte, error) {
 	return json.Marshal(o.obj)
 }
 
-// apply performs one op in tx at revision rev. On error it has written
-// nothing.
-func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
+// apply performs one op in tx at revision rev, with zbuf as scratch space
+// for the compression (value.go). On error it has written nothing.
+func apply(tx *bolt.Tx, o *op, rev int64, zbuf *[]byte) (hubEvent, error) {
 	bucket := o.kind.GroupResource()
 	bk, err := tx.CreateBucketIfNotExists([]byte(bucket))
 	if err != nil {
@@ -258,7 +257,11 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 		if cur == nil {
 			return hubEvent{}, api.NewNotFound(o.kind, o.name)
 		}
-		old, err := readStoredMeta(cur)
+		curJSON, _, err := unpackValue(cur)
+		var old storedMeta
+		if err == nil {
+			old, err = readStoredMeta(curJSON)
+		}
 		if err != nil {
 			return hubEvent{}, api.NewInternal(fmt.Errorf("decode stored %s %s: %w", bucket, key, err))
 		}
@@ -282,7 +285,7 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 		if cur == nil {
 			return hubEvent{}, api.NewNotFound(o.kind, o.name)
 		}
-		obj, err := decode(o.kind, cur)
+		obj, err := decodeValue(o.kind, cur)
 		if err != nil {
 			return hubEvent{}, err
 		}
@@ -304,16 +307,17 @@ func apply(tx *bolt.Tx, o *op, rev int64) (hubEvent, error) {
 		m.ResourceVersion = prevRV
 		return hubEvent{}, api.NewInternal(fmt.Errorf("encode %s %s: %w", bucket, key, err))
 	}
+	stored, z := packValue(raw, zbuf) // a delete's for the watch history alone
 	if o.typ == opDelete {
 		err = bk.Delete(key)
 	} else {
-		err = bk.Put(key, raw)
+		err = bk.Put(key, stored)
 	}
 	if err != nil {
 		m.ResourceVersion = prevRV
 		return hubEvent{}, api.NewInternal(fmt.Errorf("write %s %s: %w", bucket, key, err))
 	}
-	ev.raw = raw
+	ev.raw, ev.z = raw, z
 	if o.typ != opDelete {
 		o.raw = raw
 	}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,11 +58,17 @@ func fill(t *testing.T, dir string) string {
 	}
 }
 
-// bigPod is a pod with an annotation of n bytes: a write that needs new
-// pages of the file, which a full disk cannot give.
+// bigPod is a pod with an annotation of n random letters: a write that
+// needs new pages of the file, which a full disk cannot give (compressed,
+// n letters of 52 keep about three quarters of their size).
 func bigPod(name string, n int) *api.Pod {
+	rnd := rand.New(rand.NewPCG(uint64(n), 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[rnd.IntN(52)]
+	}
 	p := st.NewPod("default", name)
-	p.Annotations = map[string]string{"example.com/blob": strings.Repeat("x", n)}
+	p.Annotations = map[string]string{"example.com/blob": string(b)}
 	return p
 }
 

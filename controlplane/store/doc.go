@@ -2,7 +2,8 @@
 // one bbolt file, with one global revision and watches that resume.
 //
 // Objects live in one bucket per kind ("pods", "deployments.apps"), under
-// the key "namespace/name" ("name" for cluster-scoped kinds), as JSON.
+// the key "namespace/name" ("name" for cluster-scoped kinds), as JSON,
+// S2-compressed where that is smaller (value.go).
 //
 // Invariants:
 //   - One counter, the revision, counts every successful write (create,

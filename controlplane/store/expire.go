@@ -59,7 +59,11 @@ func (b *Bolt) expireEventsBefore(ctx context.Context, cutoff time.Time) (int, e
 		}
 		return bk.ForEach(func(_, v []byte) error {
 			var e eventTimes
-			if err := json.Unmarshal(v, &e); err != nil {
+			raw, _, err := unpackValue(v)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(raw, &e); err != nil {
 				return err
 			}
 			seen := e.LastTimestamp.Time

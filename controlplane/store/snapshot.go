@@ -167,7 +167,7 @@ func Inspect(path string) (info Info, err error) {
 				return fmt.Errorf("%w: bucket %q is not a kind this skiff serves (a newer skiff's store?)", ErrNotStore, name)
 			}
 			return bk.ForEach(func(key, v []byte) error {
-				if _, err := decode(k, v); err != nil {
+				if _, err := decodeValue(k, v); err != nil {
 					return fmt.Errorf("%w: %s %q: %w", ErrNotStore, k.GroupResource(), key, err)
 				}
 				counts[k]++

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -36,7 +35,7 @@ type hubEvent struct {
 	namespace string
 	rev       int64
 	raw       []byte // the object's JSON at rev; never modified; nil in the history when z is set
-	z         []byte // raw, S2-compressed (compressHistory), as the history keeps it; nil: not compressed
+	z         []byte // raw, S2-compressed as bbolt stores it (value.go), which the history keeps; nil: not compressed
 	// live is the decoded object shared by every watcher this event was
 	// offered to live; nil in the history (replays decode their own).
 	live *sharedObject
@@ -72,25 +71,6 @@ func (e *hubEvent) object(kind *api.Kind) (api.Object, error) {
 	}
 	e.live.once.Do(func() { e.live.obj, e.live.err = decode(kind, e.raw) })
 	return e.live.obj, e.live.err
-}
-
-// compressHistory sets each event's z, the compressed JSON the history
-// keeps (publish drops raw from its copy), with buf as scratch space. The
-// committer calls it before publish, outside the hub's lock: S2 takes about
-// 3 µs for a pod's 2.3 KB and keeps 60 % of it (1.67×; per object, so
-// little to find), which at 10,000 events is 8 MB less live heap at the
-// 20k-pod plateau. A replay pays the decompression (about 6 µs a pod).
-func compressHistory(events []hubEvent, buf *[]byte) {
-	for i := range events {
-		e := &events[i]
-		if n := s2.MaxEncodedLen(len(e.raw)); n > len(*buf) {
-			if n < 0 {
-				continue // too large for S2: the history keeps raw
-			}
-			*buf = make([]byte, n)
-		}
-		e.z = bytes.Clone(s2.Encode(*buf, e.raw))
-	}
 }
 
 // hub holds the watch history and the open watchers.
