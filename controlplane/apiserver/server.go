@@ -22,9 +22,10 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics.Metrics
 	handler  http.Handler
-	proxy    *Proxy     // pods/log and pods/exec
-	inflight *inflight  // max in-flight requests (inflight.go)
-	rbac     *rbacCache // the RBAC objects the authorizer reads (rbac.go)
+	proxy    *Proxy      // pods/log and pods/exec
+	inflight *inflight   // max in-flight requests (inflight.go)
+	handlers handlerPool // the goroutines short requests' handlers run on (inflight.go)
+	rbac     *rbacCache  // the RBAC objects the authorizer reads (rbac.go)
 	// adapter are the custom and external metrics APIs' rules
 	// (adapter_config.go).
 	adapter *adapterRules
