@@ -425,7 +425,9 @@ func TestKubectlGetWatch(t *testing.T) {
 	if _, err := e.reg.Create(context.Background(), podKind, p); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, 30*time.Second, "the new pod's row", func() bool { return strings.Contains(out.String(), "late") })
+	// The whole row: kubectl may write a row's cells in more than one write.
+	lateRow := regexp.MustCompile(`(?m)^late\s.*\n`)
+	testwait.For(t, 30*time.Second, "the new pod's row", func() bool { return lateRow.MatchString(out.String()) })
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if got := regexp.MustCompile(`\s{2,}`).Split(lines[0], -1); !reflect.DeepEqual(got, []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}) {
 		t.Fatalf("header %q:\n%s", got, out.String())
