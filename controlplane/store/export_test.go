@@ -29,19 +29,27 @@ func ExpireEventsBefore(ctx context.Context, b *Bolt, cutoff time.Time) (int, er
 	return b.expireEventsBefore(ctx, cutoff)
 }
 
-// HistoryCompressed reports how many events the watch history holds and
-// how many of them it keeps compressed only (no JSON of their own).
-func HistoryCompressed(b *Bolt) (events, compressed int) {
+// HistoryCompressed reports how many events the watch history holds, how
+// many of them it keeps compressed only (no JSON of their own), and how
+// many it keeps as JSON although their compressed form is smaller
+// (packValue's rule says none).
+func HistoryCompressed(b *Bolt) (events, compressed, plainButCompressible int) {
 	h := b.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var buf []byte
 	for i := range h.n {
 		e := &h.ring[(h.head+i)%len(h.ring)]
-		if e.raw == nil && e.z != nil {
+		switch {
+		case e.raw == nil && e.z != nil:
 			compressed++
+		case e.raw != nil:
+			if _, z := packValue(e.raw, &buf); z != nil {
+				plainButCompressible++
+			}
 		}
 	}
-	return h.n, compressed
+	return h.n, compressed, plainButCompressible
 }
 
 // MemoLen is the number of decoded objects b's Get memo holds.
