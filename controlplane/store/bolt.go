@@ -346,8 +346,8 @@ func (b *Bolt) GetMeta(ctx context.Context, kind *api.Kind, namespace, name stri
 	return obj, nil
 }
 
-// get returns the object and its stored bytes (the caller's to read, never
-// to change: they may be the memo's).
+// get returns the object and its stored JSON (decompressed; the caller's
+// to read, never to change: they may be the memo's).
 func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, []byte, error) {
 	raw, hit, err := b.read(ctx, kind, namespace, name)
 	if err != nil {
@@ -366,9 +366,9 @@ func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string) 
 	return obj, raw, nil
 }
 
-// read returns a copy of one object's stored bytes or, for a memoized
-// kind whose bytes are unchanged, its memo entry instead; NotFound when
-// there is no such object.
+// read returns a copy of one object's stored JSON (decompressed) or, for
+// a memoized kind whose JSON is unchanged, its memo entry instead;
+// NotFound when there is no such object.
 func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string) ([]byte, memoEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, memoEntry{}, err

@@ -14,9 +14,10 @@ import (
 // as much as a small pod; docs/performance.md, sixth sitting).
 //
 // It is exact, not a cache that can be stale: an entry holds the stored
-// bytes it was decoded from, and a Get uses it only when the bytes bbolt
-// holds now are the same, so a write is seen by the next Get whoever made
-// it. A hit returns a copy (api.Clone), as every Get does.
+// JSON it was decoded from, and a Get uses it only when the JSON bbolt
+// holds now (decompressed, value.go) is the same, so a write is seen by
+// the next Get whoever made it. A hit returns a copy (api.Clone), as every
+// Get does.
 type decodeMemo struct {
 	mu      sync.RWMutex
 	entries map[string]memoEntry // bucket + "/" + key

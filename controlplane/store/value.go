@@ -12,7 +12,7 @@ import (
 //
 // bbolt holds each object as its JSON (a value that starts with '{'), or,
 // where that is smaller, as valueS2 followed by the S2 block encoding of
-// the JSON: a pod's 2.3 KB keeps about 60 %. Fewer bytes are fewer pages:
+// the JSON: a pod's 2 KB keeps 60–65 %. Fewer bytes are fewer pages:
 // less to write and fsync at each commit, less garbage from bbolt's page
 // buffers, and less of state.db mapped into the server's resident memory
 // (docs/performance.md, tenth sitting). The committer compresses each
@@ -21,7 +21,8 @@ import (
 //
 // A store written before values were compressed reads as it is; each
 // object is compressed at its next write. A skiff older than this one
-// cannot read a compressed value: restore a snapshot taken by it instead.
+// cannot read a compressed value: going back to one means restoring a
+// snapshot taken before the upgrade (docs/stores.md).
 
 // valueS2 starts a compressed value; JSON never starts with it.
 const valueS2 byte = 0
