@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"skiff.dev/skiff/api"
 )
@@ -73,25 +74,46 @@ func (a *Agent) setDeviceLabels(n *api.Node) bool {
 	return changed
 }
 
+// Retries of a failed device write (the API server restarting, say):
+// the heartbeat writes the status but not the annotations, so without them
+// a pod's GPUs would stay in the Node's allocation records until the next
+// device change.
+const (
+	deviceRetryMin = 200 * time.Millisecond
+	deviceRetryMax = 5 * time.Second
+)
+
 // deviceUpdates writes the Node's annotations and status after every
-// device change, until ctx ends.
+// device change, and again after a failed write until one succeeds, until
+// ctx ends.
 func (a *Agent) deviceUpdates(ctx context.Context) {
 	if a.cfg.DevicesChanged == nil {
 		return
 	}
 	ch := a.cfg.DevicesChanged()
+	var retry <-chan time.Time // set while the last write failed
+	backoff := deviceRetryMin
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ch:
+		case <-retry:
 		}
 		// Take the next channel before reading the state: a change during
 		// the write closes it, and is written next round.
 		ch = a.cfg.DevicesChanged()
-		if err := a.writeDeviceState(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("write node status after a device change", "err", err)
+		err := a.writeDeviceState(ctx)
+		if ctx.Err() != nil {
+			return
 		}
+		if err != nil {
+			a.log.Warn("write node status after a device change (will retry)", "err", err, "retryIn", backoff)
+			retry = time.After(backoff)
+			backoff = min(2*backoff, deviceRetryMax)
+			continue
+		}
+		retry, backoff = nil, deviceRetryMin
 	}
 }
 
