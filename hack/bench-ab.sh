@@ -54,6 +54,12 @@ build() {
     tags=benchdra
     echo dra >>"$dir/features"
   fi
+  # sched-spread: topology spread constraints (hack/bench-scheduler/spread.go).
+  if grep -qs 'TopologySpreadConstraints' "$tree"/api/*.go; then
+    echo spread >>"$dir/features"
+  else
+    tags="${tags:+$tags,}nospread"
+  fi
   # api-secure: RBAC, ResourceQuota and Pod Security admission, and the
   # CertificateSigningRequest API (a student's certificate).
   if [[ -f $tree/controlplane/apiserver/rbac.go && -f $tree/controlplane/apiserver/admission_quota.go &&

@@ -19,7 +19,8 @@
 // dra.go, since older trees have no DRA), spread (plain pods in 100
 // groups, each spread over the nodes by topology spread constraints as a
 // Deployment's pods are by default: PodTopologySpread counts the group's
-// pods on every node).
+// pods on every node; spread.go, left out with -tags nospread for trees
+// from before topology spread constraints).
 //
 // hack/bench-scheduler.sh runs the variants and prints a table;
 // hack/bench-ab.sh builds this same file in two trees and compares them.
@@ -94,7 +95,11 @@ func run() error {
 	)
 	flag.Parse()
 	switch *variant {
-	case "plain", "gpu", "unschedulable", "spread":
+	case "plain", "gpu", "unschedulable":
+	case "spread":
+		if !spreadBuilt {
+			return fmt.Errorf("variant spread: this build has no topology spread constraints (built with -tags nospread)")
+		}
 	case "dra":
 		if !draBuilt {
 			return fmt.Errorf("variant dra: this build has no DRA (build with -tags benchdra on a tree that has it)")
@@ -335,26 +340,6 @@ func newPod(variant string, i int) *api.Pod {
 		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
 	}
 	return p
-}
-
-// spreadApps is how many groups the spread variant's pods come in.
-const spreadApps = 100
-
-// spreadPod gives p the spreading of a Deployment's pods with the default
-// constraints (by hostname, maxSkew 3; by zone, maxSkew 5; both
-// ScheduleAnyway), as constraints of its own: simulated nodes have no zone
-// label, so kubernetes.io/os (one domain, every node) stands for the one
-// zone. Its own constraints rather than a Service's or ReplicaSet's
-// selector: a Service would add the endpoints controllers' work, a
-// ReplicaSet its own pods.
-func spreadPod(p *api.Pod, i int) {
-	app := fmt.Sprintf("spread-%d", i%spreadApps)
-	p.Labels["app"] = app
-	sel := &api.LabelSelector{MatchLabels: map[string]string{"app": app}}
-	p.Spec.TopologySpreadConstraints = []api.TopologySpreadConstraint{
-		{MaxSkew: 3, TopologyKey: api.LabelHostname, WhenUnsatisfiable: api.ScheduleAnyway, LabelSelector: sel},
-		{MaxSkew: 5, TopologyKey: api.LabelOS, WhenUnsatisfiable: api.ScheduleAnyway, LabelSelector: sel},
-	}
 }
 
 // storeCounter reads one of the store's counters from the control plane's

@@ -12,9 +12,10 @@
 //	                 server and the store writes, in process)
 //	bench-scheduler  hack/bench-scheduler built from that tree
 //	features         optional, one word a line: "dra" when the build has
-//	                 the dra scheduler variant, "secure" when it has
-//	                 RBAC, quota and Pod Security admission and the
-//	                 CertificateSigningRequest API (api-secure)
+//	                 the dra scheduler variant, "spread" when it has the
+//	                 spread one, "secure" when it has RBAC, quota and Pod
+//	                 Security admission and the CertificateSigningRequest
+//	                 API (api-secure)
 //
 // Both builds carry the same harness source (bench-ab.sh copies it into
 // the reference tree), and everything that makes load (API clients, the
@@ -211,7 +212,7 @@ func allBenches() []bench {
 		{name: "sched-plain", run: schedVariant("plain")},
 		{name: "sched-gpu", run: schedVariant("gpu")},
 		{name: "sched-unschedulable", run: schedVariant("unschedulable")},
-		{name: "sched-spread", run: schedVariant("spread")},
+		{name: "sched-spread", run: schedVariant("spread"), needs: "spread"},
 		{name: "sched-dra", run: schedVariant("dra"), needs: "dra"},
 		{name: "memory", run: runMemory},
 	}
