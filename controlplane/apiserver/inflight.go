@@ -213,7 +213,7 @@ func (s *Server) serveShort(w http.ResponseWriter, r *http.Request, info *reques
 // handlerPool runs short requests' handlers (serveShort) on goroutines
 // that stay for the next request. A new goroutine starts with a small
 // stack, which a create's handler (admission, validation, JSON both ways)
-// grows several times over, copying it at each doubling: 7 % of the
+// grows several times over, copying it at each doubling: 5-7 % of the
 // server's CPU in the API benchmark was runtime.copystack under the
 // handler goroutines (docs/performance.md, tenth sitting). A handler goes
 // to the goroutine that finished last, whose stack is grown, when one is
