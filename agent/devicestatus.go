@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/client/backoff"
 )
 
 // Device changes reach the cluster at once: a GPU that fails (an Xid, a
@@ -74,14 +75,11 @@ func (a *Agent) setDeviceLabels(n *api.Node) bool {
 	return changed
 }
 
-// Retries of a failed device write (the API server restarting, say):
-// the heartbeat writes the status but not the annotations, so without them
-// a pod's GPUs would stay in the Node's allocation records until the next
-// device change.
-const (
-	deviceRetryMin = 200 * time.Millisecond
-	deviceRetryMax = 5 * time.Second
-)
+// deviceRetry is the backoff of a failed device write (the API server
+// restarting, say): the heartbeat writes the status but not the
+// annotations, so without a retry a pod's GPUs would stay in the Node's
+// allocation records until the next device change.
+var deviceRetry = backoff.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
 
 // deviceUpdates writes the Node's annotations and status after every
 // device change, and again after a failed write until one succeeds, until
@@ -92,7 +90,7 @@ func (a *Agent) deviceUpdates(ctx context.Context) {
 	}
 	ch := a.cfg.DevicesChanged()
 	var retry <-chan time.Time // set while the last write failed
-	backoff := deviceRetryMin
+	b := backoff.Backoff{Policy: deviceRetry}
 	for {
 		select {
 		case <-ctx.Done():
@@ -108,12 +106,13 @@ func (a *Agent) deviceUpdates(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			a.log.Warn("write node status after a device change (will retry)", "err", err, "retryIn", backoff)
-			retry = time.After(backoff)
-			backoff = min(2*backoff, deviceRetryMax)
+			d := b.Next()
+			a.log.Warn("write node status after a device change (will retry)", "err", err, "retryIn", d)
+			retry = time.After(d)
 			continue
 		}
-		retry, backoff = nil, deviceRetryMin
+		retry = nil
+		b.Reset()
 	}
 }
 

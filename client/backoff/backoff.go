@@ -13,6 +13,7 @@
 //	podworker CrashLoopBackOff   10s..5m        restarts (1st at once)  the container ran 10 minutes
 //	podworker ImagePullBackOff   10s..5m        failed pulls            the pull succeeds
 //	gpuplugin registration       100ms..5s      failed registrations    one held for 30s
+//	agent device write           200ms..5s      failed Node writes      a write lands
 //	containerd wait, events      100ms..2s, 5s  failed calls            containerd answers
 //	etcd join, promote, remove   1s..1s         503 answers (busy)      the cluster takes it
 //
