@@ -467,14 +467,17 @@ func forPodSecurity(obj api.Object) api.Object {
 // TestPodSecuritySpecGivesTheFullSpecsResults checks every level's result
 // on random pods against the whole spec's.
 func podSecuritySpec(s *api.PodSpec) api.PodSpec {
+	part := func(c *api.Container) api.Container {
+		return api.Container{Name: c.Name, Ports: c.Ports, SecurityContext: c.SecurityContext,
+			LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe}
+	}
 	containers := func(cs []api.Container) []api.Container {
 		if cs == nil {
 			return nil
 		}
 		out := make([]api.Container, len(cs))
-		for i, c := range cs {
-			out[i] = api.Container{Name: c.Name, Ports: c.Ports, SecurityContext: c.SecurityContext,
-				LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe}
+		for i := range cs {
+			out[i] = part(&cs[i])
 		}
 		return out
 	}
@@ -482,8 +485,8 @@ func podSecuritySpec(s *api.PodSpec) api.PodSpec {
 		Containers: containers(s.Containers), InitContainers: containers(s.InitContainers)}
 	if s.EphemeralContainers != nil {
 		out.EphemeralContainers = make([]api.EphemeralContainer, len(s.EphemeralContainers))
-		for i, ec := range s.EphemeralContainers {
-			out.EphemeralContainers[i].Container = containers([]api.Container{ec.Container})[0]
+		for i := range s.EphemeralContainers {
+			out.EphemeralContainers[i].Container = part(&s.EphemeralContainers[i].Container)
 		}
 	}
 	return out

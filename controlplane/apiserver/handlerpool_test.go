@@ -95,3 +95,10 @@ func TestHandlerPoolIdleGoroutinesEnd(t *testing.T) {
 		}
 	}
 }
+
+// waiting is the number of goroutines waiting for a handler.
+func (p *handlerPool) waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}

@@ -163,12 +163,12 @@ func classify(r *http.Request) (requestInfo, bool) {
 
 // serveShort serves a request that is not long-running under
 // Config.RequestTimeout, as kube-apiserver's timeout filter: the handler
-// runs in a goroutine of its own (one of handlerPool's) and, when the deadline passes first, the
-// client gets 504 at once (or, when the handler had begun its answer, a cut
-// connection) and later writes of the handler fail. The handler holds its
-// in-flight slot until it returns: release is called then. Reads from the
-// connection (a body dribbled slower than the timeout) fail at the
-// deadline too.
+// runs in a goroutine of its own (one of handlerPool's) and, when the
+// deadline passes first, the client gets 504 at once (or, when the handler
+// had begun its answer, a cut connection) and later writes of the handler
+// fail. The handler holds its in-flight slot until it returns: release is
+// called then. Reads from the connection (a body dribbled slower than the
+// timeout) fail at the deadline too.
 func (s *Server) serveShort(w http.ResponseWriter, r *http.Request, info *requestInfo, ri requestInfo, release func()) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
@@ -249,13 +249,6 @@ func (p *handlerPool) run(f func()) {
 	p.mu.Unlock()
 	p.started.Add(1)
 	go p.serve(&handlerGoroutine{work: make(chan func(), 1)}, f)
-}
-
-// waiting is the number of goroutines waiting for a handler.
-func (p *handlerPool) waiting() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle)
 }
 
 // serve is g: it runs f, then what run hands it, until it waits
