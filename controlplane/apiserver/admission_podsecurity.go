@@ -195,7 +195,7 @@ func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old a
 		return nil
 	}
 	if ns == nil || ns.Name != m.Namespace {
-		nsObj, err := r.store.Get(ctx, namespaceKind, "", m.Namespace)
+		nsObj, err := r.getShared(ctx, namespaceKind, "", m.Namespace)
 		if err != nil {
 			if k == podKind {
 				return api.NewInternal(fmt.Errorf("failed to lookup namespace %q: %w", m.Namespace, err))

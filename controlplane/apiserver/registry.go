@@ -632,6 +632,16 @@ func (r *Registry) getMeta(ctx context.Context, k *api.Kind, namespace, name str
 	return r.store.Get(ctx, k, namespace, name)
 }
 
+// getShared reads an object the caller never changes: shared with other
+// readers where the store can (store.SharedGetter), a copy otherwise. Every
+// create reads its namespace, and every pod create its ServiceAccount.
+func (r *Registry) getShared(ctx context.Context, k *api.Kind, namespace, name string) (api.Object, error) {
+	if g, ok := r.store.(store.SharedGetter); ok {
+		return g.GetShared(ctx, k, namespace, name)
+	}
+	return r.store.Get(ctx, k, namespace, name)
+}
+
 // recordCreate writes the API server's own span for a new pod. It starts a
 // fresh trace: a leftover one of an older pod with the same name is replaced.
 // A failure is logged, never returned: the pod exists.
@@ -675,8 +685,9 @@ func (r *Registry) afterRemove(ctx context.Context, k *api.Kind, obj api.Object)
 
 // checkNamespace: objects may only be created in an existing namespace
 // that is not being deleted.
+// The namespace returned is shared (getShared): read only.
 func (r *Registry) checkNamespace(ctx context.Context, k *api.Kind, namespace, name string) (*api.Namespace, error) {
-	obj, err := r.store.Get(ctx, namespaceKind, "", namespace)
+	obj, err := r.getShared(ctx, namespaceKind, "", namespace)
 	if err != nil {
 		return nil, err
 	}

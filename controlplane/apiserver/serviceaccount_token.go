@@ -284,9 +284,10 @@ func (r *Registry) admitServiceAccount(ctx context.Context, k *api.Kind, obj api
 }
 
 // podServiceAccount reads the service account a new pod names, creating
-// "default" when its namespace lacks it.
+// "default" when its namespace lacks it. It may be shared (getShared):
+// read only.
 func (r *Registry) podServiceAccount(ctx context.Context, namespace, name string) (*api.ServiceAccount, error) {
-	obj, err := r.store.Get(ctx, serviceAccountKind, namespace, name)
+	obj, err := r.getShared(ctx, serviceAccountKind, namespace, name)
 	if err == nil {
 		return obj.(*api.ServiceAccount), nil
 	}

@@ -326,7 +326,15 @@ func (b *Bolt) Delete(ctx context.Context, kind *api.Kind, namespace, name strin
 
 // Get returns a fresh copy of one object, or NotFound.
 func (b *Bolt) Get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error) {
-	obj, _, err := b.get(ctx, kind, namespace, name)
+	obj, _, err := b.get(ctx, kind, namespace, name, false)
+	return obj, err
+}
+
+// GetShared is Get of an object the caller never changes
+// (store.SharedGetter): for a namespace or a ServiceAccount, the memo's
+// decoded object itself, no copy.
+func (b *Bolt) GetShared(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error) {
+	obj, _, err := b.get(ctx, kind, namespace, name, true)
 	return obj, err
 }
 
@@ -347,21 +355,25 @@ func (b *Bolt) GetMeta(ctx context.Context, kind *api.Kind, namespace, name stri
 }
 
 // get returns the object and its stored JSON (decompressed; the caller's
-// to read, never to change: they may be the memo's).
-func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, []byte, error) {
+// to read, never to change: they may be the memo's). The object is a copy
+// unless shared.
+func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string, shared bool) (api.Object, []byte, error) {
 	raw, hit, err := b.read(ctx, kind, namespace, name)
 	if err != nil {
 		return nil, nil, err
 	}
 	if hit.obj != nil {
+		if shared {
+			return hit.obj, hit.raw, nil
+		}
 		return api.Clone(hit.obj), hit.raw, nil
 	}
 	obj, err := decode(kind, raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	if memoized(kind) {
-		obj = b.memo.remember(kind.GroupResource()+"/"+api.Key(namespace, name), raw, obj)
+	if memoized(kind) && b.memo.remember(kind.GroupResource()+"/"+api.Key(namespace, name), raw, obj) && !shared {
+		obj = api.Clone(obj)
 	}
 	return obj, raw, nil
 }
@@ -546,7 +558,7 @@ func (b *Bolt) WaitForRevision(ctx context.Context, rev int64) error {
 // result is written as it is, not copied (updateOwned).
 func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
 	for {
-		cur, raw, err := b.get(ctx, kind, namespace, name)
+		cur, raw, err := b.get(ctx, kind, namespace, name, false)
 		if err != nil {
 			return nil, err
 		}

@@ -346,6 +346,65 @@ func TestGetMemoIsExact(t *testing.T) {
 	}
 }
 
+// TestGetShared: GetShared hands out the memo's object itself, the same
+// one to every reader while the stored bytes are unchanged, never Get's;
+// a write is seen by the next GetShared and leaves what readers hold as it
+// was. Kinds without a memo, and keys past its bound, still answer.
+func TestGetShared(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	var _ store.SharedGetter = s
+	nsKind := api.MustKindOf(&api.Namespace{})
+	st.MustCreate(t, s, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "lab", Labels: map[string]string{"course": "k8s"}}})
+	shared := func() *api.Namespace {
+		t.Helper()
+		o, err := s.GetShared(ctx, nsKind, "", "lab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*api.Namespace)
+	}
+	first := shared()
+	if second := shared(); second != first {
+		t.Fatal("two GetShared of an unchanged namespace returned two objects")
+	}
+	if got, err := s.Get(ctx, nsKind, "", "lab"); err != nil || got == api.Object(first) {
+		t.Fatalf("Get = %p, %v: want a copy of its own", got, err)
+	}
+	upd := api.Clone(first)
+	upd.Labels["course"] = "updated"
+	if _, err := s.Update(ctx, upd); err != nil {
+		t.Fatal(err)
+	}
+	if got := shared(); got == first || got.Labels["course"] != "updated" {
+		t.Fatalf("after Update: labels %v (same object: %v)", got.Labels, got == first)
+	}
+	if first.Labels["course"] != "k8s" {
+		t.Fatalf("the object a reader held changed to %v", first.Labels)
+	}
+	if _, err := s.Delete(ctx, nsKind, "", "lab", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetShared(ctx, nsKind, "", "lab"); !api.IsNotFound(err) {
+		t.Fatalf("GetShared after Delete: %v, want NotFound", err)
+	}
+	st.MustCreate(t, s, st.NewPod("default", "web"))
+	if o, err := s.GetShared(ctx, st.PodKind, "default", "web"); err != nil || o.GetObjectMeta().Name != "web" {
+		t.Fatalf("GetShared of a pod = %v, %v", o, err)
+	}
+	for i := range store.MemoMaxEntries + 1 {
+		st.MustCreate(t, s, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("ns-%d", i)}})
+		if _, err := s.GetShared(ctx, nsKind, "", fmt.Sprintf("ns-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := fmt.Sprintf("ns-%d", store.MemoMaxEntries)
+	a, err := s.GetShared(ctx, nsKind, "", past)
+	if err != nil || a.GetObjectMeta().Name != past {
+		t.Fatalf("GetShared past the memo's bound = %v, %v", a, err)
+	}
+}
+
 // TestGetMeta: the metadata of what Get returns, and nothing else.
 func TestGetMeta(t *testing.T) {
 	ctx := context.Background()

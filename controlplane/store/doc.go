@@ -21,8 +21,9 @@
 //   - Objects kind Event expire after a TTL (one hour by default).
 //   - Every Get returns a private object. Namespaces and ServiceAccounts,
 //     which nearly every write reads, are decoded once per stored version
-//     and copied after that (memo.go); GetMeta (store.MetaGetter) decodes
-//     the metadata alone, for readers that need an object's identity.
+//     and copied after that (memo.go), or shared with readers that never
+//     change them (GetShared, store.SharedGetter); GetMeta (store.MetaGetter)
+//     decodes the metadata alone, for readers that need an object's identity.
 //   - Create copies the caller's object; CreateEncoded (store.EncodingCreator)
 //     takes it over and hands back the JSON it stored, which the API server
 //     sends as a create's response. GuaranteedUpdate writes tryUpdate's

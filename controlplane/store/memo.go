@@ -17,7 +17,10 @@ import (
 // JSON it was decoded from, and a Get uses it only when the JSON bbolt
 // holds now (decompressed, value.go) is the same, so a write is seen by
 // the next Get whoever made it. A hit returns a copy (api.Clone), as every
-// Get does.
+// Get does; GetShared (store.SharedGetter) returns the entry's object
+// itself, for readers that never change it: the API server's namespace and
+// ServiceAccount checks of every create, which the copy cost more than the
+// read (docs/performance.md, eleventh sitting).
 type decodeMemo struct {
 	mu      sync.RWMutex
 	entries map[string]memoEntry // bucket + "/" + key
@@ -51,19 +54,19 @@ func (m *decodeMemo) lookup(key string, raw []byte) (memoEntry, bool) {
 }
 
 // remember records obj, decoded from raw (which the memo now owns), and
-// returns a copy of obj for the caller.
-func (m *decodeMemo) remember(key string, raw []byte, obj api.Object) api.Object {
+// reports whether it did (not when full): obj is then the memo's, shared.
+func (m *decodeMemo) remember(key string, raw []byte, obj api.Object) bool {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.entries == nil {
 		m.entries = map[string]memoEntry{}
 	}
 	_, replace := m.entries[key]
-	if replace || len(m.entries) < memoMaxEntries {
-		m.entries[key] = memoEntry{raw: raw, obj: obj}
-		obj = api.Clone(obj)
+	if !replace && len(m.entries) >= memoMaxEntries {
+		return false
 	}
-	m.mu.Unlock()
-	return obj
+	m.entries[key] = memoEntry{raw: raw, obj: obj}
+	return true
 }
 
 // forget drops key (its object is gone).

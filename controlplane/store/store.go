@@ -96,6 +96,14 @@ type MetaGetter interface {
 	GetMeta(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error)
 }
 
+// SharedGetter is a store that hands a reader who never changes what it
+// gets an object shared with other such readers, without Get's copy
+// (Bolt: its memo's namespaces and ServiceAccounts). The API server reads
+// the namespace and the ServiceAccount of every create this way.
+type SharedGetter interface {
+	GetShared(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error)
+}
+
 // EncodingCreator is a store that creates an object the caller gives up
 // and hands back the JSON it stored (Bolt): encoding/json's Marshal of the
 // returned object, byte for byte. The API server sends those bytes as its
