@@ -48,6 +48,24 @@ type quotaAdmission struct {
 	// writes are stored: the next quota write of the namespace drops their
 	// reservations (quota.Settle).
 	stored map[string]map[string]bool
+	// known is, by namespace, what its batches know of its quotas; only
+	// the namespace's worker changes an entry (under mu, which readers hold).
+	known map[string]*quotaKnown
+}
+
+// quotaKnown is what a namespace's batches know of its quotas between
+// them:
+//   - quotas, the namespace's quotas as the last batch read or wrote them
+//     (shared: read only), still what is stored while the store's count of
+//     quota writes in the namespace is writes (store.WriteCounter), so the
+//     next batch need not list and decode them again; nil: not known;
+//   - memo, each quota's reservations as the last batch that wrote it left
+//     them (quotaMemo), which needs no count: it names the
+//     resourceVersion it holds for.
+type quotaKnown struct {
+	writes uint64
+	quotas []*api.ResourceQuota
+	memo   map[string]quotaMemo
 }
 
 // quotaWaiter is one request in a namespace's queue.
@@ -126,6 +144,9 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 // the store can (store.Counter: a quota carries its reservations, and this
 // is asked for every write).
 func (r *Registry) countQuotas(ctx context.Context, ns string) (int, error) {
+	if quotas, ok := r.knownQuotas(ns); ok {
+		return len(quotas), nil
+	}
 	if c, ok := r.store.(store.Counter); ok {
 		return c.Count(ctx, quotaKind, ns)
 	}
@@ -149,9 +170,9 @@ func (r *Registry) enqueueQuota(ns string, w *quotaWaiter) {
 	}
 }
 
-// quotaMemo is a quota as the drain's last batch wrote it: its uid and
-// resourceVersion, and its reservations as that batch's ledger left them.
-// The next batch that finds the quota unchanged goes on from them
+// quotaMemo is a quota as the last batch that wrote it left it: its uid
+// and resourceVersion, and its reservations as that batch's ledger left
+// them. The next batch that finds the quota unchanged goes on from them
 // (quota.NewLedgerWith) instead of reading the annotation's JSON again
 // (a few dozen reservations, each with its quantities to parse).
 type quotaMemo struct {
@@ -159,11 +180,9 @@ type quotaMemo struct {
 	rs      []quota.Reservation
 }
 
-// drainQuota serves a namespace's queue in batches until it is empty. The
-// quotas written are remembered (by name) while it runs.
+// drainQuota serves a namespace's queue in batches until it is empty.
 func (r *Registry) drainQuota(ns string) {
 	qa := &r.quotas
-	memo := map[string]quotaMemo{}
 	for {
 		qa.mu.Lock()
 		batch := qa.queues[ns]
@@ -175,20 +194,87 @@ func (r *Registry) drainQuota(ns string) {
 		qa.queues[ns] = batch[:0:0]
 		stored := qa.stored[ns]
 		delete(qa.stored, ns)
+		if qa.known == nil {
+			qa.known = map[string]*quotaKnown{}
+		}
+		known := qa.known[ns]
+		if known == nil {
+			known = &quotaKnown{memo: map[string]quotaMemo{}}
+			qa.known[ns] = known
+		}
 		qa.mu.Unlock()
-		r.quotaBatch(context.Background(), ns, batch, stored, memo)
+		r.quotaBatch(context.Background(), ns, batch, stored, known)
 	}
+}
+
+// knownQuotas returns the namespace's quotas where a batch knows them and
+// no quota of the namespace was written since (shared: read only).
+func (r *Registry) knownQuotas(ns string) ([]*api.ResourceQuota, bool) {
+	wc, ok := r.store.(store.WriteCounter)
+	if !ok {
+		return nil, false
+	}
+	qa := &r.quotas
+	qa.mu.Lock()
+	k := qa.known[ns]
+	var quotas []*api.ResourceQuota
+	var writes uint64
+	if k != nil {
+		quotas, writes = k.quotas, k.writes
+	}
+	qa.mu.Unlock()
+	if quotas == nil || wc.Writes(quotaKind, ns) != writes {
+		return nil, false
+	}
+	return quotas, true
+}
+
+// listQuotas returns the namespace's quotas (shared: read only): those
+// known when they still are (knownQuotas), else read from the store, and
+// then known, with the count of writes noted before the read.
+func (r *Registry) listQuotas(ctx context.Context, ns string, known *quotaKnown) ([]*api.ResourceQuota, error) {
+	if quotas, ok := r.knownQuotas(ns); ok {
+		return quotas, nil
+	}
+	wc, counted := r.store.(store.WriteCounter)
+	var writes uint64
+	if counted {
+		writes = wc.Writes(quotaKind, ns)
+	}
+	items, _, err := r.store.List(ctx, quotaKind, ns)
+	if err != nil {
+		return nil, err
+	}
+	quotas := make([]*api.ResourceQuota, len(items))
+	for i, o := range items {
+		quotas[i] = o.(*api.ResourceQuota)
+	}
+	if counted {
+		r.setKnown(ns, known, writes, quotas)
+	}
+	return quotas, nil
+}
+
+// setKnown records quotas as the namespace's, as of the count of writes
+// (nil: not known).
+func (r *Registry) setKnown(ns string, known *quotaKnown, writes uint64, quotas []*api.ResourceQuota) {
+	r.quotas.mu.Lock()
+	known.writes, known.quotas = writes, quotas
+	if len(quotas) == 0 { // no quota left here: no reservations to keep
+		clear(known.memo)
+	}
+	r.quotas.mu.Unlock()
 }
 
 // quotaBatch checks and charges a batch against the namespace's quotas
 // and answers every waiter; a quota it writes drops the reservations of
-// the objects stored since the last batch. memo holds the quotas the
-// drain's earlier batches wrote, and gets those this one writes.
-func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWaiter, stored map[string]bool, memo map[string]quotaMemo) {
+// the objects stored since the last batch. known is what the namespace's
+// batches know of its quotas (quotaKnown), which this one reads and keeps.
+func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWaiter, stored map[string]bool, known *quotaKnown) {
 	results := make([]error, len(batch))
 	only := map[string]bool(nil) // on a retry: the quotas whose writes failed
 	for attempt := 0; ; attempt++ {
-		items, _, err := r.store.List(ctx, quotaKind, ns)
+		all, err := r.listQuotas(ctx, ns, known)
 		if err != nil {
 			for i := range results {
 				results[i] = fmt.Errorf("quota admission: list quotas: %w", err)
@@ -196,8 +282,8 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 			break
 		}
 		var quotas []*api.ResourceQuota
-		for _, o := range items {
-			if q := o.(*api.ResourceQuota); only == nil || only[q.Name] {
+		for _, q := range all {
+			if only == nil || only[q.Name] {
 				quotas = append(quotas, q)
 			}
 		}
@@ -209,7 +295,7 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 		ledgers := make([]*quota.Ledger, len(quotas))
 		for i, q := range quotas {
 			quotas[i] = api.Clone(q)
-			if m, ok := memo[q.Name]; ok && m.uid == q.UID && m.rv == q.ResourceVersion {
+			if m, ok := known.memo[q.Name]; ok && m.uid == q.UID && m.rv == q.ResourceVersion {
 				ledgers[i] = quota.NewLedgerWith(quotas[i], slices.Clone(m.rs))
 			} else {
 				ledgers[i] = quota.NewLedger(quotas[i])
@@ -223,6 +309,7 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 			r.quotaOne(quotas, ledgers, i, w, &results[i], changed)
 		}
 		failed := map[string]bool{}
+		written := map[string]*api.ResourceQuota{}
 		for j, ws := range changed {
 			ledgers[j].Settle(stored)
 			ledgers[j].Flush()
@@ -237,11 +324,13 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 				continue
 			}
 			om := out.GetObjectMeta()
-			memo[om.Name] = quotaMemo{uid: om.UID, rv: om.ResourceVersion, rs: ledgers[j].Reservations()}
+			written[om.Name] = out.(*api.ResourceQuota)
+			known.memo[om.Name] = quotaMemo{uid: om.UID, rv: om.ResourceVersion, rs: ledgers[j].Reservations()}
 			for _, i := range ws {
 				batch[i].charged = append(batch[i].charged, quotas[j].Name)
 			}
 		}
+		r.keepWritten(ns, known, all, written)
 		if len(failed) == 0 || attempt == quotaRetries-1 {
 			break
 		}
@@ -250,6 +339,37 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 	for i, w := range batch {
 		w.done <- results[i]
 	}
+}
+
+// keepWritten updates what is known of the namespace's quotas after a
+// batch wrote some of all, the list it started from: when the store's count
+// moved by exactly the batch's writes, no one else wrote a quota here
+// meanwhile, and all with the written ones in place is what is stored.
+// Otherwise nothing is known until the next read.
+func (r *Registry) keepWritten(ns string, known *quotaKnown, all []*api.ResourceQuota, written map[string]*api.ResourceQuota) {
+	wc, ok := r.store.(store.WriteCounter)
+	if !ok || len(written) == 0 {
+		return
+	}
+	r.quotas.mu.Lock()
+	before, was := known.writes, known.quotas
+	r.quotas.mu.Unlock()
+	if was == nil || !slices.Equal(was, all) {
+		return // all was not the known list (its count is not before)
+	}
+	now := wc.Writes(quotaKind, ns)
+	if now != before+uint64(len(written)) {
+		r.setKnown(ns, known, 0, nil)
+		return
+	}
+	next := make([]*api.ResourceQuota, len(all))
+	for i, q := range all {
+		next[i] = q
+		if w, ok := written[q.Name]; ok {
+			next[i] = w
+		}
+	}
+	r.setKnown(ns, known, now, next)
 }
 
 // quotaOne checks (or releases) one waiter against quotas, charging the

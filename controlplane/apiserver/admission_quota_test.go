@@ -245,3 +245,91 @@ func TestLimitRangeDefaultsBeforeQuota(t *testing.T) {
 		t.Error("no refusal")
 	}
 }
+
+// Between batches, admission keeps the namespace's quotas as it wrote them
+// (quotaKnown) instead of listing them again, and still sees at once every
+// write that is not its own: a quota lowered, a quota added, a quota gone.
+func TestQuotaKnownBetweenBatches(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ensureNamespace(t, e, ctx, "bob")
+	counted := func(name, hard string) *api.ResourceQuota {
+		t.Helper()
+		q := &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "bob"},
+			Spec: api.ResourceQuotaSpec{Hard: quantities("requests.nvidia.com/gpu", hard)}}
+		out, err := e.local.Create(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q = api.Clone(out).(*api.ResourceQuota) // no controller here: write the status it would
+		q.Status = api.ResourceQuotaStatus{Hard: quantities("requests.nvidia.com/gpu", hard), Used: quantities("requests.nvidia.com/gpu", "0")}
+		out, err = e.local.UpdateStatus(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*api.ResourceQuota)
+	}
+	create := func(name string) error {
+		_, err := e.local.Create(ctx, gpuPodIn("bob", name))
+		return err
+	}
+	counted("gpus", "4")
+	if err := create("a"); err != nil {
+		t.Fatal(err)
+	}
+	known, ok := e.reg.knownQuotas("bob")
+	stored, err := e.local.Get(ctx, quotaKind, "bob", "gpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || len(known) != 1 || known[0].ResourceVersion != stored.GetObjectMeta().ResourceVersion {
+		t.Fatalf("after a charged create: known %v (%v), want the stored quota at %s", known, ok, stored.GetObjectMeta().ResourceVersion)
+	}
+	if n, err := e.reg.countQuotas(ctx, "bob"); err != nil || n != 1 {
+		t.Fatalf("countQuotas = %d, %v; want 1", n, err)
+	}
+
+	// Someone else lowers the quota to the one GPU in use (its status.hard,
+	// which admission checks against, as the controller would write it).
+	q := api.Clone(stored).(*api.ResourceQuota)
+	q.Status.Hard = quantities("requests.nvidia.com/gpu", "1")
+	if _, err := e.local.UpdateStatus(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.reg.knownQuotas("bob"); ok {
+		t.Fatal("a quota written by someone else is still known as it was")
+	}
+	err = create("b")
+	if want := `pods "b" is forbidden: exceeded quota: gpus, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=1, limited: requests.nvidia.com/gpu=1`; err == nil || err.Error() != want {
+		t.Fatalf("after the quota was lowered: %v, want %s", err, want)
+	}
+
+	// The quota raised again; a second quota appears, then goes: each is
+	// seen.
+	o, err := e.local.Get(ctx, quotaKind, "bob", "gpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raised := api.Clone(o).(*api.ResourceQuota)
+	raised.Status.Hard = quantities("requests.nvidia.com/gpu", "5")
+	if _, err := e.local.UpdateStatus(ctx, raised); err != nil {
+		t.Fatal(err)
+	}
+	if err := create("c"); err != nil {
+		t.Fatal(err)
+	}
+	counted("tight", "0")
+	err = create("d")
+	if want := `pods "d" is forbidden: exceeded quota: tight, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=0`; err == nil || err.Error() != want {
+		t.Fatalf("after a second quota of 0: %v, want %s", err, want)
+	}
+	if err := e.local.Delete(ctx, quotaKind, "bob", "tight", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := create("d"); err != nil {
+		t.Fatalf("the quota of 0 deleted: %v", err)
+	}
+	if known, ok := e.reg.knownQuotas("bob"); !ok || len(known) != 1 || known[0].Name != "gpus" {
+		t.Fatalf("after the delete and a create: known %v (%v), want gpus alone", known, ok)
+	}
+}

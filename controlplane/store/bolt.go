@@ -68,6 +68,8 @@ type Bolt struct {
 	zbuf []byte
 	// memo holds decoded namespaces and ServiceAccounts for get (memo.go).
 	memo decodeMemo
+	// writes counts the committed writes by kind and namespace (writes.go).
+	writes writeCounts
 }
 
 // counters are the store's statistics, read by Stats.

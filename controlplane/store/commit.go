@@ -216,6 +216,7 @@ func (b *Bolt) commit(batch []*op) {
 		}
 		b.stats.commits.Add(1)
 		b.rev.Store(rev)
+		b.writes.add(events)
 		b.hub.publish(events)
 	}
 	b.stats.writes.Add(uint64(len(events)))

@@ -96,6 +96,16 @@ type MetaGetter interface {
 	GetMeta(ctx context.Context, kind *api.Kind, namespace, name string) (api.Object, error)
 }
 
+// WriteCounter is a store that counts the writes it has committed to each
+// kind in each namespace ("" for a cluster-scoped kind) since it opened
+// (Bolt). A count only grows, and a write is counted before its writer
+// hears of it: a reader that noted the count before it read knows that
+// what it read is still what is stored while the count has not moved.
+// ResourceQuota admission keeps a namespace's quotas so between batches.
+type WriteCounter interface {
+	Writes(kind *api.Kind, namespace string) uint64
+}
+
 // SharedGetter is a store that hands a reader who never changes what it
 // gets an object shared with other such readers, without Get's copy
 // (Bolt: its memo's namespaces and ServiceAccounts). The API server reads
