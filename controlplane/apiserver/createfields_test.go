@@ -3,9 +3,11 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
@@ -276,4 +278,145 @@ func TestCreateFieldsCacheBounded(t *testing.T) {
 	if _, ok := c.get(key(1)); ok {
 		t.Fatal("an entry unused for two generations is still there")
 	}
+}
+
+// TestCreateFieldsKeyReadsEveryField: for random objects of every kind,
+// each change that changes the object's JSON changes its key, but for the
+// five server-owned values the key stands a placeholder for: every
+// string, number and bool a struct, list or map holds; a map key; a
+// pointer set where it was nil; a value with its own JSON (a time, a
+// quantity) reset to its zero. So a key is never shared by two objects
+// the field manager could see differently.
+func TestCreateFieldsKeyReadsEveryField(t *testing.T) {
+	probes := 0
+	for i, k := range api.Kinds {
+		if k.Internal {
+			continue
+		}
+		f := createFiller(int64(5000 + i))
+		for j := range 2 {
+			o := k.New()
+			f.Fill(o)
+			asCreated(k, o, j)
+			base, ok := createFieldsKey(k, "kubectl", o)
+			if !ok {
+				continue
+			}
+			baseJSON, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := o.GetObjectMeta()
+			owned := map[any]bool{&m.Name: true, &m.GenerateName: true, &m.UID: true, &m.ResourceVersion: true, &m.CreationTimestamp: true}
+			probe := func(path string, change, undo func()) {
+				change()
+				defer undo()
+				js, err := json.Marshal(o)
+				if err != nil || bytes.Equal(js, baseJSON) {
+					return // the change does not show in the JSON
+				}
+				probes++
+				if key, ok := createFieldsKey(k, "kubectl", o); ok && key == base {
+					t.Fatalf("%s: %s changed the JSON but not the key", k.Kind, path)
+				}
+			}
+			var walk func(v reflect.Value, path string)
+			walk = func(v reflect.Value, path string) {
+				if v.CanAddr() && owned[v.Addr().Interface()] {
+					return
+				}
+				if v.CanAddr() && (v.Type().Implements(jsonMarshaler) || v.Addr().Type().Implements(jsonMarshaler)) && v.Kind() != reflect.Pointer && v.Kind() != reflect.Slice {
+					if !v.IsZero() {
+						old := reflect.ValueOf(v.Interface())
+						probe(path, func() { v.Set(reflect.Zero(v.Type())) }, func() { v.Set(old) })
+					}
+					return
+				}
+				switch v.Kind() {
+				case reflect.String:
+					old := v.String()
+					probe(path, func() { v.SetString(old + "x") }, func() { v.SetString(old) })
+				case reflect.Bool:
+					old := v.Bool()
+					probe(path, func() { v.SetBool(!old) }, func() { v.SetBool(old) })
+				case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+					old := v.Int()
+					probe(path, func() { v.SetInt(old ^ 1) }, func() { v.SetInt(old) })
+				case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+					old := v.Uint()
+					probe(path, func() { v.SetUint(old ^ 1) }, func() { v.SetUint(old) })
+				case reflect.Float32, reflect.Float64:
+					old := v.Float()
+					probe(path, func() { v.SetFloat(old + 1) }, func() { v.SetFloat(old) })
+				case reflect.Pointer:
+					if v.IsNil() {
+						probe(path, func() { v.Set(reflect.New(v.Type().Elem())) }, func() { v.Set(reflect.Zero(v.Type())) })
+						return
+					}
+					walk(v.Elem(), path)
+				case reflect.Struct:
+					for i := range v.NumField() {
+						if v.Type().Field(i).IsExported() {
+							walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+						}
+					}
+				case reflect.Slice, reflect.Array:
+					for i := range v.Len() {
+						walk(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+					}
+				case reflect.Map:
+					for _, key := range v.MapKeys() {
+						val := v.MapIndex(key)
+						renamed := reflect.ValueOf(key.String() + "x").Convert(key.Type())
+						probe(path+"{key}", func() { v.SetMapIndex(key, reflect.Value{}); v.SetMapIndex(renamed, val) },
+							func() { v.SetMapIndex(renamed, reflect.Value{}); v.SetMapIndex(key, val) })
+						if val.Kind() == reflect.String {
+							other := reflect.ValueOf(val.String() + "x").Convert(val.Type())
+							probe(path+"["+key.String()+"]", func() { v.SetMapIndex(key, other) }, func() { v.SetMapIndex(key, val) })
+						}
+					}
+				}
+			}
+			walk(reflect.ValueOf(o).Elem(), k.Kind)
+			if key, _ := createFieldsKey(k, "kubectl", o); key != base {
+				t.Fatalf("%s: the probes did not leave the object as it was", k.Kind)
+			}
+		}
+	}
+	t.Logf("%d changes probed", probes)
+	if probes < 10000 {
+		t.Fatalf("only %d changes probed", probes)
+	}
+}
+
+// BenchmarkCreateFieldsKey: the key of a create of a Deployment's pod,
+// against the JSON encoding it replaced (json.Marshal and its SHA-256).
+func BenchmarkCreateFieldsKey(b *testing.B) {
+	k := api.KindForResource("", "v1", "pods")
+	p := &api.Pod{
+		TypeMeta:   api.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: api.ObjectMeta{GenerateName: "web-7c9f5d8b6-", Namespace: "default", UID: "u1", CreationTimestamp: api.Now(), Labels: map[string]string{"app": "web", "pod-template-hash": "7c9f5d8b6"}},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "web", Image: "nginx:1.27",
+			Ports:     []api.ContainerPort{{ContainerPort: 80, Protocol: "TCP"}},
+			Resources: api.ResourceRequirements{Requests: quantities("cpu", "100m", "memory", "128Mi")}}},
+			RestartPolicy: "Always", DNSPolicy: "ClusterFirst", SchedulerName: "default-scheduler"},
+	}
+	b.Run("key", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := createFieldsKey(k, "kube-controller-manager", p); !ok {
+				b.Fatal("not a plain create")
+			}
+		}
+	})
+	b.Run("json-sha256", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			js, err := json.Marshal(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = sha256.Sum256(js)
+		}
+	})
 }
