@@ -27,7 +27,7 @@ var limitRangeKind = api.MustKindOf(&api.LimitRange{})
 
 // limitRanges lists the LimitRanges of namespace.
 func (r *Registry) limitRanges(ctx context.Context, namespace string) ([]*api.LimitRange, error) {
-	items, _, err := r.store.List(ctx, limitRangeKind, namespace)
+	items, _, err := r.listShared(ctx, limitRangeKind, namespace)
 	if err != nil {
 		return nil, api.NewInternal(fmt.Errorf("limit ranges of namespace %s: %w", namespace, err))
 	}

@@ -112,7 +112,7 @@ func (r *Registry) priorityClass(ctx context.Context, name string) (*api.Priorit
 
 // defaultPriorityClass is the globalDefault class with the lowest value, or nil.
 func (r *Registry) defaultPriorityClass(ctx context.Context) (*api.PriorityClass, error) {
-	items, _, err := r.store.List(ctx, priorityClassKind, "")
+	items, _, err := r.listShared(ctx, priorityClassKind, "")
 	if err != nil {
 		return nil, fmt.Errorf("list priority classes: %w", err)
 	}

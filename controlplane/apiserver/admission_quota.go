@@ -33,6 +33,9 @@ import (
 //     for the last GPU are checked one after the other: the second sees
 //     the first's charge. A quota write that lost a race (the resourcequota
 //     controller, another API server) is redone from the stored quota.
+//   - Between batches the namespace's quotas are a list kept with the
+//     batches' own writes in place (sharedlist.go), read again only when
+//     someone else wrote one; and each quota's reservations as parsed.
 var quotaKind = api.MustKindOf(&api.ResourceQuota{})
 
 // quotaRetries bounds the rounds of one batch whose quota writes lost
@@ -48,24 +51,10 @@ type quotaAdmission struct {
 	// writes are stored: the next quota write of the namespace drops their
 	// reservations (quota.Settle).
 	stored map[string]map[string]bool
-	// known is, by namespace, what its batches know of its quotas; only
-	// the namespace's worker changes an entry (under mu, which readers hold).
-	known map[string]*quotaKnown
-}
-
-// quotaKnown is what a namespace's batches know of its quotas between
-// them:
-//   - quotas, the namespace's quotas as the last batch read or wrote them
-//     (shared: read only), still what is stored while the store's count of
-//     quota writes in the namespace is writes (store.WriteCounter), so the
-//     next batch need not list and decode them again; nil: not known;
-//   - memo, each quota's reservations as the last batch that wrote it left
-//     them (quotaMemo), which needs no count: it names the
-//     resourceVersion it holds for.
-type quotaKnown struct {
-	writes uint64
-	quotas []*api.ResourceQuota
-	memo   map[string]quotaMemo
+	// memos are, by namespace, its quotas' reservations as the last batch
+	// that wrote each left them (quotaMemo); only the namespace's worker
+	// reads or changes its map.
+	memos map[string]map[string]quotaMemo
 }
 
 // quotaWaiter is one request in a namespace's queue.
@@ -144,7 +133,7 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 // the store can (store.Counter: a quota carries its reservations, and this
 // is asked for every write).
 func (r *Registry) countQuotas(ctx context.Context, ns string) (int, error) {
-	if quotas, ok := r.knownQuotas(ns); ok {
+	if quotas, _, ok := r.kept(quotaKind, ns); ok {
 		return len(quotas), nil
 	}
 	if c, ok := r.store.(store.Counter); ok {
@@ -194,87 +183,29 @@ func (r *Registry) drainQuota(ns string) {
 		qa.queues[ns] = batch[:0:0]
 		stored := qa.stored[ns]
 		delete(qa.stored, ns)
-		if qa.known == nil {
-			qa.known = map[string]*quotaKnown{}
+		if qa.memos == nil {
+			qa.memos = map[string]map[string]quotaMemo{}
 		}
-		known := qa.known[ns]
-		if known == nil {
-			known = &quotaKnown{memo: map[string]quotaMemo{}}
-			qa.known[ns] = known
+		memo := qa.memos[ns]
+		if memo == nil {
+			memo = map[string]quotaMemo{}
+			qa.memos[ns] = memo
 		}
 		qa.mu.Unlock()
-		r.quotaBatch(context.Background(), ns, batch, stored, known)
+		r.quotaBatch(context.Background(), ns, batch, stored, memo)
 	}
-}
-
-// knownQuotas returns the namespace's quotas where a batch knows them and
-// no quota of the namespace was written since (shared: read only).
-func (r *Registry) knownQuotas(ns string) ([]*api.ResourceQuota, bool) {
-	wc, ok := r.store.(store.WriteCounter)
-	if !ok {
-		return nil, false
-	}
-	qa := &r.quotas
-	qa.mu.Lock()
-	k := qa.known[ns]
-	var quotas []*api.ResourceQuota
-	var writes uint64
-	if k != nil {
-		quotas, writes = k.quotas, k.writes
-	}
-	qa.mu.Unlock()
-	if quotas == nil || wc.Writes(quotaKind, ns) != writes {
-		return nil, false
-	}
-	return quotas, true
-}
-
-// listQuotas returns the namespace's quotas (shared: read only): those
-// known when they still are (knownQuotas), else read from the store, and
-// then known, with the count of writes noted before the read.
-func (r *Registry) listQuotas(ctx context.Context, ns string, known *quotaKnown) ([]*api.ResourceQuota, error) {
-	if quotas, ok := r.knownQuotas(ns); ok {
-		return quotas, nil
-	}
-	wc, counted := r.store.(store.WriteCounter)
-	var writes uint64
-	if counted {
-		writes = wc.Writes(quotaKind, ns)
-	}
-	items, _, err := r.store.List(ctx, quotaKind, ns)
-	if err != nil {
-		return nil, err
-	}
-	quotas := make([]*api.ResourceQuota, len(items))
-	for i, o := range items {
-		quotas[i] = o.(*api.ResourceQuota)
-	}
-	if counted {
-		r.setKnown(ns, known, writes, quotas)
-	}
-	return quotas, nil
-}
-
-// setKnown records quotas as the namespace's, as of the count of writes
-// (nil: not known).
-func (r *Registry) setKnown(ns string, known *quotaKnown, writes uint64, quotas []*api.ResourceQuota) {
-	r.quotas.mu.Lock()
-	known.writes, known.quotas = writes, quotas
-	if len(quotas) == 0 { // no quota left here: no reservations to keep
-		clear(known.memo)
-	}
-	r.quotas.mu.Unlock()
 }
 
 // quotaBatch checks and charges a batch against the namespace's quotas
 // and answers every waiter; a quota it writes drops the reservations of
-// the objects stored since the last batch. known is what the namespace's
-// batches know of its quotas (quotaKnown), which this one reads and keeps.
-func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWaiter, stored map[string]bool, known *quotaKnown) {
+// the objects stored since the last batch. The namespace's quotas are a
+// list kept between batches (listShared), with the batch's own writes in
+// place; memo holds their reservations as the batches left them.
+func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWaiter, stored map[string]bool, memo map[string]quotaMemo) {
 	results := make([]error, len(batch))
 	only := map[string]bool(nil) // on a retry: the quotas whose writes failed
 	for attempt := 0; ; attempt++ {
-		all, err := r.listQuotas(ctx, ns, known)
+		all, writes, err := r.listShared(ctx, quotaKind, ns)
 		if err != nil {
 			for i := range results {
 				results[i] = fmt.Errorf("quota admission: list quotas: %w", err)
@@ -282,10 +213,13 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 			break
 		}
 		var quotas []*api.ResourceQuota
-		for _, q := range all {
-			if only == nil || only[q.Name] {
+		for _, o := range all {
+			if q := o.(*api.ResourceQuota); only == nil || only[q.Name] {
 				quotas = append(quotas, q)
 			}
+		}
+		if len(all) == 0 {
+			clear(memo) // no quota left here: no reservations to keep
 		}
 		if len(quotas) == 0 {
 			break
@@ -295,7 +229,7 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 		ledgers := make([]*quota.Ledger, len(quotas))
 		for i, q := range quotas {
 			quotas[i] = api.Clone(q)
-			if m, ok := known.memo[q.Name]; ok && m.uid == q.UID && m.rv == q.ResourceVersion {
+			if m, ok := memo[q.Name]; ok && m.uid == q.UID && m.rv == q.ResourceVersion {
 				ledgers[i] = quota.NewLedgerWith(quotas[i], slices.Clone(m.rs))
 			} else {
 				ledgers[i] = quota.NewLedger(quotas[i])
@@ -309,7 +243,7 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 			r.quotaOne(quotas, ledgers, i, w, &results[i], changed)
 		}
 		failed := map[string]bool{}
-		written := map[string]*api.ResourceQuota{}
+		written := map[string]api.Object{}
 		for j, ws := range changed {
 			ledgers[j].Settle(stored)
 			ledgers[j].Flush()
@@ -324,13 +258,22 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 				continue
 			}
 			om := out.GetObjectMeta()
-			written[om.Name] = out.(*api.ResourceQuota)
-			known.memo[om.Name] = quotaMemo{uid: om.UID, rv: om.ResourceVersion, rs: ledgers[j].Reservations()}
+			written[om.Name] = out
+			memo[om.Name] = quotaMemo{uid: om.UID, rv: om.ResourceVersion, rs: ledgers[j].Reservations()}
 			for _, i := range ws {
 				batch[i].charged = append(batch[i].charged, quotas[j].Name)
 			}
 		}
-		r.keepWritten(ns, known, all, written)
+		if len(written) > 0 {
+			next := make([]api.Object, len(all))
+			for i, o := range all {
+				next[i] = o
+				if w, ok := written[o.GetObjectMeta().Name]; ok {
+					next[i] = w
+				}
+			}
+			r.keepAfterOwnWrites(quotaKind, ns, writes, len(written), next)
+		}
 		if len(failed) == 0 || attempt == quotaRetries-1 {
 			break
 		}
@@ -339,37 +282,6 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 	for i, w := range batch {
 		w.done <- results[i]
 	}
-}
-
-// keepWritten updates what is known of the namespace's quotas after a
-// batch wrote some of all, the list it started from: when the store's count
-// moved by exactly the batch's writes, no one else wrote a quota here
-// meanwhile, and all with the written ones in place is what is stored.
-// Otherwise nothing is known until the next read.
-func (r *Registry) keepWritten(ns string, known *quotaKnown, all []*api.ResourceQuota, written map[string]*api.ResourceQuota) {
-	wc, ok := r.store.(store.WriteCounter)
-	if !ok || len(written) == 0 {
-		return
-	}
-	r.quotas.mu.Lock()
-	before, was := known.writes, known.quotas
-	r.quotas.mu.Unlock()
-	if was == nil || !slices.Equal(was, all) {
-		return // all was not the known list (its count is not before)
-	}
-	now := wc.Writes(quotaKind, ns)
-	if now != before+uint64(len(written)) {
-		r.setKnown(ns, known, 0, nil)
-		return
-	}
-	next := make([]*api.ResourceQuota, len(all))
-	for i, q := range all {
-		next[i] = q
-		if w, ok := written[q.Name]; ok {
-			next[i] = w
-		}
-	}
-	r.setKnown(ns, known, now, next)
 }
 
 // quotaOne checks (or releases) one waiter against quotas, charging the

@@ -247,7 +247,7 @@ func TestLimitRangeDefaultsBeforeQuota(t *testing.T) {
 }
 
 // Between batches, admission keeps the namespace's quotas as it wrote them
-// (quotaKnown) instead of listing them again, and still sees at once every
+// (listShared, keepAfterOwnWrites) instead of listing them again, and still sees at once every
 // write that is not its own: a quota lowered, a quota added, a quota gone.
 func TestQuotaKnownBetweenBatches(t *testing.T) {
 	e := newEnv(t)
@@ -277,12 +277,12 @@ func TestQuotaKnownBetweenBatches(t *testing.T) {
 	if err := create("a"); err != nil {
 		t.Fatal(err)
 	}
-	known, ok := e.reg.knownQuotas("bob")
+	known, _, ok := e.reg.kept(quotaKind, "bob")
 	stored, err := e.local.Get(ctx, quotaKind, "bob", "gpus")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ok || len(known) != 1 || known[0].ResourceVersion != stored.GetObjectMeta().ResourceVersion {
+	if !ok || len(known) != 1 || known[0].GetObjectMeta().ResourceVersion != stored.GetObjectMeta().ResourceVersion {
 		t.Fatalf("after a charged create: known %v (%v), want the stored quota at %s", known, ok, stored.GetObjectMeta().ResourceVersion)
 	}
 	if n, err := e.reg.countQuotas(ctx, "bob"); err != nil || n != 1 {
@@ -296,7 +296,7 @@ func TestQuotaKnownBetweenBatches(t *testing.T) {
 	if _, err := e.local.UpdateStatus(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.reg.knownQuotas("bob"); ok {
+	if _, _, ok := e.reg.kept(quotaKind, "bob"); ok {
 		t.Fatal("a quota written by someone else is still known as it was")
 	}
 	err = create("b")
@@ -329,7 +329,7 @@ func TestQuotaKnownBetweenBatches(t *testing.T) {
 	if err := create("d"); err != nil {
 		t.Fatalf("the quota of 0 deleted: %v", err)
 	}
-	if known, ok := e.reg.knownQuotas("bob"); !ok || len(known) != 1 || known[0].Name != "gpus" {
+	if known, _, ok := e.reg.kept(quotaKind, "bob"); !ok || len(known) != 1 || known[0].GetObjectMeta().Name != "gpus" {
 		t.Fatalf("after the delete and a create: known %v (%v), want gpus alone", known, ok)
 	}
 }

@@ -85,6 +85,8 @@ type Registry struct {
 	// quotas queues ResourceQuota admission per namespace
 	// (admission_quota.go).
 	quotas quotaAdmission
+	// lists are the lists admission keeps between requests (sharedlist.go).
+	lists sharedLists
 }
 
 // NewRegistry returns a registry over st. A nil logger discards.

@@ -24,6 +24,10 @@
 //     and copied after that (memo.go), or shared with readers that never
 //     change them (GetShared, store.SharedGetter); GetMeta (store.MetaGetter)
 //     decodes the metadata alone, for readers that need an object's identity.
+//   - Writes are counted by kind and namespace (Writes, store.WriteCounter):
+//     a reader that keeps a list knows it is still what is stored while the
+//     count has not moved (the API server's admission lists, which change a
+//     few times a term and are read for every pod create).
 //   - Create copies the caller's object; CreateEncoded (store.EncodingCreator)
 //     takes it over and hands back the JSON it stored, which the API server
 //     sends as a create's response. GuaranteedUpdate writes tryUpdate's
