@@ -138,7 +138,15 @@ type podSecurity struct {
 	defaults  psapi.Policy
 	exempt    []string // namespaces
 	evaluator policy.Evaluator
+	// verdicts are the checks' results on recent pods, by the shape of
+	// what the checks read (podSecurityKey) and the level and version: the
+	// pods of one template are converted and checked once.
+	verdicts *recentCache[policy.AggregateCheckResult]
 }
+
+// podSecurityVerdicts bounds podSecurity.verdicts (recentCache): each
+// entry is a digest and a result of a few strings.
+const podSecurityVerdicts = 512
 
 // Bounds of the check of existing pods when a namespace's enforce level
 // gets stricter, as Kubernetes (defaultNamespaceMaxPodsToCheck,
@@ -160,7 +168,8 @@ func newPodSecurity(c PodSecurityConfig) (*podSecurity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod security checks: %w", err)
 	}
-	return &podSecurity{defaults: defaults, exempt: slices.Clone(c.Exemptions.Namespaces), evaluator: ev}, nil
+	return &podSecurity{defaults: defaults, exempt: slices.Clone(c.Exemptions.Namespaces), evaluator: ev,
+		verdicts: newRecentCache[policy.AggregateCheckResult](podSecurityVerdicts)}, nil
 }
 
 // SetPodSecurity makes the registry enforce c from now on (Server's New
@@ -211,28 +220,93 @@ func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old a
 		(!enforce || nsPolicy.Enforce.Level == psapi.LevelPrivileged) {
 		return nil // nothing to check
 	}
-	meta, spec, err := kubePodSpec(k, obj)
-	if err != nil {
-		if enforce {
-			return api.NewInternal(fmt.Errorf("pod security: %w", err))
-		}
-		r.log.Warn("pod security: read pod template", "kind", k.Kind, "key", api.KeyOf(obj), "err", err)
-		return nil
-	}
 	if len(nsErrs) > 0 {
 		// Invalid labels (set before this server checked them): the
 		// library fell back to restricted for them, as Kubernetes.
 		r.log.Info("pod security: failed to parse namespace labels", "namespace", m.Namespace, "err", nsErrs.ToAggregate())
 	}
-	return r.evaluatePodSecurity(ctx, ps, nsPolicy, k, obj, meta, spec, enforce)
+	levels := []psapi.LevelVersion{nsPolicy.Audit, nsPolicy.Warn}
+	if enforce {
+		levels = append(levels, nsPolicy.Enforce)
+	}
+	// A pod whose shape was checked at these levels lately is not
+	// converted again: the verdicts are remembered.
+	results := map[psapi.LevelVersion]policy.AggregateCheckResult{}
+	remembered := map[psapi.LevelVersion]bool{}
+	pod, _ := obj.(*api.Pod)
+	var podKey shapeKey
+	keyed := false
+	if pod != nil {
+		podKey, keyed = podSecurityKey(pod)
+	}
+	if keyed {
+		for _, lv := range levels {
+			if res, ok := ps.verdicts.get(verdictKey(podKey, lv)); ok {
+				results[lv], remembered[lv] = res, true
+			}
+		}
+	}
+	var meta *metav1.ObjectMeta
+	var spec *corev1.PodSpec
+	if !all(levels, remembered) {
+		var err error
+		if meta, spec, err = kubePodSpec(k, obj); err != nil {
+			if enforce {
+				return api.NewInternal(fmt.Errorf("pod security: %w", err))
+			}
+			r.log.Warn("pod security: read pod template", "kind", k.Kind, "key", api.KeyOf(obj), "err", err)
+			return nil
+		}
+	}
+	err := r.evaluatePodSecurity(ctx, ps, nsPolicy, k, obj, meta, spec, enforce, results)
+	if keyed {
+		for lv, res := range results {
+			if !remembered[lv] {
+				ps.verdicts.put(verdictKey(podKey, lv), res)
+			}
+		}
+	}
+	return err
+}
+
+// all reports whether set holds every level.
+func all(levels []psapi.LevelVersion, set map[psapi.LevelVersion]bool) bool {
+	for _, lv := range levels {
+		if !set[lv] {
+			return false
+		}
+	}
+	return true
+}
+
+// podSecurityKey is the shape key (shapekey.go) of what Pod Security's
+// checks read of a pod: its annotations (AppArmor's and seccomp's, as
+// older pods set them) and podSecuritySpec. Pods that share it get the
+// same verdict at every level (TestPodSecurityVerdictsRemembered).
+func podSecurityKey(pod *api.Pod) (shapeKey, bool) {
+	kb := newKeyBuilder()
+	kb.value(pod.Annotations)
+	spec := podSecuritySpec(&pod.Spec)
+	kb.value(&spec)
+	return kb.sum()
+}
+
+// verdictKey is the key of a pod's verdict at lv.
+func verdictKey(pod shapeKey, lv psapi.LevelVersion) shapeKey {
+	kb := newKeyBuilder()
+	kb.str(string(pod[:]))
+	kb.str(lv.String())
+	key, _ := kb.sum() // strings always encode
+	return key
 }
 
 // evaluatePodSecurity is Kubernetes' EvaluatePod: enforce (pods only),
-// then audit, then warn unless the request is refused.
+// then audit, then warn unless the request is refused. results holds the
+// verdicts known already (meta and spec may be nil when it holds every one
+// needed) and gets those evaluated here.
 func (r *Registry) evaluatePodSecurity(ctx context.Context, ps *podSecurity, nsPolicy psapi.Policy, k *api.Kind, obj api.Object,
-	meta *metav1.ObjectMeta, spec *corev1.PodSpec, enforce bool) error {
+	meta *metav1.ObjectMeta, spec *corev1.PodSpec, enforce bool, results map[psapi.LevelVersion]policy.AggregateCheckResult) error {
 	m := obj.GetObjectMeta()
-	results := map[psapi.LevelVersion]policy.AggregateCheckResult{}
 	eval := func(lv psapi.LevelVersion) policy.AggregateCheckResult {
 		res, ok := results[lv]
 		if !ok {

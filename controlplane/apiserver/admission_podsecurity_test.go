@@ -684,12 +684,30 @@ func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pod %d: %v", i, err)
 		}
+		// podSecurityKey reads the annotations and podSecuritySpec alone:
+		// the verdict on them must be the whole pod's, and a pod that
+		// differs in nothing else (another name, labels, uid, image) gets
+		// the key.
+		annotated := &metav1.ObjectMeta{Annotations: meta.Annotations}
+		key, ok := podSecurityKey(pod)
+		sib := api.Clone(pod)
+		sib.Name, sib.UID, sib.Labels = pod.Name+"-2", "other-uid", map[string]string{"other": "labels"}
+		for j := range sib.Spec.Containers {
+			sib.Spec.Containers[j].Image += "-other"
+		}
+		if sibKey, sibOK := podSecurityKey(sib); !ok || !sibOK || sibKey != key {
+			t.Fatalf("pod %d: no key (%v %v), or not its sibling's", i, ok, sibOK)
+		}
 		for _, lv := range levels {
 			want := policy.AggregateCheckResults(ev.EvaluatePod(lv, &fp.ObjectMeta, &fp.Spec))
-			got := policy.AggregateCheckResults(ev.EvaluatePod(lv, meta, spec))
-			if got.Allowed != want.Allowed || got.ForbiddenReason() != want.ForbiddenReason() || got.ForbiddenDetail() != want.ForbiddenDetail() {
-				t.Fatalf("pod %d at %s: the checks give\n%v: %s: %s\nthe whole spec gives\n%v: %s: %s", i, lv,
-					got.Allowed, got.ForbiddenReason(), got.ForbiddenDetail(), want.Allowed, want.ForbiddenReason(), want.ForbiddenDetail())
+			for what, got := range map[string]policy.AggregateCheckResult{
+				"the checks":                     policy.AggregateCheckResults(ev.EvaluatePod(lv, meta, spec)),
+				"the annotations and the checks": policy.AggregateCheckResults(ev.EvaluatePod(lv, annotated, spec)),
+			} {
+				if got.Allowed != want.Allowed || got.ForbiddenReason() != want.ForbiddenReason() || got.ForbiddenDetail() != want.ForbiddenDetail() {
+					t.Fatalf("pod %d at %s: %s give\n%v: %s: %s\nthe whole spec gives\n%v: %s: %s", i, lv, what,
+						got.Allowed, got.ForbiddenReason(), got.ForbiddenDetail(), want.Allowed, want.ForbiddenReason(), want.ForbiddenDetail())
+				}
 			}
 			if want.Allowed {
 				allowed++
@@ -702,5 +720,52 @@ func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
 	// The pods must reach the checks, not fail one of them each alike.
 	if allowed == 0 || len(reasons) < 12 {
 		t.Errorf("the random pods are too alike: %d results allowed, %d forbidden reasons: %v", allowed, len(reasons), slices.Sorted(maps.Keys(reasons)))
+	}
+}
+
+// TestPodSecurityVerdictsRemembered: a pod of a shape checked lately is
+// not converted and checked again (podSecurity.verdicts), and gets the
+// same answer, in its own name, as the first: refused at baseline,
+// admitted with a warning once enforce is lifted, refused at restricted
+// for restricted's reasons. A verdict is kept by level: one level's never
+// answers for another's.
+func TestPodSecurityVerdictsRemembered(t *testing.T) {
+	e, ctx := psEnv(t)
+	ps := e.reg.podSecurity.Load()
+	ps.verdicts.reset()
+	entries := func() int { return len(ps.verdicts.cur) + len(ps.verdicts.prev) }
+	create := func(name string) ([]string, error) {
+		wctx, rec := withRecorder(ctx)
+		_, err := e.reg.Create(wctx, podKind, hostNetworkPod("students", name))
+		return warningsOf(t, rec.Header()), err
+	}
+	const baseline = `violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), hostPort (container "web" uses hostPort 8080)`
+	for _, name := range []string{"first", "second"} {
+		_, err := create(name)
+		if want := fmt.Sprintf("pods %q is forbidden: %s", name, baseline); err == nil || err.Error() != want {
+			t.Fatalf("%s: %v, want %s", name, err, want)
+		}
+	}
+	if n := entries(); n != 1 {
+		t.Fatalf("%d verdicts remembered after two pods of one shape at one level, want 1", n)
+	}
+
+	labelNamespace(t, e, ctx, "students", map[string]string{psapi.EnforceLevelLabel: "privileged"})
+	warnings, err := create("lifted")
+	if want := []string{wouldViolate(baseline)}; err != nil || !slices.Equal(warnings, want) {
+		t.Fatalf("lifted: %v, warnings %q; want %q", err, warnings, want)
+	}
+	if n := entries(); n != 2 {
+		t.Fatalf("%d verdicts remembered, want 2 (baseline, privileged)", n)
+	}
+
+	labelNamespace(t, e, ctx, "students", map[string]string{psapi.EnforceLevelLabel: "restricted"})
+	_, err = create("restricted")
+	lib := libraryMessage(t, psapi.LevelRestricted, corev1.PodSpec{
+		HostNetwork: true,
+		Containers:  []corev1.Container{{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}}},
+	})
+	if want := fmt.Sprintf("pods %q is forbidden: %s", "restricted", lib); err == nil || err.Error() != want {
+		t.Fatalf("restricted: %v, want %s", err, want)
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // reset empties the cache.
-func (c *createFieldsCache) reset() {
+func (c *recentCache[V]) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cur, c.prev = nil, nil
@@ -263,8 +263,8 @@ func TestCreateFieldsKeySeparatesShapes(t *testing.T) {
 // TestCreateFieldsCacheBounded: the cache keeps at most two generations,
 // and what is used moves to the current one.
 func TestCreateFieldsCacheBounded(t *testing.T) {
-	c := &createFieldsCache{}
-	key := func(i int) (k fieldsKey) { k[0], k[1] = byte(i), byte(i>>8); return }
+	c := newRecentCache[[]api.ManagedFieldsEntry](createFieldsGeneration)
+	key := func(i int) (k shapeKey) { k[0], k[1] = byte(i), byte(i>>8); return }
 	c.put(key(0), nil)
 	for i := 1; i < 3*createFieldsGeneration; i++ {
 		c.put(key(i), nil)
