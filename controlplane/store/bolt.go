@@ -345,7 +345,7 @@ func (b *Bolt) GetMeta(ctx context.Context, kind *api.Kind, namespace, name stri
 	if memoized(kind) {
 		return b.Get(ctx, kind, namespace, name) // as cheap, and complete
 	}
-	raw, _, err := b.read(ctx, kind, namespace, name)
+	raw, _, _, err := b.read(ctx, kind, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +360,7 @@ func (b *Bolt) GetMeta(ctx context.Context, kind *api.Kind, namespace, name stri
 // to read, never to change: they may be the memo's). The object is a copy
 // unless shared.
 func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string, shared bool) (api.Object, []byte, error) {
-	raw, hit, err := b.read(ctx, kind, namespace, name)
+	raw, hit, writes, err := b.read(ctx, kind, namespace, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -374,7 +374,7 @@ func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if memoized(kind) && b.memo.remember(kind.GroupResource()+"/"+api.Key(namespace, name), raw, obj) && !shared {
+	if memoized(kind) && b.memo.remember(kind.GroupResource()+"/"+api.Key(namespace, name), raw, obj, writes) && !shared {
 		obj = api.Clone(obj)
 	}
 	return obj, raw, nil
@@ -382,23 +382,29 @@ func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string, 
 
 // read returns a copy of one object's stored JSON (decompressed) or, for
 // a memoized kind whose JSON is unchanged, its memo entry instead;
-// NotFound when there is no such object.
-func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string) ([]byte, memoEntry, error) {
+// NotFound when there is no such object. For a memoized kind it also
+// returns the count of writes noted before the read (memo.go).
+func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string) ([]byte, memoEntry, uint64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, memoEntry{}, err
+		return nil, memoEntry{}, 0, err
 	}
 	if err := b.checkOpen(); err != nil {
-		return nil, memoEntry{}, err
+		return nil, memoEntry{}, 0, err
 	}
 	var (
-		raw  []byte
-		memo = memoized(kind)
-		key  = api.Key(namespace, name)
-		hit  memoEntry
-		hkey string
+		raw    []byte
+		memo   = memoized(kind)
+		key    = api.Key(namespace, name)
+		hit    memoEntry
+		hkey   string
+		writes uint64 // for the memo: noted before the read
 	)
 	if memo {
 		hkey = kind.GroupResource() + "/" + key
+		writes = b.writes.get(kind.GroupResource(), namespace)
+		if e, ok := b.memo.current(hkey, writes); ok {
+			return e.raw, e, writes, nil
+		}
 	}
 	err := b.db.View(func(tx *bolt.Tx) error {
 		if bk := tx.Bucket([]byte(kind.GroupResource())); bk != nil {
@@ -412,7 +418,7 @@ func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string)
 			}
 			if memo {
 				var ok bool
-				if hit, ok = b.memo.lookup(hkey, js); ok {
+				if hit, ok = b.memo.lookup(hkey, js, writes); ok {
 					return nil
 				}
 			}
@@ -424,16 +430,16 @@ func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string)
 	})
 	switch {
 	case err != nil:
-		return nil, memoEntry{}, api.NewInternal(fmt.Errorf("get %s %s: %w", kind.GroupResource(), key, err))
+		return nil, memoEntry{}, 0, api.NewInternal(fmt.Errorf("get %s %s: %w", kind.GroupResource(), key, err))
 	case hit.obj != nil:
-		return hit.raw, hit, nil
+		return hit.raw, hit, writes, nil
 	case raw == nil:
 		if memo {
 			b.memo.forget(hkey)
 		}
-		return nil, memoEntry{}, api.NewNotFound(kind, name)
+		return nil, memoEntry{}, 0, api.NewNotFound(kind, name)
 	}
-	return raw, memoEntry{}, nil
+	return raw, memoEntry{}, writes, nil
 }
 
 // List returns the objects of a kind, in one namespace or all, sorted by

@@ -347,7 +347,8 @@ func TestGetMemoIsExact(t *testing.T) {
 }
 
 // TestGetShared: GetShared hands out the memo's object itself, the same
-// one to every reader while the stored bytes are unchanged, never Get's;
+// one to every reader while the stored bytes are unchanged (without a
+// transaction while nothing of its kind was written), never Get's;
 // a write is seen by the next GetShared and leaves what readers hold as it
 // was. Kinds without a memo, and keys past its bound, still answer.
 func TestGetShared(t *testing.T) {
@@ -365,8 +366,19 @@ func TestGetShared(t *testing.T) {
 		return o.(*api.Namespace)
 	}
 	first := shared()
+	txs := store.ReadTransactions(s)
 	if second := shared(); second != first {
 		t.Fatal("two GetShared of an unchanged namespace returned two objects")
+	}
+	if n := store.ReadTransactions(s) - txs; n != 0 {
+		t.Fatalf("a GetShared with nothing written since began %d read transactions, want none (the count of writes says the memo holds)", n)
+	}
+	other := st.MustCreate(t, s, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "other"}})
+	if got := shared(); got != first {
+		t.Fatal("another namespace's create: GetShared decoded this one again")
+	}
+	if _, err := s.Delete(ctx, nsKind, "", other.GetObjectMeta().Name, nil); err != nil {
+		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, nsKind, "", "lab"); err != nil || got == api.Object(first) {
 		t.Fatalf("Get = %p, %v: want a copy of its own", got, err)

@@ -64,3 +64,6 @@ const MemoMaxEntries = memoMaxEntries
 
 // BenchPodJSON is benchPodJSON, for the benchmarks of package store_test.
 var BenchPodJSON = benchPodJSON
+
+// ReadTransactions is how many read transactions b's database has begun.
+func ReadTransactions(b *Bolt) int { return b.db.Stats().TxN }
