@@ -279,16 +279,42 @@ func all(levels []psapi.LevelVersion, set map[psapi.LevelVersion]bool) bool {
 	return true
 }
 
-// podSecurityKey is the shape key (shapekey.go) of what Pod Security's
-// checks read of a pod: its annotations (AppArmor's and seccomp's, as
-// older pods set them) and podSecuritySpec. Pods that share it get the
-// same verdict at every level (TestPodSecurityVerdictsRemembered).
+// podSecurityKey is the shape key (shapekey.go) of podSecurityShape:
+// pods that share it get the same verdict at every level.
 func podSecurityKey(pod *api.Pod) (shapeKey, bool) {
+	shape := podSecurityShape(pod)
 	kb := newKeyBuilder()
-	kb.value(pod.Annotations)
-	spec := podSecuritySpec(&pod.Spec)
-	kb.value(&spec)
+	kb.value(shape.Annotations)
+	kb.value(&shape.Spec)
 	return kb.sum()
+}
+
+// podSecurityShape is what Pod Security's checks read of a pod: its
+// annotations (AppArmor's and seccomp's, as older pods set them) and
+// podSecuritySpec, but for the name of each volume that is projected and
+// nothing else, left out: every level admits such a volume, so no check
+// names it, and the service account's (kube-api-access-XXXXX) has a name
+// of its own in every pod. TestPodSecuritySpecGivesTheFullSpecsResults
+// checks the verdict on the shape against the whole pod's.
+func podSecurityShape(pod *api.Pod) *api.Pod {
+	spec := podSecuritySpec(&pod.Spec)
+	copied := false
+	for i, v := range spec.Volumes {
+		if v.Projected == nil || v.Name == "" {
+			continue
+		}
+		if rest := v; true {
+			rest.Name, rest.Projected = "", nil
+			if !reflect.ValueOf(rest).IsZero() {
+				continue // another source too
+			}
+		}
+		if !copied {
+			spec.Volumes, copied = slices.Clone(spec.Volumes), true
+		}
+		spec.Volumes[i].Name = ""
+	}
+	return &api.Pod{ObjectMeta: api.ObjectMeta{Annotations: pod.Annotations}, Spec: spec}
 }
 
 // verdictKey is the key of a pod's verdict at lv.

@@ -643,11 +643,13 @@ func TestKubePodSpecLeavesOutManagedFields(t *testing.T) {
 	}
 }
 
-// The part of a pod's spec the checks are given (podSecuritySpec) gives
-// every level's result the whole spec gives, on random pods whose
+// The part of a pod's spec the checks are given (podSecuritySpec), and
+// the shape its verdicts are remembered by (podSecurityShape), give every
+// level's result the whole spec gives, on random pods whose
 // security-related strings and numbers are drawn from the values the
-// checks look for.
+// checks look for, half of them with a service account's volume.
 func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
+	const apiAccess = "kube-api-access-x7k2p"
 	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -675,6 +677,10 @@ func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
 		pod := &api.Pod{}
 		f.Fill(pod)
 		api.SetTypeMeta(pod)
+		if i%2 == 0 { // a service account's volume, as admission adds it
+			pod.Spec.Volumes = append(pod.Spec.Volumes, api.Volume{Name: apiAccess, Projected: &api.ProjectedVolumeSource{
+				Sources: []api.VolumeProjection{{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token"}}}}})
+		}
 		full, err := patch.ToKubernetes(k.APIVersion(), k.Kind, pod)
 		if err != nil {
 			t.Fatalf("pod %d: %v", i, err)
@@ -684,16 +690,24 @@ func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pod %d: %v", i, err)
 		}
-		// podSecurityKey reads the annotations and podSecuritySpec alone:
-		// the verdict on them must be the whole pod's, and a pod that
-		// differs in nothing else (another name, labels, uid, image) gets
-		// the key.
-		annotated := &metav1.ObjectMeta{Annotations: meta.Annotations}
+		// The verdicts are remembered by podSecurityShape: the verdict on it
+		// must be the whole pod's, and a pod that differs in nothing else
+		// (another name, labels, uid, image, service account volume's name)
+		// gets its key.
+		smeta, sspec, err := kubePodSpec(k, podSecurityShape(pod))
+		if err != nil {
+			t.Fatalf("pod %d's shape: %v", i, err)
+		}
 		key, ok := podSecurityKey(pod)
 		sib := api.Clone(pod)
 		sib.Name, sib.UID, sib.Labels = pod.Name+"-2", "other-uid", map[string]string{"other": "labels"}
 		for j := range sib.Spec.Containers {
 			sib.Spec.Containers[j].Image += "-other"
+		}
+		for j, v := range sib.Spec.Volumes {
+			if v.Name == apiAccess {
+				sib.Spec.Volumes[j].Name = apiAccess + "-other"
+			}
 		}
 		if sibKey, sibOK := podSecurityKey(sib); !ok || !sibOK || sibKey != key {
 			t.Fatalf("pod %d: no key (%v %v), or not its sibling's", i, ok, sibOK)
@@ -701,8 +715,8 @@ func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
 		for _, lv := range levels {
 			want := policy.AggregateCheckResults(ev.EvaluatePod(lv, &fp.ObjectMeta, &fp.Spec))
 			for what, got := range map[string]policy.AggregateCheckResult{
-				"the checks":                     policy.AggregateCheckResults(ev.EvaluatePod(lv, meta, spec)),
-				"the annotations and the checks": policy.AggregateCheckResults(ev.EvaluatePod(lv, annotated, spec)),
+				"the checks": policy.AggregateCheckResults(ev.EvaluatePod(lv, meta, spec)),
+				"the shape":  policy.AggregateCheckResults(ev.EvaluatePod(lv, smeta, sspec)),
 			} {
 				if got.Allowed != want.Allowed || got.ForbiddenReason() != want.ForbiddenReason() || got.ForbiddenDetail() != want.ForbiddenDetail() {
 					t.Fatalf("pod %d at %s: %s give\n%v: %s: %s\nthe whole spec gives\n%v: %s: %s", i, lv, what,
