@@ -277,6 +277,9 @@ func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given boo
 	}
 	m.ResourceVersion = ""
 	o := &op{typ: opCreate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp}
+	if err := o.preEncode(); err != nil {
+		return nil, nil, err
+	}
 	do := b.do
 	if given {
 		do = b.doAll
@@ -301,6 +304,9 @@ func (b *Bolt) Update(ctx context.Context, obj api.Object) (api.Object, error) {
 		if _, err := parseRevision(o.wantRV); err != nil {
 			return nil, err
 		}
+	}
+	if err := o.preEncode(); err != nil {
+		return nil, err
 	}
 	if err := b.do(ctx, o); err != nil {
 		return nil, err
@@ -609,7 +615,7 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 // committer is done with next when updateOwned returns.
 func (b *Bolt) updateOwned(ctx context.Context, kind *api.Kind, next api.Object, enc []byte) (api.Object, error) {
 	m := next.GetObjectMeta()
-	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc}
+	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc, encRV: m.ResourceVersion}
 	if err := b.doAll(ctx, o); err != nil {
 		return nil, err
 	}

@@ -48,10 +48,12 @@ type op struct {
 	// raw is obj's JSON as stored (create, update), set with the commit:
 	// shared with the watch hub, never changed.
 	raw []byte
-	// enc, when set (an update from GuaranteedUpdate), is obj's JSON with
-	// resourceVersion wantRV: the committer writes it with the new
-	// revision in place (withResourceVersion) instead of encoding obj.
-	enc []byte
+	// enc, when set, is obj's JSON with resourceVersion encRV, encoded by
+	// the writer (preEncode, or GuaranteedUpdate for its no-op check): the
+	// committer writes it with the new revision in place
+	// (withResourceVersion) instead of encoding obj.
+	enc   []byte
+	encRV string
 
 	err  error
 	done chan struct{}
@@ -227,14 +229,39 @@ func (b *Bolt) commit(batch []*op) {
 }
 
 // encode returns o.obj's JSON: o.enc with o.obj's resourceVersion in place
-// of old when the writer encoded it already, else o.obj encoded.
-func (o *op) encode(old string) ([]byte, error) {
+// of encRV where the writer encoded it, else json.Marshal.
+func (o *op) encode() ([]byte, error) {
 	if o.enc != nil {
-		if raw, err := withResourceVersion(o.enc, old, o.obj.GetObjectMeta().ResourceVersion); raw != nil || err != nil {
+		if raw, err := withResourceVersion(o.enc, o.encRV, o.obj.GetObjectMeta().ResourceVersion); raw != nil || err != nil {
 			return raw, err
 		}
 	}
 	return json.Marshal(o.obj)
+}
+
+// placeholderRV stands for the revision in JSON encoded before the commit
+// gives one (preEncode).
+const placeholderRV = "0"
+
+// preEncode encodes o.obj (a create's or an update's) in the writer's
+// goroutine, with placeholderRV for a resourceVersion it lacks, so that
+// the committer, which commits one batch at a time, only puts the
+// revision in: the encode of each write is off its path. An object that
+// cannot be encoded fails here, as the committer would fail it.
+func (o *op) preEncode() error {
+	m := o.obj.GetObjectMeta()
+	rv := m.ResourceVersion
+	o.encRV = rv
+	if rv == "" {
+		o.encRV, m.ResourceVersion = placeholderRV, placeholderRV
+	}
+	enc, err := json.Marshal(o.obj)
+	m.ResourceVersion = rv
+	if err != nil {
+		return api.NewInternal(fmt.Errorf("encode %s %s: %w", o.kind.GroupResource(), api.Key(o.namespace, o.name), err))
+	}
+	o.enc = enc
+	return nil
 }
 
 // apply performs one op in tx at revision rev, with zbuf as scratch space
@@ -303,7 +330,7 @@ func apply(tx *bolt.Tx, o *op, rev int64, zbuf *[]byte) (hubEvent, error) {
 	m := o.obj.GetObjectMeta()
 	prevRV := m.ResourceVersion
 	m.ResourceVersion = formatRevision(rev)
-	raw, err := o.encode(prevRV)
+	raw, err := o.encode()
 	if err != nil {
 		m.ResourceVersion = prevRV
 		return hubEvent{}, api.NewInternal(fmt.Errorf("encode %s %s: %w", bucket, key, err))
