@@ -30,6 +30,13 @@
 //     client.Interface, for the controllers that run inside the server.
 //   - resourceversion.go: what a resourceVersion means to list, watch and
 //     update, as kube-apiserver.
+//   - What admission remembers between requests, exact by construction:
+//     lists that change a few times a term (LimitRanges, ResourceQuotas,
+//     PriorityClasses), kept while the store's count of writes to them has
+//     not moved (sharedlist.go); work that depends on an object's contents
+//     alone, by its shape key (shapekey.go, recentcache.go): a create's
+//     managedFields (createfields.go), Pod Security's verdict on a pod
+//     (admission_podsecurity.go).
 //
 // Invariants: objects handed in are copied, never retained; a request that
 // fails changes nothing; the store is never written without validation.
