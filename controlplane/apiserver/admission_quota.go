@@ -129,9 +129,10 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 	}, nil
 }
 
-// countQuotas counts the namespace's quotas, without decoding them where
-// the store can (store.Counter: a quota carries its reservations, and this
-// is asked for every write).
+// countQuotas counts the namespace's quotas: the kept list's (listShared)
+// while it holds, else without decoding them where the store can
+// (store.Counter: a quota carries its reservations, and this is asked for
+// every write).
 func (r *Registry) countQuotas(ctx context.Context, ns string) (int, error) {
 	if quotas, _, ok := r.kept(quotaKind, ns); ok {
 		return len(quotas), nil
