@@ -3,6 +3,7 @@ package api
 // Deployment declares a replicated, updatable set of pods. Its controller
 // keeps one ReplicaSet per pod template (named by the template's hash) and
 // moves pods from the old ReplicaSets to the new one by its strategy.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Deployment struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -79,6 +80,7 @@ type DeploymentCondition struct {
 }
 
 // ReplicaSet keeps a number of identical pods running.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ReplicaSet struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -143,6 +145,7 @@ const (
 )
 
 // Scale is the scale subresource: GET/PUT deployments/NAME/scale.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Scale struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

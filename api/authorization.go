@@ -11,6 +11,7 @@ import "reflect"
 // SelfSubjectAccessReview asks whether the requesting user may do one
 // thing: a resource request (resourceAttributes) or a non-resource path
 // (nonResourceAttributes), exactly one of them.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type SelfSubjectAccessReview struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -75,6 +76,7 @@ type SubjectAccessReviewStatus struct {
 // (kube-apiserver's webhook authorizers; `kubectl auth can-i --as` goes
 // through impersonation instead). Creating one is cluster-admin's
 // (system:auth-delegator's) to do.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type SubjectAccessReview struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -101,6 +103,7 @@ type SubjectAccessReviewSpec struct {
 
 // SelfSubjectRulesReview lists what the requesting user may do in a
 // namespace.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type SelfSubjectRulesReview struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -149,6 +152,7 @@ type NonResourceRule struct {
 
 // SelfSubjectReview asks who the requesting user is
 // (authentication.k8s.io/v1); the server fills in status.userInfo.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type SelfSubjectReview struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -17,6 +17,7 @@ import (
 // (controlplane/controllers/job.go) counts finished pods through the
 // batch.kubernetes.io/job-tracking finalizer, so no pod is counted twice or
 // lost, and ends the Job with a Complete or Failed condition.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Job struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -37,6 +37,7 @@ const (
 )
 
 // CertificateSigningRequest asks for a certificate.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type CertificateSigningRequest struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

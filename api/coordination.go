@@ -11,6 +11,7 @@ import (
 // kube-node-lease` and the Lease block of `kubectl describe node` show.
 // A Lease whose renewTime is older than leaseDurationSeconds belongs to a
 // node that stopped answering.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Lease struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

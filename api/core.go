@@ -10,6 +10,7 @@ import (
 type IntOrString = intstr.IntOrString
 
 // Namespace is a scope for names. Deleting one deletes everything in it.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Namespace struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -68,6 +69,7 @@ type NamespaceStatus struct {
 }
 
 // ConfigMap holds configuration as key/value pairs, mountable as files.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ConfigMap struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -81,6 +83,7 @@ type ConfigMap struct {
 
 // Secret holds small sensitive values. skiff stores them unencrypted, as
 // Kubernetes does by default.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Secret struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -95,6 +98,7 @@ type Secret struct {
 }
 
 // Service gives a stable virtual IP and name to a set of pods chosen by a selector.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Service struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -142,6 +146,7 @@ type ServiceStatus struct {
 }
 
 // Endpoints list the addresses of the ready (and not-ready) pods behind a Service.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Endpoints struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -172,6 +177,7 @@ type EndpointPort struct {
 }
 
 // Node is a machine that runs pods, registered by its agent.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Node struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -320,6 +326,7 @@ const LabelClassroom = "skiff.dev/classroom"
 
 // Event records something that happened to an object, e.g. a pod
 // FailedScheduling. Repeats bump Count instead of adding events.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Event struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -16,6 +16,7 @@ import (
 // each Job <cronjob>-<scheduled time in minutes since the epoch>, keeps the
 // running ones in status.active and the newest finished ones up to the
 // history limits.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type CronJob struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

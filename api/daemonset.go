@@ -15,6 +15,7 @@ import (
 // (controlplane/controllers/daemonset.go) makes each pod for one node and
 // leaves the placement to the scheduler through a node affinity term
 // (matchFields metadata.name In [NODE]), as Kubernetes does since 1.12.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type DaemonSet struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -98,6 +99,7 @@ type DaemonSetCondition struct {
 // or StatefulSet's pod template: the rollout history `rollout history`
 // lists and `rollout undo` goes back to. Data is a strategic merge patch
 // that puts the template back ({"spec":{"template":{...,"$patch":"replace"}}}).
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ControllerRevision struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -24,6 +24,7 @@ import (
 // it (DecodeClean) skips the tree: one strict decode says so.
 
 // Document is one decoded document of a YAML or JSON stream.
+// +k8s:deepcopy-gen=false
 type Document struct {
 	// Index of the document in the stream, from 0, counting only non-empty
 	// documents. Items of a List share their List's Index.
@@ -43,6 +44,7 @@ type Document struct {
 
 // DecodeError is why one object could not be decoded. Callers that want the
 // field problems use errors.As to reach it (or its Fields).
+// +k8s:deepcopy-gen=false
 type DecodeError struct {
 	// Index of the document in its stream, from 0; -1 outside a stream.
 	// Error() counts from 1, as people do.

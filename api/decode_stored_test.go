@@ -104,6 +104,12 @@ func BenchmarkDecodePod(b *testing.B) {
 			}
 		}
 	})
+	b.Run("Clone", func(b *testing.B) { // what a copy of the decoded pod costs instead
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = Clone(std)
+		}
+	})
 	b.Run("DecodeStoredMeta", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -66,29 +66,52 @@ func filler(seed int64) *randfill.Filler {
 }
 
 // TestCloneMatchesJSONRoundTrip: for every registered kind, filled at
-// random as it would come from JSON, Clone gives what the JSON round trip
-// it replaced gave (and what it copied), sharing no memory with it.
+// random as it would come from JSON, Clone (deepcopy-gen's code) and the
+// reflect walk each give what the JSON round trip they replaced gave (and
+// what they copied), sharing no memory with it. A field added to a type
+// without hack/deepcopy.sh run again is copied as the struct's plain
+// assignment copies it: shared, when it holds references.
 func TestCloneMatchesJSONRoundTrip(t *testing.T) {
 	for i, k := range Kinds {
 		f := filler(int64(i))
 		for n := range 40 {
 			o := filled(t, f, k)
-			c := Clone(o)
-			if !reflect.DeepEqual(c, o) {
-				t.Fatalf("%s #%d: the clone differs from the original:\n%+v\n%+v", k.Kind, n, c, o)
-			}
 			b1, _ := json.Marshal(o)
 			rt := k.New()
 			if err := json.Unmarshal(b1, rt); err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(c, rt) {
-				t.Fatalf("%s #%d: the clone differs from the JSON round trip", k.Kind, n)
-			}
-			if where := shared(reflect.ValueOf(c), reflect.ValueOf(o), k.Kind); where != "" {
-				t.Fatalf("%s #%d: the clone shares %s with the original", k.Kind, n, where)
+			for _, c := range []struct {
+				how string
+				obj Object
+			}{{"Clone", Clone(o)}, {"the reflect walk", reflectClone(o)}} {
+				if !reflect.DeepEqual(c.obj, o) {
+					t.Fatalf("%s #%d: %s's copy differs from the original:\n%+v\n%+v", k.Kind, n, c.how, c.obj, o)
+				}
+				if !reflect.DeepEqual(c.obj, rt) {
+					t.Fatalf("%s #%d: %s's copy differs from the JSON round trip", k.Kind, n, c.how)
+				}
+				if where := shared(reflect.ValueOf(c.obj), reflect.ValueOf(o), k.Kind); where != "" {
+					t.Fatalf("%s #%d: %s's copy shares %s with the original", k.Kind, n, c.how, where)
+				}
 			}
 		}
+	}
+}
+
+// TestEveryKindCopiesItself: every registered kind (and every review
+// kind) has deepcopy-gen's DeepCopyObject, so Clone never takes the
+// reflect walk for one: a new kind's struct needs the
+// +k8s:deepcopy-gen:interfaces tag and hack/deepcopy.sh run again.
+func TestEveryKindCopiesItself(t *testing.T) {
+	for _, k := range append(append([]*Kind{}, Kinds...), ReviewKinds...) {
+		if _, ok := k.New().(objectCopier); !ok {
+			t.Errorf("%s: no generated DeepCopyObject (tag its struct +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object, then run hack/deepcopy.sh)", k.Kind)
+		}
+	}
+	var nilPod *Pod
+	if c, ok := any(nilPod).(objectCopier); !ok || c.DeepCopyObject() != nil {
+		t.Fatal("DeepCopyObject of a nil *Pod is not nil: Clone(nil) would not make an empty pod")
 	}
 }
 
@@ -117,8 +140,8 @@ func TestCloneOfInMemoryObjects(t *testing.T) {
 	}
 }
 
-// TestCloneConcurrentFirstUse: goroutines cloning kinds no copier was
-// built for yet each get a whole copy (a copier is published only once
+// TestCloneConcurrentFirstUse: goroutines copying kinds by the reflect
+// walk, no copier built for them yet, each get a whole copy (a copier is published only once
 // built; run with -race).
 func TestCloneConcurrentFirstUse(t *testing.T) {
 	objs := make([]Object, len(Kinds))
@@ -133,7 +156,7 @@ func TestCloneConcurrentFirstUse(t *testing.T) {
 		wg.Go(func() {
 			for j := range objs {
 				o := objs[(j+g*7)%len(objs)]
-				if c := Clone(o); !reflect.DeepEqual(c, o) {
+				if c := reflectClone(o); !reflect.DeepEqual(c, o) {
 					errs <- fmt.Sprintf("%T: the clone differs", o)
 				}
 			}
@@ -203,10 +226,16 @@ func shared(a, b reflect.Value, path string) string {
 func BenchmarkClonePod(b *testing.B) {
 	t := &testing.T{}
 	p := filled(t, filler(1), MustKindOf(&Pod{})).(*Pod)
-	b.Run("reflect", func(b *testing.B) {
+	b.Run("generated", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			_ = Clone(p)
+		}
+	})
+	b.Run("reflect", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = reflectClone(p)
 		}
 	})
 	b.Run("json", func(b *testing.B) {
@@ -217,4 +246,12 @@ func BenchmarkClonePod(b *testing.B) {
 			_ = json.Unmarshal(data, &out)
 		}
 	})
+}
+
+// reflectClone is Clone by deepCopy's reflect walk, which copies the
+// types deepcopy-gen does not (TraceSpan's Details).
+func reflectClone[T Object](obj T) T {
+	out := reflect.New(reflect.TypeOf(obj).Elem())
+	deepCopy(out.Elem(), reflect.ValueOf(obj).Elem())
+	return out.Interface().(T)
 }

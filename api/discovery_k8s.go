@@ -13,6 +13,7 @@ import (
 // from the slices). skiff's endpointslice controller keeps one slice per
 // Service with a selector, labelled kubernetes.io/service-name, next to
 // the Endpoints object the service proxy reads.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type EndpointSlice struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -1,3 +1,5 @@
+// +k8s:deepcopy-gen=package
+
 // Package api is skiff's API: the object types with Kubernetes' JSON field
 // names (so course YAML applies unchanged), their registry, their
 // defaults and validation in Kubernetes' words, strict decoding, and the
@@ -50,6 +52,11 @@
 //   - defaults.go: Kubernetes' defaults.
 //   - selector.go: label and field selectors (apimachinery's parsers).
 //   - explain.go: `skiff explain`, from the types' doc comments.
+//   - zz_generated.deepcopy.go: every type's DeepCopyInto and DeepCopy,
+//     and every kind's DeepCopyObject, which Clone uses: written by
+//     Kubernetes' deepcopy-gen (hack/deepcopy.sh, `go generate`) from
+//     the types' deepcopy-gen tags; never edit it. deepcopy.go copies by reflect
+//     what it does not (TraceSpan's Details).
 //
 // # Validation
 //
@@ -68,3 +75,5 @@
 // registry's rules on a write, shared with client/fake), table/ (kubectl's
 // columns).
 package api
+
+//go:generate ../hack/deepcopy.sh

@@ -290,6 +290,7 @@ const (
 
 // FieldError is one problem with one field, named by its path
 // ("spec.template.spec.containers[0].image").
+// +k8s:deepcopy-gen=false
 type FieldError struct {
 	Type   FieldErrorType
 	Field  string
@@ -360,6 +361,7 @@ func quoteValue(v any) string {
 }
 
 // FieldErrors is a list of field errors; validation reports all at once.
+// +k8s:deepcopy-gen=false
 type FieldErrors []*FieldError
 
 func (l FieldErrors) Error() string {

@@ -20,6 +20,7 @@ import (
 var sources embed.FS
 
 // typeDocs holds the doc comments of the package's types and their fields.
+// +k8s:deepcopy-gen=false
 type typeDocs struct {
 	types  map[string]string            // type name → doc
 	fields map[string]map[string]string // type name → Go field name → doc
@@ -33,8 +34,8 @@ func loadDocs() (*typeDocs, error) {
 	}
 	var files []*ast.File
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") || strings.HasPrefix(e.Name(), "zz_generated") {
+			continue // tests, and the generated deep copies: no docs
 		}
 		src, err := sources.ReadFile(e.Name())
 		if err != nil {
@@ -52,14 +53,14 @@ func loadDocs() (*typeDocs, error) {
 	}
 	d := &typeDocs{types: map[string]string{}, fields: map[string]map[string]string{}}
 	for _, t := range pkg.Types {
-		d.types[t.Name] = t.Doc
+		d.types[t.Name] = withoutTags(t.Doc)
 		for _, spec := range t.Decl.Specs {
 			ts, ok := spec.(*ast.TypeSpec)
 			if !ok || ts.Name.Name != t.Name {
 				continue
 			}
 			if ts.Doc != nil && d.types[t.Name] == "" {
-				d.types[t.Name] = ts.Doc.Text()
+				d.types[t.Name] = withoutTags(ts.Doc.Text())
 			}
 			st, ok := ts.Type.(*ast.StructType)
 			if !ok {
@@ -73,6 +74,7 @@ func loadDocs() (*typeDocs, error) {
 				} else if f.Comment != nil {
 					text = f.Comment.Text()
 				}
+				text = withoutTags(text)
 				for _, n := range f.Names {
 					fd[n.Name] = text
 				}
@@ -84,6 +86,22 @@ func loadDocs() (*typeDocs, error) {
 		}
 	}
 	return d, nil
+}
+
+// withoutTags drops a doc comment's code generator tags, the lines that
+// start with "+" (+k8s:deepcopy-gen: hack/deepcopy.sh), as Kubernetes'
+// OpenAPI descriptions and kubectl explain never show them.
+func withoutTags(text string) string {
+	if !strings.Contains(text, "\n+") && !strings.HasPrefix(text, "+") {
+		return text
+	}
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		if !strings.HasPrefix(line, "+") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 func embeddedName(e ast.Expr) string {
@@ -171,6 +189,7 @@ func required(f jsonField) string {
 
 // Docs are the doc comments of the API types and their fields, as `skiff
 // explain` prints them; the OpenAPI schemas carry the same text.
+// +k8s:deepcopy-gen=false
 type Docs struct{ d *typeDocs }
 
 // LoadDocs parses the package's embedded sources for their doc comments.

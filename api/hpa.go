@@ -15,6 +15,7 @@ import (
 // nothing within the 0.1 tolerance, the largest proposal over the
 // metrics, then spec.behavior's policies and stabilization windows and
 // minReplicas..maxReplicas.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type HorizontalPodAutoscaler struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -71,6 +71,7 @@ const (
 // ResourceFlavor (rf, flavor) is a kind of node quota is counted in: the
 // nodes its nodeLabels select, with its taints. An empty flavor means any
 // node.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ResourceFlavor struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -94,6 +95,7 @@ type ResourceFlavorSpec struct {
 
 // ClusterQueue (cq) holds quota, per flavor per resource, and admits
 // workloads from its LocalQueues in its queueing strategy's order.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ClusterQueue struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -199,6 +201,7 @@ type FlavorResourceUsage struct {
 }
 
 // LocalQueue (queue, lq) is a namespace's door to a ClusterQueue.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type LocalQueue struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -239,6 +242,7 @@ type LocalQueueResourceUsage struct {
 
 // Workload (kwl) is one unit of admission: the pods of a Job, counted
 // together against quota.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Workload struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -347,6 +351,7 @@ type RequeueState struct {
 
 // Topology (topo) lists node-label levels, from the widest (a block, an
 // NVSwitch domain) to the narrowest (kubernetes.io/hostname).
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Topology struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -17,6 +17,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 const MetricsGroupVersion = "metrics.k8s.io/v1beta1"
 
 // NodeMetrics is the resource usage of one node.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type NodeMetrics struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -36,6 +37,7 @@ type NodeMetricsList struct {
 }
 
 // PodMetrics is the resource usage of one pod's containers.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type PodMetrics struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

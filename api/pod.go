@@ -11,6 +11,7 @@ type ResourceList map[string]Quantity
 
 // Pod is the smallest deployable unit: one or more containers sharing a
 // network namespace and volumes, placed on one node.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Pod struct {
 	TypeMeta `json:",inline"`
 	// Standard object metadata.
@@ -602,6 +603,7 @@ const (
 )
 
 // Binding binds a pod to a node: POST pods/NAME/binding (the scheduler's Bind step).
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Binding struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -13,6 +13,7 @@ import (
 // placed, then binds them together; if that does not happen within
 // spec.scheduleTimeoutSeconds, every waiting member is rejected and its
 // room freed. The podgroup controller keeps status up to date.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type PodGroup struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

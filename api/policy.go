@@ -13,6 +13,7 @@ import (
 // Eviction asks for a pod to be evicted: POST pods/NAME/eviction
 // (policy/v1), as `kubectl drain` does: the pod's graceful delete with
 // DeleteOptions, unless a PodDisruptionBudget of the pod forbids it.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Eviction struct {
 	TypeMeta `json:",inline"`
 	// ObjectMeta names the pod (name and namespace); they must be the URL's.
@@ -27,6 +28,7 @@ type Eviction struct {
 // drain` sends) is refused with 429 while it would leave fewer healthy
 // pods than the budget allows. Its controller
 // (controlplane/controllers/disruption.go) keeps status.disruptionsAllowed.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type PodDisruptionBudget struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -19,6 +19,7 @@ package api
 // the defaults before quota counts (admission_limitrange.go).
 
 // ResourceQuota sets aggregate quota restrictions enforced per namespace.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ResourceQuota struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -94,6 +95,7 @@ const (
 )
 
 // LimitRange sets resource usage limits for each kind of resource in a namespace.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type LimitRange struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

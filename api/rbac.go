@@ -101,6 +101,7 @@ type AggregationRule struct {
 }
 
 // Role is a set of rules in one namespace.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type Role struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -110,6 +111,7 @@ type Role struct {
 
 // ClusterRole is a set of rules for the whole cluster (or, bound by a
 // RoleBinding, for one namespace).
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ClusterRole struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -121,6 +123,7 @@ type ClusterRole struct {
 }
 
 // RoleBinding grants a Role, or a ClusterRole's rules, in its namespace.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type RoleBinding struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -131,6 +134,7 @@ type RoleBinding struct {
 }
 
 // ClusterRoleBinding grants a ClusterRole everywhere.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ClusterRoleBinding struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

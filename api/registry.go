@@ -11,6 +11,7 @@ import (
 // REST resource and whether it lives in a namespace. The table Kinds is the
 // single place a new kind is registered; the store, API server, client and
 // CLI all work from it.
+// +k8s:deepcopy-gen=false
 type Kind struct {
 	// Kind, e.g. "Deployment".
 	Kind string

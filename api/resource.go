@@ -86,6 +86,7 @@ const (
 
 // DeviceClass is a kind of device, chosen by CEL selectors, with config
 // for its driver (cluster-scoped). A request names one.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type DeviceClass struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -138,6 +139,7 @@ type CELDeviceSelector struct {
 // ResourceClaim asks for devices (namespaced). Pods name it in
 // spec.resourceClaims; the scheduler allocates its devices and reserves it
 // for the pods that use it.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ResourceClaim struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -296,6 +298,7 @@ type DeviceAllocationConfiguration struct {
 // ResourceClaimTemplate makes one claim per pod (namespaced): a pod naming
 // it in spec.resourceClaims gets its own claim, POD-CLAIM-XXXXX, owned by
 // the pod and deleted with it.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ResourceClaimTemplate struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -310,6 +313,7 @@ type ResourceClaimTemplateSpec struct {
 }
 
 // ResourceSlice publishes some devices of one driver's pool (cluster-scoped).
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ResourceSlice struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -6,6 +6,7 @@ package api
 // scheduler takes higher-priority pods first and may evict lower-priority
 // pods to make room for them (preemption). The class marked globalDefault
 // applies to pods that name none; with no default, their priority is 0.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type PriorityClass struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -17,6 +17,7 @@ import (
 //
 // skiff supports automountServiceAccountToken; secrets (the legacy token
 // Secrets) and imagePullSecrets are refused by path (strict.go).
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ServiceAccount struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -29,6 +30,7 @@ type ServiceAccount struct {
 // (authentication.k8s.io/v1): POST
 // /api/v1/namespaces/NS/serviceaccounts/NAME/token. It is never stored:
 // the answer carries the token in status.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type TokenRequest struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

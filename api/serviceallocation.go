@@ -8,6 +8,7 @@ package api
 // ServiceAllocationName; only the API server writes it. What is allocated
 // for good is what the stored Services hold; a reservation lasts from the
 // allocation until the Service write is stored or has failed.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type ServiceAllocation struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

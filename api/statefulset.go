@@ -16,6 +16,7 @@ import (
 // (controlplane/controllers/statefulset.go) starts them in order, each
 // once the one before is Running and Ready (OrderedReady), or all at once
 // (Parallel), and replaces them from the highest ordinal down.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type StatefulSet struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

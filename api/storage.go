@@ -21,6 +21,7 @@ import (
 
 // PersistentVolume is a piece of storage in the cluster, made by an
 // administrator or by a provisioner for a claim.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type PersistentVolume struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -83,6 +84,7 @@ type PersistentVolumeStatus struct {
 }
 
 // PersistentVolumeClaim is a user's request for storage.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type PersistentVolumeClaim struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
@@ -148,6 +150,7 @@ type PersistentVolumeClaimVolumeSource struct {
 }
 
 // StorageClass describes a class of storage and who provisions it.
+// +k8s:deepcopy-gen:interfaces=skiff.dev/skiff/api.Object
 type StorageClass struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`

@@ -61,6 +61,7 @@ type HPAMetricSample struct {
 }
 
 // HPADecision is one decision read back from a span.
+// +k8s:deepcopy-gen=false
 type HPADecision struct {
 	Time time.Time `json:"time"`
 	HPADecisionDetails

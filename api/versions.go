@@ -33,6 +33,7 @@ import (
 
 // ServedVersion is a version a kind is served at besides its stored
 // Version.
+// +k8s:deepcopy-gen=false
 type ServedVersion struct {
 	// Version, e.g. "v1beta1".
 	Version string

@@ -44,6 +44,8 @@ go vet ./...
 echo "== staticcheck"
 # Pinned, fetched through the module proxy; not a dependency of skiff itself.
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+echo "== generated deep copies"
+./hack/deepcopy.sh --check
 
 # Every tier goes through hack/testsummary: it prints the failures, the
 # skips and how many tests ran, and fails on a skip not on its allow-list
