@@ -615,7 +615,7 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 // committer is done with next when updateOwned returns.
 func (b *Bolt) updateOwned(ctx context.Context, kind *api.Kind, next api.Object, enc []byte) (api.Object, error) {
 	m := next.GetObjectMeta()
-	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc, encRV: m.ResourceVersion}
+	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc, encRV: m.ResourceVersion, live: api.Clone(next)}
 	if err := b.doAll(ctx, o); err != nil {
 		return nil, err
 	}

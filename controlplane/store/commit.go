@@ -54,6 +54,11 @@ type op struct {
 	// (withResourceVersion) instead of encoding obj.
 	enc   []byte
 	encRV string
+	// live, when set, is a deep copy of obj the writer made with enc
+	// (preEncode), for the watch hub: live watchers get it instead of a
+	// decode of raw (watch.go). The committer gives it obj's
+	// resourceVersion, uid and creationTimestamp; nothing else changes it.
+	live api.Object
 
 	err  error
 	done chan struct{}
@@ -261,6 +266,7 @@ func (o *op) preEncode() error {
 		return api.NewInternal(fmt.Errorf("encode %s %s: %w", o.kind.GroupResource(), api.Key(o.namespace, o.name), err))
 	}
 	o.enc = enc
+	o.live = api.Clone(o.obj)
 	return nil
 }
 
@@ -348,6 +354,11 @@ func apply(tx *bolt.Tx, o *op, rev int64, zbuf *[]byte) (hubEvent, error) {
 	ev.raw, ev.z = raw, z
 	if o.typ != opDelete {
 		o.raw = raw
+		if o.live != nil {
+			lm := o.live.GetObjectMeta()
+			lm.ResourceVersion, lm.UID, lm.CreationTimestamp = m.ResourceVersion, m.UID, m.CreationTimestamp
+			ev.obj = o.live
+		}
 	}
 	return ev, nil
 }

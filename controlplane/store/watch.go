@@ -19,14 +19,22 @@ import (
 // Revisions are contiguous (every write is one revision and every write is
 // published), so the ring holds exactly the revisions (start, end].
 //
-// Events carry the stored JSON; decoding happens in the watchers'
-// goroutines, so it never slows the committer. A live event is decoded
-// once, by the first watcher that gets to it, and the object is shared by
-// every watcher of that event (watchers never modify what they receive):
-// N in-process informers of one kind then hold one copy of each object
-// instead of N (docs/performance.md, "Memory at scale"). The history keeps
-// only the JSON, S2-compressed (about 0.6 of its size for a pod), so it
-// never pins decoded objects; a replay decompresses and decodes its own.
+// A live event carries the object as committed: a deep copy the writer
+// made in its own goroutine (op.live, about a seventh of a decode's cost
+// for a pod), shared by every watcher of that event (watchers never
+// modify what they receive): N in-process informers of one kind then hold
+// one copy of each object instead of N (docs/performance.md, "Memory at
+// scale"). It equals the decode of the stored JSON for what a write starts
+// from, a request or a read (TestLiveWatchersGetTheCommittedObject); a
+// field set in memory keeps what JSON would drop (a time's sub-second
+// part where JSON has seconds, an empty map where JSON has none), as
+// Kubernetes' controllers' own objects do before a write. Every client
+// of the API gets the same JSON either way. A delete's event, and any
+// event without a copy, is decoded from its JSON once, by the first
+// watcher that gets to it, in the watchers' goroutines, never the
+// committer's. The history keeps only the JSON, S2-compressed (about 0.6
+// of its size for a pod), so it never pins objects; a replay decompresses
+// and decodes its own.
 
 // hubEvent is one committed change, as kept in the history.
 type hubEvent struct {
@@ -35,9 +43,14 @@ type hubEvent struct {
 	namespace string
 	rev       int64
 	raw       []byte // the object's JSON at rev; never modified; nil in the history when z is set
+	// obj, when set, is the object as committed at rev, a private copy
+	// the writer made (op.live): live watchers share it instead of
+	// decoding raw. nil in the history.
+	obj api.Object
 	z         []byte // raw, S2-compressed as bbolt stores it (value.go), which the history keeps; nil: not compressed
 	// live is the decoded object shared by every watcher this event was
-	// offered to live; nil in the history (replays decode their own).
+	// offered to live, when obj is nil; nil in the history (replays
+	// decode their own).
 	live *sharedObject
 }
 
@@ -57,7 +70,9 @@ type sharedObject struct {
 	err  error
 }
 
-// object decodes e for kind: once per live event, every time for a replayed one.
+// object returns e's object for kind: the writer's copy (obj) when the
+// event has one, else its decode: once per live event, every time for a
+// replayed one.
 func (e *hubEvent) object(kind *api.Kind) (api.Object, error) {
 	if e.live == nil {
 		raw := e.raw
@@ -68,6 +83,9 @@ func (e *hubEvent) object(kind *api.Kind) (api.Object, error) {
 			}
 		}
 		return decode(kind, raw)
+	}
+	if e.obj != nil {
+		return e.obj, nil
 	}
 	e.live.once.Do(func() { e.live.obj, e.live.err = decode(kind, e.raw) })
 	return e.live.obj, e.live.err
@@ -138,6 +156,7 @@ func (h *hub) publish(events []hubEvent) {
 		if hist.z != nil {
 			hist.raw = nil // the history keeps the compressed copy only
 		}
+		hist.obj = nil
 		h.ring[(h.head+h.n)%len(h.ring)] = hist
 		h.n++
 		h.end = e.rev

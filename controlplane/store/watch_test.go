@@ -16,10 +16,10 @@ import (
 	"skiff.dev/skiff/controlplane/store/storetest"
 )
 
-// Watchers of one live change share one decoded object (one copy in
-// memory however many informers a process runs); a watcher replaying the
-// history decodes its own, so the history never pins decoded objects.
-func TestWatchersShareTheDecodedObjectOfALiveChange(t *testing.T) {
+// Watchers of one live change share one object (one copy in memory
+// however many informers a process runs); a watcher replaying the history
+// decodes its own, so the history never pins objects.
+func TestWatchersShareTheObjectOfALiveChange(t *testing.T) {
 	s, _ := openStore(t, testOptions())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
