@@ -70,11 +70,17 @@ type Bolt struct {
 	memo decodeMemo
 	// writes counts the committed writes by kind and namespace (writes.go).
 	writes writeCounts
+	// recent holds the last written objects, where GuaranteedUpdate
+	// starts (recent.go).
+	recent recentWrites
 }
 
 // counters are the store's statistics, read by Stats.
 type counters struct {
 	batches, commits, writes, failed, expired atomic.Uint64
+	// recentStarts counts GuaranteedUpdate's tries that started from a
+	// recent write (recent.go) instead of a read.
+	recentStarts atomic.Uint64
 }
 
 // Stats is a snapshot of the store's counters, for metrics.
@@ -92,6 +98,9 @@ type Stats struct {
 	FailedWrites uint64
 	// ExpiredEvents deleted by the sweeper.
 	ExpiredEvents uint64
+	// RecentStarts counts GuaranteedUpdate's tries that started from the
+	// object's last write instead of a read of the store (recent.go).
+	RecentStarts uint64
 	// Watchers open now.
 	Watchers int
 	// SlowWatchersClosed counts watchers closed for falling behind.
@@ -108,6 +117,7 @@ func (b *Bolt) Stats() Stats {
 		Writes:             b.stats.writes.Load(),
 		FailedWrites:       b.stats.failed.Load(),
 		ExpiredEvents:      b.stats.expired.Load(),
+		RecentStarts:       b.stats.recentStarts.Load(),
 		Watchers:           w,
 		SlowWatchersClosed: slow,
 	}
@@ -570,24 +580,46 @@ func (b *Bolt) WaitForRevision(ctx context.Context, rev int64) error {
 // the result with the read resourceVersion, retrying on conflict until ctx
 // ends. A result byte-equal to the stored object is not written. The
 // result is written as it is, not copied (updateOwned).
+//
+// The first try starts from the object's last write when it is among the
+// recent ones (recent.go) instead of reading the store; what that start
+// decides is checked against the store: a write conflicts if it was not
+// the stored object, and a tryUpdate error, or a result that changes
+// nothing, is taken only once the store's object gives it, as
+// kube-apiserver does with its watch cache's object.
 func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
+	fresh := false // whether cur was read from the store on this try
 	for {
-		cur, raw, err := b.get(ctx, kind, namespace, name, false)
+		cur, raw, err := b.startOf(ctx, kind, namespace, name, !fresh)
 		if err != nil {
 			return nil, err
+		}
+		current := fresh
+		fresh = true // a retry reads the store
+		if cur == nil {
+			if cur, raw, err = b.get(ctx, kind, namespace, name, false); err != nil {
+				return nil, err
+			}
+			current = true
 		}
 		rv := cur.GetObjectMeta().ResourceVersion
 		next, err := tryUpdate(cur)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = CheckTryUpdate(kind, namespace, name, next)
 		}
-		if err := CheckTryUpdate(kind, namespace, name, next); err != nil {
+		if err != nil {
+			if !current {
+				continue // maybe the recent object's error only: try the store's
+			}
 			return nil, err
 		}
 		*next.GetTypeMeta() = api.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Kind}
 		next.GetObjectMeta().ResourceVersion = rv
 		enc, err := json.Marshal(next)
 		if err == nil && bytes.Equal(enc, raw) {
+			if !current {
+				continue // a no-op on the recent object: confirm on the store's
+			}
 			return next, nil // no-op: no write, no new revision
 		}
 		var out api.Object
@@ -601,6 +633,27 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		}
 		return out, err
 	}
+}
+
+// startOf returns a private copy of the object's last write and its JSON
+// when recent (recent.go) holds it and useRecent; nil, nil, nil when the
+// caller must read the store.
+func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name string, useRecent bool) (api.Object, []byte, error) {
+	if !useRecent {
+		return nil, nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	obj, raw, ok := b.recent.get(recentKeyOf(kind.GroupResource(), api.Key(namespace, name)))
+	if !ok {
+		return nil, nil, nil
+	}
+	b.stats.recentStarts.Add(1)
+	return obj, raw, nil
 }
 
 // updateOwned is Update of next, an object that GuaranteedUpdate made from

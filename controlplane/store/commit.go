@@ -178,6 +178,7 @@ func (b *Bolt) commit(batch []*op) {
 	b.stats.batches.Add(1)
 	rev := b.rev.Load()
 	events := make([]hubEvent, 0, len(batch))
+	keys := make([]string, 0, len(batch)) // events' for recent
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		for _, o := range batch {
 			ev, err := apply(tx, o, rev+1, &b.zbuf)
@@ -187,6 +188,7 @@ func (b *Bolt) commit(batch []*op) {
 			}
 			rev++
 			events = append(events, ev)
+			keys = append(keys, recentKeyOf(ev.bucket, api.Key(o.namespace, o.name)))
 		}
 		if len(events) == 0 {
 			return errNoWrites
@@ -224,6 +226,7 @@ func (b *Bolt) commit(batch []*op) {
 		b.stats.commits.Add(1)
 		b.rev.Store(rev)
 		b.writes.add(events)
+		b.recent.put(events, keys)
 		b.hub.publish(events)
 	}
 	b.stats.writes.Add(uint64(len(events)))

@@ -34,6 +34,12 @@
 //     result itself, and the committer stores the JSON GuaranteedUpdate
 //     encoded for its no-op check, with the new revision spliced in
 //     (storedmeta.go: the committer reads only the metadata it checks).
+//   - Live watchers share one copy of each committed object, the one the
+//     writer copied before the commit (watch.go); a replay decodes the
+//     history's JSON. GuaranteedUpdate starts from the last write of the
+//     object when it is among the last 4,096 (recent.go), and checks what
+//     that start decides against the store, as kube-apiserver does with its
+//     watch cache.
 //
 // Bolt is the implementation for one machine; Store is the interface the
 // API server uses, and etcdstore implements it on etcd for several. Both
