@@ -43,11 +43,11 @@ type hubEvent struct {
 	namespace string
 	rev       int64
 	raw       []byte // the object's JSON at rev; never modified; nil in the history when z is set
+	z         []byte // raw, S2-compressed as bbolt stores it (value.go), which the history keeps; nil: not compressed
 	// obj, when set, is the object as committed at rev, a private copy
 	// the writer made (op.live): live watchers share it instead of
 	// decoding raw. nil in the history.
 	obj api.Object
-	z         []byte // raw, S2-compressed as bbolt stores it (value.go), which the history keeps; nil: not compressed
 	// live is the decoded object shared by every watcher this event was
 	// offered to live, when obj is nil; nil in the history (replays
 	// decode their own).
