@@ -300,14 +300,8 @@ func podSecurityShape(pod *api.Pod) *api.Pod {
 	spec := podSecuritySpec(&pod.Spec)
 	copied := false
 	for i, v := range spec.Volumes {
-		if v.Projected == nil || v.Name == "" {
+		if v.Name == "" || !projectedOnly(v) {
 			continue
-		}
-		if rest := v; true {
-			rest.Name, rest.Projected = "", nil
-			if !reflect.ValueOf(rest).IsZero() {
-				continue // another source too
-			}
 		}
 		if !copied {
 			spec.Volumes, copied = slices.Clone(spec.Volumes), true
@@ -315,6 +309,15 @@ func podSecurityShape(pod *api.Pod) *api.Pod {
 		spec.Volumes[i].Name = ""
 	}
 	return &api.Pod{ObjectMeta: api.ObjectMeta{Annotations: pod.Annotations}, Spec: spec}
+}
+
+// projectedOnly reports whether v's one source is a projected volume.
+func projectedOnly(v api.Volume) bool {
+	if v.Projected == nil {
+		return false
+	}
+	v.Name, v.Projected = "", nil
+	return reflect.ValueOf(v).IsZero()
 }
 
 // verdictKey is the key of a pod's verdict at lv.
