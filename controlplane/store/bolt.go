@@ -588,19 +588,20 @@ func (b *Bolt) WaitForRevision(ctx context.Context, rev int64) error {
 // nothing, is taken only once the store's object gives it, as
 // kube-apiserver does with its watch cache's object.
 func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
-	fresh := false // whether cur was read from the store on this try
+	fresh := false // whether the next try reads the store
 	for {
-		cur, raw, err := b.startOf(ctx, kind, namespace, name, !fresh)
+		cur, mayBe, err := b.startOf(ctx, kind, namespace, name, !fresh)
 		if err != nil {
 			return nil, err
 		}
-		current := fresh
-		fresh = true // a retry reads the store
-		if cur == nil {
+		current := cur == nil // read from the store below, not the recent write
+		fresh = true
+		if current {
+			var raw []byte
 			if cur, raw, err = b.get(ctx, kind, namespace, name, false); err != nil {
 				return nil, err
 			}
-			current = true
+			mayBe = func(enc []byte) bool { return bytes.Equal(enc, raw) }
 		}
 		rv := cur.GetObjectMeta().ResourceVersion
 		next, err := tryUpdate(cur)
@@ -616,9 +617,9 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		*next.GetTypeMeta() = api.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Kind}
 		next.GetObjectMeta().ResourceVersion = rv
 		enc, err := json.Marshal(next)
-		if err == nil && bytes.Equal(enc, raw) {
+		if err == nil && mayBe(enc) {
 			if !current {
-				continue // a no-op on the recent object: confirm on the store's
+				continue // maybe a no-op on the recent object: see on the store's
 			}
 			return next, nil // no-op: no write, no new revision
 		}
@@ -635,10 +636,10 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 	}
 }
 
-// startOf returns a private copy of the object's last write and its JSON
-// when recent (recent.go) holds it and useRecent; nil, nil, nil when the
-// caller must read the store.
-func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name string, useRecent bool) (api.Object, []byte, error) {
+// startOf returns, when useRecent and recent (recent.go) holds the
+// object's last write, a private copy of it and recentWrites.get's check
+// of its JSON; a nil object when the caller must read the store.
+func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name string, useRecent bool) (api.Object, func([]byte) bool, error) {
 	if !useRecent {
 		return nil, nil, nil
 	}
@@ -648,12 +649,12 @@ func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name stri
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	obj, raw, ok := b.recent.get(recentKeyOf(kind.GroupResource(), api.Key(namespace, name)))
+	obj, mayBe, ok := b.recent.get(recentKeyOf(kind.GroupResource(), api.Key(namespace, name)))
 	if !ok {
 		return nil, nil, nil
 	}
 	b.stats.recentStarts.Add(1)
-	return obj, raw, nil
+	return obj, mayBe, nil
 }
 
 // updateOwned is Update of next, an object that GuaranteedUpdate made from

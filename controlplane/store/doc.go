@@ -37,7 +37,7 @@
 //   - Live watchers share one copy of each committed object, the one the
 //     writer copied before the commit (watch.go); a replay decodes the
 //     history's JSON. GuaranteedUpdate starts from the last write of the
-//     object when it is among the last 4,096 (recent.go), and checks what
+//     object when it is among the last 8,192 (recent.go), and checks what
 //     that start decides against the store, as kube-apiserver does with its
 //     watch cache.
 //

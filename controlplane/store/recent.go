@@ -1,30 +1,33 @@
 package store
 
 import (
+	"hash/maphash"
 	"sync"
-
-	"github.com/klauspost/compress/s2"
 
 	"skiff.dev/skiff/api"
 )
 
 // recentWrites keeps, for the last recentMax keys written, the object as
-// committed and its stored JSON: where GuaranteedUpdate starts, instead
-// of reading the stored JSON and decoding it (a pod's decode is about
-// seven times its copy). It is kube-apiserver's answer too: its
-// GuaranteedUpdate starts from the watch cache's object.
+// committed: where GuaranteedUpdate starts, instead of reading the stored
+// JSON and decoding it (a pod's decode is about seven times its copy).
+// It is kube-apiserver's answer too: its GuaranteedUpdate starts from the
+// watch cache's object.
 //
 // An entry is the writer's copy the live watchers share (op.live, never
-// changed) and its JSON, S2-compressed as the watch history keeps it when
-// that is smaller. The committer puts each committed create and update in
-// and takes each delete out, before the writer hears of the commit, so an
-// entry is the stored object unless a commit is on its way. A start from
-// an entry is a guess GuaranteedUpdate checks: it writes with the entry's
-// resourceVersion as its precondition, so a stale entry fails as a
-// conflict and the next try reads the store; an update that changes
-// nothing is confirmed against the store before it is reported as one.
+// changed), which the informers hold anyway while it is the object's
+// last version, and the length and a hash of its JSON. The committer puts
+// each committed create and update in and takes each delete out, before
+// the writer hears of the commit, so an entry is the stored object unless
+// a commit is on its way. A start from an entry is a guess GuaranteedUpdate
+// checks: it writes with the entry's resourceVersion as its precondition,
+// so a stale entry fails as a conflict and the next try reads the store;
+// a tryUpdate error, or a result whose JSON may be the entry's (same
+// length and hash: an update that may change nothing), is taken only
+// once the store's object gives it. Events are left out: many, written
+// once, and updated, if ever, long after.
 type recentWrites struct {
 	mu      sync.Mutex
+	seed    maphash.Seed
 	entries map[string]recentEntry // bucket + "/" + key
 	// order holds the keys in the order they were put in, the oldest at
 	// order[head]: when full, the oldest key's entry goes first.
@@ -33,10 +36,10 @@ type recentWrites struct {
 }
 
 type recentEntry struct {
-	rev int64
-	obj api.Object // the object as committed at rev; never changed
-	raw []byte     // its JSON; nil when z is set
-	z   []byte     // its JSON, S2-compressed
+	rev     int64
+	obj     api.Object // the object as committed at rev; never changed
+	rawLen  int        // the length of its JSON
+	rawHash uint64     // maphash of its JSON
 }
 
 type recentKey struct {
@@ -44,34 +47,32 @@ type recentKey struct {
 	rev int64
 }
 
-// recentMax bounds the entries: a few MB of compressed JSON at most, and
-// objects the informers hold anyway (only an object's last version is
-// kept). A scheduler binds a pod a few thousand writes after its create
-// at worst in the 10,000-pod benchmark.
-const recentMax = 4096
+// recentMax bounds the entries: objects the informers hold anyway (only
+// an object's last version is kept) and about 100 bytes each besides.
+const recentMax = 8192
 
 func recentKeyOf(bucket, key string) string { return bucket + "/" + key }
+
+// eventsBucket is the Event kind's, which recent leaves out.
+var eventsBucket = api.MustKindOf(&api.Event{}).GroupResource()
 
 // put notes the committed events of one batch (the committer's).
 func (r *recentWrites) put(events []hubEvent, keys []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.entries == nil {
+		r.seed = maphash.MakeSeed()
 		r.entries = make(map[string]recentEntry)
 		r.order = make([]recentKey, recentMax)
 	}
 	for i := range events {
 		e := &events[i]
 		k := keys[i]
-		if e.typ == api.Deleted || e.obj == nil {
+		if e.typ == api.Deleted || e.obj == nil || e.bucket == eventsBucket {
 			delete(r.entries, k)
 			continue
 		}
-		ent := recentEntry{rev: e.rev, obj: e.obj, raw: e.raw, z: e.z}
-		if ent.z != nil {
-			ent.raw = nil
-		}
-		r.entries[k] = ent
+		r.entries[k] = recentEntry{rev: e.rev, obj: e.obj, rawLen: len(e.raw), rawHash: maphash.Bytes(r.seed, e.raw)}
 		if r.n == len(r.order) {
 			old := r.order[r.head]
 			if cur, ok := r.entries[old.key]; ok && cur.rev == old.rev {
@@ -85,20 +86,16 @@ func (r *recentWrites) put(events []hubEvent, keys []string) {
 	}
 }
 
-// get returns a private copy of key's last committed object and its JSON.
-func (r *recentWrites) get(key string) (api.Object, []byte, bool) {
+// get returns a private copy of key's last committed object, and a check
+// of whether some JSON may be that object's: false only when it is not.
+func (r *recentWrites) get(key string) (api.Object, func(enc []byte) bool, bool) {
 	r.mu.Lock()
 	e, ok := r.entries[key]
+	seed := r.seed
 	r.mu.Unlock()
 	if !ok {
 		return nil, nil, false
 	}
-	raw := e.raw
-	if raw == nil {
-		var err error
-		if raw, err = s2.Decode(nil, e.z); err != nil {
-			return nil, nil, false // read the store instead
-		}
-	}
-	return api.Clone(e.obj), raw, true
+	mayBe := func(enc []byte) bool { return len(enc) == e.rawLen && maphash.Bytes(seed, enc) == e.rawHash }
+	return api.Clone(e.obj), mayBe, true
 }

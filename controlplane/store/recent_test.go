@@ -67,6 +67,18 @@ func TestGuaranteedUpdateStartsFromTheLastWrite(t *testing.T) {
 		got.GetObjectMeta().ResourceVersion != out.GetObjectMeta().ResourceVersion {
 		t.Fatalf("stored %+v after the update, which returned %+v", got.GetObjectMeta(), out.GetObjectMeta())
 	}
+	// Events are left out: an update of one reads the store.
+	ev := &api.Event{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web.1"}, Reason: "Scheduled"}
+	if _, err := s.Create(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	starts = s.Stats().RecentStarts
+	if _, err := s.GuaranteedUpdate(ctx, api.MustKindOf(ev), "default", "web.1", setLabel("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().RecentStarts - starts; n != 0 {
+		t.Errorf("an Event's update started from its last write (%d), want a read: Events are left out", n)
+	}
 	// A delete takes the object out: the next update reads, and finds nothing.
 	if _, err := s.Delete(ctx, podKindForRecent, "default", "web", nil); err != nil {
 		t.Fatal(err)
