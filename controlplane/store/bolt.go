@@ -290,6 +290,7 @@ func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given boo
 	if err := o.preEncode(); err != nil {
 		return nil, nil, err
 	}
+	b.liveCopy(o)
 	do := b.do
 	if given {
 		do = b.doAll
@@ -318,6 +319,7 @@ func (b *Bolt) Update(ctx context.Context, obj api.Object) (api.Object, error) {
 	if err := o.preEncode(); err != nil {
 		return nil, err
 	}
+	b.liveCopy(o)
 	if err := b.do(ctx, o); err != nil {
 		return nil, err
 	}
@@ -669,7 +671,8 @@ func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name stri
 // committer is done with next when updateOwned returns.
 func (b *Bolt) updateOwned(ctx context.Context, kind *api.Kind, next api.Object, enc []byte) (api.Object, error) {
 	m := next.GetObjectMeta()
-	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc, encRV: m.ResourceVersion, live: api.Clone(next)}
+	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc, encRV: m.ResourceVersion}
+	b.liveCopy(o)
 	if err := b.doAll(ctx, o); err != nil {
 		return nil, err
 	}

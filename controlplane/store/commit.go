@@ -54,8 +54,8 @@ type op struct {
 	// (withResourceVersion) instead of encoding obj.
 	enc   []byte
 	encRV string
-	// live, when set, is a deep copy of obj the writer made with enc
-	// (preEncode), for the watch hub: live watchers get it instead of a
+	// live, when set, is a deep copy of obj the writer made (liveCopy),
+	// for the watch hub: live watchers get it instead of a
 	// decode of raw (watch.go). The committer gives it obj's
 	// resourceVersion, uid and creationTimestamp; nothing else changes it.
 	live api.Object
@@ -269,8 +269,17 @@ func (o *op) preEncode() error {
 		return api.NewInternal(fmt.Errorf("encode %s %s: %w", o.kind.GroupResource(), api.Key(o.namespace, o.name), err))
 	}
 	o.enc = enc
-	o.live = api.Clone(o.obj)
 	return nil
+}
+
+// liveCopy gives o (a create or an update) the copy of its object that
+// live watchers will share (op.live), when a watcher of its kind is open:
+// nobody takes what nobody watches (a replay decodes the history's JSON).
+// The writer's goroutine makes it, off the committer's path.
+func (b *Bolt) liveCopy(o *op) {
+	if b.hub.watching(o.kind.GroupResource()) {
+		o.live = api.Clone(o.obj)
+	}
 }
 
 // apply performs one op in tx at revision rev, with zbuf as scratch space

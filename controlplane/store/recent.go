@@ -23,8 +23,9 @@ import (
 // so a stale entry fails as a conflict and the next try reads the store;
 // a tryUpdate error, or a result whose JSON may be the entry's (same
 // length and hash: an update that may change nothing), is taken only
-// once the store's object gives it. Events are left out: many, written
-// once, and updated, if ever, long after.
+// once the store's object gives it. Only what someone watches has a copy
+// to keep (Bolt.liveCopy), and Events are left out: many, written once,
+// and updated, if ever, long after.
 type recentWrites struct {
 	mu      sync.Mutex
 	seed    maphash.Seed

@@ -10,13 +10,30 @@ import (
 	"skiff.dev/skiff/api"
 )
 
-func openRecentTest(t *testing.T) *Bolt {
+// openRecentTest opens a store with a watcher of each of kinds open (and
+// drained): what is written of a kind nobody watches is not copied, so
+// not kept (liveCopy).
+func openRecentTest(t *testing.T, kinds ...*api.Kind) *Bolt {
 	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		s.Close()
+	})
+	for _, k := range kinds {
+		ch, err := s.Watch(ctx, k, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for range ch {
+			}
+		}()
+	}
 	return s
 }
 
@@ -43,7 +60,8 @@ func setLabel(k, v string) func(api.Object) (api.Object, error) {
 // given.
 func TestGuaranteedUpdateStartsFromTheLastWrite(t *testing.T) {
 	ctx := context.Background()
-	s := openRecentTest(t)
+	eventKind := api.MustKindOf(&api.Event{})
+	s := openRecentTest(t, podKindForRecent, eventKind)
 	created, err := s.Create(ctx, recentPod("web"))
 	if err != nil {
 		t.Fatal(err)
@@ -73,11 +91,22 @@ func TestGuaranteedUpdateStartsFromTheLastWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	starts = s.Stats().RecentStarts
-	if _, err := s.GuaranteedUpdate(ctx, api.MustKindOf(ev), "default", "web.1", setLabel("a", "b")); err != nil {
+	if _, err := s.GuaranteedUpdate(ctx, eventKind, "default", "web.1", setLabel("a", "b")); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.Stats().RecentStarts - starts; n != 0 {
 		t.Errorf("an Event's update started from its last write (%d), want a read: Events are left out", n)
+	}
+	// So is what nobody watches: it is not even copied.
+	cm := &api.ConfigMap{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "settings"}}
+	if _, err := s.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GuaranteedUpdate(ctx, api.MustKindOf(cm), "default", "settings", setLabel("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().RecentStarts - starts; n != 0 {
+		t.Errorf("the update of a ConfigMap nobody watches started from its last write (%d), want a read", n)
 	}
 	// A delete takes the object out: the next update reads, and finds nothing.
 	if _, err := s.Delete(ctx, podKindForRecent, "default", "web", nil); err != nil {
@@ -94,7 +123,7 @@ func TestGuaranteedUpdateStartsFromTheLastWrite(t *testing.T) {
 // checked against the store's object.
 func TestGuaranteedUpdateChecksAStaleStart(t *testing.T) {
 	ctx := context.Background()
-	s := openRecentTest(t)
+	s := openRecentTest(t, podKindForRecent)
 	key := recentKeyOf(podKindForRecent.GroupResource(), "default/web")
 	if _, err := s.Create(ctx, recentPod("web")); err != nil {
 		t.Fatal(err)
@@ -156,7 +185,7 @@ func TestGuaranteedUpdateChecksAStaleStart(t *testing.T) {
 // recent keeps at most recentMax keys, the newest.
 func TestRecentWritesBounded(t *testing.T) {
 	ctx := context.Background()
-	s := openRecentTest(t)
+	s := openRecentTest(t, podKindForRecent)
 	n := recentMax + 100
 	for i := range n {
 		if _, err := s.Create(ctx, recentPod(fmt.Sprintf("p-%05d", i))); err != nil {

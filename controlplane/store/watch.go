@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
 
@@ -20,8 +22,8 @@ import (
 // published), so the ring holds exactly the revisions (start, end].
 //
 // A live event carries the object as committed: a deep copy the writer
-// made in its own goroutine (op.live, about a seventh of a decode's cost
-// for a pod), shared by every watcher of that event (watchers never
+// made in its own goroutine when a watcher of its kind was open
+// (Bolt.liveCopy; about a seventh of a decode's cost for a pod), shared by every watcher of that event (watchers never
 // modify what they receive): N in-process informers of one kind then hold
 // one copy of each object instead of N (docs/performance.md, "Memory at
 // scale"). It equals the decode of the stored JSON for what a write starts
@@ -103,6 +105,10 @@ type hub struct {
 	// (start, end]. A watch from rev < start has missed events: Gone.
 	start, end int64
 	watchers   map[*watcher]struct{}
+	// watched counts the open watchers of each bucket, replaced whole
+	// under mu: writers read it without the lock to know whether anyone
+	// will take what they write live (Bolt.liveCopy).
+	watched atomic.Pointer[map[string]int]
 	// advanced, when not nil, is closed by the next publish (and by close):
 	// waitFor's condition variable. Made only when someone waits.
 	advanced chan struct{}
@@ -207,6 +213,7 @@ func (h *hub) register(w *watcher, rev int64) (replay []hubEvent, from int64, er
 	}
 	w.in = make(chan *hubEvent, h.bufSize)
 	h.watchers[w] = struct{}{}
+	h.countWatchers(w.bucket, 1)
 	h.wg.Add(1)
 	return replay, rev, nil
 }
@@ -263,6 +270,9 @@ func (h *hub) changed(bucket, namespace string, after, upTo int64) (changed, kno
 func (h *hub) remove(w *watcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.watchers[w]; ok {
+		h.countWatchers(w.bucket, -1)
+	}
 	delete(h.watchers, w)
 	if !w.inClosed {
 		w.inClosed = true
@@ -287,6 +297,24 @@ func (h *hub) close() {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+}
+
+// countWatchers adds d to bucket's count of open watchers (h.mu held).
+func (h *hub) countWatchers(bucket string, d int) {
+	next := map[string]int{}
+	if cur := h.watched.Load(); cur != nil {
+		maps.Copy(next, *cur)
+	}
+	if next[bucket] += d; next[bucket] <= 0 {
+		delete(next, bucket)
+	}
+	h.watched.Store(&next)
+}
+
+// watching reports whether a watcher of bucket is open.
+func (h *hub) watching(bucket string) bool {
+	m := h.watched.Load()
+	return m != nil && (*m)[bucket] > 0
 }
 
 func (h *hub) stats() (watchers int, slow uint64) {
