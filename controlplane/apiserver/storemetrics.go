@@ -26,6 +26,7 @@ func newStoreCollector(st statser) *storeCollector {
 		"expired":   d("skiff_store_expired_events_total", "Events deleted after their time to live."),
 		"watchers":  d("skiff_store_watchers", "Store watchers open now."),
 		"slowClose": d("skiff_store_slow_watchers_closed_total", "Watchers closed for falling behind."),
+		"recent":    d("skiff_store_recent_starts_total", "Guaranteed updates (binds, status writes) that started from the object's last write instead of a read of the store."),
 	}}
 }
 
@@ -46,4 +47,5 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.descs["expired"], n, float64(s.ExpiredEvents))
 	ch <- prometheus.MustNewConstMetric(c.descs["watchers"], g, float64(s.Watchers))
 	ch <- prometheus.MustNewConstMetric(c.descs["slowClose"], n, float64(s.SlowWatchersClosed))
+	ch <- prometheus.MustNewConstMetric(c.descs["recent"], n, float64(s.RecentStarts))
 }

@@ -55,9 +55,9 @@ type op struct {
 	enc   []byte
 	encRV string
 	// live, when set, is a deep copy of obj the writer made (liveCopy),
-	// for the watch hub: live watchers get it instead of a
-	// decode of raw (watch.go). The committer gives it obj's
-	// resourceVersion, uid and creationTimestamp; nothing else changes it.
+	// for the watch hub: live watchers get it instead of a decode of raw
+	// (watch.go). The committer gives it obj's resourceVersion, uid and
+	// creationTimestamp; nothing else changes it.
 	live api.Object
 
 	err  error

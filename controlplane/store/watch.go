@@ -23,20 +23,20 @@ import (
 //
 // A live event carries the object as committed: a deep copy the writer
 // made in its own goroutine when a watcher of its kind was open
-// (Bolt.liveCopy; about a seventh of a decode's cost for a pod), shared by every watcher of that event (watchers never
-// modify what they receive): N in-process informers of one kind then hold
-// one copy of each object instead of N (docs/performance.md, "Memory at
-// scale"). It equals the decode of the stored JSON for what a write starts
-// from, a request or a read (TestLiveWatchersGetTheCommittedObject); a
-// field set in memory keeps what JSON would drop (a time's sub-second
-// part where JSON has seconds, an empty map where JSON has none), as
-// Kubernetes' controllers' own objects do before a write. Every client
-// of the API gets the same JSON either way. A delete's event, and any
-// event without a copy, is decoded from its JSON once, by the first
-// watcher that gets to it, in the watchers' goroutines, never the
-// committer's. The history keeps only the JSON, S2-compressed (about 0.6
-// of its size for a pod), so it never pins objects; a replay decompresses
-// and decodes its own.
+// (Bolt.liveCopy; about a seventh of a decode's cost for a pod), shared
+// by every watcher of that event (watchers never modify what they
+// receive): N in-process informers of one kind then hold one copy of each
+// object instead of N (docs/performance.md, "Memory at scale"). It equals
+// the decode of the stored JSON for what a write starts from, a request
+// or a read (TestLiveWatchersGetTheCommittedObject); a field set in memory
+// keeps what JSON would drop (a time's sub-second part where JSON has
+// seconds, an empty map where JSON has none), as Kubernetes' controllers'
+// own objects do before a write. Every client of the API gets the same
+// JSON either way. A delete's event, and any event without a copy, is
+// decoded from its JSON once, by the first watcher that gets to it, in
+// the watchers' goroutines, never the committer's. The history keeps only
+// the JSON, S2-compressed (about 0.6 of its size for a pod), so it never
+// pins objects; a replay decompresses and decodes its own.
 
 // hubEvent is one committed change, as kept in the history.
 type hubEvent struct {

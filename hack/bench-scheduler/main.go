@@ -70,6 +70,9 @@ type result struct {
 	// Store commits (fsyncs) and writes during the measured part.
 	Commits float64 `json:"commits"`
 	Writes  float64 `json:"writes"`
+	// RecentStarts: GuaranteedUpdates (the binds among them) that started
+	// from the object's last write instead of a read of the store.
+	RecentStarts float64 `json:"recent_starts"`
 }
 
 func main() {
@@ -193,6 +196,7 @@ func run() error {
 		defer trace.Stop()
 	}
 	commits0, writes0 := storeCounter(cp, "skiff_store_commits_total"), storeCounter(cp, "skiff_store_writes_total")
+	recent0 := storeCounter(cp, "skiff_store_recent_starts_total")
 	start := time.Now()
 	if err := createPods(ctx, c, *variant, *pods, *creators); err != nil {
 		return err
@@ -209,6 +213,7 @@ func run() error {
 	res.Seconds = end.Sub(start).Seconds()
 	res.Commits = storeCounter(cp, "skiff_store_commits_total") - commits0
 	res.Writes = storeCounter(cp, "skiff_store_writes_total") - writes0
+	res.RecentStarts = storeCounter(cp, "skiff_store_recent_starts_total") - recent0
 	res.PodsPerSec = float64(bw.bound.Load()) / res.Seconds
 	if res.TimedOut {
 		res.Measured = int(bw.bound.Load())
