@@ -187,8 +187,22 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, mapErr(err))
 	}
-	if _, err := c.Task(ctx, nil); err == nil {
-		return fmt.Errorf("start container %s: already started: %w", id, runtime.ErrInvalidState)
+	if t, err := c.Task(ctx, nil); err == nil {
+		st, err := t.Status(ctx)
+		if err != nil {
+			return fmt.Errorf("start container %s: %w", id, mapErr(err))
+		}
+		if st.Status != containerd.Created {
+			return fmt.Errorf("start container %s: already started: %w", id, runtime.ErrInvalidState)
+		}
+		// A task created but never started: containerd, or the agent, was
+		// killed between the task's create and its start (the soak's kill
+		// -9 of containerd mid-start), and its create may have lost its IO.
+		// Delete it and create it anew, as below for a half-made one.
+		r.log.Warn("deleting a task created but never started", "id", id)
+		if _, err := t.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("start container %s: delete the task created but never started: %w", id, mapErr(err))
+		}
 	} else if !errdefs.IsNotFound(err) {
 		return fmt.Errorf("start container %s: %w", id, mapErr(err))
 	}

@@ -2,6 +2,7 @@ package containerd_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -13,8 +14,11 @@ import (
 	"time"
 
 	taskapi "github.com/containerd/containerd/api/runtime/task/v2"
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/ttrpc"
 
+	"skiff.dev/skiff/internal/testenv"
 	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/runtime"
 	"skiff.dev/skiff/runtime/runtimetest"
@@ -141,4 +145,50 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// TestStartAfterTaskCreatedNotStarted: containerd (or the agent) killed
+// between a task's create and its start leaves the task Created: a start
+// deletes it and starts the container anew, where it answered "already
+// started" for ever (a chaos soak found a Deployment's pod stuck in
+// ContainerCreating so). The test creates the task itself, with
+// containerd's client, and never starts it.
+func TestStartAfterTaskCreatedNotStarted(t *testing.T) {
+	rt := newRuntime(t, runtimetest.Setup{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	runtimetest.ImportBusybox(t, rt)
+	id := "created-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := rt.CreateContainer(ctx, runtime.ContainerSpec{ID: id, Image: runtimetest.BusyboxImage,
+		Command: []string{"sleep", "600"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveContainer(context.Background(), id) })
+
+	cli, err := client.New(testenv.ContainerdAddress(t), client.WithDefaultNamespace(testNamespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	c, err := cli.LoadContainer(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NewTask(ctx, cio.NullIO); err != nil {
+		t.Fatalf("create the task: %v", err)
+	}
+	if st, err := rt.ContainerStatus(ctx, id); err != nil || st.State != runtime.StateCreated {
+		t.Fatalf("status before the start: %+v, %v; want created", st, err)
+	}
+
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatalf("start the container whose task was created, never started: %v", err)
+	}
+	testwait.Until(t, 20*time.Second, func() (bool, string) {
+		st, err := rt.ContainerStatus(ctx, id)
+		return err == nil && st.State == runtime.StateRunning, "running: " + errString(err)
+	})
+	if err := rt.StartContainer(ctx, id); !errors.Is(err, runtime.ErrInvalidState) {
+		t.Fatalf("a second start of the running container: %v, want ErrInvalidState", err)
+	}
 }
