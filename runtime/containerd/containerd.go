@@ -21,7 +21,10 @@
 // restart (containerd reconnects to running shims). The gRPC connection
 // redials on its own; calls made while containerd is down fail with
 // runtime.ErrUnavailable. WaitContainer waits again after such an error,
-// and Events sends runtime.EventResync after it has resubscribed.
+// and Events sends runtime.EventResync after it has resubscribed. A start
+// that containerd's death cut short leaves a task half-made (its shim has
+// none) or created but never started; the next StartContainer deletes
+// either and starts the container anew.
 //
 // # OOM kills
 //
