@@ -213,9 +213,7 @@ func (g *gpuCluster) gpuHPAScalesOnUtilization(t *testing.T) {
 	if firstLoaded < 0 || upAt < 0 || upAt-firstLoaded > 1 {
 		t.Errorf("the scale-up came at sync %d, the load above target was first read at sync %d (want within two syncs):\n%s", upAt, firstLoaded, syncLines(syncs))
 	}
-	if !hasEvent(t, g.c, gpuNS, "infer", "SuccessfulRescale", "New size: 2; reason: pods metric DCGM_FI_DEV_GPU_UTIL above target") {
-		t.Errorf("no SuccessfulRescale event for the scale-up: %s", eventLines(eventsFor(t, g.c, gpuNS, "infer")))
-	}
+	waitEventSaying(t, g.c, gpuNS, "infer", "SuccessfulRescale", "New size: 2; reason: pods metric DCGM_FI_DEV_GPU_UTIL above target")
 	// Both pods at 90 % want 3; the maximum holds it at 2.
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
 		h := g.hpa(t, "infer")
@@ -287,9 +285,7 @@ func (g *gpuCluster) gpuHPAScalesOnUtilization(t *testing.T) {
 	if idle < 0 || downAt < 0 || stabilized == 0 || downAt <= idle {
 		t.Errorf("after the load stopped: first idle sync %d, %d syncs held by the stabilization window, scale-down at sync %d:\n%s", idle, stabilized, downAt, syncLines(syncs))
 	}
-	if !hasEvent(t, g.c, gpuNS, "infer", "SuccessfulRescale", "New size: 1; reason: All metrics below target") {
-		t.Errorf("no SuccessfulRescale event for the scale-down: %s", eventLines(eventsFor(t, g.c, gpuNS, "infer")))
-	}
+	waitEventSaying(t, g.c, gpuNS, "infer", "SuccessfulRescale", "New size: 1; reason: All metrics below target")
 	t.Logf("MEASURE HPA on GPU utilisation: apply → 2 replicas in %v, load stopped → 1 replica after %d syncs (%d held by the %v window), sync period %v, %v in all",
 		scaledUp.Round(time.Millisecond), downAt+1, stabilized, gpuHPAWindow, gpuHPASync, time.Since(start).Round(time.Millisecond))
 }

@@ -83,9 +83,7 @@ func TestGPUSharingTimeSlicing(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], want)
 		}
 	}
-	if !hasEvent(t, c, "default", gpuNode, agent.ReasonDevicePluginConfigApplied, "time-slicing") {
-		t.Errorf("no %s event on the node", agent.ReasonDevicePluginConfigApplied)
-	}
+	waitEventSaying(t, c, "default", gpuNode, agent.ReasonDevicePluginConfigApplied, "time-slicing")
 
 	t.Run("NinePodsShareEightGPUs", func(t *testing.T) {
 		for i := range 9 {
@@ -253,6 +251,18 @@ func (g *gpuCluster) cliErr(args ...string) (string, error) {
 	var out bytes.Buffer
 	err := cli.Main(context.Background(), append([]string{"--kubeconfig", g.cfgPath}, args...), &out, &out)
 	return out.String(), err
+}
+
+// waitEventSaying waits for the event hasEvent looks for. An Event is
+// written by its recorder after the change it reports, asynchronously: a
+// check right after the change may come first (CI once saw the HPA's
+// scale-down done and its SuccessfulRescale not yet listed).
+func waitEventSaying(t *testing.T, c *client.Client, ns, name, reason, text string) {
+	t.Helper()
+	testwait.Until(t, 30*time.Second, func() (bool, string) {
+		return hasEvent(t, c, ns, name, reason, text),
+			fmt.Sprintf("no %s event %q for %s/%s: %s", reason, text, ns, name, eventLines(eventsFor(t, c, ns, name)))
+	})
 }
 
 // hasEvent reports whether obj (namespace/name) has an event of reason
@@ -436,9 +446,7 @@ func TestGPUSharingHAMi(t *testing.T) {
 			return capacity == 32 && err == nil && len(devs) == 8 && devs[0].Count == 4 && devs[0].Devmem == 61440,
 				fmt.Sprintf("nvidia.com/gpu %d, %s=%q", capacity, api.HAMiNodeRegister, n.Annotations[api.HAMiNodeRegister])
 		})
-		if !hasEvent(t, c, "default", gpuNode, agent.ReasonDevicePluginConfigApplied, "deviceSplitCount 4, deviceMemoryScaling 1.5") {
-			t.Errorf("no applied event: %v", eventsFor(t, c, "default", gpuNode))
-		}
+		waitEventSaying(t, c, "default", gpuNode, agent.ReasonDevicePluginConfigApplied, "deviceSplitCount 4, deviceMemoryScaling 1.5")
 		g.gpuWaitPhase(t, "too-big", api.PodRunning, 30*time.Second)
 		testwait.Until(t, 10*time.Second, func() (bool, string) {
 			got := g.pod(t, "too-big").Annotations[api.HAMiBindPhase]

@@ -201,9 +201,7 @@ func phpApacheWalkthrough(t *testing.T, l *labsCluster, mirror *testenv.Registry
 	if peak < 0.1 || peak > 0.6 || peak < rate/3 || peak > rate*3 {
 		t.Errorf("metrics.k8s.io showed the first pod at most at %.3f cores, its cgroup %.3f: want both 0.1 to 0.6 and within 3x of each other", peak, rate)
 	}
-	if !hasEvent(t, l.c, "default", "php-apache", "SuccessfulRescale", "reason: cpu resource utilization (percentage of request) above target") {
-		t.Errorf("no SuccessfulRescale for cpu: %s", eventLines(eventsFor(t, l.c, "default", "php-apache")))
-	}
+	waitEventSaying(t, l.c, "default", "php-apache", "SuccessfulRescale", "reason: cpu resource utilization (percentage of request) above target")
 	get := k.must(t, "get", "hpa", "php-apache")
 	m := regexp.MustCompile(`php-apache\s+Deployment/php-apache\s+cpu: (\d+)%/50%\s+1\s+10\s+(\d+)\s`).FindStringSubmatch(get)
 	if m == nil {
