@@ -392,7 +392,7 @@ func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if memoized(kind) && b.memo.remember(kind.GroupResource()+"/"+api.Key(namespace, name), raw, obj, writes) && !shared {
+	if memoized(kind) && b.memo.remember(bucketKey(kind.GroupResource(), api.Key(namespace, name)), raw, obj, writes) && !shared {
 		obj = api.Clone(obj)
 	}
 	return obj, raw, nil
@@ -418,7 +418,7 @@ func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string)
 		writes uint64 // for the memo: noted before the read
 	)
 	if memo {
-		hkey = kind.GroupResource() + "/" + key
+		hkey = bucketKey(kind.GroupResource(), key)
 		writes = b.writes.get(kind.GroupResource(), namespace)
 		if e, ok := b.memo.current(hkey, writes); ok {
 			return e.raw, e, writes, nil
@@ -651,7 +651,7 @@ func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name stri
 	if err := b.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	obj, mayBe, ok := b.recent.get(recentKeyOf(kind.GroupResource(), api.Key(namespace, name)))
+	obj, mayBe, ok := b.recent.get(bucketKey(kind.GroupResource(), api.Key(namespace, name)))
 	if !ok {
 		return nil, nil, nil
 	}

@@ -188,7 +188,7 @@ func (b *Bolt) commit(batch []*op) {
 			}
 			rev++
 			events = append(events, ev)
-			keys = append(keys, recentKeyOf(ev.bucket, api.Key(o.namespace, o.name)))
+			keys = append(keys, bucketKey(ev.bucket, api.Key(o.namespace, o.name)))
 		}
 		if len(events) == 0 {
 			return errNoWrites

@@ -52,7 +52,9 @@ type recentKey struct {
 // an object's last version is kept) and about 100 bytes each besides.
 const recentMax = 8192
 
-func recentKeyOf(bucket, key string) string { return bucket + "/" + key }
+// bucketKey names an object across buckets, "bucket/namespace/name": the
+// key of the decode memo's entries (memo.go) and of recent's.
+func bucketKey(bucket, key string) string { return bucket + "/" + key }
 
 // eventsBucket is the Event kind's, which recent leaves out.
 var eventsBucket = api.MustKindOf(&api.Event{}).GroupResource()

@@ -124,7 +124,7 @@ func TestGuaranteedUpdateStartsFromTheLastWrite(t *testing.T) {
 func TestGuaranteedUpdateChecksAStaleStart(t *testing.T) {
 	ctx := context.Background()
 	s := openRecentTest(t, podKindForRecent)
-	key := recentKeyOf(podKindForRecent.GroupResource(), "default/web")
+	key := bucketKey(podKindForRecent.GroupResource(), "default/web")
 	if _, err := s.Create(ctx, recentPod("web")); err != nil {
 		t.Fatal(err)
 	}
@@ -196,11 +196,11 @@ func TestRecentWritesBounded(t *testing.T) {
 		t.Fatalf("%d entries after %d creates, want %d", got, n, recentMax)
 	}
 	for _, i := range []int{0, 99} {
-		if _, _, ok := s.recent.get(recentKeyOf(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", i))); ok {
+		if _, _, ok := s.recent.get(bucketKey(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", i))); ok {
 			t.Errorf("p-%05d, among the oldest, is still kept", i)
 		}
 	}
-	if _, _, ok := s.recent.get(recentKeyOf(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", n-1))); !ok {
+	if _, _, ok := s.recent.get(bucketKey(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", n-1))); !ok {
 		t.Error("the newest write is not kept")
 	}
 }
