@@ -91,8 +91,7 @@ func Check(quotas []*api.ResourceQuota, req Request) (map[int]api.ResourceList, 
 			delete(deltas, i)
 			continue
 		}
-		newUsed := Mask(Add(q.Status.Used, requested), Names(requested))
-		if ok, exceeded := LessThanOrEqual(newUsed, q.Status.Hard); !ok {
+		if exceeded := exceeds(q.Status.Used, requested, q.Status.Hard); len(exceeded) > 0 {
 			return nil, refuse("exceeded quota: %s, requested: %s, used: %s, limited: %s", q.Name,
 				PrettyPrint(Mask(requested, exceeded)), PrettyPrint(Mask(q.Status.Used, exceeded)), PrettyPrint(Mask(q.Status.Hard, exceeded)))
 		}

@@ -36,16 +36,20 @@ func Add(a, b api.ResourceList) api.ResourceList {
 // an entry is copied when it first goes in.
 func addMasked(a, b api.ResourceList, names []string) {
 	for _, n := range names {
-		v, ok := b[n]
-		if !ok {
-			continue
+		if v, ok := b[n]; ok {
+			addInto(a, n, v)
 		}
-		if cur, ok := a[n]; ok {
-			cur.Add(v)
-			a[n] = cur
-		} else {
-			a[n] = v.DeepCopy()
-		}
+	}
+}
+
+// addInto adds v to a's entry n, in place. a owns its values: an entry is
+// copied when it first goes in.
+func addInto(a api.ResourceList, n string, v api.Quantity) {
+	if cur, ok := a[n]; ok {
+		cur.Add(v)
+		a[n] = cur
+	} else {
+		a[n] = v.DeepCopy()
 	}
 }
 
@@ -94,18 +98,25 @@ func Names(a api.ResourceList) []string {
 	return out
 }
 
-// LessThanOrEqual reports whether every entry of a is at most b's (an
-// entry b lacks is not capped), and the names that are not.
-func LessThanOrEqual(a, b api.ResourceList) (bool, []string) {
-	var exceeded []string
-	for _, k := range Names(a) {
-		if hard, ok := b[k]; ok {
-			if q := a[k]; q.Cmp(hard) > 0 {
-				exceeded = append(exceeded, k)
-			}
+// exceeds returns, sorted, the names of requested whose used + requested
+// is above hard (a name hard lacks is not capped), without building the
+// sum as a list.
+func exceeds(used, requested, hard api.ResourceList) []string {
+	var out []string
+	for _, n := range Names(requested) {
+		h, ok := hard[n]
+		if !ok {
+			continue
+		}
+		sum := requested[n].DeepCopy()
+		if u, ok := used[n]; ok {
+			sum.Add(u)
+		}
+		if sum.Cmp(h) > 0 {
+			out = append(out, n)
 		}
 	}
-	return len(exceeded) == 0, exceeded
+	return out
 }
 
 // Equal reports whether a and b hold the same quantities.

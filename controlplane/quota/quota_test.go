@@ -405,3 +405,26 @@ func TestUsageCache(t *testing.T) {
 		t.Errorf("entries after the TTL: %v; want only b's", len(c.entries))
 	}
 }
+
+// A ledger adds a charge into its quota's status.used in place: the
+// delta (kept in the reservation too) is never changed, and the sums are
+// exact past int64.
+func TestLedgerChargeLeavesTheDelta(t *testing.T) {
+	const max = "9223372036854775807"
+	q := quotaOf("big", rl("requests.memory", max, "pods", "10"), rl("pods", "1"))
+	delta := rl("requests.memory", max, "pods", "1")
+	l := NewLedger(q)
+	l.Charge("pods", "u1", 1, delta, t0)
+	l.Charge("pods", "u2", 1, delta, t0)
+	l.Flush()
+	if want := rl("requests.memory", max, "pods", "1"); !Equal(delta, want) {
+		t.Fatalf("delta changed: %v", delta)
+	}
+	want := rl("requests.memory", "18446744073709551614", "pods", "3")
+	if !Equal(q.Status.Used, want) {
+		t.Fatalf("used = %s, want %s", PrettyPrint(q.Status.Used), PrettyPrint(want))
+	}
+	if rs := Reservations(q); len(rs) != 2 || !Equal(rs[0].Usage, delta) {
+		t.Fatalf("reservations = %+v", rs)
+	}
+}

@@ -121,7 +121,12 @@ func (l *Ledger) Reservations() []Reservation { return slices.Clone(l.rs) }
 
 // Charge is the function Charge on the ledger's quota.
 func (l *Ledger) Charge(resource, uid string, gen int64, delta api.ResourceList, now time.Time) {
-	l.q.Status.Used = Add(l.q.Status.Used, delta)
+	if l.q.Status.Used == nil {
+		l.q.Status.Used = make(api.ResourceList, len(delta))
+	}
+	for n, v := range delta { // in place: the ledger's quota is a copy
+		addInto(l.q.Status.Used, n, v)
+	}
 	l.rs = fresh(l.rs, now)
 	// At as the annotation keeps it (whole seconds), so that fresh judges
 	// it as it would after a round trip through the annotation.
