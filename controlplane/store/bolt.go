@@ -363,6 +363,22 @@ func (b *Bolt) GetMeta(ctx context.Context, kind *api.Kind, namespace, name stri
 	if memoized(kind) {
 		return b.Get(ctx, kind, namespace, name) // as cheap, and complete
 	}
+	// The last write's object, when recent has it, is the stored one (the
+	// committer puts every committed write in and takes deletes out): its
+	// metadata without a read, a decompression and a decode. A trace append
+	// after every bind is the reason.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	if obj, ok := b.recent.latest(bucketKey(kind.GroupResource(), api.Key(namespace, name))); ok {
+		meta := kind.New()
+		*meta.GetTypeMeta() = *obj.GetTypeMeta()
+		obj.GetObjectMeta().DeepCopyInto(meta.GetObjectMeta())
+		return meta, nil
+	}
 	raw, _, _, err := b.read(ctx, kind, namespace, name)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,9 @@
 //     history's JSON. GuaranteedUpdate starts from the last write of the
 //     object when it is among the last 8,192 (recent.go), and checks what
 //     that start decides against the store, as kube-apiserver does with its
-//     watch cache.
+//     watch cache. GetMeta answers from that last write too: the committer
+//     puts every committed write in and takes deletes out, so it is the
+//     stored object.
 //
 // Bolt is the implementation for one machine; Store is the interface the
 // API server uses, and etcdstore implements it on etcd for several. Both

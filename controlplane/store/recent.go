@@ -102,3 +102,12 @@ func (r *recentWrites) get(key string) (api.Object, func(enc []byte) bool, bool)
 	mayBe := func(enc []byte) bool { return len(enc) == e.rawLen && maphash.Bytes(seed, enc) == e.rawHash }
 	return api.Clone(e.obj), mayBe, true
 }
+
+// latest returns key's last committed object itself, shared: the caller
+// never changes it.
+func (r *recentWrites) latest(key string) (api.Object, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[key]
+	return e.obj, ok
+}

@@ -204,3 +204,51 @@ func TestRecentWritesBounded(t *testing.T) {
 		t.Error("the newest write is not kept")
 	}
 }
+
+// GetMeta of an object among the last writes answers from that write:
+// no read transaction, the stored metadata (a copy the caller may
+// change) and nothing else; after a delete, NotFound from the store.
+func TestGetMetaFromTheLastWrite(t *testing.T) {
+	ctx := context.Background()
+	s := openRecentTest(t, podKindForRecent)
+	p := recentPod("web")
+	p.Labels = map[string]string{"app": "web"}
+	if _, err := s.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	updated, err := s.GuaranteedUpdate(ctx, podKindForRecent, "default", "web", setLabel("tier", "front"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txs := s.db.Stats().TxN
+	meta, err := s.GetMeta(ctx, podKindForRecent, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.db.Stats().TxN - txs; n != 0 {
+		t.Errorf("%d read transactions, want none: the update is the answer", n)
+	}
+	got := meta.(*api.Pod)
+	um := updated.GetObjectMeta()
+	if got.APIVersion != "v1" || got.Kind != "Pod" || got.Name != "web" || got.UID != um.UID ||
+		got.ResourceVersion != um.ResourceVersion || got.Labels["tier"] != "front" || got.Labels["app"] != "web" {
+		t.Fatalf("GetMeta = %+v, want the update's metadata %+v", got.ObjectMeta, um)
+	}
+	if len(got.Spec.Containers) != 0 {
+		t.Errorf("GetMeta has a spec: %+v", got.Spec)
+	}
+	got.Labels["tier"] = "changed by the caller"
+	again, err := s.GetMeta(ctx, podKindForRecent, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := again.GetObjectMeta().Labels["tier"]; l != "front" {
+		t.Fatalf("a caller's change reached the next GetMeta: tier=%q", l)
+	}
+	if _, err := s.Delete(ctx, podKindForRecent, "default", "web", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMeta(ctx, podKindForRecent, "default", "web"); !api.IsNotFound(err) {
+		t.Fatalf("GetMeta after the delete: %v, want NotFound", err)
+	}
+}
