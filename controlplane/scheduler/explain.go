@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"skiff.dev/skiff/api"
@@ -60,13 +61,20 @@ func (r *CycleResult) filterDetails() filterDetails {
 	return d
 }
 
+// orderPool holds scoreDetails' index scratch.
+var orderPool = sync.Pool{New: func() any { return new([]int) }}
+
 func (r *CycleResult) scoreDetails() scoreDetails {
 	d := scoreDetails{Plugins: r.ScorePlugins, Selected: r.SelectedNode}
-	// Best first, ties by name (the selection order); sort indices, not rows.
-	order := make([]int, len(r.Scores))
-	for i := range order {
-		order[i] = i
+	// Best first, ties by name (the selection order); sort indices, not rows
+	// (scratch from a pool: one index per feasible node, for every pod).
+	op := orderPool.Get().(*[]int)
+	defer orderPool.Put(op)
+	order := (*op)[:0]
+	for i := range r.Scores {
+		order = append(order, i)
 	}
+	*op = order
 	better := func(a, b int) int {
 		x, y := &r.Scores[a], &r.Scores[b]
 		if x.Total != y.Total {
