@@ -38,7 +38,10 @@ type Cache struct {
 	nodes map[string]*framework.NodeInfo
 	// list holds the NodeInfos with a Node, sorted by name: what snapshots copy.
 	list []*framework.NodeInfo
-	pods map[string]*cachedPod
+	// podsWithAffinity and podsWithRequiredAnti sum the list's
+	// NodeInfos' counts of the same names, for snapshots.
+	podsWithAffinity, podsWithRequiredAnti int
+	pods                                   map[string]*cachedPod
 }
 
 type cachedPod struct {
@@ -64,7 +67,15 @@ func (c *Cache) update(name string, change func(n *framework.NodeInfo)) {
 	} else {
 		n = old.Clone()
 	}
+	if old != nil && old.Node != nil { // in list
+		c.podsWithAffinity -= old.PodsWithAffinity
+		c.podsWithRequiredAnti -= old.PodsWithRequiredAntiAffinity
+	}
 	change(n)
+	if n.Node != nil {
+		c.podsWithAffinity += n.PodsWithAffinity
+		c.podsWithRequiredAnti += n.PodsWithRequiredAntiAffinity
+	}
 	i, found := slices.BinarySearchFunc(c.list, name, func(e *framework.NodeInfo, name string) int {
 		return strings.Compare(e.Node.Name, name)
 	})
@@ -209,6 +220,7 @@ func (c *Cache) Snapshot(dst *Snapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dst.nodes = append(dst.nodes[:0], c.list...)
+	dst.podsWithAffinity, dst.podsWithRequiredAnti = c.podsWithAffinity, c.podsWithRequiredAnti
 }
 
 // Snapshot is the cluster as one scheduling cycle sees it: a fixed list of
@@ -216,6 +228,9 @@ func (c *Cache) Snapshot(dst *Snapshot) {
 // informers' changes during the cycle cannot make it inconsistent.
 type Snapshot struct {
 	nodes []*framework.NodeInfo
+	// The cache's counts of the nodes' pods with affinity terms
+	// (framework.CycleState.SetNodesCounted).
+	podsWithAffinity, podsWithRequiredAnti int
 }
 
 // NewSnapshot builds a snapshot from objects, for tests and tools: pods

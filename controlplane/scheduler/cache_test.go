@@ -222,3 +222,60 @@ func TestCountMatchingFollowsTheCache(t *testing.T) {
 		t.Fatalf("the cache's NodeInfo counts %d after a copy changed, want %d", got, before)
 	}
 }
+
+// A snapshot's counts of pods with affinity terms are the sums over its
+// nodes (what SetNodes would count), through pods with and without terms
+// added, assumed, forgotten and removed, on nodes added and removed, and
+// on nodes known only through their pods (not counted).
+func TestSnapshotCountsPodsWithAffinity(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	c := NewCache(time.Minute)
+	withTerms := func(p *api.Pod, anti bool) *api.Pod {
+		term := api.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &api.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}
+		if anti {
+			p.Spec.Affinity = &api.Affinity{PodAntiAffinity: &api.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []api.PodAffinityTerm{term}}}
+		} else {
+			p.Spec.Affinity = &api.Affinity{PodAffinity: &api.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []api.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term}}}}
+		}
+		return p
+	}
+	var pods []*api.Pod
+	for step := range 2000 {
+		node := fmt.Sprintf("n%d", rng.IntN(6))
+		switch r := rng.IntN(10); {
+		case r == 0:
+			c.AddNode(gpuNode(node, 8))
+		case r == 1:
+			c.RemoveNode(node)
+		case r < 6:
+			p := gpuPod(fmt.Sprintf("p%d", step), 0, onNode(node))
+			if k := rng.IntN(3); k > 0 {
+				p = withTerms(p, k == 2)
+			}
+			if rng.IntN(2) == 0 {
+				c.AddPod(p)
+			} else if err := c.AssumePod(framework.NewPodInfo(p)); err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, p)
+		case r < 8 && len(pods) > 0:
+			i := rng.IntN(len(pods))
+			c.ForgetPod(api.Key(pods[i].Namespace, pods[i].Name))
+			c.RemovePod(pods[i])
+			pods = slices.Delete(pods, i, i+1)
+		}
+		snap := &Snapshot{}
+		c.Snapshot(snap)
+		var want framework.CycleState
+		want.SetNodes(snap.Nodes())
+		wa, wr := want.PodsWithAffinity()
+		if snap.podsWithAffinity != wa || snap.podsWithRequiredAnti != wr {
+			t.Fatalf("step %d: snapshot counts %d, %d; its nodes hold %d, %d", step, snap.podsWithAffinity, snap.podsWithRequiredAnti, wa, wr)
+		}
+	}
+	snap := &Snapshot{}
+	c.Snapshot(snap)
+	if snap.podsWithAffinity == 0 || snap.podsWithRequiredAnti == 0 {
+		t.Fatalf("the walk ended with no pod with terms on a node (%d, %d): it checks nothing", snap.podsWithAffinity, snap.podsWithRequiredAnti)
+	}
+}

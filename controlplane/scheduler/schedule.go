@@ -207,7 +207,7 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 		res.FilterEnd, res.ScoreEnd = now(), now()
 		return res, 0, nil
 	}
-	state.SetNodes(nodes)
+	state.SetNodesCounted(nodes, snap.podsWithAffinity, snap.podsWithRequiredAnti)
 	if s, plugin := a.fwk.RunPreFilter(ctx, state, pod); !s.IsSuccess() {
 		if s.Code() == framework.Error {
 			return nil, 0, fmt.Errorf("prefilter %s: %w", plugin, s.AsError())

@@ -29,6 +29,11 @@ type CycleState struct {
 	// nodes: the cycle's snapshot of every node, for plugins that count
 	// pods across the cluster (InterPodAffinity, PodTopologySpread).
 	nodes []*NodeInfo
+	// podsWithAffinity and podsWithRequiredAnti count the pods on nodes
+	// (those with a Node) with pod (anti-)affinity terms, and with required
+	// anti-affinity: InterPodAffinity skips its scan of every node when
+	// they are 0.
+	podsWithAffinity, podsWithRequiredAnti int
 	// skipFilter: the plugins whose PreFilter returned Skip; their
 	// Filter does not run for this pod (nil: none).
 	skipFilter map[string]bool
@@ -38,9 +43,31 @@ type CycleState struct {
 	planOf     *Framework
 }
 
-// SetNodes records the cycle's snapshot of every node; the scheduler
-// calls it before PreFilter.
-func (c *CycleState) SetNodes(nodes []*NodeInfo) { c.nodes = nodes }
+// SetNodes records the cycle's snapshot of every node, before PreFilter,
+// and counts their pods with affinity terms.
+func (c *CycleState) SetNodes(nodes []*NodeInfo) {
+	withAffinity, withRequiredAnti := 0, 0
+	for _, ni := range nodes {
+		if ni.Node != nil {
+			withAffinity += ni.PodsWithAffinity
+			withRequiredAnti += ni.PodsWithRequiredAntiAffinity
+		}
+	}
+	c.SetNodesCounted(nodes, withAffinity, withRequiredAnti)
+}
+
+// SetNodesCounted is SetNodes with the counts of PodsWithAffinity given
+// (the scheduler's cache keeps them): no pass over every node.
+func (c *CycleState) SetNodesCounted(nodes []*NodeInfo, withAffinity, withRequiredAnti int) {
+	c.nodes, c.podsWithAffinity, c.podsWithRequiredAnti = nodes, withAffinity, withRequiredAnti
+}
+
+// PodsWithAffinity returns how many pods on the nodes (those with a Node)
+// have pod affinity or anti-affinity terms, and how many have required
+// anti-affinity terms.
+func (c *CycleState) PodsWithAffinity() (withAffinity, withRequiredAnti int) {
+	return c.podsWithAffinity, c.podsWithRequiredAnti
+}
 
 // Nodes returns every node of the cycle's snapshot (do not change them).
 func (c *CycleState) Nodes() []*NodeInfo { return c.nodes }
@@ -80,7 +107,7 @@ func (c *CycleState) Read(key StateKey) (StateData, bool) {
 // Clone copies the state (each entry through its Clone), for preemption's
 // what-if runs.
 func (c *CycleState) Clone() *CycleState {
-	out := &CycleState{data: make([]stateEntry, len(c.data), cap(c.data)), nodes: c.nodes, skipFilter: c.skipFilter, filterPlan: c.filterPlan, planOf: c.planOf}
+	out := &CycleState{data: make([]stateEntry, len(c.data), cap(c.data)), nodes: c.nodes, podsWithAffinity: c.podsWithAffinity, podsWithRequiredAnti: c.podsWithRequiredAnti, skipFilter: c.skipFilter, filterPlan: c.filterPlan, planOf: c.planOf}
 	for i, e := range c.data {
 		out.data[i] = stateEntry{e.key, e.data.Clone()}
 	}

@@ -158,13 +158,8 @@ func (pl *InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleS
 		}
 	}
 	nodes := state.Nodes()
-	anyExisting := false
-	for _, ni := range nodes {
-		if ni.PodsWithRequiredAntiAffinity > 0 {
-			anyExisting = true
-			break
-		}
-	}
+	_, withRequiredAnti := state.PodsWithAffinity()
+	anyExisting := withRequiredAnti > 0
 	if len(s.affinity) == 0 && len(s.anti) == 0 && !anyExisting {
 		return framework.NewStatus(framework.Skip)
 	}
@@ -315,6 +310,9 @@ func (pl *InterPodAffinity) PreScore(_ context.Context, state *framework.CycleSt
 		}
 	}
 	own := len(pref)+len(antiPref) > 0
+	if withAffinity, _ := state.PodsWithAffinity(); !own && withAffinity == 0 {
+		return framework.NewStatus(framework.Skip) // nothing to score: no pass over every node
+	}
 	scores := affinityScores{}
 	for _, ni := range state.Nodes() {
 		if ni.Node == nil || (!own && ni.PodsWithAffinity == 0) {
