@@ -42,7 +42,19 @@ type Cache struct {
 	// NodeInfos' counts of the same names, for snapshots.
 	podsWithAffinity, podsWithRequiredAnti int
 	pods                                   map[string]*cachedPod
+	// A snapshot is brought up to date by copying only the entries of
+	// list replaced since it was taken, not every node's, each cycle:
+	// gen counts the changes of list, and replaced[i] is the index
+	// replaced by change replacedFrom+i+1. A node added or removed moves
+	// the indices: layout counts those, and a snapshot of an older layout,
+	// or older than the changes kept, copies the whole list.
+	gen, layout, replacedFrom uint64
+	replaced                  []int
 }
+
+// maxReplaced bounds the changes kept for snapshots; one behind more
+// copies the whole list (as many pointers as there are nodes).
+const maxReplaced = 1024
 
 type cachedPod struct {
 	info     *framework.PodInfo
@@ -82,16 +94,33 @@ func (c *Cache) update(name string, change func(n *framework.NodeInfo)) {
 	switch {
 	case n.Node != nil && found:
 		c.list[i] = n
+		c.gen++
+		if len(c.replaced) == maxReplaced {
+			// Keep the newer half.
+			k := copy(c.replaced, c.replaced[maxReplaced/2:])
+			c.replaced = c.replaced[:k]
+			c.replacedFrom += maxReplaced / 2
+		}
+		c.replaced = append(c.replaced, i)
 	case n.Node != nil:
 		c.list = slices.Insert(c.list, i, n)
+		c.newLayout()
 	case found:
 		c.list = slices.Delete(c.list, i, i+1)
+		c.newLayout()
 	}
 	if n.Node == nil && len(n.Pods) == 0 {
 		delete(c.nodes, name)
 		return
 	}
 	c.nodes[name] = n
+}
+
+// newLayout notes that list's indices moved: older snapshots copy all of it.
+func (c *Cache) newLayout() {
+	c.gen++
+	c.layout++
+	c.replaced, c.replacedFrom = c.replaced[:0], c.gen
 }
 
 // AddNode adds or replaces a node (node add and update events).
@@ -214,12 +243,20 @@ func (c *Cache) NodeInfo(name string) *framework.NodeInfo {
 }
 
 // Snapshot fills dst with the current nodes. Only pointers are copied
-// (NodeInfos are copy-on-write), so this is cheap even for thousands of
-// nodes.
+// (NodeInfos are copy-on-write), and into a dst this cache filled before,
+// only those replaced since: a scheduling cycle's snapshot of thousands of
+// nodes copies the few its last binding changed.
 func (c *Cache) Snapshot(dst *Snapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	dst.nodes = append(dst.nodes[:0], c.list...)
+	if dst.from == c && dst.layout == c.layout && dst.gen >= c.replacedFrom {
+		for _, i := range c.replaced[dst.gen-c.replacedFrom:] {
+			dst.nodes[i] = c.list[i]
+		}
+	} else {
+		dst.nodes = append(dst.nodes[:0], c.list...)
+	}
+	dst.from, dst.gen, dst.layout = c, c.gen, c.layout
 	dst.podsWithAffinity, dst.podsWithRequiredAnti = c.podsWithAffinity, c.podsWithRequiredAnti
 }
 
@@ -231,6 +268,10 @@ type Snapshot struct {
 	// The cache's counts of the nodes' pods with affinity terms
 	// (framework.CycleState.SetNodesCounted).
 	podsWithAffinity, podsWithRequiredAnti int
+	// from, gen and layout: the cache and its state the snapshot was last
+	// brought to (Cache.Snapshot copies only what was replaced since).
+	from        *Cache
+	gen, layout uint64
 }
 
 // NewSnapshot builds a snapshot from objects, for tests and tools: pods

@@ -279,3 +279,60 @@ func TestSnapshotCountsPodsWithAffinity(t *testing.T) {
 		t.Fatalf("the walk ended with no pod with terms on a node (%d, %d): it checks nothing", snap.podsWithAffinity, snap.podsWithRequiredAnti)
 	}
 }
+
+// A snapshot brought up to date copies only what changed, and ends as a
+// fresh one would: through nodes added, replaced and removed, pods
+// assumed and forgotten, more changes between two snapshots than the
+// cache keeps, and a snapshot moved to another cache.
+func TestSnapshotUpToDateIsAFreshOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	c, other := NewCache(time.Minute), NewCache(time.Minute)
+	other.AddNode(gpuNode("x", 8))
+	kept := &Snapshot{}
+	incremental := 0
+	for step := range 3000 {
+		node := fmt.Sprintf("n%d", rng.IntN(40))
+		changes, replaceOnly := 1, false
+		switch rng.IntN(100) {
+		case 0:
+			changes = maxReplaced + rng.IntN(maxReplaced) // the kept snapshot falls behind the log
+		case 1, 2, 3:
+			// Replacements alone, fewer than the log keeps: the log is
+			// trimmed between two snapshots that follow it.
+			changes, replaceOnly = maxReplaced/4+rng.IntN(maxReplaced/2), true
+		}
+		for range changes {
+			r := rng.IntN(20)
+			if replaceOnly {
+				r = 3
+			}
+			switch {
+			case r == 0:
+				c.RemoveNode(node)
+			case r < 3:
+				c.AddNode(gpuNode(node, 8))
+			default:
+				p := gpuPod(fmt.Sprintf("p%d-%d", step, rng.IntN(1<<20)), 1, onNode(node))
+				if err := c.AssumePod(framework.NewPodInfo(p)); err == nil && rng.IntN(2) == 0 {
+					c.ForgetPod(api.Key(p.Namespace, p.Name))
+				}
+			}
+		}
+		if rng.IntN(50) == 0 {
+			other.Snapshot(kept) // another cache's: the next one copies all
+		}
+		before := kept.gen
+		c.Snapshot(kept)
+		fresh := &Snapshot{}
+		c.Snapshot(fresh)
+		if !slices.Equal(kept.nodes, fresh.nodes) {
+			t.Fatalf("step %d: the snapshot brought up to date differs from a fresh one", step)
+		}
+		if kept.layout == fresh.layout && before >= c.replacedFrom && before != 0 {
+			incremental++
+		}
+	}
+	if incremental < 1000 {
+		t.Fatalf("only %d of 3000 snapshots were brought up to date incrementally: the test checks little", incremental)
+	}
+}
