@@ -159,7 +159,18 @@ func ValidateEphemeralContainersUpdate(n, o *Pod) FieldErrors {
 // The API server must carry over what a client may leave out before
 // calling it, as Kubernetes' apply does: uid, spec.nodeName of a bound
 // pod, an allocated spec.clusterIP and nodePorts.
-func ValidateUpdate(newObj, oldObj Object) FieldErrors {
+func ValidateUpdate(newObj, oldObj Object) FieldErrors { return validateUpdate(newObj, oldObj, false) }
+
+// ValidateStatusUpdate is ValidateUpdate of a write through the status
+// subresource: newObj is oldObj with another status (the API server
+// copies the rest from the stored object), so a pod's spec, which only a
+// spec write could change, is not compared field by field again, as
+// Kubernetes' status strategy does not.
+func ValidateStatusUpdate(newObj, oldObj Object) FieldErrors {
+	return validateUpdate(newObj, oldObj, true)
+}
+
+func validateUpdate(newObj, oldObj Object, status bool) FieldErrors {
 	if reflect.TypeOf(newObj) != reflect.TypeOf(oldObj) {
 		return FieldErrors{Invalid("kind", newObj.GetTypeMeta().Kind, fmt.Sprintf("may not change from %s", oldObj.GetTypeMeta().Kind))}
 	}
@@ -186,7 +197,9 @@ func ValidateUpdate(newObj, oldObj Object) FieldErrors {
 			errs = append(errs, Invalid("spec.selector", selectorValue(n.Spec.Selector), "field is immutable"))
 		}
 	case *Pod:
-		errs = append(errs, validatePodSpecUpdate(&n.Spec, &oldObj.(*Pod).Spec)...)
+		if !status {
+			errs = append(errs, validatePodSpecUpdate(&n.Spec, &oldObj.(*Pod).Spec)...)
+		}
 	case *DaemonSet:
 		errs = append(errs, validateDaemonSetUpdate(n, oldObj.(*DaemonSet))...) // daemonset.go
 	case *ControllerRevision:

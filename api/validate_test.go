@@ -228,3 +228,29 @@ func TestImageTag(t *testing.T) {
 		}
 	}
 }
+
+// A status write compares no pod spec (the API server copied it from the
+// stored pod), and checks the rest as ValidateUpdate does: immutable
+// metadata, and the object itself.
+func TestValidateStatusUpdate(t *testing.T) {
+	old := mustDecode(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: u1}\nspec: {nodeName: n1, containers: [{name: c, image: i}]}\n")
+	SetDefaults(old)
+	n := Clone(old)
+	n.(*Pod).Spec.NodeName = "n2"
+	if errs := ValidateUpdate(n, old); !strings.Contains(errs.Error(), "changed: spec.nodeName") {
+		t.Fatalf("ValidateUpdate: %v, want the spec compared", errs)
+	}
+	if errs := ValidateStatusUpdate(n, old); len(errs) > 0 {
+		t.Fatalf("ValidateStatusUpdate compared the spec: %v", errs)
+	}
+	n = Clone(old)
+	n.GetObjectMeta().Name = "q"
+	if errs := ValidateStatusUpdate(n, old); !strings.Contains(errs.Error(), `metadata.name: Invalid value: "q": field is immutable`) {
+		t.Fatalf("ValidateStatusUpdate of a renamed pod: %v", errs)
+	}
+	n = Clone(old)
+	n.(*Pod).Spec.Containers[0].Name = "Not_A_Name"
+	if errs := ValidateStatusUpdate(n, old); len(errs) == 0 {
+		t.Fatal("ValidateStatusUpdate passed an invalid pod: the object itself is still validated")
+	}
+}

@@ -507,7 +507,7 @@ func (f *Client) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, 
 	o := api.Clone(stored)
 	strategy.SetStatus(o, in)
 	api.SetDefaults(o)
-	if errs := api.ValidateUpdate(o, stored); len(errs) > 0 {
+	if errs := api.ValidateStatusUpdate(o, stored); len(errs) > 0 {
 		return nil, api.NewInvalid(k, m.Name, errs)
 	}
 	if strategy.SameObject(o, stored) {

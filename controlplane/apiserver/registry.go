@@ -361,7 +361,11 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			r.trackFields(ctx, k, cur, next) // apply.go
 			strategy.BumpGeneration(next, cur)
 		}
-		if errs := api.ValidateUpdate(next, cur); len(errs) > 0 {
+		validate := api.ValidateUpdate
+		if status {
+			validate = api.ValidateStatusUpdate // next is cur with obj's status
+		}
+		if errs := validate(next, cur); len(errs) > 0 {
 			return nil, api.NewInvalid(k, m.Name, errs)
 		}
 		if status {
