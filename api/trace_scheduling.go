@@ -51,6 +51,72 @@ type SchedulingFilterRow struct {
 	Details []string `json:"details,omitempty"`
 }
 
+// SchedulingFilterTable is how the scheduler records a filter span's
+// "nodes" for every pod it traces: the names of the nodes looked at, in
+// order, and rows only for the others than a bare fit (rejected, or with
+// reasons): a node that fits is its name alone. Its JSON is Rows(), the
+// []SchedulingFilterRow a trace's readers decode: the table only spares
+// the scheduler a row per node per pod.
+type SchedulingFilterTable struct {
+	Nodes []string
+	// Verdicts are the rows of the nodes that are not a bare fit, in
+	// order; VerdictsAt[i] is the index in Nodes of Verdicts[i]'s node.
+	Verdicts   []SchedulingFilterRow
+	VerdictsAt []int
+}
+
+// Rows returns a row for every node of the table (nil when it has none).
+func (t SchedulingFilterTable) Rows() []SchedulingFilterRow {
+	if t.Nodes == nil {
+		return nil
+	}
+	rows := make([]SchedulingFilterRow, len(t.Nodes))
+	for i, n := range t.Nodes {
+		rows[i] = SchedulingFilterRow{Node: n, Fit: true}
+	}
+	for i, at := range t.VerdictsAt {
+		rows[at] = t.Verdicts[i]
+	}
+	return rows
+}
+
+// MarshalJSON encodes the table as its rows.
+func (t SchedulingFilterTable) MarshalJSON() ([]byte, error) { return json.Marshal(t.Rows()) }
+
+// SchedulingScoreTable is how the scheduler records a score span's
+// "nodes" for every pod it traces: three flat lists instead of a row, two
+// slices and their arrays per node. Its JSON is Rows(), the
+// []SchedulingScoreRow a trace's readers decode.
+type SchedulingScoreTable struct {
+	Nodes []string
+	// Totals[i] is the total of Nodes[i]; Scores holds, node after node,
+	// its Plugins raw scores, then its Plugins normalised ones.
+	Totals  []int64
+	Scores  []int64
+	Plugins int
+}
+
+// Rows returns a row for every node of the table (nil when it has none).
+func (t SchedulingScoreTable) Rows() []SchedulingScoreRow {
+	if t.Nodes == nil {
+		return nil
+	}
+	rows := make([]SchedulingScoreRow, len(t.Nodes))
+	for i, n := range t.Nodes {
+		at := 2 * t.Plugins * i
+		rows[i] = SchedulingScoreRow{
+			Node:       n,
+			Raw:        t.Scores[at : at+t.Plugins : at+t.Plugins],
+			Normalized: t.Scores[at+t.Plugins : at+2*t.Plugins : at+2*t.Plugins],
+			Total:      t.Totals[i],
+		}
+	}
+	return rows
+}
+
+// MarshalJSON encodes the table as its rows.
+func (t SchedulingScoreTable) MarshalJSON() ([]byte, error) { return json.Marshal(t.Rows()) }
+
 // SchedulingScoreRow is one node's scores in a trace, indexed like the
 // plugins.
 type SchedulingScoreRow struct {

@@ -41,8 +41,8 @@ type traceEntry struct {
 const MaxTracedPods = 1000
 
 // MaxTraceBytes bounds the memory the kept traces take, as spansSize
-// estimates it. A scheduler span holds a filter and a score row for up to
-// a hundred nodes (about 25 KB); a lab cluster's traces are a few KB, so
+// estimates it. A scheduler span holds the filter and score tables of up
+// to a hundred nodes (about 15 KB); a lab cluster's traces are a few KB, so
 // there the pod count is the bound, while on a 200-node simulated
 // cluster the bytes are (some 300 pods): a thousand of those traces were
 // the largest thing in the server's heap after the pods themselves.
@@ -161,6 +161,15 @@ func valueSize(v any) int {
 			n += 88 + len(r.Node) + len(r.Plugin) + stringsSize(r.Reasons) + stringsSize(r.Details)
 		}
 		return n
+	case api.SchedulingFilterTable:
+		n := 72 + stringsSize(v.Nodes) + 24 + 8*len(v.VerdictsAt)
+		for i := range v.Verdicts {
+			r := &v.Verdicts[i]
+			n += 88 + len(r.Plugin) + stringsSize(r.Reasons) + stringsSize(r.Details)
+		}
+		return n
+	case api.SchedulingScoreTable:
+		return 80 + stringsSize(v.Nodes) + 8*(len(v.Totals)+len(v.Scores))
 	case []api.SchedulingScoreRow:
 		n := 24
 		for i := range v {

@@ -117,3 +117,32 @@ func TestTraceCreateSpanAfterScheduler(t *testing.T) {
 		t.Fatalf("a new pod of the same name kept %d spans, want only its own", len(got))
 	}
 }
+
+// The scheduler's compact tables (api.SchedulingFilterTable,
+// SchedulingScoreTable) count in the book's bytes as what they hold:
+// names, rows of rejected nodes, scores.
+func TestTraceBookSizesSchedulerTables(t *testing.T) {
+	size := func(nodes, rejected, plugins int) (int, int) {
+		ft := api.SchedulingFilterTable{Nodes: make([]string, nodes)}
+		st := api.SchedulingScoreTable{Nodes: make([]string, nodes), Totals: make([]int64, nodes), Scores: make([]int64, 2*plugins*nodes), Plugins: plugins}
+		for i := range nodes {
+			ft.Nodes[i], st.Nodes[i] = fmt.Sprintf("node-%03d", i), fmt.Sprintf("node-%03d", i)
+		}
+		for i := range rejected {
+			ft.Verdicts = append(ft.Verdicts, api.SchedulingFilterRow{Node: ft.Nodes[i], Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}})
+			ft.VerdictsAt = append(ft.VerdictsAt, i)
+		}
+		f := spansSize([]api.TraceSpan{{Details: map[string]any{"nodes": ft}}})
+		s := spansSize([]api.TraceSpan{{Details: map[string]any{"nodes": st}}})
+		return f, s
+	}
+	f10, s10 := size(10, 0, 7)
+	f100, s100 := size(100, 0, 7)
+	fr, _ := size(100, 100, 7)
+	if f100 < 100*(16+8) || f100 <= f10 || fr < f100+100*88 {
+		t.Errorf("filter tables estimated at %d (10 nodes), %d (100), %d (100 rejected)", f10, f100, fr)
+	}
+	if s100 < 100*(16+8+8+14*8) || s100 <= s10 {
+		t.Errorf("score tables estimated at %d (10 nodes), %d (100)", s10, s100)
+	}
+}

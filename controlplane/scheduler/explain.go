@@ -19,6 +19,11 @@ import (
 //	               per node looked at), "total", "evaluated", "omitted", "message"
 //	step "score":  Details "plugins" (name and weight), "nodes" (one ScoreRow
 //	               per feasible node, best first), "selected"
+//
+// In memory "nodes" are compact tables (api.SchedulingFilterTable,
+// SchedulingScoreTable: names and flat lists), whose JSON is those rows:
+// the scheduler traces every pod, and rows were half of what a burst of
+// pods allocated (docs/performance.md, thirteenth sitting).
 //	step "preemption": Details "node", "victims", "message"
 //	step "permit": Node, Details "outcome" (waiting, allowed, rejected),
 //	               "plugins", "message" (permitwait.go)
@@ -42,30 +47,52 @@ type (
 	preemptionDetails = api.SchedulingPreemptionDetails
 )
 
-func (r *CycleResult) filterDetails() filterDetails {
-	d := filterDetails{Plugins: r.FilterPlugins, Total: r.NumNodes, Evaluated: len(r.Nodes), Message: r.Message}
-	if len(r.Nodes) > 0 { // kept by the trace book: no slack from append's growth
-		d.Nodes = make([]FilterRow, 0, min(len(r.Nodes), maxTraceNodes))
+// filterTable records the filter verdicts of the first maxTraceNodes
+// nodes looked at (kept by the trace book: no slack from append's
+// growth), and returns how many more there were.
+func (r *CycleResult) filterTable() (api.SchedulingFilterTable, int) {
+	var t api.SchedulingFilterTable
+	nodes := r.Nodes[:min(len(r.Nodes), maxTraceNodes)]
+	if len(nodes) == 0 {
+		return t, 0
 	}
-	for i, n := range r.Nodes {
-		if i == maxTraceNodes {
-			d.Omitted = len(r.Nodes) - i
-			break
+	t.Nodes = make([]string, len(nodes))
+	rows := 0
+	for i, n := range nodes {
+		t.Nodes[i] = n.Node
+		if !n.Feasible() || len(n.Status.Reasons()) > 0 || len(n.Status.Details()) > 0 {
+			rows++
 		}
-		row := FilterRow{Node: n.Node, Fit: n.Feasible(), Reasons: n.Status.Reasons(), Details: n.Status.Details()}
-		if !row.Fit {
-			row.Plugin = r.FilterPlugins[n.Plugin]
-		}
-		d.Nodes = append(d.Nodes, row)
 	}
-	return d
+	if rows > 0 {
+		t.Verdicts, t.VerdictsAt = make([]FilterRow, 0, rows), make([]int, 0, rows)
+		for i, n := range nodes {
+			row := FilterRow{Node: n.Node, Fit: n.Feasible(), Reasons: n.Status.Reasons(), Details: n.Status.Details()}
+			if !row.Fit {
+				row.Plugin = r.FilterPlugins[n.Plugin]
+			} else if len(row.Reasons) == 0 && len(row.Details) == 0 {
+				continue // a bare fit: its name says it
+			}
+			t.Verdicts, t.VerdictsAt = append(t.Verdicts, row), append(t.VerdictsAt, i)
+		}
+	}
+	return t, len(r.Nodes) - len(nodes)
 }
 
-// orderPool holds scoreDetails' index scratch.
+func (r *CycleResult) filterDetails() filterDetails {
+	t, omitted := r.filterTable()
+	return filterDetails{Plugins: r.FilterPlugins, Nodes: t.Rows(), Total: r.NumNodes, Evaluated: len(r.Nodes), Omitted: omitted, Message: r.Message}
+}
+
+// orderPool holds scoreTable's index scratch.
 var orderPool = sync.Pool{New: func() any { return new([]int) }}
 
-func (r *CycleResult) scoreDetails() scoreDetails {
-	d := scoreDetails{Plugins: r.ScorePlugins, Selected: r.SelectedNode}
+// scoreTable records the scores of the best maxTraceNodes feasible nodes,
+// best first, and returns how many more there were.
+func (r *CycleResult) scoreTable() (api.SchedulingScoreTable, int) {
+	if len(r.Scores) == 0 {
+		return api.SchedulingScoreTable{}, 0
+	}
 	// Best first, ties by name (the selection order); sort indices, not rows
 	// (scratch from a pool: one index per feasible node, for every pod).
 	op := orderPool.Get().(*[]int)
@@ -82,33 +109,36 @@ func (r *CycleResult) scoreDetails() scoreDetails {
 		}
 		return strings.Compare(x.Node, y.Node)
 	}
+	omitted := 0
 	if len(order) > maxTraceNodes {
 		// Only the best maxTraceNodes are kept: pick them, then sort those
 		// (a few hundred comparisons fewer per pod than sorting all).
 		selectFirst(order, maxTraceNodes, better)
-		d.Omitted = len(order) - maxTraceNodes
+		omitted = len(order) - maxTraceNodes
 		order = order[:maxTraceNodes]
 	}
 	slices.SortFunc(order, better)
-	// The rows get their own copy of the scores: r.Scores' Raw and
+	// The table gets its own copy of the scores: r.Scores' Raw and
 	// Normalized share one array for every feasible node (schedule.go),
-	// and the trace book keeps these rows for up to MaxTracedPods pods, so
-	// a sub-slice would pin a whole cycle's array (2 × plugins × feasible
-	// nodes int64s) for the hundred rows kept.
-	d.Nodes = make([]ScoreRow, len(order))
-	n := 0
-	for _, j := range order {
-		n += len(r.Scores[j].Raw) + len(r.Scores[j].Normalized)
-	}
-	buf := make([]int64, 0, n)
+	// and the trace book keeps the table, so a sub-slice would pin a whole
+	// cycle's array (2 × plugins × feasible nodes int64s) for the hundred
+	// nodes kept. Every node has as many scores as there are plugins
+	// (schedule.go makes them so).
+	k, np := len(order), len(r.Scores[0].Raw)
+	ints := make([]int64, k*(1+2*np))
+	t := api.SchedulingScoreTable{Nodes: make([]string, k), Totals: ints[:k:k], Scores: ints[k:], Plugins: np}
 	for i, j := range order {
 		s := &r.Scores[j]
-		at := len(buf)
-		buf = append(append(buf, s.Raw...), s.Normalized...)
-		raw, norm := buf[at:at+len(s.Raw):at+len(s.Raw)], buf[at+len(s.Raw):len(buf):len(buf)]
-		d.Nodes[i] = ScoreRow{Node: s.Node, Raw: raw, Normalized: norm, Total: s.Total}
+		t.Nodes[i], t.Totals[i] = s.Node, s.Total
+		copy(t.Scores[2*np*i:], s.Raw)
+		copy(t.Scores[2*np*i+np:], s.Normalized)
 	}
-	return d
+	return t, omitted
+}
+
+func (r *CycleResult) scoreDetails() scoreDetails {
+	t, omitted := r.scoreTable()
+	return scoreDetails{Plugins: r.ScorePlugins, Nodes: t.Rows(), Omitted: omitted, Selected: r.SelectedNode}
 }
 
 // selectFirst moves the k first elements of xs in the order of cmp (a
@@ -154,7 +184,7 @@ func traceSpans(r *CycleResult, bindStart, bindEnd time.Time, bindErr error) []a
 		return nil
 	}
 	var spans []api.TraceSpan
-	fd := r.filterDetails()
+	ft, omitted := r.filterTable() // the table, not its rows: see api.SchedulingFilterTable
 	msg := fmt.Sprintf("%d/%d nodes fit", countFit(r), r.NumNodes)
 	if r.SelectedNode == "" {
 		msg = r.Message
@@ -163,14 +193,14 @@ func traceSpans(r *CycleResult, bindStart, bindEnd time.Time, bindErr error) []a
 	}
 	spans = append(spans, api.TraceSpan{
 		Component: "scheduler", Step: "filter", Start: micro(r.Start), End: micro(r.FilterEnd), Message: msg,
-		Details: map[string]any{"plugins": fd.Plugins, "nodes": fd.Nodes, "total": fd.Total, "evaluated": fd.Evaluated, "omitted": fd.Omitted, "message": fd.Message},
+		Details: map[string]any{"plugins": r.FilterPlugins, "nodes": ft, "total": r.NumNodes, "evaluated": len(r.Nodes), "omitted": omitted, "message": r.Message},
 	})
 	if len(r.Scores) > 0 {
-		sd := r.scoreDetails()
+		st, omitted := r.scoreTable()
 		spans = append(spans, api.TraceSpan{
 			Component: "scheduler", Step: "score", Start: micro(r.FilterEnd), End: micro(r.ScoreEnd), Node: r.SelectedNode,
 			Message: fmt.Sprintf("chose %s (score %d) among %d feasible nodes", r.SelectedNode, bestTotal(r), len(r.Scores)),
-			Details: map[string]any{"plugins": sd.Plugins, "nodes": sd.Nodes, "omitted": sd.Omitted, "selected": sd.Selected},
+			Details: map[string]any{"plugins": r.ScorePlugins, "nodes": st, "omitted": omitted, "selected": r.SelectedNode},
 		})
 	}
 	if pr := r.Preemption; pr != nil {
