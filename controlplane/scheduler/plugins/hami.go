@@ -134,7 +134,7 @@ type hamiState struct {
 	annos      map[string]string
 
 	mu        sync.Mutex
-	decisions map[string]hamiFit // by node
+	decisions map[string]hamiFit // by node; Score reads it without mu (Score)
 }
 
 type hamiFit struct {
@@ -481,9 +481,11 @@ func (h *HAMi) Score(_ context.Context, state *framework.CycleState, _ *api.Pod,
 	if st == nil || ni.Node == nil || !st.asks() {
 		return 0, nil // a pod that asks for no vGPU has no decisions (Filter)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.decisions[ni.Node.Name].score, nil
+	// Filter, which writes decisions under mu, has run on every node by
+	// now (the scheduler scores only the nodes filtering found feasible,
+	// after it), so Score, on many goroutines at once, only reads the map:
+	// no lock, which every node's score took in turn.
+	return st.decisions[ni.Name()].score, nil
 }
 
 // NormalizeScore implements framework.ScorePlugin: already 0..100.
