@@ -327,10 +327,11 @@ func ValidateBinding(b *api.Binding) error {
 	return nil
 }
 
-// Bind returns a copy of pod assigned to b's node: spec.nodeName set and
-// the PodScheduled condition True since now. The uid precondition of b
-// must hold, and a pod already on a node, or being deleted, is a
-// Conflict.
+// Bind assigns pod to b's node and returns it: spec.nodeName set and the
+// PodScheduled condition True since now. pod is changed: pass a copy (the
+// store's GuaranteedUpdate gives tryUpdate one). The uid precondition of b
+// must hold, and a pod already on a node, or being deleted, is a Conflict
+// (pod unchanged).
 func Bind(pod *api.Pod, b *api.Binding, now time.Time) (*api.Pod, error) {
 	k := api.MustKindOf(pod)
 	if err := CheckPrecondition(k, pod, b.UID, ""); err != nil {
@@ -342,10 +343,9 @@ func Bind(pod *api.Pod, b *api.Binding, now time.Time) (*api.Pod, error) {
 	if pod.Spec.NodeName != "" {
 		return nil, api.NewConflict(k, pod.Name, fmt.Sprintf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
 	}
-	next := api.Clone(pod)
-	next.Spec.NodeName = b.Target.Name
-	SetPodCondition(next, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, LastTransitionTime: api.NewTime(now.Truncate(time.Second))})
-	return next, nil
+	pod.Spec.NodeName = b.Target.Name
+	SetPodCondition(pod, api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, LastTransitionTime: api.NewTime(now.Truncate(time.Second))})
+	return pod, nil
 }
 
 // SetPodCondition sets a condition of a pod, keeping its

@@ -9,14 +9,14 @@ import (
 )
 
 // Bind refuses a pod on a node or being deleted, and a stale uid; it sets
-// the node and PodScheduled on a copy.
+// the node and PodScheduled on the pod it is given (a copy: the store's).
 func TestBind(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
 	b := &api.Binding{ObjectMeta: api.ObjectMeta{Name: "p"}, Target: api.ObjectReference{Kind: "Node", Name: "n1"}}
 	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", UID: "u1"}}
-	got, err := Bind(pod, b, now)
+	got, err := Bind(api.Clone(pod), b, now)
 	if err != nil || got.Spec.NodeName != "n1" || pod.Spec.NodeName != "" {
-		t.Fatalf("Bind = %+v, %v; want n1 on a copy", got, err)
+		t.Fatalf("Bind = %+v, %v; want n1", got, err)
 	}
 	if c := got.Status.Conditions; len(c) != 1 || c[0].Type != api.PodScheduled || c[0].Status != api.ConditionTrue || !c[0].LastTransitionTime.Equal(now.Truncate(time.Second)) {
 		t.Errorf("conditions %+v", c)

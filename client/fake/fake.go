@@ -713,7 +713,7 @@ func (f *Client) Bind(ctx context.Context, b *api.Binding) error {
 	if !ok {
 		return api.NewNotFound(k, b.Name)
 	}
-	pod, err := strategy.Bind(stored.(*api.Pod), b, f.now())
+	pod, err := strategy.Bind(api.Clone(stored.(*api.Pod)), b, f.now())
 	if err != nil {
 		return err
 	}
