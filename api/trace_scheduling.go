@@ -84,16 +84,20 @@ func (t SchedulingFilterTable) Rows() []SchedulingFilterRow {
 func (t SchedulingFilterTable) MarshalJSON() ([]byte, error) { return json.Marshal(t.Rows()) }
 
 // SchedulingScoreTable is how the scheduler records a score span's
-// "nodes" for every pod it traces: three flat lists instead of a row, two
+// "nodes" for every pod it traces: flat lists instead of a row, two
 // slices and their arrays per node. Its JSON is Rows(), the
 // []SchedulingScoreRow a trace's readers decode.
 type SchedulingScoreTable struct {
 	Nodes []string
-	// Totals[i] is the total of Nodes[i]; Scores holds, node after node,
-	// its Plugins raw scores, then its Plugins normalised ones.
-	Totals  []int64
-	Scores  []int64
-	Plugins int
+	// Totals[i] is the total of Nodes[i].
+	Totals []int64
+	// Scores holds, node after node, its Plugins raw scores, then its
+	// Plugins normalised ones, as int32 (plugins score in 0..100, or
+	// small counts); WideScores holds them instead (Scores nil) when one
+	// does not fit.
+	Scores     []int32
+	WideScores []int64
+	Plugins    int
 }
 
 // Rows returns a row for every node of the table (nil when it has none).
@@ -101,15 +105,18 @@ func (t SchedulingScoreTable) Rows() []SchedulingScoreRow {
 	if t.Nodes == nil {
 		return nil
 	}
+	scores := t.WideScores
+	if t.Scores != nil {
+		scores = make([]int64, len(t.Scores))
+		for i, v := range t.Scores {
+			scores[i] = int64(v)
+		}
+	}
+	np := t.Plugins
 	rows := make([]SchedulingScoreRow, len(t.Nodes))
 	for i, n := range t.Nodes {
-		at := 2 * t.Plugins * i
-		rows[i] = SchedulingScoreRow{
-			Node:       n,
-			Raw:        t.Scores[at : at+t.Plugins : at+t.Plugins],
-			Normalized: t.Scores[at+t.Plugins : at+2*t.Plugins : at+2*t.Plugins],
-			Total:      t.Totals[i],
-		}
+		at := 2 * np * i
+		rows[i] = SchedulingScoreRow{Node: n, Raw: scores[at : at+np : at+np], Normalized: scores[at+np : at+2*np : at+2*np], Total: t.Totals[i]}
 	}
 	return rows
 }

@@ -7463,6 +7463,11 @@ func (in *SchedulingScoreTable) DeepCopyInto(out *SchedulingScoreTable) {
 	}
 	if in.Scores != nil {
 		in, out := &in.Scores, &out.Scores
+		*out = make([]int32, len(*in))
+		copy(*out, *in)
+	}
+	if in.WideScores != nil {
+		in, out := &in.WideScores, &out.WideScores
 		*out = make([]int64, len(*in))
 		copy(*out, *in)
 	}

@@ -125,13 +125,32 @@ func (r *CycleResult) scoreTable() (api.SchedulingScoreTable, int) {
 	// nodes kept. Every node has as many scores as there are plugins
 	// (schedule.go makes them so).
 	k, np := len(order), len(r.Scores[0].Raw)
-	ints := make([]int64, k*(1+2*np))
-	t := api.SchedulingScoreTable{Nodes: make([]string, k), Totals: ints[:k:k], Scores: ints[k:], Plugins: np}
+	t := api.SchedulingScoreTable{Nodes: make([]string, k), Totals: make([]int64, k), Plugins: np}
+	narrow := true
+	for _, j := range order {
+		s := &r.Scores[j]
+		for _, v := range s.Raw {
+			narrow = narrow && v == int64(int32(v))
+		}
+		for _, v := range s.Normalized {
+			narrow = narrow && v == int64(int32(v))
+		}
+	}
+	if narrow {
+		t.Scores = make([]int32, 2*np*k)
+	} else {
+		t.WideScores = make([]int64, 2*np*k)
+	}
 	for i, j := range order {
 		s := &r.Scores[j]
 		t.Nodes[i], t.Totals[i] = s.Node, s.Total
-		copy(t.Scores[2*np*i:], s.Raw)
-		copy(t.Scores[2*np*i+np:], s.Normalized)
+		for p := range np {
+			if narrow {
+				t.Scores[2*np*i+p], t.Scores[2*np*i+np+p] = int32(s.Raw[p]), int32(s.Normalized[p])
+			} else {
+				t.WideScores[2*np*i+p], t.WideScores[2*np*i+np+p] = s.Raw[p], s.Normalized[p]
+			}
+		}
 	}
 	return t, omitted
 }

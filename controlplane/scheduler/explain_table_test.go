@@ -29,6 +29,7 @@ func TestTraceTablesAreTheRows(t *testing.T) {
 		n := []int{0, 1, 7, maxTraceNodes, maxTraceNodes + 1, 250}[rng.IntN(6)]
 		r.NumNodes = n + rng.IntN(10)
 		names := rng.Perm(400) // node names are unique: ties are broken by name
+		wide := rng.IntN(5) == 0
 		for i := range n {
 			nr := NodeFilterResult{Node: fmt.Sprintf("node-%03d", names[i]), Plugin: -1}
 			switch rng.IntN(4) {
@@ -46,6 +47,9 @@ func TestTraceTablesAreTheRows(t *testing.T) {
 				s := NodeScoreResult{Node: nr.Node, Raw: make([]int64, np), Normalized: make([]int64, np)}
 				for p := range np {
 					s.Raw[p], s.Normalized[p] = rng.Int64N(1000)-100, rng.Int64N(101)
+					if wide {
+						s.Raw[p] = rng.Int64() - 1<<62 // past int32: the table keeps int64s
+					}
 					s.Total += s.Normalized[p] * r.ScorePlugins[p].Weight
 				}
 				if rng.IntN(3) == 0 {
