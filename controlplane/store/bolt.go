@@ -287,7 +287,7 @@ func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given boo
 	}
 	m.ResourceVersion = ""
 	o := &op{typ: opCreate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp}
-	if err := o.preEncode(); err != nil {
+	if err := o.preEncode(b.rev.Load() + 1); err != nil {
 		return nil, nil, err
 	}
 	b.liveCopy(o)
@@ -316,7 +316,7 @@ func (b *Bolt) Update(ctx context.Context, obj api.Object) (api.Object, error) {
 			return nil, err
 		}
 	}
-	if err := o.preEncode(); err != nil {
+	if err := o.preEncode(b.rev.Load() + 1); err != nil {
 		return nil, err
 	}
 	b.liveCopy(o)

@@ -237,7 +237,8 @@ func (b *Bolt) commit(batch []*op) {
 }
 
 // encode returns o.obj's JSON: o.enc with o.obj's resourceVersion in place
-// of encRV where the writer encoded it, else json.Marshal.
+// of encRV where the writer encoded it (o.enc itself when the two have as
+// many digits: o.enc is the op's), else json.Marshal.
 func (o *op) encode() ([]byte, error) {
 	if o.enc != nil {
 		if raw, err := withResourceVersion(o.enc, o.encRV, o.obj.GetObjectMeta().ResourceVersion); raw != nil || err != nil {
@@ -248,20 +249,28 @@ func (o *op) encode() ([]byte, error) {
 }
 
 // placeholderRV stands for the revision in JSON encoded before the commit
-// gives one (preEncode).
-const placeholderRV = "0"
+// gives one (preEncode): zeros, as many as the revision the write will
+// likely get has digits (the next one's), so that the committer puts the
+// revision in place instead of into a copy of the JSON (withResourceVersion).
+func placeholderRV(next int64) string {
+	n := len(formatRevision(next))
+	return zeros[:n]
+}
+
+const zeros = "0000000000000000000" // as many as an int64 has digits
 
 // preEncode encodes o.obj (a create's or an update's) in the writer's
-// goroutine, with placeholderRV for a resourceVersion it lacks, so that
-// the committer, which commits one batch at a time, only puts the
+// goroutine, with placeholderRV(next) for a resourceVersion it lacks, so
+// that the committer, which commits one batch at a time, only puts the
 // revision in: the encode of each write is off its path. An object that
 // cannot be encoded fails here, as the committer would fail it.
-func (o *op) preEncode() error {
+func (o *op) preEncode(next int64) error {
 	m := o.obj.GetObjectMeta()
 	rv := m.ResourceVersion
 	o.encRV = rv
 	if rv == "" {
-		o.encRV, m.ResourceVersion = placeholderRV, placeholderRV
+		o.encRV = placeholderRV(next)
+		m.ResourceVersion = o.encRV
 	}
 	enc, err := json.Marshal(o.obj)
 	m.ResourceVersion = rv

@@ -57,8 +57,10 @@ func readStoredMeta(raw []byte) (storedMeta, error) {
 
 // withResourceVersion returns enc, the JSON of an object whose
 // metadata.resourceVersion is old, with rv in its place: byte for byte the
-// encoding of the object with rv set, without encoding it again. It
-// returns nil when enc's resourceVersion is not old.
+// encoding of the object with rv set, without encoding it again. When rv
+// is as long as old, rv is written over old in enc itself, which it
+// returns; else a copy. It returns nil when enc's resourceVersion is not
+// old.
 func withResourceVersion(enc []byte, old, rv string) ([]byte, error) {
 	var out []byte
 	err := scanMetadata(enc, func(d *jsontext.Decoder, name string) (bool, error) {
@@ -72,6 +74,11 @@ func withResourceVersion(enc []byte, old, rv string) ([]byte, error) {
 		end := int(d.InputOffset())
 		start := end - len(v)
 		if string(v) != `"`+old+`"` { // revisions are digits: no escapes
+			return true, nil
+		}
+		if len(rv) == len(old) {
+			copy(enc[start+1:end-1], rv)
+			out = enc
 			return true, nil
 		}
 		out = make([]byte, 0, len(enc)-len(old)+len(rv))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,7 @@ func TestWithResourceVersionIsMarshal(t *testing.T) {
 		if miss, err := withResourceVersion(enc, "6", next); miss != nil || err != nil {
 			t.Fatalf("%s %d: spliced JSON whose resourceVersion is not 6: %v", k.Kind, i, err)
 		}
+		old := m.ResourceVersion
 		m.ResourceVersion = next
 		want, err := json.Marshal(o)
 		if err != nil {
@@ -124,6 +126,16 @@ func TestWithResourceVersionIsMarshal(t *testing.T) {
 		}
 		if string(got) != string(want) {
 			t.Fatalf("%s %d: withResourceVersion\n%s\nencoding/json\n%s", k.Kind, i, got, want)
+		}
+		// A revision as long as the old one is written over it in enc.
+		same := strings.Repeat("9", len(old))
+		got, err = withResourceVersion(enc, old, same)
+		if err != nil || got == nil || &got[0] != &enc[0] {
+			t.Fatalf("%s %d: %s over %s: %v, not in place", k.Kind, i, same, old, err)
+		}
+		m.ResourceVersion = same
+		if want, _ := json.Marshal(o); string(got) != string(want) {
+			t.Fatalf("%s %d: withResourceVersion in place\n%s\nencoding/json\n%s", k.Kind, i, got, want)
 		}
 	})
 	for _, enc := range []string{`{"metadata":{}}`, `{"kind":"Event","involvedObject":{"resourceVersion":"5"},"metadata":{"name":"e"}}`} {
@@ -204,8 +216,19 @@ func BenchmarkWithResourceVersion(b *testing.B) {
 	}
 	b.Run("withResourceVersion", func(b *testing.B) {
 		b.ReportAllocs()
+		rvs := [2]string{"12345", "12346"} // in place: back and forth
+		i := 0
 		for b.Loop() {
-			if out, err := withResourceVersion(enc, "12345", "12346"); out == nil || err != nil {
+			if out, err := withResourceVersion(enc, rvs[i%2], rvs[(i+1)%2]); out == nil || err != nil {
+				b.Fatal(out, err)
+			}
+			i++
+		}
+	})
+	b.Run("withResourceVersion-longer", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if out, err := withResourceVersion(enc, "12345", "123456"); out == nil || err != nil {
 				b.Fatal(out, err)
 			}
 		}
