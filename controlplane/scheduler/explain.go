@@ -19,11 +19,6 @@ import (
 //	               per node looked at), "total", "evaluated", "omitted", "message"
 //	step "score":  Details "plugins" (name and weight), "nodes" (one ScoreRow
 //	               per feasible node, best first), "selected"
-//
-// In memory "nodes" are compact tables (api.SchedulingFilterTable,
-// SchedulingScoreTable: names and flat lists), whose JSON is those rows:
-// the scheduler traces every pod, and rows were half of what a burst of
-// pods allocated (docs/performance.md, thirteenth sitting).
 //	step "preemption": Details "node", "victims", "message"
 //	step "permit": Node, Details "outcome" (waiting, allowed, rejected),
 //	               "plugins", "message" (permitwait.go)
@@ -32,6 +27,10 @@ import (
 //	               gate (gated.go); no attempt to explain since
 //
 // A span holds at most maxTraceNodes nodes; "omitted" counts the rest.
+// In memory "nodes" are compact tables (api.SchedulingFilterTable,
+// SchedulingScoreTable: names and flat lists) whose JSON is those rows:
+// the scheduler traces every pod, and rows were half of what a burst of
+// pods allocated (docs/performance.md, thirteenth sitting).
 // api.ExplainSchedulingTrace turns the spans back into the table Explain
 // prints (`skiff describe pod`, `skiff trace`).
 
