@@ -182,12 +182,12 @@ func StartEmbedded(ctx context.Context, c Config) (*Server, error) {
 		timeout = time.Minute
 	}
 
-	e, err := embed.StartEtcd(cfg)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	e, err := startEtcd(ctx, cfg, t.C)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd member %s: %w", c.Name, err)
 	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
@@ -211,6 +211,32 @@ func StartEmbedded(ctx context.Context, c Config) (*Server, error) {
 		return nil, fmt.Errorf("connect to etcd member %s: %w", c.Name, err)
 	}
 	return &Server{e: e, cli: cli, closed: make(chan struct{})}, nil
+}
+
+// startEtcd is embed.StartEtcd, asked again while a joining member finds
+// the cluster not yet knowing it. A new member checks its initial cluster
+// against the member list of the first peer that answers, and a member
+// that has not applied AddMember's change yet lists one member fewer
+// ("member count is unequal"): it applies it within milliseconds, so the
+// start is tried again, every 100 ms, until it passes, fails otherwise,
+// timeout fires or ctx ends.
+func startEtcd(ctx context.Context, cfg *embed.Config, timeout <-chan time.Time) (*embed.Etcd, error) {
+	for {
+		e, err := embed.StartEtcd(cfg)
+		if err == nil || cfg.ClusterState != ClusterStateExisting || !strings.Contains(err.Error(), "member count is unequal") {
+			return e, err
+		}
+		retry := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-retry.C:
+		case <-timeout:
+			retry.Stop()
+			return nil, err
+		case <-ctx.Done():
+			retry.Stop()
+			return nil, err
+		}
+	}
 }
 
 // Client is a client of this member (the cluster through it). Stop closes it.
