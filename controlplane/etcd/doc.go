@@ -17,7 +17,9 @@
 //
 // Invariants:
 //   - StartEmbedded returns once the member serves clients (it has joined
-//     or formed a quorum), or fails and leaves nothing running.
+//     or formed a quorum), or fails and leaves nothing running. A joining
+//     member that asks a peer which has not applied AddMember yet ("member
+//     count is unequal") starts again until its start timeout.
 //   - Stop stops the member and closes its client; it is safe twice.
 //   - A learner serves no client requests but the member list: a joining
 //     server opens its store once WaitPromoted has returned.
