@@ -367,16 +367,13 @@ func (b *Bolt) GetMeta(ctx context.Context, kind *api.Kind, namespace, name stri
 	// committer puts every committed write in and takes deletes out): its
 	// metadata without a read, a decompression and a decode. A trace append
 	// after every bind is the reason.
-	if err := ctx.Err(); err != nil {
+	if err := b.checkRead(ctx); err != nil {
 		return nil, err
 	}
-	if err := b.checkOpen(); err != nil {
-		return nil, err
-	}
-	if obj, ok := b.recent.latest(bucketKey(kind.GroupResource(), api.Key(namespace, name))); ok {
+	if e, _, ok := b.recent.entry(bucketKey(kind.GroupResource(), api.Key(namespace, name))); ok {
 		meta := kind.New()
-		*meta.GetTypeMeta() = *obj.GetTypeMeta()
-		obj.GetObjectMeta().DeepCopyInto(meta.GetObjectMeta())
+		*meta.GetTypeMeta() = *e.obj.GetTypeMeta()
+		e.obj.GetObjectMeta().DeepCopyInto(meta.GetObjectMeta())
 		return meta, nil
 	}
 	raw, _, _, err := b.read(ctx, kind, namespace, name)
@@ -419,10 +416,7 @@ func (b *Bolt) get(ctx context.Context, kind *api.Kind, namespace, name string, 
 // NotFound when there is no such object. For a memoized kind it also
 // returns the count of writes noted before the read (memo.go).
 func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string) ([]byte, memoEntry, uint64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, memoEntry{}, 0, err
-	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.checkRead(ctx); err != nil {
 		return nil, memoEntry{}, 0, err
 	}
 	var (
@@ -479,10 +473,7 @@ func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string)
 // List returns the objects of a kind, in one namespace or all, sorted by
 // key, and the revision they were read at.
 func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]api.Object, int64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.checkRead(ctx); err != nil {
 		return nil, 0, err
 	}
 	var (
@@ -525,10 +516,7 @@ func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]ap
 // Count is the number of objects List would return, none decoded
 // (Counter).
 func (b *Bolt) Count(ctx context.Context, kind *api.Kind, namespace string) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.checkRead(ctx); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -661,10 +649,7 @@ func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name stri
 	if !useRecent {
 		return nil, nil, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.checkRead(ctx); err != nil {
 		return nil, nil, err
 	}
 	obj, mayBe, ok := b.recent.get(bucketKey(kind.GroupResource(), api.Key(namespace, name)))
@@ -722,6 +707,15 @@ func prepareOwned(obj api.Object) (*api.Kind, error) {
 		return nil, api.NewBadRequest(fmt.Sprintf("%s: name is required", k.GroupResource()))
 	}
 	return k, nil
+}
+
+// checkRead is what every read and watch checks first: ctx's error, or
+// ErrClosed once the store is closed.
+func (b *Bolt) checkRead(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.checkOpen()
 }
 
 func (b *Bolt) checkOpen() error {

@@ -89,25 +89,22 @@ func (r *recentWrites) put(events []hubEvent, keys []string) {
 	}
 }
 
+// entry returns key's entry (its object shared: never changed) and the
+// seed of its hash.
+func (r *recentWrites) entry(key string) (recentEntry, maphash.Seed, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[key]
+	return e, r.seed, ok
+}
+
 // get returns a private copy of key's last committed object, and a check
 // of whether some JSON may be that object's: false only when it is not.
 func (r *recentWrites) get(key string) (api.Object, func(enc []byte) bool, bool) {
-	r.mu.Lock()
-	e, ok := r.entries[key]
-	seed := r.seed
-	r.mu.Unlock()
+	e, seed, ok := r.entry(key)
 	if !ok {
 		return nil, nil, false
 	}
 	mayBe := func(enc []byte) bool { return len(enc) == e.rawLen && maphash.Bytes(seed, enc) == e.rawHash }
 	return api.Clone(e.obj), mayBe, true
-}
-
-// latest returns key's last committed object itself, shared: the caller
-// never changes it.
-func (r *recentWrites) latest(key string) (api.Object, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.entries[key]
-	return e.obj, ok
 }

@@ -330,10 +330,7 @@ func (h *hub) stats() (watchers int, slow uint64) {
 // more than WatchBuffer events behind; resume from the last revision seen.
 // A rev newer than the current revision is accepted: events after it follow.
 func (b *Bolt) Watch(ctx context.Context, kind *api.Kind, namespace string, rev int64) (<-chan Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := b.checkOpen(); err != nil {
+	if err := b.checkRead(ctx); err != nil {
 		return nil, err
 	}
 	if rev < 0 {
