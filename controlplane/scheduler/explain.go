@@ -55,22 +55,27 @@ func (r *CycleResult) filterTable() (api.SchedulingFilterTable, int) {
 	if len(nodes) == 0 {
 		return t, 0
 	}
+	// A bare fit (no reasons, no details) is its name alone.
+	bare := func(n NodeFilterResult) bool {
+		return n.Feasible() && len(n.Status.Reasons()) == 0 && len(n.Status.Details()) == 0
+	}
 	t.Nodes = make([]string, len(nodes))
 	rows := 0
 	for i, n := range nodes {
 		t.Nodes[i] = n.Node
-		if !n.Feasible() || len(n.Status.Reasons()) > 0 || len(n.Status.Details()) > 0 {
+		if !bare(n) {
 			rows++
 		}
 	}
 	if rows > 0 {
 		t.Verdicts, t.VerdictsAt = make([]FilterRow, 0, rows), make([]int, 0, rows)
 		for i, n := range nodes {
+			if bare(n) {
+				continue
+			}
 			row := FilterRow{Node: n.Node, Fit: n.Feasible(), Reasons: n.Status.Reasons(), Details: n.Status.Details()}
 			if !row.Fit {
 				row.Plugin = r.FilterPlugins[n.Plugin]
-			} else if len(row.Reasons) == 0 && len(row.Details) == 0 {
-				continue // a bare fit: its name says it
 			}
 			t.Verdicts, t.VerdictsAt = append(t.Verdicts, row), append(t.VerdictsAt, i)
 		}

@@ -134,7 +134,7 @@ type hamiState struct {
 	annos      map[string]string
 
 	mu        sync.Mutex
-	decisions map[string]hamiFit // by node; Score reads it without mu (Score)
+	decisions map[string]hamiFit // by node; Score reads it without mu (see Score)
 }
 
 type hamiFit struct {
