@@ -77,8 +77,21 @@ func TestPooledCycleMatchesFresh(t *testing.T) {
 			if got.Nodes != nil || got.Scores != nil {
 				t.Fatal("release left the result's arrays")
 			}
+			if !zeroToCap(b.nodes) || !zeroToCap(b.feasible) || !zeroToCap(b.scores) || !zeroToCap(b.list) {
+				t.Fatalf("round %d pod %d: release left entries in the pooled arrays", round, i)
+			}
 		}
 	}
+}
+
+// zeroToCap reports whether every entry of xs up to its capacity is zero.
+func zeroToCap[T any](xs []T) bool {
+	for _, x := range xs[:cap(xs)] {
+		if !reflect.ValueOf(&x).Elem().IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // selectFirst picks the same first k as a full sort, on lists with many

@@ -88,11 +88,15 @@ func (r *CycleResult) release() {
 	b := r.bufs
 	r.bufs, r.Nodes, r.Scores = nil, nil, nil
 	// Drop what the arrays point to (nodes' names, statuses, NodeInfos)
-	// so the pool keeps no old objects alive.
-	clear(b.nodes[:cap(b.nodes)])
-	clear(b.feasible[:cap(b.feasible)])
-	clear(b.scores[:cap(b.scores)])
-	clear(b.list[:cap(b.list)])
+	// so the pool keeps no old objects alive. A cycle writes only below
+	// the lengths the arrays are kept with (findFeasible clears what it
+	// cut off), so clearing up to them leaves every array zero to its
+	// capacity: a pod that looked at 500 nodes clears 500 entries, not
+	// the 5,000 of the largest cycle before it.
+	clear(b.nodes)
+	clear(b.feasible)
+	clear(b.scores)
+	clear(b.list)
 	cycleBufPool.Put(b)
 }
 
