@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -31,16 +32,24 @@ import (
 //     waiting is checked against the quotas in turn, then each quota that
 //     changed is written once, with its resourceVersion. Two creates racing
 //     for the last GPU are checked one after the other: the second sees
-//     the first's charge. A quota write that lost a race (the resourcequota
-//     controller, another API server) is redone from the stored quota.
+//     the first's charge.
+//   - A create does not wait for its charge's commit: where the store can
+//     (store.Chainer) the batch's quota writes are queued, the creates are
+//     answered, and each create is stored only if its charges were
+//     (CreateEncodedAfter): the charge and the create share a commit, one
+//     fsync, instead of following each other. Other writes wait for the
+//     charge (chargeQuotaWritten). A charge whose quota write lost a race
+//     (the resourcequota controller, another API server) fails its write,
+//     which is checked and charged again from the stored quota
+//     (quotaRetries times).
 //   - Between batches the namespace's quotas are a list kept with the
 //     batches' own writes in place (sharedlist.go), read again only when
 //     someone else wrote one; and each quota's reservations as parsed.
 var quotaKind = api.MustKindOf(&api.ResourceQuota{})
 
-// quotaRetries bounds the rounds of one batch whose quota writes lost
+// quotaRetries bounds the charges of one write whose quota writes lost
 // races (to the controller, which writes when usage went down, or to
-// another API server): each round reads the quotas again.
+// another API server): each is checked again on the stored quotas.
 const quotaRetries = 10
 
 // quotaAdmission holds the per-namespace queues.
@@ -63,30 +72,29 @@ type quotaWaiter struct {
 	dryRun  bool
 	release bool // take back the charges of (resource, uid) instead
 	done    chan error
-	// charged are the quotas this request's charge was written to.
+	// charged are the quotas this request was charged to, and after their
+	// writes, queued (store.Queued): the request's write may ride in their
+	// commit, or wait for them.
 	charged []string
+	after   []*store.Queued
 }
 
 // chargeQuota runs quota admission for a write of obj (old: its stored
-// state, nil on create) and returns what to call once the write is done
-// (stored: it succeeded): it settles the charge, or takes it back. A
+// state, nil on create). It returns what to call once the write is done
+// (stored: it succeeded): it settles the charge, or takes it back; and the
+// quota writes of the charge, queued: the write must not be stored unless
+// they are made (store.CreateEncodedAfter, or chargeQuotaWritten). A
 // refusal is a 403 in Kubernetes' words.
-func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Object) (func(ctx context.Context, stored bool), error) {
+func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Object) (func(ctx context.Context, stored bool), []*store.Queued, error) {
 	nothing := func(context.Context, bool) {}
 	if !k.Namespaced || k == quotaKind && old != nil || old != nil && !quota.UsageChanged(k, obj, old, time.Now()) {
-		return nothing, nil
+		return nothing, nil, nil
 	}
 	m := obj.GetObjectMeta()
 	if n, err := r.countQuotas(ctx, m.Namespace); err == nil && n == 0 {
-		return nothing, nil // the common case: no quota here, no queue
+		return nothing, nil, nil // the common case: no quota here, no queue
 	}
-	release := func() {
-		rel := &quotaWaiter{req: quota.Request{Kind: k, Obj: obj, Now: time.Now()}, release: true, done: make(chan error, 1)}
-		r.enqueueQuota(m.Namespace, rel)
-		if err := <-rel.done; err != nil {
-			r.log.Warn("quota: release the charge of a failed write", "kind", k.Kind, "key", api.KeyOf(obj), "err", err)
-		}
-	}
+	release := func() { r.releaseQuota(m.Namespace, k, obj) }
 	w := &quotaWaiter{req: quota.Request{Kind: k, Obj: obj, Old: old, Now: time.Now()}, dryRun: isDryRun(ctx), done: make(chan error, 1)}
 	r.enqueueQuota(m.Namespace, w)
 	var err error
@@ -98,19 +106,16 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 				release()
 			}
 		}()
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if err != nil {
-		if len(w.charged) > 0 { // charged to one quota, refused by another on a retry
-			release()
-		}
 		if errors.Is(err, quota.ErrForbidden) {
-			return nil, forbidden(k, m.Name, err.Error())
+			return nil, nil, forbidden(k, m.Name, err.Error())
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if len(w.charged) == 0 {
-		return nothing, nil
+		return nothing, nil, nil
 	}
 	return func(_ context.Context, stored bool) {
 		if !stored {
@@ -126,7 +131,58 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 		}
 		r.quotas.stored[m.Namespace][k.GroupResource()+"/"+m.UID] = true
 		r.quotas.mu.Unlock()
-	}, nil
+	}, w.after, nil
+}
+
+// chargeQuotaWritten is chargeQuota for a write that cannot ride with its
+// charge (an update): it returns once the charge is written, charging
+// again when a quota write lost a race.
+func (r *Registry) chargeQuotaWritten(ctx context.Context, k *api.Kind, obj, old api.Object) (func(ctx context.Context, stored bool), error) {
+	for attempt := 1; ; attempt++ {
+		done, after, err := r.chargeQuota(ctx, k, obj, old)
+		if err != nil {
+			return nil, err
+		}
+		err = store.WaitAll(after)
+		if err == nil {
+			return done, nil
+		}
+		done(ctx, false) // what was written to the other quotas
+		if !retryCharge(err, attempt) {
+			return nil, quotaWriteFailed(err)
+		}
+	}
+}
+
+// retryCharge reports whether a write that failed with err, after its
+// attempt-th charge, is charged again: when a quota write lost a race.
+func retryCharge(err error, attempt int) bool {
+	return errors.Is(err, store.ErrDependencyFailed) && api.IsConflict(err) && attempt < quotaRetries
+}
+
+// quotaWriteFailed is the error of a write whose charge was not written
+// (err: store.ErrDependencyFailed's).
+func quotaWriteFailed(err error) error {
+	return fmt.Errorf("quota admission: update quota: %w", err)
+}
+
+// releaseQuota takes back the charges of (k, obj) from the namespace's
+// quotas, writing each quota that held one, again when a write lost a race.
+func (r *Registry) releaseQuota(ns string, k *api.Kind, obj api.Object) {
+	var err error
+	for range quotaRetries {
+		rel := &quotaWaiter{req: quota.Request{Kind: k, Obj: obj, Now: time.Now()}, release: true, done: make(chan error, 1)}
+		r.enqueueQuota(ns, rel)
+		if err = <-rel.done; err == nil {
+			err = store.WaitAll(rel.after)
+		}
+		if err == nil || !api.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		r.log.Warn("quota: release the charge of a failed write", "kind", k.Kind, "key", api.KeyOf(obj), "err", err)
+	}
 }
 
 // countQuotas counts the namespace's quotas: the kept list's (listShared)
@@ -198,91 +254,105 @@ func (r *Registry) drainQuota(ns string) {
 }
 
 // quotaBatch checks and charges a batch against the namespace's quotas
-// and answers every waiter; a quota it writes drops the reservations of
-// the objects stored since the last batch. The namespace's quotas are a
-// list kept between batches (listShared), with the batch's own writes in
-// place; memo holds their reservations as the batches left them.
+// and answers every waiter, with the quota writes of its charge queued
+// (quotaWaiter.after); a quota it writes drops the reservations of the
+// objects stored since the last batch. It returns once those writes are
+// done: the next batch writes the quotas again, from what they left. The
+// namespace's quotas are a list kept between batches (listShared), with
+// the batch's own writes in place; memo holds their reservations as the
+// batches left them.
 func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWaiter, stored map[string]bool, memo map[string]quotaMemo) {
 	results := make([]error, len(batch))
-	only := map[string]bool(nil) // on a retry: the quotas whose writes failed
-	for attempt := 0; ; attempt++ {
-		all, writes, err := r.listShared(ctx, quotaKind, ns)
-		if err != nil {
-			for i := range results {
-				results[i] = fmt.Errorf("quota admission: list quotas: %w", err)
-			}
-			break
+	all, writes, err := r.listShared(ctx, quotaKind, ns)
+	if err != nil {
+		for i := range results {
+			results[i] = fmt.Errorf("quota admission: list quotas: %w", err)
 		}
-		var quotas []*api.ResourceQuota
-		for _, o := range all {
-			if q := o.(*api.ResourceQuota); only == nil || only[q.Name] {
-				quotas = append(quotas, q)
-			}
+	}
+	if len(all) == 0 {
+		clear(memo) // no quota left here: no reservations to keep
+	}
+	quotas := make([]*api.ResourceQuota, len(all))
+	// Each quota's reservations are read once for the batch and written
+	// once, when it changed (quota.Ledger).
+	ledgers := make([]*quota.Ledger, len(all))
+	for i, o := range all {
+		q := o.(*api.ResourceQuota)
+		quotas[i] = api.Clone(q)
+		if m, ok := memo[q.Name]; ok && m.uid == q.UID && m.rv == q.ResourceVersion {
+			ledgers[i] = quota.NewLedgerWith(quotas[i], slices.Clone(m.rs))
+		} else {
+			ledgers[i] = quota.NewLedger(quotas[i])
 		}
-		if len(all) == 0 {
-			clear(memo) // no quota left here: no reservations to keep
-		}
-		if len(quotas) == 0 {
-			break
-		}
-		// Each quota's reservations are read once for the batch and
-		// written once, when it changed (quota.Ledger).
-		ledgers := make([]*quota.Ledger, len(quotas))
-		for i, q := range quotas {
-			quotas[i] = api.Clone(q)
-			if m, ok := memo[q.Name]; ok && m.uid == q.UID && m.rv == q.ResourceVersion {
-				ledgers[i] = quota.NewLedgerWith(quotas[i], slices.Clone(m.rs))
-			} else {
-				ledgers[i] = quota.NewLedger(quotas[i])
-			}
-		}
-		changed := map[int][]int{} // quota index → waiters charged to it
-		for i, w := range batch {
-			if results[i] != nil {
-				continue
-			}
+	}
+	changed := map[int][]int{} // quota index → waiters charged to it
+	for i, w := range batch {
+		if results[i] == nil {
 			r.quotaOne(quotas, ledgers, i, w, &results[i], changed)
 		}
-		failed := map[string]bool{}
-		written := map[string]api.Object{}
-		for j, ws := range changed {
-			ledgers[j].Settle(stored)
-			ledgers[j].Flush()
-			out, err := r.store.Update(ctx, quotas[j])
-			if err != nil {
-				failed[quotas[j].Name] = true
-				if attempt == quotaRetries-1 || !api.IsConflict(err) {
-					for _, i := range ws {
-						results[i] = fmt.Errorf("quota admission: update quota %s: %w", quotas[j].Name, err)
-					}
-				}
-				continue
-			}
-			om := out.GetObjectMeta()
-			written[om.Name] = out
-			memo[om.Name] = quotaMemo{uid: om.UID, rv: om.ResourceVersion, rs: ledgers[j].Reservations()}
-			for _, i := range ws {
-				batch[i].charged = append(batch[i].charged, quotas[j].Name)
-			}
+	}
+	queued := map[int]*store.Queued{}
+	for j, ws := range changed {
+		ledgers[j].Settle(stored)
+		ledgers[j].Flush()
+		q := r.updateQueued(ctx, quotas[j])
+		queued[j] = q
+		for _, i := range ws {
+			batch[i].charged = append(batch[i].charged, quotas[j].Name)
+			batch[i].after = append(batch[i].after, q)
 		}
-		if len(written) > 0 {
-			next := make([]api.Object, len(all))
-			for i, o := range all {
-				next[i] = o
-				if w, ok := written[o.GetObjectMeta().Name]; ok {
-					next[i] = w
-				}
-			}
-			r.keepAfterOwnWrites(quotaKind, ns, writes, len(written), next)
-		}
-		if len(failed) == 0 || attempt == quotaRetries-1 {
-			break
-		}
-		only = failed
 	}
 	for i, w := range batch {
 		w.done <- results[i]
 	}
+	written := map[string]api.Object{}
+	for j, q := range queued {
+		name := quotas[j].Name
+		out, err := q.Wait()
+		if err != nil {
+			delete(memo, name) // read it again
+			continue
+		}
+		om := out.GetObjectMeta()
+		written[name] = out
+		memo[name] = quotaMemo{uid: om.UID, rv: om.ResourceVersion, rs: ledgers[j].Reservations()}
+	}
+	if len(written) < len(queued) && len(stored) > 0 {
+		// A quota not written keeps its reservations of stored objects:
+		// the next batch drops them.
+		r.quotas.mu.Lock()
+		if r.quotas.stored == nil {
+			r.quotas.stored = map[string]map[string]bool{}
+		}
+		if r.quotas.stored[ns] == nil {
+			r.quotas.stored[ns] = map[string]bool{}
+		}
+		maps.Copy(r.quotas.stored[ns], stored)
+		r.quotas.mu.Unlock()
+	}
+	if len(written) > 0 {
+		next := make([]api.Object, len(all))
+		for i, o := range all {
+			next[i] = o
+			if w, ok := written[o.GetObjectMeta().Name]; ok {
+				next[i] = w
+			}
+		}
+		r.keepAfterOwnWrites(quotaKind, ns, writes, len(written), next)
+	}
+}
+
+// updateQueued queues the update of a quota (store.Chainer), or makes it
+// where the store cannot queue.
+func (r *Registry) updateQueued(ctx context.Context, q *api.ResourceQuota) *store.Queued {
+	if c, ok := r.store.(store.Chainer); ok {
+		out, err := c.UpdateQueued(ctx, q)
+		if err != nil {
+			return store.Done(nil, err)
+		}
+		return out
+	}
+	return store.Done(r.store.Update(ctx, q))
 }
 
 // quotaOne checks (or releases) one waiter against quotas, charging the

@@ -15,6 +15,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane/controllers"
 	"skiff.dev/skiff/controlplane/quota"
+	"skiff.dev/skiff/controlplane/store"
 	"skiff.dev/skiff/internal/testwait"
 )
 
@@ -277,14 +278,18 @@ func TestQuotaKnownBetweenBatches(t *testing.T) {
 	if err := create("a"); err != nil {
 		t.Fatal(err)
 	}
-	known, _, ok := e.reg.kept(quotaKind, "bob")
 	stored, err := e.local.Get(ctx, quotaKind, "bob", "gpus")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ok || len(known) != 1 || known[0].GetObjectMeta().ResourceVersion != stored.GetObjectMeta().ResourceVersion {
-		t.Fatalf("after a charged create: known %v (%v), want the stored quota at %s", known, ok, stored.GetObjectMeta().ResourceVersion)
-	}
+	// The create rode in its charge's commit; the batch keeps the quota
+	// it wrote once it hears that commit, which may be after the create's
+	// answer.
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		known, _, ok := e.reg.kept(quotaKind, "bob")
+		return ok && len(known) == 1 && known[0].GetObjectMeta().ResourceVersion == stored.GetObjectMeta().ResourceVersion,
+			fmt.Sprintf("after a charged create: known %v (%v), want the stored quota at %s", known, ok, stored.GetObjectMeta().ResourceVersion)
+	})
 	if n, err := e.reg.countQuotas(ctx, "bob"); err != nil || n != 1 {
 		t.Fatalf("countQuotas = %d, %v; want 1", n, err)
 	}
@@ -329,7 +334,102 @@ func TestQuotaKnownBetweenBatches(t *testing.T) {
 	if err := create("d"); err != nil {
 		t.Fatalf("the quota of 0 deleted: %v", err)
 	}
-	if known, _, ok := e.reg.kept(quotaKind, "bob"); !ok || len(known) != 1 || known[0].GetObjectMeta().Name != "gpus" {
-		t.Fatalf("after the delete and a create: known %v (%v), want gpus alone", known, ok)
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		known, _, ok := e.reg.kept(quotaKind, "bob")
+		return ok && len(known) == 1 && known[0].GetObjectMeta().Name == "gpus",
+			fmt.Sprintf("after the delete and a create: known %v (%v), want gpus alone", known, ok)
+	})
+}
+
+// racingStore is a bbolt store on which someone else writes a quota just
+// before each of the first lose quota writes admission queues: those
+// writes lose their race (a conflict), as to the resourcequota controller.
+type racingStore struct {
+	*store.Bolt
+	mu   sync.Mutex
+	lose int
+	lost int
+}
+
+func (s *racingStore) UpdateQueued(ctx context.Context, obj api.Object) (*store.Queued, error) {
+	s.mu.Lock()
+	race := s.lost < s.lose
+	if race {
+		s.lost++
+	}
+	s.mu.Unlock()
+	if q, ok := obj.(*api.ResourceQuota); ok && race {
+		cur, err := s.Get(ctx, quotaKind, q.Namespace, q.Name)
+		if err != nil {
+			return nil, err
+		}
+		other := cur.(*api.ResourceQuota)
+		if other.Labels == nil {
+			other.Labels = map[string]string{}
+		}
+		other.Labels["touched"] = fmt.Sprint(s.lost)
+		if _, err := s.Update(ctx, other); err != nil {
+			return nil, err
+		}
+	}
+	return s.Bolt.UpdateQueued(ctx, obj)
+}
+
+// A create's charge rides in one commit with the create (store.Chainer).
+// When the charge's quota write loses a race, the create is not stored;
+// it is checked and charged again on the stored quota, and charged once.
+// Past quotaRetries lost races it fails and changes nothing.
+func TestQuotaChargeLostRace(t *testing.T) {
+	st := &racingStore{Bolt: defaultsStore(t, store.Options{NoSync: true})}
+	reg := NewRegistry(st, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if _, err := reg.Create(ctx, namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := reg.Create(ctx, quotaKind, &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: "gpus", Namespace: "bob"},
+		Spec: api.ResourceQuotaSpec{Hard: quantities("requests.nvidia.com/gpu", "4")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := api.Clone(out).(*api.ResourceQuota) // no controller here: write the status it would
+	q.Status = api.ResourceQuotaStatus{Hard: quantities("requests.nvidia.com/gpu", "4"), Used: quantities("requests.nvidia.com/gpu", "0")}
+	if _, err := reg.UpdateStatus(ctx, quotaKind, q); err != nil {
+		t.Fatal(err)
+	}
+	used := func() string {
+		o, err := reg.Get(ctx, quotaKind, "bob", "gpus")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rq := o.(*api.ResourceQuota)
+		u := rq.Status.Used["requests.nvidia.com/gpu"]
+		return fmt.Sprintf("%s/%d", u.String(), len(quota.Reservations(rq)))
+	}
+
+	st.mu.Lock()
+	st.lose = 3
+	st.mu.Unlock()
+	if _, err := reg.Create(ctx, podKind, gpuPodIn("bob", "a")); err != nil {
+		t.Fatalf("create after three lost quota writes: %v", err)
+	}
+	if st.lost != 3 {
+		t.Fatalf("%d quota writes lost their race, want 3", st.lost)
+	}
+	if got := used(); got != "1/1" {
+		t.Errorf("after the create: used/reservations %s, want 1/1 (charged once)", got)
+	}
+
+	st.mu.Lock()
+	st.lose, st.lost = quotaRetries, 0
+	st.mu.Unlock()
+	_, err = reg.Create(ctx, podKind, gpuPodIn("bob", "b"))
+	if !api.IsConflict(err) || !strings.Contains(err.Error(), "quota admission: update quota") {
+		t.Fatalf("create after %d lost quota writes: %v, want the conflict", quotaRetries, err)
+	}
+	if _, err := reg.Get(ctx, podKind, "bob", "b"); !api.IsNotFound(err) {
+		t.Fatalf("pod b, refused, is stored: %v", err)
+	}
+	if got := used(); got != "1/1" {
+		t.Errorf("after the refused create: used/reservations %s, want 1/1 (nothing charged)", got)
 	}
 }

@@ -261,21 +261,34 @@ func (r *Registry) create(ctx context.Context, k *api.Kind, in api.Object, owned
 	if err := alloc.allocate(ctx, obj, nil); err != nil {
 		return nil, nil, err
 	}
-	quotaDone, err := r.chargeQuota(ctx, k, obj, nil) // admission_quota.go: the last step
-	if err != nil {
-		return nil, nil, err
-	}
-	if isDryRun(ctx) { // dryrun.go: all of the above, nothing stored
-		out, err := r.dryRunCreate(ctx, k, obj, generated)
-		return out, nil, err
-	}
-	out, raw, err := r.storeCreate(ctx, obj)
-	for i := 0; generated && api.IsAlreadyExists(err) && i < conflictRetries; i++ {
-		m.Name = generateName(m.GenerateName)
-		out, raw, err = r.storeCreate(ctx, obj)
-	}
-	quotaDone(ctx, err == nil)
-	if err != nil {
+	var out api.Object
+	var raw []byte
+	for attempt := 1; ; attempt++ {
+		// admission_quota.go: the last step. The create rides in the commit
+		// of its charge (after); a charge that lost a race is made again.
+		quotaDone, after, err := r.chargeQuota(ctx, k, obj, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if isDryRun(ctx) { // dryrun.go: all of the above, nothing stored
+			out, err := r.dryRunCreate(ctx, k, obj, generated)
+			return out, nil, err
+		}
+		out, raw, err = r.storeCreate(ctx, obj, after)
+		for i := 0; generated && api.IsAlreadyExists(err) && i < conflictRetries; i++ {
+			m.Name = generateName(m.GenerateName)
+			out, raw, err = r.storeCreate(ctx, obj, after)
+		}
+		quotaDone(ctx, err == nil)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, store.ErrDependencyFailed) {
+			if retryCharge(err, attempt) {
+				continue
+			}
+			err = quotaWriteFailed(err)
+		}
 		return nil, nil, err
 	}
 	if tm := out.GetTypeMeta(); tm.APIVersion != k.APIVersion() || tm.Kind != k.Kind {
@@ -288,8 +301,19 @@ func (r *Registry) create(ctx context.Context, k *api.Kind, in api.Object, owned
 }
 
 // storeCreate stores obj, with the JSON written where the store hands it
-// back (store.EncodingCreator).
-func (r *Registry) storeCreate(ctx context.Context, obj api.Object) (api.Object, []byte, error) {
+// back (store.EncodingCreator), unless a write of after (its quota charge)
+// failed: then it fails with store.ErrDependencyFailed, having written
+// nothing. Where the store can (store.Chainer) the create is queued behind
+// them, else it waits for them.
+func (r *Registry) storeCreate(ctx context.Context, obj api.Object, after []*store.Queued) (api.Object, []byte, error) {
+	if len(after) > 0 {
+		if c, ok := r.store.(store.Chainer); ok {
+			return c.CreateEncodedAfter(ctx, obj, after)
+		}
+		if err := store.WaitAll(after); err != nil {
+			return nil, nil, err
+		}
+	}
 	if c, ok := r.store.(store.EncodingCreator); ok {
 		return c.CreateEncoded(ctx, obj)
 	}
@@ -388,7 +412,7 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			}
 			// admission_quota.go; on a retry after a conflict, charge again from cur.
 			quotaDone(ctx, false)
-			done, err := r.chargeQuota(ctx, k, next, cur)
+			done, err := r.chargeQuotaWritten(ctx, k, next, cur)
 			if err != nil {
 				quotaDone = func(context.Context, bool) {}
 				return nil, err

@@ -260,7 +260,7 @@ func (b *Bolt) Create(ctx context.Context, obj api.Object) (api.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := b.create(ctx, k, cp, false)
+	out, _, err := b.create(ctx, k, cp, false, nil)
 	return out, err
 }
 
@@ -271,13 +271,14 @@ func (b *Bolt) CreateEncoded(ctx context.Context, obj api.Object) (api.Object, [
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.create(ctx, k, obj, true)
+	return b.create(ctx, k, obj, true, nil)
 }
 
 // create stores cp, the store's own object; given: the caller gets it back
 // (CreateEncoded), so create returns only once the committer is done with
-// it, a canceled ctx included.
-func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given bool) (api.Object, []byte, error) {
+// it, a canceled ctx included. after are the writes it depends on
+// (CreateEncodedAfter).
+func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given bool, after []*op) (api.Object, []byte, error) {
 	m := cp.GetObjectMeta()
 	if m.UID == "" {
 		m.UID = newUID()
@@ -286,7 +287,7 @@ func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given boo
 		m.CreationTimestamp = api.NewTime(b.opts.Now().Truncate(time.Second))
 	}
 	m.ResourceVersion = ""
-	o := &op{typ: opCreate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp}
+	o := &op{typ: opCreate, kind: k, namespace: m.Namespace, name: m.Name, obj: cp, after: after}
 	if err := o.preEncode(b.rev.Load() + 1); err != nil {
 		return nil, nil, err
 	}
@@ -305,6 +306,18 @@ func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given boo
 // the stored one; a non-empty uid must match too. Empty uid and
 // creationTimestamp are kept from the stored object.
 func (b *Bolt) Update(ctx context.Context, obj api.Object) (api.Object, error) {
+	o, err := b.updateOp(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.do(ctx, o); err != nil {
+		return nil, err
+	}
+	return o.obj, nil
+}
+
+// updateOp is the op of Update(obj), ready to queue.
+func (b *Bolt) updateOp(obj api.Object) (*op, error) {
 	k, cp, err := prepare(obj)
 	if err != nil {
 		return nil, err
@@ -320,10 +333,7 @@ func (b *Bolt) Update(ctx context.Context, obj api.Object) (api.Object, error) {
 		return nil, err
 	}
 	b.liveCopy(o)
-	if err := b.do(ctx, o); err != nil {
-		return nil, err
-	}
-	return o.obj, nil
+	return o, nil
 }
 
 // Delete removes an object and returns its last state, with the delete's

@@ -59,6 +59,9 @@ type op struct {
 	// (watch.go). The committer gives it obj's resourceVersion, uid and
 	// creationTimestamp; nothing else changes it.
 	live api.Object
+	// after are the writes o depends on (store.Chainer), queued before it:
+	// o fails with ErrDependencyFailed, writing nothing, when one failed.
+	after []*op
 
 	err  error
 	done chan struct{}
@@ -181,6 +184,10 @@ func (b *Bolt) commit(batch []*op) {
 	keys := make([]string, 0, len(batch)) // events' for recent
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		for _, o := range batch {
+			if err := o.afterErr(); err != nil {
+				o.err = err
+				continue
+			}
 			ev, err := apply(tx, o, rev+1, &b.zbuf)
 			if err != nil {
 				o.err = err
