@@ -295,7 +295,7 @@ func (r *Registry) create(ctx context.Context, k *api.Kind, in api.Object, owned
 		out, raw = withTypeMeta(k, out), nil // not what the store wrote
 	}
 	if pod, ok := out.(*api.Pod); ok {
-		r.recordCreate(ctx, pod, start)
+		r.recordCreate(pod, start)
 	}
 	return out, raw, nil
 }
@@ -674,12 +674,8 @@ func (r *Registry) getShared(ctx context.Context, k *api.Kind, namespace, name s
 
 // recordCreate writes the API server's own span for a new pod. It starts a
 // fresh trace: a leftover one of an older pod with the same name is replaced.
-// A failure is logged, never returned: the pod exists.
-func (r *Registry) recordCreate(ctx context.Context, pod *api.Pod, start time.Time) {
-	span := strategy.CreateSpan(pod, start, time.Now())
-	if _, err := r.appendTrace(ctx, pod, true, []api.TraceSpan{span}); err != nil {
-		r.log.Warn("record pod trace", "pod", api.KeyOf(pod), "err", err)
-	}
+func (r *Registry) recordCreate(pod *api.Pod, start time.Time) {
+	r.traces.add(pod, true, []api.TraceSpan{strategy.CreateSpan(pod, start, time.Now())}, false)
 }
 
 func (r *Registry) appendTrace(_ context.Context, pod *api.Pod, reset bool, spans []api.TraceSpan) (*api.PodTrace, error) {

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"container/list"
 	"slices"
 	"sync"
 
@@ -21,13 +20,22 @@ import (
 // fresh. Besides pods the book keeps the HorizontalPodAutoscaler
 // controller's last decisions (`skiff trace hpa/NAME`, describe hpa),
 // posted by the leader after each sync; those share the bounds.
+//
+// Every pod create appends its span here, on the request's path, so the
+// lock is held for a few pointer moves and no allocation: an allocation
+// may make the holder assist the garbage collector, or wait for it, and
+// every handler behind the lock waits too. What is new is allocated
+// before the lock (add).
 type traceBook struct {
 	mu       sync.Mutex
 	max      int
 	maxBytes int
-	bytes    int                      // the entries' sizes summed
-	byKey    map[string]*list.Element // "ns/name" → *traceEntry
-	order    *list.List               // oldest first
+	bytes    int                    // the entries' sizes summed
+	n        int                    // entries
+	byKey    map[string]*traceEntry // "ns/name" → entry
+	// oldest and newest are the ends of the entries' list, by when each
+	// trace began.
+	oldest, newest *traceEntry
 }
 
 type traceEntry struct {
@@ -35,6 +43,8 @@ type traceEntry struct {
 	uid   string
 	spans []api.TraceSpan
 	size  int // spansSize(spans)
+	// prev and next are the older and the newer entry.
+	prev, next *traceEntry
 }
 
 // MaxTracedPods bounds the pods whose traces are kept.
@@ -49,56 +59,101 @@ const MaxTracedPods = 1000
 const MaxTraceBytes = 8 << 20
 
 func newTraceBook(max, maxBytes int) *traceBook {
-	return &traceBook{max: max, maxBytes: maxBytes, byKey: map[string]*list.Element{}, order: list.New()}
+	return &traceBook{max: max, maxBytes: maxBytes, byKey: map[string]*traceEntry{}}
 }
 
-// append adds spans to obj's trace (a new trace when the stored one
-// belongs to another object of that name; with reset, spans go first: a
-// pod's create span) and returns a copy.
+// append adds spans to obj's trace (add) and returns a copy of the trace.
 func (b *traceBook) append(obj api.Object, reset bool, spans []api.TraceSpan) []api.TraceSpan {
+	return b.add(obj, reset, spans, true)
+}
+
+// add adds spans to obj's trace: a new trace when the stored one belongs
+// to another object of that name; with reset, spans go first (a pod's
+// create span). With wantCopy it returns a copy of the trace.
+func (b *traceBook) add(obj api.Object, reset bool, spans []api.TraceSpan, wantCopy bool) []api.TraceSpan {
 	key := bookKey(obj)
 	uid := obj.GetObjectMeta().UID
+	size := spansSize(spans)
+	// What a trace that begins here needs, made before the lock.
+	fresh := &traceEntry{key: key, uid: uid, spans: slices.Clip(slices.Clone(spans)), size: size}
+	var out []api.TraceSpan
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	el, ok := b.byKey[key]
-	if !ok {
-		el = b.order.PushBack(&traceEntry{key: key, uid: uid})
-		b.byKey[key] = el
-	}
-	e := el.Value.(*traceEntry)
-	b.bytes -= e.size
+	e, ok := b.byKey[key]
 	switch {
-	case e.uid != uid:
-		e.uid, e.spans = uid, nil // an older object's, of the same name
+	case !ok:
+		e = fresh
+		b.byKey[key] = e
+		b.link(e)
+		b.bytes += e.size
+	case e.uid != uid: // an older object's, of the same name
+		b.bytes += fresh.size - e.size
+		e.uid, e.spans, e.size = uid, fresh.spans, fresh.size
 	case reset:
 		// The create span of this very pod, after others wrote theirs (a
 		// scheduler that bound it before the create handler got here):
 		// it goes first, theirs stay.
-		e.spans = append(slices.Clone(spans), e.spans...)
-		spans = nil
+		e.spans = append(fresh.spans, e.spans...)
+		e.size += size
+		b.bytes += size
+	default:
+		e.spans = append(e.spans, spans...)
+		e.size += size
+		b.bytes += size
 	}
-	e.spans = append(e.spans, spans...)
 	if len(e.spans) > api.MaxTraceSpans {
 		e.spans = slices.Clone(e.spans[len(e.spans)-api.MaxTraceSpans:])
+		b.bytes -= e.size
+		e.size = spansSize(e.spans)
+		b.bytes += e.size
 	}
-	e.size = spansSize(e.spans)
-	b.bytes += e.size
-	b.evict(el)
-	return slices.Clone(e.spans)
+	b.evict(e)
+	if wantCopy {
+		out = slices.Clone(e.spans)
+	}
+	b.mu.Unlock()
+	return out
+}
+
+// link puts e at the newest end of the list.
+func (b *traceBook) link(e *traceEntry) {
+	e.prev, e.next = b.newest, nil
+	if b.newest != nil {
+		b.newest.next = e
+	} else {
+		b.oldest = e
+	}
+	b.newest = e
+	b.n++
+}
+
+// unlink takes e out of the list and the index.
+func (b *traceBook) unlink(e *traceEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		b.oldest = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		b.newest = e.prev
+	}
+	e.prev, e.next = nil, nil
+	b.n--
+	delete(b.byKey, e.key)
+	b.bytes -= e.size
 }
 
 // evict forgets the oldest traces, never keep's, while the book is over
 // its bounds.
-func (b *traceBook) evict(keep *list.Element) {
-	for b.order.Len() > 1 && (b.order.Len() > b.max || b.bytes > b.maxBytes) {
-		front := b.order.Front()
-		if front == keep {
+func (b *traceBook) evict(keep *traceEntry) {
+	for b.n > 1 && (b.n > b.max || b.bytes > b.maxBytes) {
+		old := b.oldest
+		if old == keep {
 			// keep is the oldest: forget the next oldest instead.
-			front = front.Next()
+			old = old.next
 		}
-		old := b.order.Remove(front).(*traceEntry)
-		delete(b.byKey, old.key)
-		b.bytes -= old.size
+		b.unlink(old)
 	}
 }
 
@@ -106,11 +161,11 @@ func (b *traceBook) evict(keep *list.Element) {
 func (b *traceBook) get(pod api.Object) []api.TraceSpan {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	el, ok := b.byKey[bookKey(pod)]
-	if !ok || el.Value.(*traceEntry).uid != pod.GetObjectMeta().UID {
+	e, ok := b.byKey[bookKey(pod)]
+	if !ok || e.uid != pod.GetObjectMeta().UID {
 		return nil
 	}
-	return slices.Clone(el.Value.(*traceEntry).spans)
+	return slices.Clone(e.spans)
 }
 
 // bookKey is "ns/name" for a pod, "resource/ns/name" for another kind.
@@ -125,11 +180,8 @@ func bookKey(obj api.Object) string {
 func (b *traceBook) remove(obj api.Object) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	key := bookKey(obj)
-	if el, ok := b.byKey[key]; ok {
-		b.order.Remove(el)
-		delete(b.byKey, key)
-		b.bytes -= el.Value.(*traceEntry).size
+	if e, ok := b.byKey[bookKey(obj)]; ok {
+		b.unlink(e)
 	}
 }
 

@@ -2,6 +2,9 @@ package apiserver
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,8 +50,8 @@ func TestTraceBookBounds(t *testing.T) {
 	for i := range 6 {
 		b.append(tracedPod(fmt.Sprint("s", i), "s"), true, small)
 	}
-	if b.order.Len() != 5 || b.get(tracedPod("s0", "s")) != nil || b.get(tracedPod("s5", "s")) == nil {
-		t.Errorf("after 6 small traces: %d kept, s0 %v, s5 %v", b.order.Len(), b.get(tracedPod("s0", "s")), b.get(tracedPod("s5", "s")))
+	if b.n != 5 || b.get(tracedPod("s0", "s")) != nil || b.get(tracedPod("s5", "s")) == nil {
+		t.Errorf("after 6 small traces: %d kept, s0 %v, s5 %v", b.n, b.get(tracedPod("s0", "s")), b.get(tracedPod("s5", "s")))
 	}
 
 	// One trace over the whole budget is kept while it is the newest.
@@ -83,13 +86,13 @@ func TestTraceBookBounds(t *testing.T) {
 	// An autoscaler named like a pod keeps its own trace.
 	hpa := &api.HorizontalPodAutoscaler{ObjectMeta: api.ObjectMeta{Name: "a", Namespace: "default", UID: "h1"}}
 	c.append(hpa, false, []api.TraceSpan{schedulerSpan(1)})
-	if got := c.get(tracedPod("a", "2")); len(got) != 1 || len(c.get(hpa)) != 1 || c.order.Len() != 2 {
-		t.Errorf("a pod and an autoscaler of one name: pod %d spans, autoscaler %d, entries %d", len(got), len(c.get(hpa)), c.order.Len())
+	if got := c.get(tracedPod("a", "2")); len(got) != 1 || len(c.get(hpa)) != 1 || c.n != 2 {
+		t.Errorf("a pod and an autoscaler of one name: pod %d spans, autoscaler %d, entries %d", len(got), len(c.get(hpa)), c.n)
 	}
 	c.remove(hpa)
 	c.remove(tracedPod("a", "2"))
-	if c.bytes != 0 || c.order.Len() != 0 {
-		t.Errorf("after remove: bytes %d, entries %d", c.bytes, c.order.Len())
+	if c.bytes != 0 || c.n != 0 {
+		t.Errorf("after remove: bytes %d, entries %d", c.bytes, c.n)
 	}
 }
 
@@ -144,5 +147,95 @@ func TestTraceBookSizesSchedulerTables(t *testing.T) {
 	}
 	if s100 < 100*(16+8+8+14*4) || s100 <= s10 {
 		t.Errorf("score tables estimated at %d (10 nodes), %d (100)", s10, s100)
+	}
+}
+
+// The book against a plain model of it (a list in order of first write,
+// sizes summed afresh): random appends, resets, new uids and removes keep
+// the same traces, in the same order, with the same byte count.
+func TestTraceBookMatchesModel(t *testing.T) {
+	type entry struct {
+		key, uid string
+		spans    []api.TraceSpan
+	}
+	r := rand.New(rand.NewPCG(26, 14))
+	small := []api.TraceSpan{{Component: "apiserver", Step: "admit"}}
+	for round := range 20 {
+		maxN, one := 2+r.IntN(6), spansSize([]api.TraceSpan{schedulerSpan(20)})
+		b := newTraceBook(maxN, one*(1+r.IntN(4)))
+		var model []entry
+		find := func(key string) int {
+			return slices.IndexFunc(model, func(e entry) bool { return e.key == key })
+		}
+		for step := range 300 {
+			name, uid := fmt.Sprint("p", r.IntN(10)), fmt.Sprint("u", r.IntN(2))
+			pod := tracedPod(name, uid)
+			key := bookKey(pod)
+			if r.IntN(8) == 0 {
+				b.remove(pod)
+				if i := find(key); i >= 0 {
+					model = slices.Delete(model, i, i+1)
+				}
+				continue
+			}
+			spans := small
+			if r.IntN(3) == 0 {
+				spans = []api.TraceSpan{schedulerSpan(1 + r.IntN(20))}
+			}
+			reset := r.IntN(4) == 0
+			got := b.add(pod, reset, spans, step%2 == 0)
+			i := find(key)
+			switch {
+			case i < 0:
+				model = append(model, entry{key, uid, slices.Clone(spans)})
+				i = len(model) - 1
+			case model[i].uid != uid:
+				model[i].uid, model[i].spans = uid, slices.Clone(spans)
+			case reset:
+				model[i].spans = append(slices.Clone(spans), model[i].spans...)
+			default:
+				model[i].spans = append(model[i].spans, spans...)
+			}
+			if n := len(model[i].spans); n > api.MaxTraceSpans {
+				model[i].spans = model[i].spans[n-api.MaxTraceSpans:]
+			}
+			total := func() int {
+				n := 0
+				for _, e := range model {
+					n += spansSize(e.spans)
+				}
+				return n
+			}
+			for len(model) > 1 && (len(model) > maxN || total() > b.maxBytes) {
+				j := 0
+				if j == i {
+					j = 1
+				}
+				model = slices.Delete(model, j, j+1)
+				if j < i {
+					i--
+				}
+			}
+			if step%2 == 0 && !reflect.DeepEqual(got, model[i].spans) {
+				t.Fatalf("round %d step %d: add returned %d spans, want %d", round, step, len(got), len(model[i].spans))
+			}
+			var keys []string
+			for e := b.oldest; e != nil; e = e.next {
+				keys = append(keys, e.key)
+				if e.next != nil && e.next.prev != e {
+					t.Fatalf("round %d step %d: list links broken at %s", round, step, e.key)
+				}
+			}
+			var want []string
+			for _, e := range model {
+				want = append(want, e.key)
+				if got := b.get(tracedPod(strings.TrimPrefix(e.key, "default/"), e.uid)); !reflect.DeepEqual(got, e.spans) {
+					t.Fatalf("round %d step %d: %s has %d spans, want %d", round, step, e.key, len(got), len(e.spans))
+				}
+			}
+			if !slices.Equal(keys, want) || b.n != len(model) || len(b.byKey) != len(model) || b.bytes != total() {
+				t.Fatalf("round %d step %d: book %v (n %d, index %d, %d bytes), model %v (%d bytes)", round, step, keys, b.n, len(b.byKey), b.bytes, want, total())
+			}
+		}
 	}
 }
