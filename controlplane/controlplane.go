@@ -271,6 +271,10 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
+	// What the API server's first writes need, built beside the rest of
+	// the start, which waits for it at its end (apiserver.WarmUp).
+	warm := make(chan struct{})
+	go func() { apiserver.WarmUp(); close(warm) }()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -366,6 +370,7 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	} else {
 		cp.run("leader", func() error { return lead(ctx) })
 	}
+	<-warm
 	return cp, nil
 }
 

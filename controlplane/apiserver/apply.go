@@ -57,14 +57,31 @@ import (
 // fieldManagerKey marks a request context whose writes update managedFields.
 type fieldManagerKey struct{}
 
-// fieldManagers are the field managers, one per kind, built on first use
-// (building one parses the kind's schema); read-only afterwards.
-var fieldManagers sync.Map // GroupVersionKind → *managedfields.FieldManager
+// fieldManagers are the field managers, one per kind, built once on first
+// use (building one parses the kind's schema; the writes that come first
+// wait for that one build); read-only afterwards.
+var fieldManagers sync.Map // GroupVersionKind → func() (*managedfields.FieldManager, error)
 
 // typeConverter is client-go's type converter of the k8s.io/api types.
 var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
 	return applyconfigurations.NewTypeConverter(k8sScheme())
 })
+
+// WarmUp builds what the first writes would otherwise wait for, once per
+// process: the type converter (client-go's OpenAPI schema, parsed: some
+// 60 ms on two cores), the pods' field manager and the conversion of a pod
+// to its Kubernetes type. kube-apiserver builds its own before it reports
+// ready; controlplane.Start waits for it, started first thing, so that a
+// burst of creates at once (a class applying lab 1) does not queue behind
+// it.
+func WarmUp() {
+	if _, err := fieldManagerFor(podKind); err != nil {
+		panic(err) // pods have a Kubernetes type
+	}
+	if _, err := toTyped(podKind, &api.Pod{}); err != nil {
+		panic(err)
+	}
+}
 
 // gvkOf is k's GroupVersionKind.
 func gvkOf(k *api.Kind) schema.GroupVersionKind {
@@ -75,19 +92,21 @@ func gvkOf(k *api.Kind) schema.GroupVersionKind {
 // Kubernetes type (skiff's own kinds).
 func fieldManagerFor(k *api.Kind) (*managedfields.FieldManager, error) {
 	gvk := gvkOf(k)
-	if fm, ok := fieldManagers.Load(gvk); ok {
-		return fm.(*managedfields.FieldManager), nil
+	build, ok := fieldManagers.Load(gvk)
+	if !ok {
+		build, _ = fieldManagers.LoadOrStore(gvk, sync.OnceValues(func() (*managedfields.FieldManager, error) {
+			s := k8sScheme()
+			if !s.Recognizes(gvk) {
+				return nil, fmt.Errorf("%s has no Kubernetes type", k.GroupKind())
+			}
+			fm, err := managedfields.NewDefaultFieldManager(typeConverter(), s, s, s, gvk, gvk.GroupVersion(), "", nil)
+			if err != nil {
+				return nil, fmt.Errorf("field manager for %s: %w", k.GroupKind(), err)
+			}
+			return fm, nil
+		}))
 	}
-	s := k8sScheme()
-	if !s.Recognizes(gvk) {
-		return nil, fmt.Errorf("%s has no Kubernetes type", k.GroupKind())
-	}
-	fm, err := managedfields.NewDefaultFieldManager(typeConverter(), s, s, s, gvk, gvk.GroupVersion(), "", nil)
-	if err != nil {
-		return nil, fmt.Errorf("field manager for %s: %w", k.GroupKind(), err)
-	}
-	got, _ := fieldManagers.LoadOrStore(gvk, fm)
-	return got.(*managedfields.FieldManager), nil
+	return build.(func() (*managedfields.FieldManager, error))()
 }
 
 // toTyped converts a skiff object of kind k to its k8s.io/api type, as a

@@ -165,10 +165,11 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	// The managedFields type converter (apply.go) is built from client-go's
-	// OpenAPI schema, once per process: start it now, as kube-apiserver
-	// builds its own at start, so that the first writes (an agent's status,
-	// a student's first apply) do not all wait for it.
-	go typeConverter()
+	// OpenAPI schema, once per process: start it now (controlplane.Start
+	// has, and waits for it), as kube-apiserver builds its own at start, so
+	// that the first writes (an agent's status, a student's first apply)
+	// do not all wait for it.
+	go WarmUp()
 	if err := s.reg.EnsureDefaults(ctx); err != nil {
 		s.ln.Close()
 		return fmt.Errorf("api server: %w", err)
