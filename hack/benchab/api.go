@@ -217,7 +217,11 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 		}
 	}
 	if profile != "" {
-		if err := t.command("profile-start " + profile); err != nil {
+		start := "profile-start " + profile
+		if o.execTrace {
+			start += " trace"
+		}
+		if err := t.command(start); err != nil {
 			return nil, err
 		}
 	}
@@ -307,6 +311,9 @@ func schedVariant(variant string) func(o *options, b build, profile string) (fig
 		if profile != "" {
 			args = append(args, "-cpuprofile", profile+"cpu.pprof", "-memprofile", profile+"allocs.pprof",
 				"-blockprofile", profile+"block.pprof", "-mutexprofile", profile+"mutex.pprof")
+			if o.execTrace {
+				args = append(args, "-trace", profile+"trace.out")
+			}
 		}
 		cmd := exec.Command(b.bin("bench-scheduler"), args...)
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=2")

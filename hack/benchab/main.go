@@ -49,7 +49,10 @@ func (b build) bin(name string) string { return filepath.Join(b.dir, name) }
 type options struct {
 	rounds     int
 	profileDir string
-	work       string // scratch directory
+	// execTrace: the profiled runs also write a runtime execution trace
+	// (the API benchmarks' server, the scheduler benchmarks).
+	execTrace bool
+	work      string // scratch directory
 
 	apiClients, apiPerClient int
 	storeWriters, storeN     int
@@ -98,6 +101,7 @@ func run() error {
 	)
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds (each runs every benchmark on A and on B, alternating which goes first)")
 	flag.StringVar(&o.profileDir, "profile", "", "after the measured rounds, one more run of each benchmark per build with CPU, allocation, block and mutex profiles written here (the memory benchmark: heap and CPU, where the build serves pprof)")
+	flag.BoolVar(&o.execTrace, "exec-trace", false, "with -profile: the API and scheduler benchmarks' profiled runs also write a runtime execution trace, PREFIXtrace.out (go tool trace)")
 	flag.IntVar(&o.apiClients, "api-clients", 50, "API benchmark: concurrent clients, each its own connection")
 	flag.IntVar(&o.apiPerClient, "api-per-client", 40, "API benchmark: pod creates per client")
 	flag.IntVar(&o.storeWriters, "store-writers", 64, "store benchmark: concurrent writers")

@@ -14,10 +14,11 @@
 //	                                     the store by N goroutines; prints
 //	                                     one JSON line
 //
-// serve reads commands on stdin: "profile-start PREFIX" starts the CPU
-// profile and samples blocking and lock contention, "profile-stop" writes
-// PREFIXcpu.pprof, PREFIXallocs.pprof, PREFIXblock.pprof and
-// PREFIXmutex.pprof.
+// serve reads commands on stdin: "profile-start PREFIX [trace]" starts the
+// CPU profile (and with trace an execution trace) and samples blocking and
+// lock contention, "profile-stop" writes PREFIXcpu.pprof,
+// PREFIXallocs.pprof, PREFIXblock.pprof, PREFIXmutex.pprof (and
+// PREFIXtrace.out).
 package main
 
 import (
@@ -86,7 +87,8 @@ func serve(args []string) error {
 		cmd, arg, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
 		switch cmd {
 		case "profile-start":
-			if prof, err = startProfiles(arg); err != nil {
+			prefix, opt, _ := strings.Cut(arg, " ")
+			if prof, err = startProfiles(prefix, opt == "trace"); err != nil {
 				return err
 			}
 		case "profile-stop":
@@ -118,7 +120,7 @@ func storeWrites(args []string) error {
 	defer st.Close()
 	var prof *profiler
 	if *profile != "" {
-		if prof, err = startProfiles(*profile); err != nil {
+		if prof, err = startProfiles(*profile, false); err != nil {
 			return err
 		}
 	}

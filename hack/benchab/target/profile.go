@@ -4,16 +4,20 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
-// profiler holds a running CPU profile; stop writes it and the allocation,
-// block and mutex profiles next to it.
+// profiler holds a running CPU profile (and execution trace); stop writes
+// them and the allocation, block and mutex profiles next to them.
 type profiler struct {
 	prefix string
 	cpu    *os.File
+	trace  *os.File
 }
 
-func startProfiles(prefix string) (*profiler, error) {
+// startProfiles starts the CPU profile and samples blocking and lock
+// contention; with execTrace also an execution trace, PREFIXtrace.out.
+func startProfiles(prefix string, execTrace bool) (*profiler, error) {
 	f, err := os.Create(prefix + "cpu.pprof")
 	if err != nil {
 		return nil, err
@@ -22,15 +26,30 @@ func startProfiles(prefix string) (*profiler, error) {
 		f.Close()
 		return nil, err
 	}
+	p := &profiler{prefix: prefix, cpu: f}
+	if execTrace {
+		if p.trace, err = os.Create(prefix + "trace.out"); err != nil {
+			return nil, err
+		}
+		if err := trace.Start(p.trace); err != nil {
+			return nil, err
+		}
+	}
 	runtime.SetBlockProfileRate(10_000) // blocking events of ~10 µs and more
 	runtime.SetMutexProfileFraction(10)
-	return &profiler{prefix: prefix, cpu: f}, nil
+	return p, nil
 }
 
 func (p *profiler) stop() error {
 	pprof.StopCPUProfile()
 	if err := p.cpu.Close(); err != nil {
 		return err
+	}
+	if p.trace != nil {
+		trace.Stop()
+		if err := p.trace.Close(); err != nil {
+			return err
+		}
 	}
 	runtime.SetBlockProfileRate(0)
 	runtime.SetMutexProfileFraction(0)
