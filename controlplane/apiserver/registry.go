@@ -678,10 +678,6 @@ func (r *Registry) recordCreate(pod *api.Pod, start time.Time) {
 	r.traces.add(pod, true, []api.TraceSpan{strategy.CreateSpan(pod, start, time.Now())}, false)
 }
 
-func (r *Registry) appendTrace(_ context.Context, pod *api.Pod, reset bool, spans []api.TraceSpan) (*api.PodTrace, error) {
-	return strategy.NewTrace(pod, r.traces.append(pod, reset, spans)), nil
-}
-
 // removeIfFinalized removes a deleting object that has nothing left to
 // wait for, and returns its last state and true (or obj and false when it stays).
 func (r *Registry) removeIfFinalized(ctx context.Context, k *api.Kind, obj api.Object) (api.Object, bool) {
