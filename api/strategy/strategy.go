@@ -435,12 +435,6 @@ func CreateSpan(pod *api.Pod, start, end time.Time) api.TraceSpan {
 	}
 }
 
-// NewTrace is the PodTrace object of pod with spans (the newest
-// api.MaxTraceSpans), owned by the pod.
-func NewTrace(pod *api.Pod, spans []api.TraceSpan) *api.PodTrace {
-	return NewObjectTrace(api.MustKindOf(pod), pod, spans)
-}
-
 // NewObjectTrace is the trace object of obj (of kind k: a pod, or an
 // autoscaler whose spans are its controller's decisions) with spans (the
 // newest api.MaxTraceSpans), owned by obj.
