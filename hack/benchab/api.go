@@ -126,7 +126,7 @@ func (l *lockedBuffer) String() string {
 }
 
 func startTarget(b build, dir string, args ...string) (*target, error) {
-	cmd := exec.Command(b.bin("target"), append([]string{"serve", "-dir", dir}, args...)...)
+	cmd := b.command("target", append([]string{"serve", "-dir", dir}, args...)...)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -285,7 +285,7 @@ func runStore(o *options, b build, profile string) (figures, error) {
 			WritesPerS float64 `json:"writes_per_s"`
 			P99        float64 `json:"p99_ms"`
 		}
-		err = jsonLine(exec.Command(b.bin("target"), args...), &r)
+		err = jsonLine(b.command("target", args...), &r)
 		os.RemoveAll(dir)
 		if err != nil {
 			return nil, err
@@ -315,7 +315,7 @@ func schedVariant(variant string) func(o *options, b build, profile string) (fig
 				args = append(args, "-trace", profile+"trace.out")
 			}
 		}
-		cmd := exec.Command(b.bin("bench-scheduler"), args...)
+		cmd := b.command("bench-scheduler", args...)
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
 		cmd.Dir = o.work
 		var r struct {

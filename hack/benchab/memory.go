@@ -41,7 +41,7 @@ func runMemory(o *options, b build, profile string) (figures, error) {
 		pprofAddr = freeAddr()
 		args = append(args, "--pprof-listen", pprofAddr)
 	}
-	cmd := exec.Command(b.bin("skiff"), args...)
+	cmd := b.command("skiff", args...)
 	cmd.Env = append(os.Environ(), "HOME="+dir) // up writes $HOME/.skiff and merges ~/.kube/config
 	logf, err := os.Create(filepath.Join(dir, "up.log"))
 	if err != nil {
