@@ -34,6 +34,11 @@
 //     result itself, and the committer stores the JSON GuaranteedUpdate
 //     encoded for its no-op check, with the new revision spliced in
 //     (storedmeta.go: the committer reads only the metadata it checks).
+//   - A write can depend on one still queued (store.Chainer, queued.go):
+//     UpdateQueued returns once the update is queued, and CreateEncodedAfter
+//     is applied only if the writes it depends on were, else fails with
+//     ErrDependencyFailed, writing nothing. Quota admission's charge and the
+//     create it admits share a commit so.
 //   - Live watchers share one copy of each committed object, the one the
 //     writer copied before the commit (watch.go); a replay decodes the
 //     history's JSON. GuaranteedUpdate starts from the last write of the
