@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -87,7 +88,19 @@ func seed(t *testing.T, c client.Interface) {
 		// The revision annotation is the deployment controller's last write
 		// of a new rollout: after it the seeded objects hold still.
 		stamped := err == nil && d.Annotations[api.AnnotationRevision] != ""
-		return len(rs) == 1 && len(pods) == 2 && stamped, "the deployment's replica set, 2 pods and its revision annotation"
+		// The serviceaccounts controller gives every namespace its default
+		// ServiceAccount after the start: a copy taken before it is done
+		// misses some.
+		nss, _, _ := c.List(ctx, api.MustKindOf(&api.Namespace{}), "", api.ListOptions{})
+		sas, _, _ := c.List(ctx, api.MustKindOf(&api.ServiceAccount{}), "", api.ListOptions{})
+		defaults := 0
+		for _, sa := range sas {
+			if sa.GetObjectMeta().Name == "default" {
+				defaults++
+			}
+		}
+		return len(rs) == 1 && len(pods) == 2 && stamped && len(nss) > 0 && defaults == len(nss),
+			fmt.Sprintf("the deployment's replica set (%d), 2 pods (%d), its revision annotation (%v), a default ServiceAccount in each of %d namespaces (%d)", len(rs), len(pods), stamped, len(nss), defaults)
 	})
 }
 
