@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -218,14 +220,56 @@ func startSkiffUp(t testing.TB, bin, home, dataDir, listen string) (*skiffProces
 	return nil, ""
 }
 
+// freeLoopbackAddr returns 127.0.0.1:PORT with a port no one listens on.
+// The port is below the kernel's ephemeral range (ip_local_port_range,
+// 32768 and up by default), never one the kernel chose for ":0": such a
+// port can be taken again, as the source port of any process's outgoing
+// connection, before the server a test starts on it binds it
+// (TestHAKillLeader failed so once: "bind: address already in use").
+// Ports are tried in turn from a random start, so that two test processes
+// seldom try the same ones.
 func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low, high := 10000, ephemeralLow()
+	if high-low < 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0") // no room below: the kernel's choice
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	nextPortOnce.Do(func() { nextPort.Store(int64(rand.IntN(high - low))) })
+	for range 2000 {
+		port := low + int(nextPort.Add(1))%(high-low)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
+	}
+	t.Fatalf("no free loopback port in [%d, %d)", low, high)
+	return ""
+}
+
+var (
+	nextPort     atomic.Int64
+	nextPortOnce sync.Once
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil || lo <= 0 {
+		return 32768
+	}
+	return lo
 }
 
 // Killing the server process with SIGKILL and starting it again loses no
