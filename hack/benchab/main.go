@@ -49,9 +49,10 @@ func (b build) bin(name string) string { return filepath.Join(b.dir, name) }
 
 // command is exec.Command of the build's binary name, with the binary's
 // pages dropped from the page cache first, so that both builds load theirs
-// alike. How a file's pages came into the cache decides how many the
-// kernel maps at each fault (a binary just written by the linker sits in
-// large folios, one read back from disk in smaller ones): the skiff binary
+// alike. How a file's pages came into the cache seems to decide how many
+// the kernel maps at each fault (likely: a binary just written by the
+// linker sits in large folios, one read back from disk in smaller ones;
+// not checked further): the skiff binary
 // built last showed 7-18 MiB more file pages in its RSS than the same code
 // built earlier, which the memory benchmark's "file pages" reported as a
 // difference between the builds. After a drop both binaries showed the
