@@ -123,15 +123,22 @@ func (r *Registry) chargeQuota(ctx context.Context, k *api.Kind, obj, old api.Ob
 			return
 		}
 		r.quotas.mu.Lock()
-		if r.quotas.stored == nil {
-			r.quotas.stored = map[string]map[string]bool{}
-		}
-		if r.quotas.stored[m.Namespace] == nil {
-			r.quotas.stored[m.Namespace] = map[string]bool{}
-		}
-		r.quotas.stored[m.Namespace][k.GroupResource()+"/"+m.UID] = true
+		r.quotas.storedLocked(m.Namespace)[k.GroupResource()+"/"+m.UID] = true
 		r.quotas.mu.Unlock()
 	}, w.after, nil
+}
+
+// storedLocked returns the namespace's set of stored objects
+// ("resource/uid", quotaAdmission.stored), made when it has none. qa.mu
+// is held.
+func (qa *quotaAdmission) storedLocked(ns string) map[string]bool {
+	if qa.stored == nil {
+		qa.stored = map[string]map[string]bool{}
+	}
+	if qa.stored[ns] == nil {
+		qa.stored[ns] = map[string]bool{}
+	}
+	return qa.stored[ns]
 }
 
 // chargeQuotaWritten is chargeQuota for a write that cannot ride with its
@@ -321,13 +328,7 @@ func (r *Registry) quotaBatch(ctx context.Context, ns string, batch []*quotaWait
 		// A quota not written keeps its reservations of stored objects:
 		// the next batch drops them.
 		r.quotas.mu.Lock()
-		if r.quotas.stored == nil {
-			r.quotas.stored = map[string]map[string]bool{}
-		}
-		if r.quotas.stored[ns] == nil {
-			r.quotas.stored[ns] = map[string]bool{}
-		}
-		maps.Copy(r.quotas.stored[ns], stored)
+		maps.Copy(r.quotas.storedLocked(ns), stored)
 		r.quotas.mu.Unlock()
 	}
 	if len(written) > 0 {
