@@ -68,20 +68,20 @@ var typeConverter = sync.OnceValue(func() managedfields.TypeConverter {
 })
 
 // WarmUp builds what the first writes would otherwise wait for, once per
-// process: the type converter (client-go's OpenAPI schema, parsed: some
-// 60 ms on two cores), the pods' field manager and the conversion of a pod
-// to its Kubernetes type. kube-apiserver builds its own before it reports
-// ready; controlplane.Start waits for it, started first thing, so that a
-// burst of creates at once (a class applying lab 1) does not queue behind
-// it.
-func WarmUp() {
+// process (a second call waits for the first, then does nothing): the type
+// converter (client-go's OpenAPI schema, parsed: some 60 ms on two cores),
+// the pods' field manager and the conversion of a pod to its Kubernetes
+// type. kube-apiserver builds its own before it reports ready;
+// controlplane.Start waits for it, started first thing, so that a burst of
+// creates at once (a class applying lab 1) does not queue behind it.
+var WarmUp = sync.OnceFunc(func() {
 	if _, err := fieldManagerFor(podKind); err != nil {
 		panic(err) // pods have a Kubernetes type
 	}
 	if _, err := toTyped(podKind, &api.Pod{}); err != nil {
 		panic(err)
 	}
-}
+})
 
 // gvkOf is k's GroupVersionKind.
 func gvkOf(k *api.Kind) schema.GroupVersionKind {
