@@ -361,6 +361,8 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	defer alloc.done(ctx)
 	var dryOut api.Object
 	quotaDone := func(context.Context, bool) {} // the last attempt's quota charge
+	// A status update's status: obj's on the first try, then a fresh copy of in's.
+	statusFrom := obj
 	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
 		if err := strategy.CheckPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
@@ -369,7 +371,11 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 		var next api.Object
 		if status {
 			next = api.Clone(cur)
-			strategy.SetStatus(next, api.Clone(obj))
+			if statusFrom == nil { // a retry: an earlier try's next, the store's now, holds obj's status
+				statusFrom = api.Clone(in)
+			}
+			strategy.SetStatus(next, statusFrom)
+			statusFrom = nil
 		} else {
 			next = api.Clone(obj)
 			strategy.PrepareForUpdate(k, next, cur)
@@ -419,9 +425,8 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 			}
 			quotaDone = done
 		}
-		if strategy.SameObject(next, cur) {
-			next = cur
-		}
+		// A next that changes nothing is not written: the store sees that
+		// its encoding is the stored one (Store.GuaranteedUpdate).
 		if isDryRun(ctx) {
 			dryOut = next
 			return nil, errDryRun

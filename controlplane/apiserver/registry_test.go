@@ -3,12 +3,15 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/store"
 )
 
 // Concurrent updates: without a resourceVersion every one lands; with the
@@ -106,6 +109,61 @@ func TestUpdateStatusLocal(t *testing.T) {
 	}
 	if _, err := e.local.Get(ctx, podKind, "", "p"); !api.IsNotFound(err) {
 		t.Fatalf("finished pod: %v", err)
+	}
+}
+
+// tryTwiceStore runs each GuaranteedUpdate's tryUpdate once more than the
+// store does, first on a copy of the stored object, and then scribbles on
+// that try's result, as a store may on what tryUpdate gave it: a try lost
+// to a conflict.
+type tryTwiceStore struct {
+	*store.Bolt
+}
+
+func (s tryTwiceStore) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
+	cur, err := s.Get(ctx, kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if lost, err := tryUpdate(cur); err == nil {
+		if p, ok := lost.(*api.Pod); ok {
+			p.Status.Message = "scribbled"
+			for i := range p.Status.Conditions {
+				p.Status.Conditions[i].Reason = "Scribbled"
+			}
+		}
+	}
+	return s.Bolt.GuaranteedUpdate(ctx, kind, namespace, name, tryUpdate)
+}
+
+// A status update takes only the identity and the status of what it is
+// given (the scheduler sends no more), and a retried try writes the
+// status given, whatever became of an earlier try's object.
+func TestUpdateStatusRetriedTakesOnlyTheStatus(t *testing.T) {
+	reg := NewRegistry(tryTwiceStore{defaultsStore(t, store.Options{NoSync: true})}, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	obj, err := reg.Create(ctx, podKind, pod("p", map[string]string{"app": "web"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := obj.(*api.Pod)
+	in := &api.Pod{ObjectMeta: api.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Status: api.PodStatus{Phase: api.PodPending, Conditions: []api.PodCondition{
+			{Type: api.PodScheduled, Status: api.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available"}}}}
+	want := api.Clone(in)
+	out, err := reg.UpdateStatus(ctx, podKind, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*api.Pod)
+	if !reflect.DeepEqual(in, want) {
+		t.Fatalf("the caller's pod was changed: %+v", in.Status)
+	}
+	if c := got.Status.Conditions; got.Status.Message != "" || len(c) != 1 || c[0].Reason != "Unschedulable" || c[0].Message != "0/1 nodes are available" {
+		t.Fatalf("stored status %+v", got.Status)
+	}
+	if len(got.Spec.Containers) != 1 || got.Labels["app"] != "web" || got.Generation != p.Generation {
+		t.Fatalf("a status update changed more than the status: spec %+v labels %v generation %d", got.Spec, got.Labels, got.Generation)
 	}
 }
 

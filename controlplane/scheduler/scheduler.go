@@ -437,14 +437,18 @@ func (s *Scheduler) reportUnschedulable(ctx context.Context, t *task) {
 }
 
 // updateStatus sets the PodScheduled condition (and nominatedNodeName)
-// unless they already say so. It copies the pod first: the original
-// belongs to the informer. On a conflict it rereads the pod once.
+// unless they already say so. It writes the pod's identity and a copy of
+// its status (the original belongs to the informer): the status
+// subresource takes nothing else, as kube-scheduler patches only the
+// status. On a conflict it rereads the pod once.
 func (s *Scheduler) updateStatus(ctx context.Context, pod *api.Pod, cond api.PodCondition, nominated string) error {
 	for attempt := 0; ; attempt++ {
 		if !statusNeedsUpdate(pod, cond, nominated) {
 			return nil
 		}
-		p := api.Clone(pod)
+		p := &api.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: api.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name,
+			UID: pod.UID, ResourceVersion: pod.ResourceVersion}}
+		pod.Status.DeepCopyInto(&p.Status)
 		setCondition(&p.Status, cond, s.now())
 		if nominated != "" {
 			p.Status.NominatedNodeName = nominated
