@@ -175,6 +175,8 @@ func (r *Registry) Create(ctx context.Context, k *api.Kind, in api.Object) (api.
 // is encoding/json's Marshal of the returned object, which the handler
 // sends without encoding the object again; it is nil when the store does
 // not hand it back (etcd) and for a dry run, and nobody may change it.
+// Nobody may change the returned object either: the store's live
+// watchers share it (store.EncodingCreator's share).
 func (r *Registry) CreateEncoded(ctx context.Context, k *api.Kind, obj api.Object) (api.Object, []byte, error) {
 	return r.create(ctx, k, obj, true)
 }
@@ -274,10 +276,10 @@ func (r *Registry) create(ctx context.Context, k *api.Kind, in api.Object, owned
 			out, err := r.dryRunCreate(ctx, k, obj, generated)
 			return out, nil, err
 		}
-		out, raw, err = r.storeCreate(ctx, obj, after)
+		out, raw, err = r.storeCreate(ctx, obj, after, owned)
 		for i := 0; generated && api.IsAlreadyExists(err) && i < conflictRetries; i++ {
 			m.Name = generateName(m.GenerateName)
-			out, raw, err = r.storeCreate(ctx, obj, after)
+			out, raw, err = r.storeCreate(ctx, obj, after, owned)
 		}
 		quotaDone(ctx, err == nil)
 		if err == nil {
@@ -292,7 +294,7 @@ func (r *Registry) create(ctx context.Context, k *api.Kind, in api.Object, owned
 		return nil, nil, err
 	}
 	if tm := out.GetTypeMeta(); tm.APIVersion != k.APIVersion() || tm.Kind != k.Kind {
-		out, raw = withTypeMeta(k, out), nil // not what the store wrote
+		out, raw = withTypeMeta(k, api.Clone(out)), nil // not what the store wrote; out may be shared
 	}
 	if pod, ok := out.(*api.Pod); ok {
 		r.recordCreate(pod, start)
@@ -304,18 +306,19 @@ func (r *Registry) create(ctx context.Context, k *api.Kind, in api.Object, owned
 // back (store.EncodingCreator), unless a write of after (its quota charge)
 // failed: then it fails with store.ErrDependencyFailed, having written
 // nothing. Where the store can (store.Chainer) the create is queued behind
-// them, else it waits for them.
-func (r *Registry) storeCreate(ctx context.Context, obj api.Object, after []*store.Queued) (api.Object, []byte, error) {
+// them, else it waits for them. share: the caller only reads the object
+// returned, which the store may then share with its watchers.
+func (r *Registry) storeCreate(ctx context.Context, obj api.Object, after []*store.Queued, share bool) (api.Object, []byte, error) {
 	if len(after) > 0 {
 		if c, ok := r.store.(store.Chainer); ok {
-			return c.CreateEncodedAfter(ctx, obj, after)
+			return c.CreateEncodedAfter(ctx, obj, after, share)
 		}
 		if err := store.WaitAll(after); err != nil {
 			return nil, nil, err
 		}
 	}
 	if c, ok := r.store.(store.EncodingCreator); ok {
-		return c.CreateEncoded(ctx, obj)
+		return c.CreateEncoded(ctx, obj, share)
 	}
 	out, err := r.store.Create(ctx, obj)
 	return out, nil, err

@@ -260,25 +260,26 @@ func (b *Bolt) Create(ctx context.Context, obj api.Object) (api.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := b.create(ctx, k, cp, false, nil)
+	out, _, err := b.create(ctx, k, cp, false, false, nil)
 	return out, err
 }
 
 // CreateEncoded is Create of an object the caller gives up, that also
 // returns the JSON stored for it (store.EncodingCreator).
-func (b *Bolt) CreateEncoded(ctx context.Context, obj api.Object) (api.Object, []byte, error) {
+func (b *Bolt) CreateEncoded(ctx context.Context, obj api.Object, share bool) (api.Object, []byte, error) {
 	k, err := prepareOwned(obj)
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.create(ctx, k, obj, true, nil)
+	return b.create(ctx, k, obj, true, share, nil)
 }
 
 // create stores cp, the store's own object; given: the caller gets it back
 // (CreateEncoded), so create returns only once the committer is done with
-// it, a canceled ctx included. after are the writes it depends on
-// (CreateEncodedAfter).
-func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given bool, after []*op) (api.Object, []byte, error) {
+// it, a canceled ctx included; share: the caller only reads it, and the
+// live watchers get cp itself (store.EncodingCreator). after are the
+// writes it depends on (CreateEncodedAfter).
+func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given, share bool, after []*op) (api.Object, []byte, error) {
 	m := cp.GetObjectMeta()
 	if m.UID == "" {
 		m.UID = newUID()
@@ -291,7 +292,11 @@ func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given boo
 	if err := o.preEncode(b.rev.Load() + 1); err != nil {
 		return nil, nil, err
 	}
-	b.liveCopy(o)
+	if share {
+		b.liveShare(o)
+	} else {
+		b.liveCopy(o)
+	}
 	do := b.do
 	if given {
 		do = b.doAll

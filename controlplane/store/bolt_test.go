@@ -478,7 +478,7 @@ func TestCreateEncodedIsMarshal(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t, testOptions())
 	given := benchPod(t, "web-1")
-	out, raw, err := s.CreateEncoded(ctx, given)
+	out, raw, err := s.CreateEncoded(ctx, given, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +499,38 @@ func TestCreateEncodedIsMarshal(t *testing.T) {
 	if b, _ := json.Marshal(got); string(b) != string(raw) {
 		t.Fatalf("a Get of the created pod encodes to other JSON:\n%s\n%s", b, raw)
 	}
-	if _, raw, err := s.CreateEncoded(ctx, benchPod(t, "web-1")); !api.IsAlreadyExists(err) || raw != nil {
+	if _, raw, err := s.CreateEncoded(ctx, benchPod(t, "web-1"), false); !api.IsAlreadyExists(err) || raw != nil {
 		t.Fatalf("create again: err %v, %d bytes of JSON; want AlreadyExists and none", err, len(raw))
+	}
+}
+
+// A shared create's object is the one its live watchers get; an unshared
+// one's watchers get a copy, which the writer may go on changing.
+func TestCreateEncodedShare(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, _ := openStore(t, testOptions())
+	podKind := api.MustKindOf(&api.Pod{})
+	ch, err := s.Watch(ctx, podKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, share := range []bool{true, false} {
+		out, _, err := s.CreateEncoded(ctx, benchPod(t, fmt.Sprint("web-", share)), share)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-ch:
+			if same := ev.Object == out; same != share {
+				t.Fatalf("share %v: the watcher's object is the writer's: %v", share, same)
+			}
+			if ev.Object.GetObjectMeta().ResourceVersion != out.GetObjectMeta().ResourceVersion {
+				t.Fatalf("share %v: the watcher's resourceVersion %q, the writer's %q", share,
+					ev.Object.GetObjectMeta().ResourceVersion, out.GetObjectMeta().ResourceVersion)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("share %v: no event", share)
+		}
 	}
 }

@@ -55,9 +55,10 @@ type op struct {
 	enc   []byte
 	encRV string
 	// live, when set, is a deep copy of obj the writer made (liveCopy),
-	// for the watch hub: live watchers get it instead of a decode of raw
-	// (watch.go). The committer gives it obj's resourceVersion, uid and
-	// creationTimestamp; nothing else changes it.
+	// or obj itself when its writer only reads it from then on
+	// (liveShare), for the watch hub: live watchers get it instead of a
+	// decode of raw (watch.go). The committer gives it obj's
+	// resourceVersion, uid and creationTimestamp; nothing else changes it.
 	live api.Object
 	// after are the writes o depends on (store.Chainer), queued before it:
 	// o fails with ErrDependencyFailed, writing nothing, when one failed.
@@ -295,6 +296,15 @@ func (o *op) preEncode(next int64) error {
 func (b *Bolt) liveCopy(o *op) {
 	if b.hub.watching(o.kind.GroupResource()) {
 		o.live = api.Clone(o.obj)
+	}
+}
+
+// liveShare is liveCopy for a create whose writer only reads its object
+// once it is committed (CreateEncoded's share): the live watchers share
+// the object itself.
+func (b *Bolt) liveShare(o *op) {
+	if b.hub.watching(o.kind.GroupResource()) {
+		o.live = o.obj
 	}
 }
 

@@ -71,7 +71,7 @@ type Chainer interface {
 	// CreateEncodedAfter is EncodingCreator's CreateEncoded that writes
 	// nothing and fails with ErrDependencyFailed unless every write of
 	// after was made; after's writes are this store's.
-	CreateEncodedAfter(ctx context.Context, obj api.Object, after []*Queued) (api.Object, []byte, error)
+	CreateEncodedAfter(ctx context.Context, obj api.Object, after []*Queued, share bool) (api.Object, []byte, error)
 }
 
 // UpdateQueued is Update that returns once the write is queued to the
@@ -90,7 +90,7 @@ func (b *Bolt) UpdateQueued(ctx context.Context, obj api.Object) (*Queued, error
 // CreateEncodedAfter is CreateEncoded of a create that depends on the
 // writes of after (store.Chainer): the committer applies it only when each
 // of them was applied, else fails it with ErrDependencyFailed.
-func (b *Bolt) CreateEncodedAfter(ctx context.Context, obj api.Object, after []*Queued) (api.Object, []byte, error) {
+func (b *Bolt) CreateEncodedAfter(ctx context.Context, obj api.Object, after []*Queued, share bool) (api.Object, []byte, error) {
 	var deps []*op
 	for _, q := range after {
 		if q.o == nil {
@@ -105,7 +105,7 @@ func (b *Bolt) CreateEncodedAfter(ctx context.Context, obj api.Object, after []*
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.create(ctx, k, obj, true, deps)
+	return b.create(ctx, k, obj, true, share, deps)
 }
 
 // afterErr is the error of o when a write it depends on failed. Those

@@ -38,7 +38,7 @@ func TestCreateAfterQueuedUpdate(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := fmt.Sprintf("lost-%d", i)
-			_, _, err = s.CreateEncodedAfter(ctx, cm(name, "x"), []*store.Queued{q})
+			_, _, err = s.CreateEncodedAfter(ctx, cm(name, "x"), []*store.Queued{q}, false)
 			if !errors.Is(err, store.ErrDependencyFailed) || !api.IsConflict(err) {
 				t.Fatalf("create after a lost update: %v, want ErrDependencyFailed wrapping the conflict", err)
 			}
@@ -56,7 +56,7 @@ func TestCreateAfterQueuedUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("made-%d", i)
-		created, raw, err := s.CreateEncodedAfter(ctx, cm(name, "y"), []*store.Queued{q, store.Done(nil, nil)})
+		created, raw, err := s.CreateEncodedAfter(ctx, cm(name, "y"), []*store.Queued{q, store.Done(nil, nil)}, false)
 		if err != nil {
 			t.Fatalf("create after an update made: %v", err)
 		}
@@ -81,7 +81,7 @@ func TestCreateAfterQueuedUpdate(t *testing.T) {
 	}
 	// A dependency already known to have failed (store.Done) fails the
 	// create before it is queued.
-	_, _, err = s.CreateEncodedAfter(ctx, cm("never", "z"), []*store.Queued{store.Done(nil, errors.New("disk full"))})
+	_, _, err = s.CreateEncodedAfter(ctx, cm("never", "z"), []*store.Queued{store.Done(nil, errors.New("disk full"))}, false)
 	if !errors.Is(err, store.ErrDependencyFailed) {
 		t.Fatalf("create after a failed Done: %v", err)
 	}

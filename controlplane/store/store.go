@@ -122,8 +122,13 @@ type SharedGetter interface {
 // on success it is the object returned (its resourceVersion set, and a uid
 // and creationTimestamp where it had none); after an error it may have
 // been changed so. Create copies the caller's object.
+//
+// share says that the caller only reads the returned object from then
+// on, as the API server's create handler does (it sends the JSON): the
+// store then hands that same object to its live watchers instead of a
+// copy of it, and nobody may change it any more.
 type EncodingCreator interface {
-	CreateEncoded(ctx context.Context, obj api.Object) (api.Object, []byte, error)
+	CreateEncoded(ctx context.Context, obj api.Object, share bool) (api.Object, []byte, error)
 }
 
 // Event is one change seen by a watch.
