@@ -16,8 +16,15 @@ type profiler struct {
 }
 
 // startProfiles starts the CPU profile and samples blocking and lock
-// contention; with execTrace also an execution trace, PREFIXtrace.out.
+// contention; with execTrace also an execution trace, PREFIXtrace.out. It
+// writes the allocations so far to PREFIXallocs-start.pprof: the
+// allocation profile counts from the process's start, so what the load
+// allocated is `go tool pprof -base PREFIXallocs-start.pprof
+// PREFIXallocs.pprof`.
 func startProfiles(prefix string, execTrace bool) (*profiler, error) {
+	if err := writeProfile("allocs", prefix+"allocs-start.pprof"); err != nil {
+		return nil, err
+	}
 	f, err := os.Create(prefix + "cpu.pprof")
 	if err != nil {
 		return nil, err
@@ -54,17 +61,22 @@ func (p *profiler) stop() error {
 	runtime.SetBlockProfileRate(0)
 	runtime.SetMutexProfileFraction(0)
 	for _, name := range []string{"allocs", "block", "mutex"} {
-		f, err := os.Create(p.prefix + name + ".pprof")
-		if err != nil {
-			return err
-		}
-		err = pprof.Lookup(name).WriteTo(f, 0)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := writeProfile(name, p.prefix+name+".pprof"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeProfile writes the named runtime profile to path.
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = pprof.Lookup(name).WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
