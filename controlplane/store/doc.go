@@ -40,8 +40,9 @@
 //     ErrDependencyFailed, writing nothing. Quota admission's charge and the
 //     create it admits share a commit so.
 //   - Live watchers share one copy of each committed object, the one the
-//     writer copied before the commit (watch.go); a replay decodes the
-//     history's JSON. GuaranteedUpdate starts from the last write of the
+//     writer copied before the commit (watch.go), or the writer's object
+//     itself when the writer only reads it after (CreateEncoded's share:
+//     the API server's create handler); a replay decodes the history's JSON. GuaranteedUpdate starts from the last write of the
 //     object when it is among the last 8,192 (recent.go), and checks what
 //     that start decides against the store, as kube-apiserver does with its
 //     watch cache. GetMeta answers from that last write too: the committer
