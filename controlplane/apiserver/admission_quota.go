@@ -195,13 +195,24 @@ func (r *Registry) releaseQuota(ns string, k *api.Kind, obj api.Object) {
 // countQuotas counts the namespace's quotas: the kept list's (listShared)
 // while it holds, else without decoding them where the store can
 // (store.Counter: a quota carries its reservations, and this is asked for
-// every write).
+// every write). A namespace found without quotas is kept as an empty list,
+// which holds until a quota is written there: the common case, asked for
+// every create, then reads no transaction.
 func (r *Registry) countQuotas(ctx context.Context, ns string) (int, error) {
 	if quotas, _, ok := r.kept(quotaKind, ns); ok {
 		return len(quotas), nil
 	}
 	if c, ok := r.store.(store.Counter); ok {
-		return c.Count(ctx, quotaKind, ns)
+		wc, counted := r.store.(store.WriteCounter)
+		var writes uint64
+		if counted {
+			writes = wc.Writes(quotaKind, ns) // before the count: a write meanwhile moves it past
+		}
+		n, err := c.Count(ctx, quotaKind, ns)
+		if err == nil && n == 0 && counted {
+			r.keep(quotaKind, ns, writes, []api.Object{})
+		}
+		return n, err
 	}
 	quotas, _, err := r.store.List(ctx, quotaKind, ns)
 	return len(quotas), err

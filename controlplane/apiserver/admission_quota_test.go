@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -431,5 +432,50 @@ func TestQuotaChargeLostRace(t *testing.T) {
 	}
 	if got := used(); got != "1/1" {
 		t.Errorf("after the refused create: used/reservations %s, want 1/1 (nothing charged)", got)
+	}
+}
+
+// countingStore counts the store's Count calls.
+type countingStore struct {
+	*store.Bolt
+	counts atomic.Int64
+}
+
+func (s *countingStore) Count(ctx context.Context, kind *api.Kind, namespace string) (int, error) {
+	s.counts.Add(1)
+	return s.Bolt.Count(ctx, kind, namespace)
+}
+
+// A namespace without quotas is counted once: its creates then read no
+// transaction to learn it has none. The first quota written there ends
+// that, and the next create is checked against it.
+func TestNoQuotaKeptUntilAQuotaIsWritten(t *testing.T) {
+	st := &countingStore{Bolt: defaultsStore(t, store.Options{NoSync: true})}
+	reg := NewRegistry(st, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if _, err := reg.Create(ctx, namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "ann"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := reg.Create(ctx, podKind, gpuPodIn("ann", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.counts.Load(); n != 1 {
+		t.Fatalf("three creates in a namespace without quotas counted its quotas %d times, want 1", n)
+	}
+	out, err := reg.Create(ctx, quotaKind, &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: "gpus", Namespace: "ann"},
+		Spec: api.ResourceQuotaSpec{Hard: quantities("requests.nvidia.com/gpu", "3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := api.Clone(out).(*api.ResourceQuota) // no controller here: write the status it would
+	q.Status = api.ResourceQuotaStatus{Hard: quantities("requests.nvidia.com/gpu", "3"), Used: quantities("requests.nvidia.com/gpu", "3")}
+	if _, err := reg.UpdateStatus(ctx, quotaKind, q); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reg.Create(ctx, podKind, gpuPodIn("ann", "d"))
+	if api.ReasonOf(err) != api.ReasonForbidden || !strings.Contains(err.Error(), "exceeded quota: gpus") {
+		t.Fatalf("a fourth GPU pod under a quota of three, all used: %v, want exceeded quota", err)
 	}
 }
