@@ -311,7 +311,7 @@ func validateJob(j *Job) FieldErrors {
 		GenerateJobSelector(g)
 		j = g
 	}
-	errs := validateMeta(&j.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&j.ObjectMeta, true, isDNS1123Subdomain)
 	// The job's name becomes a label value of its pods (job-name).
 	if len(j.Name) > validation.LabelValueMaxLength && j.Spec.ManualSelector != nil && !*j.Spec.ManualSelector {
 		errs = append(errs, Invalid("metadata.name", j.Name, fmt.Sprintf("must be no more than %d characters", validation.LabelValueMaxLength)))

@@ -1,9 +1,5 @@
 package api
 
-import (
-	"k8s.io/apimachinery/pkg/util/validation"
-)
-
 // Lease is a lock with a holder and an expiry (coordination.k8s.io/v1).
 // Every node agent holds the Lease kube-node-lease/NODE and renews it
 // every 10 seconds: that renewal is the node's heartbeat, the cheap one
@@ -45,7 +41,7 @@ const (
 // validateLease follows pkg/apis/coordination/validation: positive
 // durations, non-negative transitions.
 func validateLease(l *Lease) FieldErrors {
-	errs := validateMeta(&l.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&l.ObjectMeta, true, isDNS1123Subdomain)
 	if d := l.Spec.LeaseDurationSeconds; d != nil && *d <= 0 {
 		errs = append(errs, Invalid("spec.leaseDurationSeconds", *d, "must be greater than 0"))
 	}

@@ -136,7 +136,7 @@ var validTimeZoneCharacters = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
 // words. A TZ in the schedule is refused (Kubernetes lets only CronJobs
 // stored before it refused one keep theirs; skiff never stored one).
 func validateCronJob(cj *CronJob) FieldErrors {
-	errs := validateMeta(&cj.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&cj.ObjectMeta, true, isDNS1123Subdomain)
 	if len(cj.Name) > maxCronJobNameLength {
 		errs = append(errs, Invalid("metadata.name", cj.Name, fmt.Sprintf("must be no more than %d characters", maxCronJobNameLength)))
 	}

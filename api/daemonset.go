@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // DaemonSet (apps/v1) runs one pod on every node that its template's
@@ -156,7 +155,7 @@ func defaultDaemonSet(d *DaemonSet) {
 }
 
 func validateDaemonSet(d *DaemonSet) FieldErrors {
-	errs := validateMeta(&d.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&d.ObjectMeta, true, isDNS1123Subdomain)
 	s := &d.Spec
 	errs = append(errs, validateWorkloadTemplate(s.Selector, &s.Template, "spec", "daemonset", "DaemonSet")...)
 	errs = append(errs, nonNegative(int64(s.MinReadySeconds), "spec.minReadySeconds")...)
@@ -237,7 +236,7 @@ func validateDaemonSetUpdate(n, o *DaemonSet) FieldErrors {
 }
 
 func validateControllerRevision(r *ControllerRevision) FieldErrors {
-	errs := validateMeta(&r.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&r.ObjectMeta, true, isDNS1123Subdomain)
 	if len(r.Data) == 0 || string(r.Data) == "null" {
 		errs = append(errs, Required("data", "data is mandatory"))
 	}

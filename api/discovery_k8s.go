@@ -78,7 +78,7 @@ const (
 // rules skiff needs: a known addressType, addresses of that type, valid
 // ports.
 func validateEndpointSlice(s *EndpointSlice) FieldErrors {
-	errs := validateMeta(&s.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&s.ObjectMeta, true, isDNS1123Subdomain)
 	switch s.AddressType {
 	case AddressTypeIPv4, AddressTypeIPv6, AddressTypeFQDN:
 	case "":
@@ -114,7 +114,7 @@ func validateEndpointSlice(s *EndpointSlice) FieldErrors {
 			}
 		}
 		if n := e.NodeName; n != nil {
-			for _, msg := range validation.IsDNS1123Subdomain(*n) {
+			for _, msg := range isDNS1123Subdomain(*n) {
 				errs = append(errs, Invalid(fmt.Sprintf("endpoints[%d].nodeName", i), *n, msg))
 			}
 		}

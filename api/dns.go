@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Cluster DNS (agent/dns): the names the kubelet and kubeadm give it.
@@ -97,7 +95,7 @@ func validatePodDNS(s *PodSpec, p string) []*FieldError {
 			continue
 		}
 		search = strings.TrimSuffix(search, ".")
-		for _, msg := range validation.IsDNS1123Subdomain(search) {
+		for _, msg := range isDNS1123Subdomain(search) {
 			errs = append(errs, Invalid(elemPath(fp, ".searches", i), search, msg))
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // HorizontalPodAutoscaler (autoscaling/v2, also served as autoscaling/v1)
@@ -482,7 +481,7 @@ func validateResourceTarget(t MetricTarget, p string) FieldErrors {
 
 func validateDNSLabel(v, p string) FieldErrors {
 	var errs FieldErrors
-	for _, msg := range validation.IsDNS1123Label(v) {
+	for _, msg := range isDNS1123Label(v) {
 		errs = append(errs, Invalid(p, v, msg))
 	}
 	return errs

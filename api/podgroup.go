@@ -1,9 +1,5 @@
 package api
 
-import (
-	"k8s.io/apimachinery/pkg/util/validation"
-)
-
 // PodGroup is a gang of pods that run together or not at all
 // (scheduling.x-k8s.io/v1alpha1, the Coscheduling plugin of
 // kubernetes-sigs/scheduler-plugins, whose CRD this copies field for field).
@@ -84,7 +80,7 @@ func PodGroupOf(pod *Pod) string { return pod.Labels[LabelPodGroup] }
 // validatePodGroup: the CRD's schema (minMember at least 1 when given),
 // quantities as everywhere, and a timeout that is not negative.
 func validatePodGroup(pg *PodGroup) FieldErrors {
-	errs := validateMeta(&pg.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&pg.ObjectMeta, true, isDNS1123Subdomain)
 	if pg.Spec.MinMember < 0 {
 		errs = append(errs, Invalid("spec.minMember", pg.Spec.MinMember, "spec.minMember in body should be greater than or equal to 1"))
 	}

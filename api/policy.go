@@ -7,7 +7,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Eviction asks for a pod to be evicted: POST pods/NAME/eviction
@@ -89,7 +88,7 @@ const (
 // validatePodDisruptionBudget is Kubernetes' ValidatePodDisruptionBudget
 // (policy/v1): its rules and words.
 func validatePodDisruptionBudget(p *PodDisruptionBudget) FieldErrors {
-	errs := validateMeta(&p.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&p.ObjectMeta, true, isDNS1123Subdomain)
 	s := &p.Spec
 	if s.MinAvailable != nil && s.MaxUnavailable != nil {
 		errs = append(errs, Invalid("spec", "<value omitted>", "minAvailable and maxUnavailable cannot be both set"))

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // RBAC, rbac.authorization.k8s.io/v1: who may do what, as objects.
@@ -228,7 +227,7 @@ func validateSubject(s Subject, namespaced bool, p string) FieldErrors {
 	switch s.Kind {
 	case SubjectServiceAccount:
 		if s.Name != "" {
-			for _, msg := range validation.IsDNS1123Subdomain(s.Name) {
+			for _, msg := range isDNS1123Subdomain(s.Name) {
 				errs = append(errs, Invalid(p+".name", s.Name, msg))
 			}
 		}

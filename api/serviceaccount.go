@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ServiceAccount is an identity for the processes of pods, as Kubernetes'
@@ -170,7 +168,7 @@ func ValidateTokenRequest(tr *TokenRequest) FieldErrors {
 }
 
 func validateServiceAccount(sa *ServiceAccount) FieldErrors {
-	return validateMeta(&sa.ObjectMeta, true, validation.IsDNS1123Subdomain)
+	return validateMeta(&sa.ObjectMeta, true, isDNS1123Subdomain)
 }
 
 // validateProjected checks a projected volume: the three sources skiff

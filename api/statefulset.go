@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // StatefulSet (apps/v1) runs pods with a stable identity: pod NAME-0,
@@ -172,7 +170,7 @@ func defaultStatefulSet(s *StatefulSet) {
 // words. The pod template is validated as its pods will be: with a volume
 // for each claim template.
 func validateStatefulSet(s *StatefulSet) FieldErrors {
-	errs := validateMeta(&s.ObjectMeta, true, validation.IsDNS1123Label)
+	errs := validateMeta(&s.ObjectMeta, true, isDNS1123Label)
 	sp := &s.Spec
 	switch sp.PodManagementPolicy {
 	case "", OrderedReadyPodManagement, ParallelPodManagement:
@@ -208,7 +206,7 @@ func validateStatefulSet(s *StatefulSet) FieldErrors {
 		errs = append(errs, nonNegative(int64(sp.Ordinals.Start), "spec.ordinals.start")...)
 	}
 	if sp.ServiceName != "" {
-		for _, msg := range validation.IsDNS1123Label(sp.ServiceName) {
+		for _, msg := range isDNS1123Label(sp.ServiceName) {
 			errs = append(errs, Invalid("spec.serviceName", sp.ServiceName, msg))
 		}
 	}

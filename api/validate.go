@@ -22,25 +22,25 @@ func Validate(obj Object) FieldErrors {
 	var errs FieldErrors
 	switch o := obj.(type) {
 	case *Namespace:
-		errs = append(errs, validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Label)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, false, isDNS1123Label)...)
 		if p := o.Status.Phase; p != "" && p != NamespaceActive && p != NamespaceTerminating {
 			errs = append(errs, NotSupported("status.phase", p, NamespaceActive, NamespaceTerminating))
 		}
 	case *ConfigMap:
-		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)...)
 		errs = append(errs, validateConfigMap(o)...)
 	case *Secret:
-		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)...)
 		errs = append(errs, validateSecret(o)...)
 	case *Pod:
-		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)...)
 		errs = append(errs, validatePodSpec(&o.Spec, "spec")...)
 		errs = append(errs, validateSimulatedProbeFailure(o.Annotations, "")...)
 	case *Deployment:
-		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)...)
 		errs = append(errs, validateDeploymentSpec(&o.Spec)...)
 	case *ReplicaSet:
-		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)...)
 		errs = append(errs, validateReplicas(o.Spec.Replicas, "spec.replicas")...)
 		errs = append(errs, nonNegative(int64(o.Spec.MinReadySeconds), "spec.minReadySeconds")...)
 		errs = append(errs, validateSelectorAndTemplate(o.Spec.Selector, &o.Spec.Template, "spec")...)
@@ -66,7 +66,7 @@ func Validate(obj Object) FieldErrors {
 		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1035Label)...)
 		errs = append(errs, validateEndpoints(o)...)
 	case *Node:
-		errs = append(errs, validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain)...)
 		for i, t := range o.Spec.Taints {
 			errs = append(errs, validateTaint(t, fmt.Sprintf("spec.taints[%d]", i))...)
 		}
@@ -107,7 +107,7 @@ func Validate(obj Object) FieldErrors {
 	case *ResourceFlavor, *ClusterQueue, *LocalQueue, *Workload, *Topology:
 		errs = append(errs, validateKueue(o)...) // validate_kueue.go
 	case *Event:
-		errs = append(errs, validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)...)
 		if t := o.Type; t != "" && t != EventNormal && t != EventWarning {
 			errs = append(errs, NotSupported("type", t, EventNormal, EventWarning))
 		}
@@ -118,7 +118,7 @@ func Validate(obj Object) FieldErrors {
 			errs = append(errs, Required("involvedObject.name", ""))
 		}
 	default:
-		errs = append(errs, validateMeta(obj.GetObjectMeta(), true, validation.IsDNS1123Subdomain)...)
+		errs = append(errs, validateMeta(obj.GetObjectMeta(), true, isDNS1123Subdomain)...)
 	}
 	return errs
 }
@@ -379,7 +379,7 @@ func validateMeta(m *ObjectMeta, namespaced bool, nameFn func(string) []string) 
 		if !namespaced {
 			errs = append(errs, Forbidden("metadata.namespace", "not allowed on this type"))
 		} else {
-			for _, msg := range validation.IsDNS1123Label(m.Namespace) {
+			for _, msg := range isDNS1123Label(m.Namespace) {
 				errs = append(errs, Invalid("metadata.namespace", m.Namespace, msg))
 			}
 		}
@@ -716,7 +716,7 @@ func validateServiceSpec(s *ServiceSpec) FieldErrors {
 		if len(s.Ports) > 1 && p.Name == "" {
 			errs = append(errs, Required(pp+".name", ""))
 		} else if p.Name != "" {
-			for _, msg := range validation.IsDNS1123Label(p.Name) {
+			for _, msg := range isDNS1123Label(p.Name) {
 				errs = append(errs, Invalid(pp+".name", p.Name, msg))
 			}
 			if names[p.Name] {

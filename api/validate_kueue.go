@@ -25,21 +25,21 @@ const (
 func validateKueue(obj Object) FieldErrors {
 	switch o := obj.(type) {
 	case *ResourceFlavor:
-		return append(validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain), validateResourceFlavor(o)...)
+		return append(validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain), validateResourceFlavor(o)...)
 	case *ClusterQueue:
-		return append(validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain), validateClusterQueue(o)...)
+		return append(validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain), validateClusterQueue(o)...)
 	case *LocalQueue:
-		errs := validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)
 		if o.Spec.ClusterQueue != "" {
-			for _, msg := range validation.IsDNS1123Subdomain(o.Spec.ClusterQueue) {
+			for _, msg := range isDNS1123Subdomain(o.Spec.ClusterQueue) {
 				errs = append(errs, Invalid("spec.clusterQueue", o.Spec.ClusterQueue, msg))
 			}
 		}
 		return append(errs, validateStopPolicy(o.Spec.StopPolicy, "spec.stopPolicy")...)
 	case *Workload:
-		return append(validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain), validateWorkload(o)...)
+		return append(validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain), validateWorkload(o)...)
 	case *Topology:
-		return append(validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain), validateTopology(o)...)
+		return append(validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain), validateTopology(o)...)
 	}
 	return nil
 }
@@ -178,7 +178,7 @@ func validateClusterQueue(cq *ClusterQueue) FieldErrors {
 		}
 	}
 	if s.CohortName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(s.CohortName) {
+		for _, msg := range isDNS1123Subdomain(s.CohortName) {
 			errs = append(errs, Invalid("spec.cohortName", s.CohortName, msg))
 		}
 	}
@@ -232,7 +232,7 @@ func validateWorkload(w *Workload) FieldErrors {
 	seen := map[string]bool{}
 	for i, ps := range s.PodSets {
 		p := fmt.Sprintf("spec.podSets[%d]", i)
-		for _, msg := range validation.IsDNS1123Label(ps.Name) {
+		for _, msg := range isDNS1123Label(ps.Name) {
 			errs = append(errs, Invalid(p+".name", ps.Name, msg))
 		}
 		if seen[ps.Name] {

@@ -32,7 +32,7 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 		if v.Name == "" {
 			errs = append(errs, Required(vp+".name", ""))
 		} else {
-			for _, msg := range validation.IsDNS1123Label(v.Name) {
+			for _, msg := range isDNS1123Label(v.Name) {
 				errs = append(errs, Invalid(vp+".name", v.Name, msg))
 			}
 			if volumes[v.Name] {
@@ -74,17 +74,17 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 	}
 	errs = append(errs, validateLabels(s.NodeSelector, p+".nodeSelector")...)
 	if s.NodeName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(s.NodeName) {
+		for _, msg := range isDNS1123Subdomain(s.NodeName) {
 			errs = append(errs, Invalid(p+".nodeName", s.NodeName, msg))
 		}
 	}
 	if s.Subdomain != "" {
-		for _, msg := range validation.IsDNS1123Label(s.Subdomain) {
+		for _, msg := range isDNS1123Label(s.Subdomain) {
 			errs = append(errs, Invalid(p+".subdomain", s.Subdomain, msg))
 		}
 	}
 	if s.Hostname != "" {
-		for _, msg := range validation.IsDNS1123Label(s.Hostname) {
+		for _, msg := range isDNS1123Label(s.Hostname) {
 			errs = append(errs, Invalid(p+".hostname", s.Hostname, msg))
 		}
 	}
@@ -104,17 +104,17 @@ func validatePodSpec(s *PodSpec, p string) FieldErrors {
 		errs = append(errs, validateToleration(t, elemPath(p, ".tolerations", i))...)
 	}
 	if s.SchedulerName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(s.SchedulerName) {
+		for _, msg := range isDNS1123Subdomain(s.SchedulerName) {
 			errs = append(errs, Invalid(p+".schedulerName", s.SchedulerName, msg))
 		}
 	}
 	if s.ServiceAccountName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(s.ServiceAccountName) {
+		for _, msg := range isDNS1123Subdomain(s.ServiceAccountName) {
 			errs = append(errs, Invalid(p+".serviceAccountName", s.ServiceAccountName, msg))
 		}
 	}
 	if s.PriorityClassName != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(s.PriorityClassName) {
+		for _, msg := range isDNS1123Subdomain(s.PriorityClassName) {
 			errs = append(errs, Invalid(p+".priorityClassName", s.PriorityClassName, msg))
 		}
 	}
@@ -264,7 +264,7 @@ func validateContainer(c *Container, cp string, spec *PodSpec, volumes, names ma
 	if c.Name == "" {
 		errs = append(errs, Required(cp+".name", ""))
 	} else {
-		for _, msg := range validation.IsDNS1123Label(c.Name) {
+		for _, msg := range isDNS1123Label(c.Name) {
 			errs = append(errs, Invalid(cp+".name", c.Name, msg))
 		}
 		if names[c.Name] {
@@ -675,7 +675,7 @@ func validatePodAffinityTerm(t PodAffinityTerm, p string) FieldErrors {
 		errs = append(errs, validateLabelSelector(t.NamespaceSelector, p+".namespaceSelector")...)
 	}
 	for i, ns := range t.Namespaces {
-		for _, msg := range validation.IsDNS1123Label(ns) {
+		for _, msg := range isDNS1123Label(ns) {
 			errs = append(errs, Invalid(elemPath(p, ".namespaces", i), ns, msg))
 		}
 	}

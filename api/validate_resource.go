@@ -51,7 +51,7 @@ func CompileDeviceSelector(expression, path string) *FieldError {
 func validateResourceObject(obj Object) FieldErrors {
 	switch o := obj.(type) {
 	case *DeviceClass:
-		errs := validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain)
 		errs = append(errs, validateSelectors(o.Spec.Selectors, "spec.selectors")...)
 		if len(o.Spec.Config) > DeviceConfigMaxSize {
 			errs = append(errs, tooMany("spec.config", len(o.Spec.Config), DeviceConfigMaxSize))
@@ -61,14 +61,14 @@ func validateResourceObject(obj Object) FieldErrors {
 		}
 		return errs
 	case *ResourceClaim:
-		errs := validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)
 		return append(errs, validateDeviceClaim(&o.Spec.Devices, "spec.devices")...)
 	case *ResourceClaimTemplate:
-		errs := validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)
 		errs = append(errs, validateLabels(o.Spec.Labels, "spec.metadata.labels")...)
 		return append(errs, validateDeviceClaim(&o.Spec.Spec.Devices, "spec.spec.devices")...)
 	case *ResourceSlice:
-		errs := validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain)
 		return append(errs, validateResourceSliceSpec(&o.Spec)...)
 	}
 	return nil
@@ -79,7 +79,7 @@ func validateDNSLabelField(v, path string) FieldErrors {
 		return FieldErrors{Required(path, "")}
 	}
 	var errs FieldErrors
-	for _, msg := range validation.IsDNS1123Label(v) {
+	for _, msg := range isDNS1123Label(v) {
 		errs = append(errs, Invalid(path, v, msg))
 	}
 	return errs
@@ -90,7 +90,7 @@ func validateDNSSubdomainField(v, path string) FieldErrors {
 		return FieldErrors{Required(path, "")}
 	}
 	var errs FieldErrors
-	for _, msg := range validation.IsDNS1123Subdomain(v) {
+	for _, msg := range isDNS1123Subdomain(v) {
 		errs = append(errs, Invalid(path, v, msg))
 	}
 	return errs
@@ -338,7 +338,7 @@ func validateAttributeDomain(domain, path string) FieldErrors {
 	if len(domain) > DeviceMaxDomainLength {
 		errs = append(errs, TooLong(path, DeviceMaxDomainLength))
 	}
-	for _, msg := range validation.IsDNS1123Subdomain(domain) {
+	for _, msg := range isDNS1123Subdomain(domain) {
 		errs = append(errs, Invalid(path, domain, msg))
 	}
 	return errs
@@ -364,7 +364,7 @@ func validateResourceSliceSpec(s *ResourceSliceSpec) FieldErrors {
 			errs = append(errs, TooLong("spec.pool.name", validation.DNS1123SubdomainMaxLength))
 		}
 		for part := range strings.SplitSeq(s.Pool.Name, "/") {
-			for _, msg := range validation.IsDNS1123Subdomain(part) {
+			for _, msg := range isDNS1123Subdomain(part) {
 				errs = append(errs, Invalid("spec.pool.name", s.Pool.Name, msg))
 			}
 		}
@@ -378,7 +378,7 @@ func validateResourceSliceSpec(s *ResourceSliceSpec) FieldErrors {
 	n := 0
 	if s.NodeName != nil {
 		n++
-		for _, msg := range validation.IsDNS1123Subdomain(*s.NodeName) {
+		for _, msg := range isDNS1123Subdomain(*s.NodeName) {
 			errs = append(errs, Invalid("spec.nodeName", *s.NodeName, msg))
 		}
 	}

@@ -2,15 +2,13 @@ package api
 
 import (
 	"fmt"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // validatePriorityClass follows Kubernetes' pkg/apis/scheduling/validation:
 // a DNS-1123 subdomain name, names with "system-" reserved for the built-in
 // classes, user values at most one billion, a known preemption policy.
 func validatePriorityClass(pc *PriorityClass) FieldErrors {
-	errs := validateMeta(&pc.ObjectMeta, false, validation.IsDNS1123Subdomain)
+	errs := validateMeta(&pc.ObjectMeta, false, isDNS1123Subdomain)
 	system := false
 	for _, s := range SystemPriorityClasses() {
 		if s.Name == pc.Name {

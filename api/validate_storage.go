@@ -51,16 +51,16 @@ func defaultStorage(obj Object) {
 func validateStorage(obj Object) FieldErrors {
 	switch o := obj.(type) {
 	case *PersistentVolume:
-		errs := validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain)
 		errs = append(errs, validatePersistentVolumeSpec(&o.Spec)...)
 		return append(errs, validatePhase("status.phase", o.Status.Phase, VolumePending, VolumeAvailable, VolumeBound, VolumeReleased, VolumeFailed)...)
 	case *PersistentVolumeClaim:
-		errs := validateMeta(&o.ObjectMeta, true, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, true, isDNS1123Subdomain)
 		errs = append(errs, validateClaimSpec(&o.Spec, "spec")...)
 		errs = append(errs, validateAccessModes(o.Status.AccessModes, "status.accessModes", false)...)
 		return append(errs, validatePhase("status.phase", o.Status.Phase, ClaimPending, ClaimBound, ClaimLost)...)
 	case *StorageClass:
-		errs := validateMeta(&o.ObjectMeta, false, validation.IsDNS1123Subdomain)
+		errs := validateMeta(&o.ObjectMeta, false, isDNS1123Subdomain)
 		return append(errs, validateStorageClass(o)...)
 	}
 	return nil
@@ -105,7 +105,7 @@ func validateVolumeMode(m *string, path string) FieldErrors {
 
 func validateClassName(name, path string) FieldErrors {
 	var errs FieldErrors
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
+	for _, msg := range isDNS1123Subdomain(name) {
 		errs = append(errs, Invalid(path, name, msg))
 	}
 	return errs
