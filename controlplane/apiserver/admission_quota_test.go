@@ -342,6 +342,24 @@ func TestQuotaKnownBetweenBatches(t *testing.T) {
 	})
 }
 
+// createGPUQuota creates the quota "gpus" of hard GPUs in ns, and writes
+// the status the resourcequota controller would (there is none here),
+// with used of them in use.
+func createGPUQuota(t *testing.T, reg *Registry, ns, hard, used string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := reg.Create(ctx, quotaKind, &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: "gpus", Namespace: ns},
+		Spec: api.ResourceQuotaSpec{Hard: quantities("requests.nvidia.com/gpu", hard)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := api.Clone(out).(*api.ResourceQuota)
+	q.Status = api.ResourceQuotaStatus{Hard: quantities("requests.nvidia.com/gpu", hard), Used: quantities("requests.nvidia.com/gpu", used)}
+	if _, err := reg.UpdateStatus(ctx, quotaKind, q); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // racingStore is a bbolt store on which someone else writes a quota just
 // before each of the first lose quota writes admission queues: those
 // writes lose their race (a conflict), as to the resourcequota controller.
@@ -387,16 +405,7 @@ func TestQuotaChargeLostRace(t *testing.T) {
 	if _, err := reg.Create(ctx, namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "bob"}}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := reg.Create(ctx, quotaKind, &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: "gpus", Namespace: "bob"},
-		Spec: api.ResourceQuotaSpec{Hard: quantities("requests.nvidia.com/gpu", "4")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := api.Clone(out).(*api.ResourceQuota) // no controller here: write the status it would
-	q.Status = api.ResourceQuotaStatus{Hard: quantities("requests.nvidia.com/gpu", "4"), Used: quantities("requests.nvidia.com/gpu", "0")}
-	if _, err := reg.UpdateStatus(ctx, quotaKind, q); err != nil {
-		t.Fatal(err)
-	}
+	createGPUQuota(t, reg, "bob", "4", "0")
 	used := func() string {
 		o, err := reg.Get(ctx, quotaKind, "bob", "gpus")
 		if err != nil {
@@ -423,7 +432,7 @@ func TestQuotaChargeLostRace(t *testing.T) {
 	st.mu.Lock()
 	st.lose, st.lost = quotaRetries, 0
 	st.mu.Unlock()
-	_, err = reg.Create(ctx, podKind, gpuPodIn("bob", "b"))
+	_, err := reg.Create(ctx, podKind, gpuPodIn("bob", "b"))
 	if !api.IsConflict(err) || !strings.Contains(err.Error(), "quota admission: update quota") {
 		t.Fatalf("create after %d lost quota writes: %v, want the conflict", quotaRetries, err)
 	}
@@ -464,17 +473,8 @@ func TestNoQuotaKeptUntilAQuotaIsWritten(t *testing.T) {
 	if n := st.counts.Load(); n != 1 {
 		t.Fatalf("three creates in a namespace without quotas counted its quotas %d times, want 1", n)
 	}
-	out, err := reg.Create(ctx, quotaKind, &api.ResourceQuota{ObjectMeta: api.ObjectMeta{Name: "gpus", Namespace: "ann"},
-		Spec: api.ResourceQuotaSpec{Hard: quantities("requests.nvidia.com/gpu", "3")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := api.Clone(out).(*api.ResourceQuota) // no controller here: write the status it would
-	q.Status = api.ResourceQuotaStatus{Hard: quantities("requests.nvidia.com/gpu", "3"), Used: quantities("requests.nvidia.com/gpu", "3")}
-	if _, err := reg.UpdateStatus(ctx, quotaKind, q); err != nil {
-		t.Fatal(err)
-	}
-	_, err = reg.Create(ctx, podKind, gpuPodIn("ann", "d"))
+	createGPUQuota(t, reg, "ann", "3", "3")
+	_, err := reg.Create(ctx, podKind, gpuPodIn("ann", "d"))
 	if api.ReasonOf(err) != api.ReasonForbidden || !strings.Contains(err.Error(), "exceeded quota: gpus") {
 		t.Fatalf("a fourth GPU pod under a quota of three, all used: %v, want exceeded quota", err)
 	}
