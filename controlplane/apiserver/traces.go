@@ -22,10 +22,11 @@ import (
 // posted by the leader after each sync; those share the bounds.
 //
 // Every pod create appends its span here, on the request's path, so the
-// lock is held for a few pointer moves and no allocation: an allocation
-// may make the holder assist the garbage collector, or wait for it, and
-// every handler behind the lock waits too. What is new is allocated
-// before the lock (add).
+// lock is held for a few pointer moves: an allocation under it may make
+// the holder assist the garbage collector, or wait for it, and every
+// handler behind the lock waits too. What a new trace needs is allocated
+// before the lock (add); only adding spans to a trace already there (the
+// scheduler's, the node's) may grow its slice under it.
 type traceBook struct {
 	mu       sync.Mutex
 	max      int

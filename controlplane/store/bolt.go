@@ -292,11 +292,7 @@ func (b *Bolt) create(ctx context.Context, k *api.Kind, cp api.Object, given, sh
 	if err := o.preEncode(b.rev.Load() + 1); err != nil {
 		return nil, nil, err
 	}
-	if share {
-		b.liveShare(o)
-	} else {
-		b.liveCopy(o)
-	}
+	b.liveCopy(o, share)
 	do := b.do
 	if given {
 		do = b.doAll
@@ -337,7 +333,7 @@ func (b *Bolt) updateOp(obj api.Object) (*op, error) {
 	if err := o.preEncode(b.rev.Load() + 1); err != nil {
 		return nil, err
 	}
-	b.liveCopy(o)
+	b.liveCopy(o, false)
 	return o, nil
 }
 
@@ -688,7 +684,7 @@ func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name stri
 func (b *Bolt) updateOwned(ctx context.Context, kind *api.Kind, next api.Object, enc []byte) (api.Object, error) {
 	m := next.GetObjectMeta()
 	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc, encRV: m.ResourceVersion}
-	b.liveCopy(o)
+	b.liveCopy(o, false)
 	if err := b.doAll(ctx, o); err != nil {
 		return nil, err
 	}

@@ -55,8 +55,8 @@ type op struct {
 	enc   []byte
 	encRV string
 	// live, when set, is a deep copy of obj the writer made (liveCopy),
-	// or obj itself when its writer only reads it from then on
-	// (liveShare), for the watch hub: live watchers get it instead of a
+	// or obj itself when its writer only reads it from then on (liveCopy's
+	// share), for the watch hub: live watchers get it instead of a
 	// decode of raw (watch.go). The committer gives it obj's
 	// resourceVersion, uid and creationTimestamp; nothing else changes it.
 	live api.Object
@@ -292,19 +292,16 @@ func (o *op) preEncode(next int64) error {
 // liveCopy gives o (a create or an update) the copy of its object that
 // live watchers will share (op.live), when a watcher of its kind is open:
 // nobody takes what nobody watches (a replay decodes the history's JSON).
-// The writer's goroutine makes it, off the committer's path.
-func (b *Bolt) liveCopy(o *op) {
-	if b.hub.watching(o.kind.GroupResource()) {
-		o.live = api.Clone(o.obj)
-	}
-}
-
-// liveShare is liveCopy for a create whose writer only reads its object
-// once it is committed (CreateEncoded's share): the live watchers share
-// the object itself.
-func (b *Bolt) liveShare(o *op) {
-	if b.hub.watching(o.kind.GroupResource()) {
+// The writer's goroutine makes it, off the committer's path. share: the
+// writer only reads its object once it is committed (CreateEncoded's
+// share), so the watchers share the object itself instead of a copy.
+func (b *Bolt) liveCopy(o *op, share bool) {
+	switch {
+	case !b.hub.watching(o.kind.GroupResource()):
+	case share:
 		o.live = o.obj
+	default:
+		o.live = api.Clone(o.obj)
 	}
 }
 

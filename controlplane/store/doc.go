@@ -42,8 +42,9 @@
 //   - Live watchers share one copy of each committed object, the one the
 //     writer copied before the commit (watch.go), or the writer's object
 //     itself when the writer only reads it after (CreateEncoded's share:
-//     the API server's create handler); a replay decodes the history's JSON. GuaranteedUpdate starts from the last write of the
-//     object when it is among the last 8,192 (recent.go), and checks what
+//     the API server's create handler); a replay decodes the history's
+//     JSON. GuaranteedUpdate starts from the last write of the object
+//     when it is among the last 8,192 (recent.go), and checks what
 //     that start decides against the store, as kube-apiserver does with its
 //     watch cache. GetMeta answers from that last write too: the committer
 //     puts every committed write in and takes deletes out, so it is the

@@ -52,11 +52,10 @@ func (b build) bin(name string) string { return filepath.Join(b.dir, name) }
 // alike. How a file's pages came into the cache seems to decide how many
 // the kernel maps at each fault (likely: a binary just written by the
 // linker sits in large folios, one read back from disk in smaller ones;
-// not checked further): the skiff binary
-// built last showed 7-18 MiB more file pages in its RSS than the same code
-// built earlier, which the memory benchmark's "file pages" reported as a
-// difference between the builds. After a drop both binaries showed the
-// same 59 MiB.
+// not checked further): the skiff binary built last showed 7-18 MiB more
+// file pages in its RSS than the same code built earlier, which the
+// memory benchmark's "file pages" reported as a difference between the
+// builds. After a drop both binaries showed the same 59 MiB.
 func (b build) command(name string, args ...string) *exec.Cmd {
 	path := b.bin(name)
 	if f, err := os.Open(path); err == nil {
