@@ -55,7 +55,7 @@ type ResourceQuotaController struct {
 	// has counted and their generation, so the reservation of an object
 	// counted and deleted since is not counted again.
 	mu    sync.Mutex
-	seen  map[string]seenObject
+	seen  map[quota.ObjectID]seenObject
 	swept time.Time // when seen last lost its old entries
 	// usages keeps each object's usage between counts (a count sums the
 	// whole namespace, and runs whenever one object changes).
@@ -88,7 +88,7 @@ func NewResourceQuotaController(c client.Interface, quotas Lister, caches map[st
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &ResourceQuotaController{client: c, quotas: quotas, caches: caches, log: log.With("controller", resourceQuotaControllerName),
-		now: time.Now, seen: map[string]seenObject{}, reached: map[string]uint64{}}
+		now: time.Now, seen: map[quota.ObjectID]seenObject{}, reached: map[string]uint64{}}
 }
 
 // advance records that the cache of k holds every change up to o's.
@@ -154,7 +154,7 @@ func (rc *ResourceQuotaController) see(k *api.Kind, objs ...api.Object) {
 	defer rc.mu.Unlock()
 	for _, o := range objs {
 		m := o.GetObjectMeta()
-		key := k.GroupResource() + "/" + m.UID
+		key := quota.ObjectID{Resource: k.GroupResource(), UID: m.UID}
 		if s, ok := rc.seen[key]; !ok || s.gen <= m.Generation {
 			rc.seen[key] = seenObject{gen: m.Generation, at: now}
 		}
@@ -174,7 +174,7 @@ func (rc *ResourceQuotaController) see(k *api.Kind, objs ...api.Object) {
 func (rc *ResourceQuotaController) seenBefore(resource, uid string, gen int64) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	s, ok := rc.seen[resource+"/"+uid]
+	s, ok := rc.seen[quota.ObjectID{Resource: resource, UID: uid}]
 	return ok && s.gen >= gen
 }
 

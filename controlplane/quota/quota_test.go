@@ -163,6 +163,29 @@ func TestCalculateKeepsInFlightCharges(t *testing.T) {
 	if used := st.Used["requests.nvidia.com/gpu"]; used.String() != "1" || len(keep) != 0 {
 		t.Fatalf("b seen before: used %s, reservations %v", used.String(), keep)
 	}
+	// A charge for a later generation of a (an update that asks for
+	// more) holds until the count sees that generation; one for another
+	// resource's object of the same uid is not a's.
+	up := api.Clone(q)
+	Charge(up, "pods", "uid-a", 2, rl("requests.nvidia.com/gpu", "1"), t0)
+	Charge(up, "jobs.batch", "uid-a", 1, rl("requests.nvidia.com/gpu", "0"), t0)
+	a2 := gpuPod("a", "1")
+	a2.Generation = 2
+	for _, c := range []struct {
+		a    *api.Pod
+		keep int // of a's update and the job's
+	}{{gpuPod("a", "1"), 2}, {a2, 1}} {
+		_, keep = Calculate(up, []Objects{{Kind: podKind, Items: []api.Object{c.a}}}, t0.Add(time.Second), nil)
+		var kept []string
+		for _, r := range keep {
+			if r.UID == "uid-a" {
+				kept = append(kept, fmt.Sprintf("%s@%d", r.Resource, r.Generation))
+			}
+		}
+		if len(kept) != c.keep {
+			t.Errorf("a counted at generation %d: kept %v of its uid's charges, want %d", c.a.Generation, kept, c.keep)
+		}
+	}
 	// Release takes a charge back at once.
 	r := api.Clone(q)
 	before := r.Status.Used["requests.nvidia.com/gpu"]
@@ -401,7 +424,7 @@ func TestUsageCache(t *testing.T) {
 	b := gpuPod("b", "0")
 	b.ResourceVersion = "9"
 	c.Usage(podKind, b, t0.Add(2*ReservationTTL))
-	if _, ok := c.entries["pods/uid-a"]; ok || len(c.entries) != 1 {
+	if _, ok := c.entries[ObjectID{Resource: "pods", UID: "uid-a"}]; ok || len(c.entries) != 1 {
 		t.Errorf("entries after the TTL: %v; want only b's", len(c.entries))
 	}
 }

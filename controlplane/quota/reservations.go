@@ -200,6 +200,12 @@ type Objects struct {
 // its reservation).
 type Seen func(resource, uid string, gen int64) bool
 
+// ObjectID names one object of a count: its resource ("pods",
+// "jobs.batch") and uid. Counts key their maps by it, not by
+// "resource/uid": a count visits every object of the namespace, and a
+// joined string is an allocation per object per count.
+type ObjectID struct{ Resource, UID string }
+
 // Calculate is the controller's count for q: status.hard from spec.hard,
 // status.used the usage of the objects that match q, plus the
 // reservations whose objects are not among them, were not seen before
@@ -210,14 +216,25 @@ type Seen func(resource, uid string, gen int64) bool
 func Calculate(q *api.ResourceQuota, objs []Objects, now time.Time, seenBefore Seen) (api.ResourceQuotaStatus, []Reservation) {
 	names := Names(q.Spec.Hard)
 	used := api.ResourceList{}
-	seen := map[string]int64{} // resource/uid → generation seen
+	// The generations counted of the objects that q holds reservations
+	// for (a few, against every object of the namespace).
+	reserved := fresh(Reservations(q), now)
+	seen := make(map[ObjectID]int64, len(reserved))
+	for _, r := range reserved {
+		seen[ObjectID{Resource: r.Resource, UID: r.UID}] = -1 // not counted
+	}
 	for _, o := range objs {
 		if !coversAny(o.Kind, names) {
 			continue
 		}
 		for _, obj := range o.Items {
 			m := obj.GetObjectMeta()
-			seen[o.Kind.GroupResource()+"/"+m.UID] = m.Generation
+			if len(reserved) > 0 {
+				id := ObjectID{Resource: o.Kind.GroupResource(), UID: m.UID}
+				if gen, ok := seen[id]; ok && m.Generation > gen {
+					seen[id] = m.Generation
+				}
+			}
 			if matchesScopes(q, o.Kind, obj) {
 				var u api.ResourceList
 				if o.Usage != nil {
@@ -230,8 +247,8 @@ func Calculate(q *api.ResourceQuota, objs []Objects, now time.Time, seenBefore S
 		}
 	}
 	var keep []Reservation
-	for _, r := range fresh(Reservations(q), now) {
-		if gen, ok := seen[r.Resource+"/"+r.UID]; ok && gen >= r.Generation {
+	for _, r := range reserved {
+		if gen := seen[ObjectID{Resource: r.Resource, UID: r.UID}]; gen >= 0 && gen >= r.Generation {
 			continue // the object counts for itself now
 		}
 		if seenBefore != nil && seenBefore(r.Resource, r.UID, r.Generation) {

@@ -121,7 +121,7 @@ func claimClass(c *api.PersistentVolumeClaim) string {
 // only.
 type UsageCache struct {
 	mu      sync.Mutex
-	entries map[string]*usageEntry // resource/uid
+	entries map[ObjectID]*usageEntry
 	swept   time.Time
 }
 
@@ -138,7 +138,7 @@ func (c *UsageCache) Usage(k *api.Kind, obj api.Object, now time.Time) api.Resou
 	if p, ok := obj.(*api.Pod); (ok && p.DeletionTimestamp != nil) || m.UID == "" || m.ResourceVersion == "" {
 		return Usage(k, obj, now)
 	}
-	key := k.GroupResource() + "/" + m.UID
+	key := ObjectID{Resource: k.GroupResource(), UID: m.UID}
 	c.mu.Lock()
 	e := c.entries[key]
 	if e != nil && e.rv == m.ResourceVersion {
@@ -151,7 +151,7 @@ func (c *UsageCache) Usage(k *api.Kind, obj api.Object, now time.Time) api.Resou
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[string]*usageEntry{}
+		c.entries = map[ObjectID]*usageEntry{}
 	}
 	c.entries[key] = &usageEntry{rv: m.ResourceVersion, usage: u, used: now}
 	if now.Sub(c.swept) > ReservationTTL {
