@@ -60,6 +60,9 @@ type ResourceQuotaController struct {
 	// usages keeps each object's usage between counts (a count sums the
 	// whole namespace, and runs whenever one object changes).
 	usages quota.UsageCache
+	// costs are, by namespace, how long its last count took
+	// (recountAfterAdd). Under mu.
+	costs map[string]time.Duration
 	// reached is, by kind name, the resourceVersion of the last change
 	// the handlers saw of that kind: its cache holds every change up to
 	// it (an informer updates its cache before it calls the handlers, in
@@ -88,7 +91,7 @@ func NewResourceQuotaController(c client.Interface, quotas Lister, caches map[st
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &ResourceQuotaController{client: c, quotas: quotas, caches: caches, log: log.With("controller", resourceQuotaControllerName),
-		now: time.Now, seen: map[quota.ObjectID]seenObject{}, reached: map[string]uint64{}}
+		now: time.Now, seen: map[quota.ObjectID]seenObject{}, costs: map[string]time.Duration{}, reached: map[string]uint64{}}
 }
 
 // advance records that the cache of k holds every change up to o's.
@@ -216,6 +219,12 @@ func (rc *ResourceQuotaController) Reconcile(ctx context.Context, key string) er
 // count calculates q's status from the caches (where there are caches,
 // and the kind is not in fresh) or fresh lists.
 func (rc *ResourceQuotaController) count(ctx context.Context, q *api.ResourceQuota, fresh map[string]bool) (api.ResourceQuotaStatus, []quota.Reservation, error) {
+	start := rc.now()
+	defer func() {
+		rc.mu.Lock()
+		rc.costs[q.Namespace] = rc.now().Sub(start)
+		rc.mu.Unlock()
+	}()
 	var objs []quota.Objects
 	for _, k := range quota.KindsFor(q.Spec.Hard, api.Kinds) {
 		var items []api.Object
@@ -277,16 +286,35 @@ type Queue interface {
 }
 
 // addRecount is how long after an object's add its namespace's quotas are
-// counted again. Admission charged the object before it was stored, so
-// its add changes no usage (the count swaps its charge for the object);
-// the recount is only a net for an object stored uncharged (its namespace
-// had no quota yet when it was admitted). Waiting lets a burst of creates
-// share one count of the namespace instead of one each.
+// counted again, at least. Admission charged the object before it was
+// stored, so its add changes no usage (the count swaps its charge for the
+// object); the recount is only a net for an object stored uncharged (its
+// namespace had no quota yet when it was admitted). Waiting lets a burst
+// of creates share one count of the namespace instead of one each.
 const addRecount = time.Second
 
+// recountDuty bounds what that net costs: a count that took d waits
+// recountDuty×d (at most maxAddRecount) after an add, so a burst of
+// creates into a namespace of thousands of objects spends at most 1 % of
+// a core recounting them (the count sums the whole namespace: a few ms
+// per thousand pods). A change that frees usage is counted at once.
+const (
+	recountDuty   = 100
+	maxAddRecount = 30 * time.Second
+)
+
+// recountAfterAdd is how long after an object's add in ns its quotas are
+// counted again (addRecount, recountDuty).
+func (rc *ResourceQuotaController) recountAfterAdd(ns string) time.Duration {
+	rc.mu.Lock()
+	cost := rc.costs[ns]
+	rc.mu.Unlock()
+	return min(max(addRecount, recountDuty*cost), maxAddRecount)
+}
+
 // ObjectHandler enqueues the quotas of an object's namespace when the
-// object goes or changes what a quota counts of it, and addRecount after
-// it comes.
+// object goes or changes what a quota counts of it, and recountAfterAdd
+// after it comes.
 func (rc *ResourceQuotaController) ObjectHandler(k *api.Kind, q Queue) client.Handler {
 	all := func(o api.Object, after time.Duration) {
 		for _, qo := range rc.quotas.ListBy(nil, o.GetObjectMeta().Namespace) {
@@ -296,7 +324,7 @@ func (rc *ResourceQuotaController) ObjectHandler(k *api.Kind, q Queue) client.Ha
 	return client.Handler{
 		OnAdd: func(o api.Object) {
 			rc.advance(k, o)
-			all(o, addRecount)
+			all(o, rc.recountAfterAdd(o.GetObjectMeta().Namespace))
 		},
 		OnUpdate: func(old, o api.Object) {
 			rc.advance(k, o)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -240,6 +241,67 @@ func TestResourceQuotaHandlers(t *testing.T) {
 		c.do()
 		if got := queue.take(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: enqueued %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// The recount after an add waits recountDuty times what the namespace's
+// last count took (at most maxAddRecount, at least addRecount), so a
+// burst of creates into a large namespace does not spend the server's CPU
+// recounting it; a namespace never counted, or counted quickly, waits
+// addRecount. Its clock moves step at each reading: the count reads it at
+// least twice.
+func TestResourceQuotaAddRecountFollowsTheCountsCost(t *testing.T) {
+	for _, c := range []struct {
+		step     time.Duration
+		min, max time.Duration // of the wait after an add in "room"
+	}{
+		{0, addRecount, addRecount},
+		{time.Millisecond, addRecount, addRecount + time.Second},
+		{50 * time.Millisecond, 5 * time.Second, maxAddRecount},
+		{time.Second, maxAddRecount, maxAddRecount},
+	} {
+		fc := fake.New(quotaPod("a"), quotaPod("b"), settledQuota())
+		a := get[*api.Pod](t, fc, "room", "a")
+		b := get[*api.Pod](t, fc, "room", "b")
+		q := get[*api.ResourceQuota](t, fc, "room", "q")
+		other := quotaPod("x")
+		other.Namespace = "lab"
+		otherQ := api.Clone(q)
+		otherQ.Namespace = "lab"
+		rc := NewResourceQuotaController(fc, newStaticLister(q, otherQ), map[string]Lister{"Pod": newStaticLister(a, b)}, nil)
+		var mu sync.Mutex
+		clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		rc.now = func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			clock = clock.Add(c.step)
+			return clock
+		}
+		var queue recordingQueue
+		oh := rc.ObjectHandler(podKind(), &queue)
+		oh.OnAdd(a)
+		if got, want := queue.take(), []string{"room/q after " + addRecount.String()}; !slices.Equal(got, want) {
+			t.Errorf("step %s, before any count: enqueued %q, want %q", c.step, got, want)
+		}
+		if err := rc.Reconcile(context.Background(), "room/q"); err != nil {
+			t.Fatal(err)
+		}
+		oh.OnAdd(a)
+		oh.OnAdd(other)
+		got := queue.take()
+		if len(got) != 2 || got[1] != "lab/q after "+addRecount.String() {
+			t.Fatalf("step %s: enqueued %q, want room/q's wait, then lab/q after %s (never counted)", c.step, got, addRecount)
+		}
+		d, ok := strings.CutPrefix(got[0], "room/q after ")
+		wait, err := time.ParseDuration(d)
+		if !ok || err != nil || wait < c.min || wait > c.max {
+			t.Errorf("step %s: enqueued %q after an add, want room/q after %s to %s", c.step, got[0], c.min, c.max)
+		}
+		// A change that frees usage is counted at once, however slow.
+		oh.OnDelete(a)
+		if got := queue.take(); !slices.Equal(got, []string{"room/q"}) {
+			t.Errorf("step %s, pod deleted: enqueued %q, want room/q at once", c.step, got)
 		}
 	}
 }
