@@ -279,13 +279,14 @@ func all(levels []psapi.LevelVersion, set map[psapi.LevelVersion]bool) bool {
 	return true
 }
 
-// podSecurityKey is the shape key (shapekey.go) of podSecurityShape:
-// pods that share it get the same verdict at every level.
+// podSecurityKey is the shape key (shapekey.go) of podSecurityShape's
+// parts: pods that share it get the same verdict at every level. It
+// encodes the parts, not the pod they make: a few fields per container
+// instead of every field of a PodSpec and its Containers.
 func podSecurityKey(pod *api.Pod) (shapeKey, bool) {
-	shape := podSecurityShape(pod)
+	parts := podSecurityShapeParts(pod)
 	kb := newKeyBuilder()
-	kb.value(shape.Annotations)
-	kb.value(&shape.Spec)
+	kb.value(&parts)
 	return kb.sum()
 }
 
@@ -297,18 +298,25 @@ func podSecurityKey(pod *api.Pod) (shapeKey, bool) {
 // of its own in every pod. TestPodSecuritySpecGivesTheFullSpecsResults
 // checks the verdict on the shape against the whole pod's.
 func podSecurityShape(pod *api.Pod) *api.Pod {
-	spec := podSecuritySpec(&pod.Spec)
+	parts := podSecurityShapeParts(pod)
+	return &api.Pod{ObjectMeta: api.ObjectMeta{Annotations: parts.Annotations}, Spec: parts.spec()}
+}
+
+// podSecurityShapeParts are the parts of podSecurityShape.
+func podSecurityShapeParts(pod *api.Pod) podSecurityParts {
+	parts := podSecurityPartsOf(&pod.Spec)
+	parts.Annotations = pod.Annotations
 	copied := false
-	for i, v := range spec.Volumes {
+	for i, v := range parts.Volumes {
 		if v.Name == "" || !projectedOnly(v) {
 			continue
 		}
 		if !copied {
-			spec.Volumes, copied = slices.Clone(spec.Volumes), true
+			parts.Volumes, copied = slices.Clone(parts.Volumes), true
 		}
-		spec.Volumes[i].Name = ""
+		parts.Volumes[i].Name = ""
 	}
-	return &api.Pod{ObjectMeta: api.ObjectMeta{Annotations: pod.Annotations}, Spec: spec}
+	return parts
 }
 
 // projectedOnly reports whether v's one source is a projected volume.
@@ -563,34 +571,70 @@ func forPodSecurity(obj api.Object) api.Object {
 }
 
 // podSecuritySpec is the part of s that Pod Security's checks read
-// (k8s.io/pod-security-admission/policy, check_*.go): hostNetwork, the
-// pod's securityContext, its volumes, and each container's name, ports,
-// probes and securityContext. Converting only these, a pod's conversion
-// costs about half (docs/performance.md, tenth sitting).
+// (podSecurityParts). Converting only these, a pod's conversion costs
+// about half (docs/performance.md, tenth sitting).
 // TestPodSecuritySpecGivesTheFullSpecsResults checks every level's result
 // on random pods against the whole spec's.
 func podSecuritySpec(s *api.PodSpec) api.PodSpec {
-	part := func(c *api.Container) api.Container {
+	parts := podSecurityPartsOf(s)
+	return parts.spec()
+}
+
+// podSecurityParts are what Pod Security's checks read of a pod
+// (k8s.io/pod-security-admission/policy, check_*.go): its annotations
+// (where set), hostNetwork, the pod's securityContext, its volumes, and
+// each container's name, ports, probes and securityContext. They are the
+// one list of what the checks read: podSecuritySpec makes a spec of them,
+// podSecurityKey keys verdicts by them.
+type podSecurityParts struct {
+	Annotations                                     map[string]string
+	HostNetwork                                     bool
+	SecurityContext                                 *api.PodSecurityContext
+	Volumes                                         []api.Volume
+	Containers, InitContainers, EphemeralContainers []containerSecurityParts
+}
+
+// containerSecurityParts are what the checks read of a container.
+type containerSecurityParts struct {
+	Name                                        string
+	Ports                                       []api.ContainerPort
+	SecurityContext                             *api.SecurityContext
+	LivenessProbe, ReadinessProbe, StartupProbe *api.Probe
+}
+
+// podSecurityPartsOf takes the parts of s (no annotations); they share
+// s's lists and pointers.
+func podSecurityPartsOf(s *api.PodSpec) podSecurityParts {
+	part := func(c *api.Container) containerSecurityParts {
+		return containerSecurityParts{Name: c.Name, Ports: c.Ports, SecurityContext: c.SecurityContext,
+			LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe}
+	}
+	return podSecurityParts{HostNetwork: s.HostNetwork, SecurityContext: s.SecurityContext, Volumes: s.Volumes,
+		Containers: eachOf(s.Containers, part), InitContainers: eachOf(s.InitContainers, part),
+		EphemeralContainers: eachOf(s.EphemeralContainers, func(c *api.EphemeralContainer) containerSecurityParts { return part(&c.Container) })}
+}
+
+// spec is the PodSpec of p's parts (the annotations are not a spec's).
+func (p *podSecurityParts) spec() api.PodSpec {
+	container := func(c *containerSecurityParts) api.Container {
 		return api.Container{Name: c.Name, Ports: c.Ports, SecurityContext: c.SecurityContext,
 			LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe, StartupProbe: c.StartupProbe}
 	}
-	containers := func(cs []api.Container) []api.Container {
-		if cs == nil {
-			return nil
-		}
-		out := make([]api.Container, len(cs))
-		for i := range cs {
-			out[i] = part(&cs[i])
-		}
-		return out
+	return api.PodSpec{HostNetwork: p.HostNetwork, SecurityContext: p.SecurityContext, Volumes: p.Volumes,
+		Containers: eachOf(p.Containers, container), InitContainers: eachOf(p.InitContainers, container),
+		EphemeralContainers: eachOf(p.EphemeralContainers, func(c *containerSecurityParts) api.EphemeralContainer {
+			return api.EphemeralContainer{Container: container(c)}
+		})}
+}
+
+// eachOf is f of each element of in; nil for nil.
+func eachOf[A, B any](in []A, f func(*A) B) []B {
+	if in == nil {
+		return nil
 	}
-	out := api.PodSpec{HostNetwork: s.HostNetwork, SecurityContext: s.SecurityContext, Volumes: s.Volumes,
-		Containers: containers(s.Containers), InitContainers: containers(s.InitContainers)}
-	if s.EphemeralContainers != nil {
-		out.EphemeralContainers = make([]api.EphemeralContainer, len(s.EphemeralContainers))
-		for i := range s.EphemeralContainers {
-			out.EphemeralContainers[i].Container = part(&s.EphemeralContainers[i].Container)
-		}
+	out := make([]B, len(in))
+	for i := range in {
+		out[i] = f(&in[i])
 	}
 	return out
 }

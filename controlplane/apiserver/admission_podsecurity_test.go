@@ -783,3 +783,28 @@ func TestPodSecurityVerdictsRemembered(t *testing.T) {
 		t.Fatalf("restricted: %v, want %s", err, want)
 	}
 }
+
+// BenchmarkPodSecurityKey: the key Pod Security's verdicts are remembered
+// by, of a Deployment's pod as admission has it (the service account's
+// volume mounted, a restricted securityContext), once per create in a
+// namespace whose levels are not all privileged.
+func BenchmarkPodSecurityKey(b *testing.B) {
+	no, yes := false, true
+	p := &api.Pod{
+		ObjectMeta: api.ObjectMeta{Name: "web-7c9f5d8b6-x2x9q", Namespace: "default", Labels: map[string]string{"app": "web"}},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "web", Image: "nginx:1.27",
+			Ports:        []api.ContainerPort{{ContainerPort: 80, Protocol: "TCP"}},
+			VolumeMounts: []api.VolumeMount{{Name: "kube-api-access-x7k2p", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			SecurityContext: &api.SecurityContext{AllowPrivilegeEscalation: &no, RunAsNonRoot: &yes,
+				Capabilities: &api.Capabilities{Drop: []string{"ALL"}}, SeccompProfile: &api.SeccompProfile{Type: "RuntimeDefault"}}}},
+			Volumes: []api.Volume{{Name: "kube-api-access-x7k2p", Projected: &api.ProjectedVolumeSource{
+				Sources: []api.VolumeProjection{{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token"}}}}}},
+			RestartPolicy: "Always", DNSPolicy: "ClusterFirst", SchedulerName: "default-scheduler"},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := podSecurityKey(p); !ok {
+			b.Fatal("no key")
+		}
+	}
+}
