@@ -175,17 +175,24 @@ func validateServiceAccount(sa *ServiceAccount) FieldErrors {
 // supports (serviceAccountToken, configMap, downwardAPI), one per entry,
 // with relative paths that do not repeat (Kubernetes' rules and words).
 func validateProjected(pv *ProjectedVolumeSource, p string) FieldErrors {
-	errs := validateMode(pv.DefaultMode, p+".defaultMode")
+	var errs FieldErrors
+	if pv.DefaultMode != nil {
+		errs = validateMode(pv.DefaultMode, p+".defaultMode")
+	}
 	paths := map[string]bool{}
-	addPath := func(file, fp string) {
+	// Every pod's API access volume is one: field paths are only joined
+	// for an error.
+	addPath := func(file string, fp func() string) {
 		if file == "" {
-			errs = append(errs, Required(fp, ""))
+			errs = append(errs, Required(fp(), ""))
 			return
 		}
-		errs = append(errs, validateLocalPath(file, fp)...)
+		if !isLocalPath(file) {
+			errs = append(errs, validateLocalPath(file, fp())...)
+		}
 		clean := path.Clean(file)
 		if paths[clean] {
-			errs = append(errs, Invalid(fp, file, "conflicting duplicate paths"))
+			errs = append(errs, Invalid(fp(), file, "conflicting duplicate paths"))
 		}
 		paths[clean] = true
 	}
@@ -193,53 +200,55 @@ func validateProjected(pv *ProjectedVolumeSource, p string) FieldErrors {
 		errs = append(errs, Required(p+".sources", ""))
 	}
 	for i, s := range pv.Sources {
-		sp := elemPath(p, ".sources", i)
+		sp := func() string { return elemPath(p, ".sources", i) }
 		n := 0
 		if t := s.ServiceAccountToken; t != nil {
 			n++
-			tp := sp + ".serviceAccountToken"
+			tp := func() string { return sp() + ".serviceAccountToken" }
 			if e := t.ExpirationSeconds; e != nil {
 				if *e < MinTokenExpirationSeconds {
-					errs = append(errs, Invalid(tp+".expirationSeconds", *e, "may not specify a duration less than 10 minutes"))
+					errs = append(errs, Invalid(tp()+".expirationSeconds", *e, "may not specify a duration less than 10 minutes"))
 				}
 				if *e > 1<<32 {
-					errs = append(errs, Invalid(tp+".expirationSeconds", *e, "may not specify a duration larger than 2^32 seconds"))
+					errs = append(errs, Invalid(tp()+".expirationSeconds", *e, "may not specify a duration larger than 2^32 seconds"))
 				}
 			}
-			addPath(t.Path, tp+".path")
+			addPath(t.Path, func() string { return tp() + ".path" })
 		}
 		if cm := s.ConfigMap; cm != nil {
 			n++
-			cp := sp + ".configMap"
+			cp := sp() + ".configMap" // validateKeyToPaths joins its items' paths lazily
 			if cm.Name == "" {
 				errs = append(errs, Required(cp+".name", ""))
 			}
 			errs = append(errs, validateKeyToPaths(cm.Items, nil, cp)...)
 			for _, it := range cm.Items {
 				if it.Path != "" {
-					addPath(it.Path, cp+".items.path")
+					addPath(it.Path, func() string { return cp + ".items.path" })
 				}
 			}
 		}
 		if d := s.DownwardAPI; d != nil {
 			n++
 			for j, it := range d.Items {
-				ip := fmt.Sprintf("%s.downwardAPI.items[%d]", sp, j)
-				addPath(it.Path, ip+".path")
-				errs = append(errs, validateMode(it.Mode, ip+".mode")...)
+				ip := func() string { return fmt.Sprintf("%s.downwardAPI.items[%d]", sp(), j) }
+				addPath(it.Path, func() string { return ip() + ".path" })
+				if it.Mode != nil {
+					errs = append(errs, validateMode(it.Mode, ip()+".mode")...)
+				}
 				switch {
 				case it.FieldRef == nil:
-					errs = append(errs, Required(ip+".fieldRef", "skiff supports fieldRef items"))
+					errs = append(errs, Required(ip()+".fieldRef", "skiff supports fieldRef items"))
 				case !isDownwardVolumeField(it.FieldRef.FieldPath):
-					errs = append(errs, NotSupported(ip+".fieldRef.fieldPath", it.FieldRef.FieldPath, downwardVolumeFields...))
+					errs = append(errs, NotSupported(ip()+".fieldRef.fieldPath", it.FieldRef.FieldPath, downwardVolumeFields...))
 				}
 			}
 		}
 		switch {
 		case n == 0:
-			errs = append(errs, Required(sp, "must specify at least 1 volume type per source"))
+			errs = append(errs, Required(sp(), "must specify at least 1 volume type per source"))
 		case n > 1:
-			errs = append(errs, Forbidden(sp, "may not specify more than 1 volume type per source"))
+			errs = append(errs, Forbidden(sp(), "may not specify more than 1 volume type per source"))
 		}
 	}
 	return errs

@@ -202,19 +202,26 @@ func validateMode(m *int32, path string) FieldErrors {
 	return nil
 }
 
+// validateKeyToPaths checks a volume's items. Every pod's API access
+// volume has some: an item's field path is only joined for an error.
 func validateKeyToPaths(items []KeyToPath, mode *int32, p string) FieldErrors {
-	errs := validateMode(mode, p+".defaultMode")
+	var errs FieldErrors
+	if mode != nil {
+		errs = validateMode(mode, p+".defaultMode")
+	}
 	for i, it := range items {
-		ip := elemPath(p, ".items", i)
+		ip := func() string { return elemPath(p, ".items", i) }
 		if it.Key == "" {
-			errs = append(errs, Required(ip+".key", ""))
+			errs = append(errs, Required(ip()+".key", ""))
 		}
 		if it.Path == "" {
-			errs = append(errs, Required(ip+".path", ""))
-		} else {
-			errs = append(errs, validateLocalPath(it.Path, ip+".path")...)
+			errs = append(errs, Required(ip()+".path", ""))
+		} else if !isLocalPath(it.Path) {
+			errs = append(errs, validateLocalPath(it.Path, ip()+".path")...)
 		}
-		errs = append(errs, validateMode(it.Mode, ip+".mode")...)
+		if it.Mode != nil {
+			errs = append(errs, validateMode(it.Mode, ip()+".mode")...)
+		}
 	}
 	return errs
 }
@@ -225,7 +232,7 @@ func validateLocalPath(p, field string) FieldErrors {
 	if path.IsAbs(p) {
 		errs = append(errs, Invalid(field, p, "must be a relative path"))
 	}
-	for _, part := range strings.Split(p, "/") {
+	for part := range strings.SplitSeq(p, "/") {
 		if part == ".." {
 			errs = append(errs, Invalid(field, p, "must not contain '..'"))
 			break
@@ -233,6 +240,10 @@ func validateLocalPath(p, field string) FieldErrors {
 	}
 	return errs
 }
+
+// isLocalPath reports whether validateLocalPath finds nothing wrong with p
+// (without a field path to join).
+func isLocalPath(p string) bool { return len(validateLocalPath(p, "")) == 0 }
 
 // validateEphemeralContainer: a container (names unique among all the
 // pod's), without what a pod's service may rely on: Kubernetes' words for

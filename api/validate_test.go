@@ -254,3 +254,62 @@ func TestValidateStatusUpdate(t *testing.T) {
 		t.Fatal("ValidateStatusUpdate passed an invalid pod: the object itself is still validated")
 	}
 }
+
+// A projected volume's errors name their fields as Kubernetes does; the
+// API access volume every pod gets has none. (validateProjected joins a
+// field's path only for an error.)
+func TestValidateProjectedVolumeErrors(t *testing.T) {
+	pod := func(mutate func(pv *ProjectedVolumeSource)) *Pod {
+		v := APIAccessVolume("kube-api-access-x7k2p")
+		if mutate != nil {
+			mutate(v.Projected)
+		}
+		p := &Pod{ObjectMeta: ObjectMeta{Name: "p", Namespace: "room"},
+			Spec: PodSpec{Containers: []Container{{Name: "c", Image: "busybox"}}, Volumes: []Volume{v}}}
+		SetTypeMeta(p)
+		SetDefaults(p)
+		return p
+	}
+	if errs := Validate(pod(nil)); len(errs) > 0 {
+		t.Fatalf("the API access volume: %v", errs)
+	}
+	short, bad := int64(60), int32(0o1000)
+	const vp = "spec.volumes[0].projected"
+	for _, c := range []struct {
+		name   string
+		mutate func(pv *ProjectedVolumeSource)
+		want   []string
+	}{
+		{"a short token", func(pv *ProjectedVolumeSource) { pv.Sources[0].ServiceAccountToken.ExpirationSeconds = &short },
+			[]string{vp + ".sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"}},
+		{"an absolute token path", func(pv *ProjectedVolumeSource) { pv.Sources[0].ServiceAccountToken.Path = "/token" },
+			[]string{vp + `.sources[0].serviceAccountToken.path: Invalid value: "/token": must be a relative path`}},
+		{"a configMap item with ..", func(pv *ProjectedVolumeSource) { pv.Sources[1].ConfigMap.Items[0].Path = "../ca.crt" },
+			[]string{vp + `.sources[1].configMap.items[0].path: Invalid value: "../ca.crt": must not contain '..'`,
+				vp + `.sources[1].configMap.items.path: Invalid value: "../ca.crt": must not contain '..'`}},
+		{"a configMap item without a key", func(pv *ProjectedVolumeSource) { pv.Sources[1].ConfigMap.Items[0].Key = "" },
+			[]string{vp + ".sources[1].configMap.items[0].key: Required value"}},
+		{"a downward item's mode", func(pv *ProjectedVolumeSource) { pv.Sources[2].DownwardAPI.Items[0].Mode = &bad },
+			[]string{vp + ".sources[2].downwardAPI.items[0].mode: Invalid value: 512: must be a number between 0 and 0777 (octal), both inclusive"}},
+		{"a downward item of another field", func(pv *ProjectedVolumeSource) {
+			pv.Sources[2].DownwardAPI.Items[0].FieldRef.FieldPath = "spec.nodeName"
+		}, []string{vp + `.sources[2].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value: "spec.nodeName": supported values: "metadata.name", "metadata.namespace", "metadata.uid"`}},
+		{"a duplicate path", func(pv *ProjectedVolumeSource) { pv.Sources[2].DownwardAPI.Items[0].Path = "token" },
+			[]string{vp + `.sources[2].downwardAPI.items[0].path: Invalid value: "token": conflicting duplicate paths`}},
+		{"a source of two kinds", func(pv *ProjectedVolumeSource) { pv.Sources[0].ConfigMap = pv.Sources[1].ConfigMap },
+			[]string{vp + ".sources[0]: Forbidden: may not specify more than 1 volume type per source",
+				vp + `.sources[1].configMap.items.path: Invalid value: "ca.crt": conflicting duplicate paths`}},
+		{"a source of no kind", func(pv *ProjectedVolumeSource) { pv.Sources = append(pv.Sources, VolumeProjection{}) },
+			[]string{vp + ".sources[3]: Required value: must specify at least 1 volume type per source"}},
+		{"a default mode", func(pv *ProjectedVolumeSource) { pv.DefaultMode = &bad },
+			[]string{vp + ".defaultMode: Invalid value: 512: must be a number between 0 and 0777 (octal), both inclusive"}},
+	} {
+		var got []string
+		for _, e := range Validate(pod(c.mutate)) {
+			got = append(got, e.Error())
+		}
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
