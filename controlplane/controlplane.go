@@ -40,6 +40,7 @@ import (
 	"skiff.dev/skiff/controlplane/metrics"
 	"skiff.dev/skiff/controlplane/scheduler"
 	"skiff.dev/skiff/controlplane/store"
+	"skiff.dev/skiff/internal/gcpace"
 	"skiff.dev/skiff/membership"
 	"skiff.dev/skiff/pki"
 )
@@ -275,6 +276,9 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	// the start, which waits for it at its end (apiserver.WarmUp).
 	warm := make(chan struct{})
 	go func() { apiserver.WarmUp(); close(warm) }()
+	// The collector paced by the allocation rate (internal/gcpace): a
+	// burst of requests is not spent collecting a small heap.
+	gcpace.Start()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
