@@ -19,8 +19,9 @@ import (
 // memoryLimitFlag is `up`'s and `server`'s --memory-limit: the soft limit
 // of the Go runtime's memory (runtime/debug.SetMemoryLimit, what
 // GOMEMLIMIT sets). Below it the garbage collector runs as GOGC says (the
-// heap may grow to twice the live data); near it, it collects more often
-// rather than grow past it. It is soft: a live heap larger than the limit
+// heap may grow to twice the live data; under a burst of requests, to at
+// most 256 MiB: internal/gcpace); near it, it collects more often rather
+// than grow past it. It is soft: a live heap larger than the limit
 // is kept, at the cost of more collections. "auto" (the default) derives
 // it as Prometheus' automemlimit does: GOMEMLIMIT when set, else 90 % of
 // the memory.max of the server's cgroup (cgroup v2) when it has one (a

@@ -18,8 +18,9 @@
 // MaxGoal, never less than what GOGC=100 gives. An idle server allocates
 // little: its goal stays GOGC=100's. When a burst ends, a check every
 // Interval lowers GOGC again once no collection came for two Intervals,
-// from the rate since the last one; a heap beyond the lowered goal is
-// collected at once, and the runtime returns the memory to the system.
+// from the rate since the last one; when that is back to GOGC=100 the
+// burst is over, and the pacer collects at once and returns the free heap
+// to the system (debug.FreeOSMemory).
 //
 // The pacer leaves the collector alone when GOGC is set in the
 // environment. A memory limit (GOMEMLIMIT, `skiff server
@@ -136,12 +137,20 @@ func (p *pacer) watchIdle() {
 		case now := <-t.C:
 			allocs := readAllocs()
 			p.mu.Lock()
+			ended := false
 			if since := now.Sub(p.lastGC); !p.stopped && since >= 2*p.cfg.Interval {
 				if next := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
+					ended = next == 100
 					p.setLocked(next)
 				}
 			}
 			p.mu.Unlock()
+			if ended {
+				// The burst is over: collect now and give its heap back
+				// to the system, rather than keep it until the next
+				// collection and the scavenger's slow return.
+				debug.FreeOSMemory()
+			}
 		}
 	}
 }

@@ -57,7 +57,8 @@ func collections(f func()) uint32 {
 
 // Under a stream of garbage over a small live heap the pacer spaces the
 // collections out, up to MaxGoal; when the stream stops it sets GOGC back
-// to 100 within a few Intervals, and stop leaves it there.
+// to 100 within a few Intervals and returns the free heap to the system,
+// and stop leaves GOGC at 100.
 func TestPacesABurstAndComesBackWhenIdle(t *testing.T) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		t.Skip("GOGC is set: the collector runs as it says")
@@ -82,6 +83,11 @@ func TestPacesABurstAndComesBackWhenIdle(t *testing.T) {
 	}
 	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		return Percent() == 100, fmt.Sprintf("GOGC is %d, not back to 100 after the burst", Percent())
+	})
+	// The burst's heap (up to MaxGoal) is given back, not kept free.
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		free := readUint("/memory/classes/heap/free:bytes")
+		return free < cfg.MaxGoal/4, fmt.Sprintf("%d MB of the heap free and not returned to the system after the burst", free>>20)
 	})
 	stop()
 	if Percent() != 100 {
