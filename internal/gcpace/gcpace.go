@@ -31,7 +31,6 @@ package gcpace
 import (
 	"math"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -67,99 +66,86 @@ func Start() {
 	})
 }
 
-// pacer is the running state.
+// pacer is the running state, owned by its loop.
 type pacer struct {
-	cfg  Config
-	stop chan struct{}
-
-	mu      sync.Mutex
-	stopped bool
-	lastGC  time.Time // when the last collection's cleanup ran
+	cfg     Config
+	cycles  uint64    // collections, ever, when it last looked
+	lastGC  time.Time // when it saw the last one
 	allocs  uint64    // bytes allocated, ever, then
-	heap    heap      // what it left
+	heap    heap      // what that one left
 	percent int       // the GOGC set now
 }
 
 // start starts a pacer; stop (once or more) ends it and sets GOGC back
 // to 100.
 func start(cfg Config) (stop func()) {
-	p := &pacer{cfg: cfg, stop: make(chan struct{}), percent: 100}
-	p.mu.Lock()
-	p.lastGC, p.allocs, p.heap = time.Now(), readAllocs(), readHeap()
-	p.mu.Unlock()
-	p.arm()
-	go p.watchIdle()
+	p := &pacer{cfg: cfg, cycles: readUint(metricNames.cycles), lastGC: time.Now(), allocs: readAllocs(), heap: readHeap(), percent: 100}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		p.run(done)
+	}()
 	return sync.OnceFunc(func() {
-		p.mu.Lock()
-		p.stopped = true
-		p.mu.Unlock()
-		close(p.stop)
+		close(done)
+		<-finished
 		debug.SetGCPercent(100)
 	})
 }
 
-// arm has the next collection call collected: an object only this
-// cleanup refers to becomes garbage at once, so the collection after
-// now runs the cleanup, which arms the next.
-func (p *pacer) arm() {
-	runtime.AddCleanup(new(sentinel), func(p *pacer) {
-		p.collected()
-	}, p)
-}
+// pollEvery bounds how late the pacer sees a collection: Go has no call
+// for a collection's end (a finalizer or cleanup runs when its object's
+// span is swept, which can be much later), so it reads the runtime's count
+// of collections this often. Until it sees one, the runtime's goal is the
+// old GOGC's over the new live heap: at most pollEvery of allocation
+// beyond the one it aims for.
+func pollEvery(cfg Config) time.Duration { return min(50*time.Millisecond, cfg.Interval/4) }
 
-// sentinel is the object whose cleanup marks a collection: big enough
-// not to share a block with other small objects (which would delay it).
-type sentinel struct{ _ [32]byte }
-
-// collected runs after each collection: it sets GOGC from the
-// allocation rate since the one before.
-func (p *pacer) collected() {
-	now, allocs, h := time.Now(), readAllocs(), readHeap()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopped {
-		return
-	}
-	p.setLocked(percent(h, allocs-p.allocs, now.Sub(p.lastGC), p.cfg))
-	p.lastGC, p.allocs, p.heap = now, allocs, h
-	p.arm()
-}
-
-// watchIdle lowers GOGC when no collection came for two Intervals: the
-// allocation rate since the last one is lower than the one it was set for.
-func (p *pacer) watchIdle() {
-	t := time.NewTicker(p.cfg.Interval)
+func (p *pacer) run(done <-chan struct{}) {
+	t := time.NewTicker(pollEvery(p.cfg))
 	defer t.Stop()
 	for {
 		select {
-		case <-p.stop:
+		case <-done:
 			return
 		case now := <-t.C:
-			allocs := readAllocs()
-			p.mu.Lock()
-			ended := false
-			if since := now.Sub(p.lastGC); !p.stopped && since >= 2*p.cfg.Interval {
-				if next := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
-					ended = next == 100
-					p.setLocked(next)
-				}
-			}
-			p.mu.Unlock()
-			if ended {
-				// The burst is over: collect now and give its heap back
-				// to the system, rather than keep it until the next
-				// collection and the scavenger's slow return.
-				debug.FreeOSMemory()
-			}
+			p.poll(now)
 		}
 	}
 }
 
-// setLocked sets GOGC. p.mu is held.
-func (p *pacer) setLocked(pct int) {
-	if pct != p.percent {
-		debug.SetGCPercent(pct)
-		p.percent = pct
+// poll sets GOGC after a collection from the allocation rate since the
+// one before; and lowers it when no collection came for two Intervals
+// (the rate since the last one is lower than the one it was set for).
+// When that brings it back to 100 the burst is over: it collects at once
+// and gives the heap back to the system, rather than keep it until the
+// next collection and the scavenger's slow return.
+func (p *pacer) poll(now time.Time) {
+	allocs := readAllocs()
+	if cycles := readUint(metricNames.cycles); cycles != p.cycles {
+		h := readHeap()
+		p.set(percent(h, allocs-p.allocs, now.Sub(p.lastGC), p.cfg), quiet(h, allocs-p.allocs, now.Sub(p.lastGC), p.cfg))
+		p.cycles, p.lastGC, p.allocs, p.heap = cycles, now, allocs, h
+		return
+	}
+	if since := now.Sub(p.lastGC); since >= 2*p.cfg.Interval {
+		if next := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
+			p.set(next, quiet(p.heap, allocs-p.allocs, since, p.cfg))
+		}
+	}
+}
+
+// set sets GOGC. When that ends a burst (GOGC back to 100 from above, the
+// allocation rate quiet) it collects at once and gives the free heap back
+// to the system (the next poll takes that collection as one).
+func (p *pacer) set(pct int, quiet bool) {
+	if pct == p.percent {
+		return
+	}
+	ended := pct == 100 && p.percent > 100 && quiet
+	debug.SetGCPercent(pct)
+	p.percent = pct
+	if ended {
+		debug.FreeOSMemory()
 	}
 }
 
@@ -176,7 +162,7 @@ func percent(h heap, allocated uint64, elapsed time.Duration, cfg Config) int {
 	if h.live == 0 || elapsed <= 0 {
 		return 100
 	}
-	goal := min(float64(allocated)/elapsed.Seconds()*cfg.Interval.Seconds(), float64(cfg.MaxGoal))
+	goal := min(wanted(allocated, elapsed, cfg), float64(cfg.MaxGoal))
 	if goal <= float64(h.live)+scanned {
 		return 100
 	}
@@ -185,12 +171,26 @@ func percent(h heap, allocated uint64, elapsed time.Duration, cfg Config) int {
 	return min(int(math.Ceil((goal-float64(h.live))/scanned*100)), int(cfg.MaxGoal/minHeap*100))
 }
 
+// wanted is the heap goal that spaces collections Interval apart at the
+// rate of allocated bytes in elapsed.
+func wanted(allocated uint64, elapsed time.Duration, cfg Config) float64 {
+	return float64(allocated) / elapsed.Seconds() * cfg.Interval.Seconds()
+}
+
+// quiet reports whether the allocation rate alone would not raise GOGC
+// above 100 (a burst is over), as opposed to a live heap grown past half
+// of MaxGoal.
+func quiet(h heap, allocated uint64, elapsed time.Duration, cfg Config) bool {
+	return elapsed > 0 && wanted(allocated, elapsed, cfg) <= float64(2*h.live+h.roots)
+}
+
 // minHeap is the Go runtime's smallest heap goal at GOGC=100
 // (runtime.defaultHeapMinimum); it scales with GOGC.
 const minHeap = 4 << 20
 
-var metricNames = struct{ allocs, live, stacks, globals, gogc string }{
-	"/gc/heap/allocs:bytes", "/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes", "/gc/gogc:percent"}
+var metricNames = struct{ allocs, live, stacks, globals, gogc, cycles string }{
+	"/gc/heap/allocs:bytes", "/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes", "/gc/gogc:percent",
+	"/gc/cycles/total:gc-cycles"}
 
 // readAllocs is the bytes the process has allocated on the heap, ever.
 func readAllocs() uint64 { return readUint(metricNames.allocs) }
