@@ -296,7 +296,7 @@ const addRecount = time.Second
 // recountDuty bounds what that net costs: a count that took d waits
 // recountDuty×d (at most maxAddRecount) after an add, so a burst of
 // creates into a namespace of thousands of objects spends at most 1 % of
-// a core recounting them (the count sums the whole namespace: a few ms
+// a core recounting them (the count sums the whole namespace: about a ms
 // per thousand pods). A change that frees usage is counted at once.
 const (
 	recountDuty   = 100

@@ -24,7 +24,7 @@
 //
 // What it costs: under a burst the heap may reach MaxGoal where GOGC=100
 // kept it at twice the live heap (docs/performance.md, sixteenth
-// sitting: the scheduler benchmarks' peak RSS 1.10–1.16× for 1.02–1.13×
+// sitting: the scheduler benchmarks' peak RSS 1.10–1.15× for 1.09–1.17×
 // their pods/s).
 //
 // The pacer leaves the collector alone when GOGC is set in the
