@@ -150,6 +150,10 @@ func TestNameTakenCannotJoin(t *testing.T) {
 			holder := srv
 			if tt.holder == RoleAgent {
 				holder = start(t, "node-a", "tok", RoleAgent, srv.LocalAddr())
+				// The cluster has the name once the server knows it: its
+				// side of node-a's join may merge node-a's state just after
+				// node-a's Join returns.
+				testwait.For(t, 10*time.Second, "the server to see node-a alive", func() bool { return stateOf(srv, "node-a") == Alive })
 			}
 			taken := holder.ml.LocalNode().Name
 			cfg := DefaultConfig(taken, "tok")
