@@ -128,13 +128,13 @@ func (p *pacer) poll(now time.Time) {
 	allocs := readAllocs()
 	if cycles := readUint(metricNames.cycles); cycles != p.cycles {
 		h := readHeap()
-		p.set(percent(h, allocs-p.allocs, now.Sub(p.lastGC), p.cfg), quiet(h, allocs-p.allocs, now.Sub(p.lastGC), p.cfg))
+		p.set(percent(h, allocs-p.allocs, now.Sub(p.lastGC), p.cfg))
 		p.cycles, p.lastGC, p.allocs, p.heap = cycles, now, allocs, h
 		return
 	}
 	if since := now.Sub(p.lastGC); since >= 2*p.cfg.Interval {
-		if next := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
-			p.set(next, quiet(p.heap, allocs-p.allocs, since, p.cfg))
+		if next, quiet := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
+			p.set(next, quiet)
 		}
 	}
 }
@@ -161,32 +161,23 @@ type heap struct{ live, roots uint64 }
 
 // percent is the GOGC that puts the next collection Interval after the
 // last at the rate of allocated bytes in elapsed: a heap goal of
-// rate × Interval (at most MaxGoal), never below GOGC=100's.
-func percent(h heap, allocated uint64, elapsed time.Duration, cfg Config) int {
-	scanned := float64(h.live + h.roots)
-	if h.live == 0 || elapsed <= 0 {
-		return 100
+// rate × Interval (at most MaxGoal), never below GOGC=100's. quiet: the
+// rate alone would not raise GOGC above 100 (a burst is over), as
+// opposed to a live heap grown past half of MaxGoal.
+func percent(h heap, allocated uint64, elapsed time.Duration, cfg Config) (pct int, quiet bool) {
+	if elapsed <= 0 {
+		return 100, false
 	}
-	goal := min(wanted(allocated, elapsed, cfg), float64(cfg.MaxGoal))
-	if goal <= float64(h.live)+scanned {
-		return 100
+	wanted := float64(allocated) / elapsed.Seconds() * cfg.Interval.Seconds()
+	scanned := float64(h.live + h.roots)
+	quiet = wanted <= float64(h.live)+scanned
+	goal := min(wanted, float64(cfg.MaxGoal))
+	if h.live == 0 || goal <= float64(h.live)+scanned {
+		return 100, quiet
 	}
 	// The runtime's smallest goal is 4 MB × GOGC/100 (heapMinimum): over
 	// a heap of a few MB, a GOGC that large would pass MaxGoal.
-	return min(int(math.Ceil((goal-float64(h.live))/scanned*100)), int(cfg.MaxGoal/minHeap*100))
-}
-
-// wanted is the heap goal that spaces collections Interval apart at the
-// rate of allocated bytes in elapsed.
-func wanted(allocated uint64, elapsed time.Duration, cfg Config) float64 {
-	return float64(allocated) / elapsed.Seconds() * cfg.Interval.Seconds()
-}
-
-// quiet reports whether the allocation rate alone would not raise GOGC
-// above 100 (a burst is over), as opposed to a live heap grown past half
-// of MaxGoal.
-func quiet(h heap, allocated uint64, elapsed time.Duration, cfg Config) bool {
-	return elapsed > 0 && wanted(allocated, elapsed, cfg) <= float64(2*h.live+h.roots)
+	return min(int(math.Ceil((goal-float64(h.live))/scanned*100)), int(cfg.MaxGoal/minHeap*100)), quiet
 }
 
 // minHeap is the Go runtime's smallest heap goal at GOGC=100

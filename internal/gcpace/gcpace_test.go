@@ -19,19 +19,20 @@ func TestPercent(t *testing.T) {
 		allocated uint64
 		elapsed   time.Duration
 		want      int
+		quiet     bool // the rate alone asks for no more than GOGC=100
 	}{
-		{"idle: 1 MB/s on a 20 MB heap", heap{20 * mb, 0}, 1 * mb, time.Second, 100},
-		{"twice the live heap a second: GOGC=100's goal", heap{20 * mb, 0}, 40 * mb, time.Second, 100},
-		{"80 MB/s on 20 MB: a goal of 80 MB", heap{20 * mb, 0}, 40 * mb, time.Second / 2, 300},
-		{"the same with 10 MB of stacks and globals", heap{20 * mb, 10 * mb}, 40 * mb, time.Second / 2, 200},
-		{"a burst of 1 GB/s: the goal stops at MaxGoal", heap{32 * mb, 0}, 1000 * mb, time.Second, 700},
-		{"a live heap past half MaxGoal: GOGC=100", heap{200 * mb, 0}, 1000 * mb, time.Second, 100},
-		{"a tiny heap: the runtime's smallest goal (4 MB × GOGC/100) is MaxGoal", heap{1 * mb, 0}, 1000 * mb, time.Second, 6400},
-		{"no live heap known", heap{0, 0}, 100 * mb, time.Second, 100},
-		{"no time passed", heap{20 * mb, 0}, 100 * mb, 0, 100},
+		{"idle: 1 MB/s on a 20 MB heap", heap{20 * mb, 0}, 1 * mb, time.Second, 100, true},
+		{"twice the live heap a second: GOGC=100's goal", heap{20 * mb, 0}, 40 * mb, time.Second, 100, true},
+		{"80 MB/s on 20 MB: a goal of 80 MB", heap{20 * mb, 0}, 40 * mb, time.Second / 2, 300, false},
+		{"the same with 10 MB of stacks and globals", heap{20 * mb, 10 * mb}, 40 * mb, time.Second / 2, 200, false},
+		{"a burst of 1 GB/s: the goal stops at MaxGoal", heap{32 * mb, 0}, 1000 * mb, time.Second, 700, false},
+		{"a live heap past half MaxGoal: GOGC=100, not quiet", heap{200 * mb, 0}, 1000 * mb, time.Second, 100, false},
+		{"a tiny heap: the runtime's smallest goal (4 MB × GOGC/100) is MaxGoal", heap{1 * mb, 0}, 1000 * mb, time.Second, 6400, false},
+		{"no live heap known", heap{0, 0}, 100 * mb, time.Second, 100, false},
+		{"no time passed", heap{20 * mb, 0}, 100 * mb, 0, 100, false},
 	} {
-		if got := percent(c.h, c.allocated, c.elapsed, cfg); got != c.want {
-			t.Errorf("%s: GOGC %d, want %d", c.name, got, c.want)
+		if got, quiet := percent(c.h, c.allocated, c.elapsed, cfg); got != c.want || quiet != c.quiet {
+			t.Errorf("%s: GOGC %d, quiet %v; want %d, %v", c.name, got, quiet, c.want, c.quiet)
 		}
 	}
 }
