@@ -394,17 +394,25 @@ func (s *racingStore) UpdateQueued(ctx context.Context, obj api.Object) (*store.
 	return s.Bolt.UpdateQueued(ctx, obj)
 }
 
+// registryWithNamespace is a registry over st (a store wrapped to watch
+// or steer its writes) with the namespace ns created.
+func registryWithNamespace(t *testing.T, st store.Store, ns string) *Registry {
+	t.Helper()
+	reg := NewRegistry(st, slog.New(slog.DiscardHandler))
+	if _, err := reg.Create(context.Background(), namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 // A create's charge rides in one commit with the create (store.Chainer).
 // When the charge's quota write loses a race, the create is not stored;
 // it is checked and charged again on the stored quota, and charged once.
 // Past quotaRetries lost races it fails and changes nothing.
 func TestQuotaChargeLostRace(t *testing.T) {
 	st := &racingStore{Bolt: defaultsStore(t, store.Options{NoSync: true})}
-	reg := NewRegistry(st, slog.New(slog.DiscardHandler))
+	reg := registryWithNamespace(t, st, "bob")
 	ctx := context.Background()
-	if _, err := reg.Create(ctx, namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "bob"}}); err != nil {
-		t.Fatal(err)
-	}
 	createGPUQuota(t, reg, "bob", "4", "0")
 	used := func() string {
 		o, err := reg.Get(ctx, quotaKind, "bob", "gpus")
@@ -460,11 +468,8 @@ func (s *countingStore) Count(ctx context.Context, kind *api.Kind, namespace str
 // that, and the next create is checked against it.
 func TestNoQuotaKeptUntilAQuotaIsWritten(t *testing.T) {
 	st := &countingStore{Bolt: defaultsStore(t, store.Options{NoSync: true})}
-	reg := NewRegistry(st, slog.New(slog.DiscardHandler))
+	reg := registryWithNamespace(t, st, "ann")
 	ctx := context.Background()
-	if _, err := reg.Create(ctx, namespaceKind, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "ann"}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{"a", "b", "c"} {
 		if _, err := reg.Create(ctx, podKind, gpuPodIn("ann", name)); err != nil {
 			t.Fatal(err)
