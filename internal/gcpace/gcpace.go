@@ -15,12 +15,19 @@
 // The pacer looks at the runtime's count of collections every 50 ms. After
 // each collection it measures the allocation rate since the one before
 // and sets GOGC so that the next collection comes about Interval later: a
-// heap goal of rate × Interval, never more than MaxGoal, never less than
-// what GOGC=100 gives. An idle server allocates little: its goal stays
-// GOGC=100's. Once no collection came for two Intervals it lowers GOGC
-// again from the rate since the last one; when the rate brings it back to
-// GOGC=100 the burst is over, and the pacer collects at once and returns
-// the free heap to the system (debug.FreeOSMemory).
+// heap goal of rate × Interval, never more than MaxGoal. Once no
+// collection came for two Intervals it lowers GOGC again from the rate
+// since the last one.
+//
+// At rest it goes below GOGC=100: a server at rest allocates little, and
+// GOGC=100 would let the heap grow to twice its live data before the next
+// collection. Where the rate would take more than RestInterval to grow
+// the heap by GOGC=100's share, GOGC is the share it grows by in
+// RestInterval, never below RestPercent: a smaller heap for at most one
+// collection per RestInterval more than GOGC=100 makes. When GOGC comes
+// down below 100 (a burst is over, or the server came to rest) the pacer
+// collects at once and returns the free heap to the system
+// (debug.FreeOSMemory).
 //
 // What it costs: under a burst the heap may reach MaxGoal where GOGC=100
 // kept it at twice the live heap (docs/performance.md, sixteenth
@@ -49,13 +56,20 @@ type Config struct {
 	// MaxGoal bounds the heap goal it sets, in bytes: what a burst may
 	// cost in memory.
 	MaxGoal uint64
+	// RestInterval is the time between collections at rest: below
+	// GOGC=100 the heap grows by what the rate allocates in RestInterval.
+	RestInterval time.Duration
+	// RestPercent is the lowest GOGC at rest; zero keeps GOGC=100 at
+	// rest.
+	RestPercent int
 }
 
 // Default is the control plane's pacing: at most one collection a second
 // under load, for a heap of at most 256 MiB (the heap at rest of a
-// control plane with 20,000 pods is larger: there the pacer changes
-// nothing).
-var Default = Config{Interval: time.Second, MaxGoal: 256 << 20}
+// control plane with 20,000 pods is larger: there a burst's goal is
+// GOGC=100's); at rest, a heap a quarter larger than its live data, for at
+// most one more collection every ten seconds.
+var Default = Config{Interval: time.Second, MaxGoal: 256 << 20, RestInterval: 10 * time.Second, RestPercent: 25}
 
 var started sync.Once
 
@@ -121,9 +135,6 @@ func (p *pacer) run(done <-chan struct{}) {
 // poll sets GOGC after a collection from the allocation rate since the
 // one before; and lowers it when no collection came for two Intervals
 // (the rate since the last one is lower than the one it was set for).
-// When that brings it back to 100 the burst is over: it collects at once
-// and gives the heap back to the system, rather than keep it until the
-// next collection and the scavenger's slow return.
 func (p *pacer) poll(now time.Time) {
 	allocs := readAllocs()
 	if cycles := readUint(metricNames.cycles); cycles != p.cycles {
@@ -133,23 +144,25 @@ func (p *pacer) poll(now time.Time) {
 		return
 	}
 	if since := now.Sub(p.lastGC); since >= 2*p.cfg.Interval {
-		if next, quiet := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
-			p.set(next, quiet)
+		if next := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
+			p.set(next)
 		}
 	}
 }
 
-// set sets GOGC. When that ends a burst (GOGC back to 100 from above, the
-// allocation rate quiet) it collects at once and gives the free heap back
-// to the system (the next poll takes that collection as one).
-func (p *pacer) set(pct int, quiet bool) {
+// set sets GOGC. When that brings it below 100 from 100 or more (a burst
+// is over, or the server came to rest) it collects at once and gives the
+// free heap back to the system, rather than keep it until the next
+// collection and the scavenger's slow return (the next poll takes that
+// collection as one).
+func (p *pacer) set(pct int) {
 	if pct == p.percent {
 		return
 	}
-	ended := pct == 100 && p.percent > 100 && quiet
+	rest := pct < 100 && p.percent >= 100
 	debug.SetGCPercent(pct)
 	p.percent = pct
-	if ended {
+	if rest {
 		debug.FreeOSMemory()
 	}
 }
@@ -161,23 +174,24 @@ type heap struct{ live, roots uint64 }
 
 // percent is the GOGC that puts the next collection Interval after the
 // last at the rate of allocated bytes in elapsed: a heap goal of
-// rate × Interval (at most MaxGoal), never below GOGC=100's. quiet: the
-// rate alone would not raise GOGC above 100 (a burst is over), as
-// opposed to a live heap grown past half of MaxGoal.
-func percent(h heap, allocated uint64, elapsed time.Duration, cfg Config) (pct int, quiet bool) {
-	if elapsed <= 0 {
-		return 100, false
+// rate × Interval (at most MaxGoal). Below GOGC=100's goal, the share of
+// the scanned heap the rate allocates in RestInterval, between
+// RestPercent and 100.
+func percent(h heap, allocated uint64, elapsed time.Duration, cfg Config) int {
+	if elapsed <= 0 || h.live == 0 {
+		return 100
 	}
-	wanted := float64(allocated) / elapsed.Seconds() * cfg.Interval.Seconds()
+	rate := float64(allocated) / elapsed.Seconds()
 	scanned := float64(h.live + h.roots)
-	quiet = wanted <= float64(h.live)+scanned
-	goal := min(wanted, float64(cfg.MaxGoal))
-	if h.live == 0 || goal <= float64(h.live)+scanned {
-		return 100, quiet
+	if goal := min(rate*cfg.Interval.Seconds(), float64(cfg.MaxGoal)); goal > float64(h.live)+scanned {
+		// The runtime's smallest goal is 4 MB × GOGC/100 (heapMinimum):
+		// over a heap of a few MB, a GOGC that large would pass MaxGoal.
+		return min(int(math.Ceil((goal-float64(h.live))/scanned*100)), int(cfg.MaxGoal/minHeap*100))
 	}
-	// The runtime's smallest goal is 4 MB × GOGC/100 (heapMinimum): over
-	// a heap of a few MB, a GOGC that large would pass MaxGoal.
-	return min(int(math.Ceil((goal-float64(h.live))/scanned*100)), int(cfg.MaxGoal/minHeap*100)), quiet
+	if cfg.RestPercent <= 0 {
+		return 100
+	}
+	return max(cfg.RestPercent, min(100, int(math.Ceil(rate*cfg.RestInterval.Seconds()/scanned*100))))
 }
 
 // minHeap is the Go runtime's smallest heap goal at GOGC=100
