@@ -46,11 +46,16 @@ func TestPercent(t *testing.T) {
 
 var sink []byte
 
-// churn allocates n bytes of garbage in 8 KB pieces.
-func churn(n int) {
-	for range n / 8192 {
+// churn allocates n bytes of garbage in 8 KB pieces, and returns the
+// highest GOGC it saw, looking after every MB.
+func churn(n int) (maxPercent int) {
+	for i := range n / 8192 {
 		sink = make([]byte, 8192)
+		if i%128 == 0 {
+			maxPercent = max(maxPercent, Percent())
+		}
 	}
+	return maxPercent
 }
 
 // collections counts the collections while f runs.
@@ -81,16 +86,21 @@ func TestPacesABurstAndComesBackWhenIdle(t *testing.T) {
 	// the pacer sees a collection up to pollEvery late, so it first
 	// measures the rate on a part of the burst.
 	churn(burst / 4)
-	paced := collections(func() { churn(burst) })
-	t.Logf("collections for %d MB of garbage: %d at GOGC=100, %d paced (GOGC %d now)", burst>>20, plain, paced, Percent())
+	var highest int
+	paced := collections(func() { highest = churn(burst) })
+	t.Logf("collections for %d MB of garbage: %d at GOGC=100, %d paced (GOGC up to %d)", burst>>20, plain, paced, highest)
 	// GOGC=100 collects every ~4 MB here (the runtime's smallest goal);
 	// paced, every ~64 MB (MaxGoal) once the first collection measured
 	// the rate: no fewer collections than that (the goal is bounded).
-	if paced*4 > plain || paced < burst/uint32(cfg.MaxGoal)/2 {
-		t.Errorf("%d collections paced, against %d at GOGC=100: want at most a quarter, and at least %d (MaxGoal)", paced, plain, burst/cfg.MaxGoal/2)
+	// Not a quarter of GOGC=100's, as on an idle machine: where the test
+	// waits for the CPU, a collection's mark runs long and counts what the
+	// loop allocates meanwhile as live, and over such a live heap the
+	// pacer's goal is GOGC=100's for that collection.
+	if paced*2 > plain || paced < burst/uint32(cfg.MaxGoal)/2 {
+		t.Errorf("%d collections paced, against %d at GOGC=100: want at most half, and at least %d (MaxGoal)", paced, plain, burst/cfg.MaxGoal/2)
 	}
-	if Percent() <= 100 {
-		t.Errorf("GOGC %d after the burst, want it raised", Percent())
+	if highest <= 100 {
+		t.Errorf("GOGC at most %d during the burst, want it raised", highest)
 	}
 	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		return Percent() < 100, fmt.Sprintf("GOGC is %d, not below 100 at rest after the burst", Percent())
