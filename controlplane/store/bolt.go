@@ -73,6 +73,8 @@ type Bolt struct {
 	// recent holds the last written objects, where GuaranteedUpdate
 	// starts (recent.go).
 	recent recentWrites
+	// expiry knows when the sweep may find an expired Event (expire.go).
+	expiry eventExpiry
 }
 
 // counters are the store's statistics, read by Stats.
@@ -81,6 +83,8 @@ type counters struct {
 	// recentStarts counts GuaranteedUpdate's tries that started from a
 	// recent write (recent.go) instead of a read.
 	recentStarts atomic.Uint64
+	// sweepReads counts the Event sweeps that read the Events (expire.go).
+	sweepReads atomic.Uint64
 }
 
 // Stats is a snapshot of the store's counters, for metrics.

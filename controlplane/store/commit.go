@@ -235,6 +235,7 @@ func (b *Bolt) commit(batch []*op) {
 		b.rev.Store(rev)
 		b.writes.add(events)
 		b.recent.put(events, keys)
+		b.expiry.wrote(batch)
 		b.hub.publish(events)
 	}
 	b.stats.writes.Add(uint64(len(events)))

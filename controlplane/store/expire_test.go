@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,4 +94,53 @@ func TestEventSweeperRuns(t *testing.T) {
 		_, err := s.Get(ctx, st.EvKind, "default", "e")
 		return api.IsNotFound(err)
 	})
+}
+
+// A sweep reads the stored Events only when one of them may have expired:
+// the oldest the last read kept, or an older one written since, even one
+// whose lastTimestamp a client set long past.
+func TestSweepReadsTheEventsOnlyWhenOneMayHaveExpired(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock := newFakeClock(start)
+	opts := testOptions()
+	opts.EventTTL = time.Minute
+	opts.SweepInterval = time.Hour // this test sweeps by hand
+	opts.Now = clock.now
+	s, _ := openStore(t, opts)
+	names := func() []string {
+		objs, _, err := s.List(ctx, st.EvKind, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.GetObjectMeta().Name)
+		}
+		return got
+	}
+	sweep := func(advance time.Duration, wantReads uint64, want ...string) {
+		t.Helper()
+		clock.add(advance)
+		if _, err := store.ExpireEvents(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.SweepReads(s); got != wantReads {
+			t.Errorf("at %v: %d sweeps read the Events, want %d", clock.now().Sub(start), got, wantReads)
+		}
+		if got := names(); !slices.Equal(got, want) {
+			t.Fatalf("at %v: events %v, want %v", clock.now().Sub(start), got, want)
+		}
+	}
+
+	st.MustCreate(t, s, st.NewEvent("a", start))
+	sweep(0, 1, "a")              // the first sweep reads: nothing known yet
+	sweep(30*time.Second, 1, "a") // "a" expires at 1m: not read
+	st.MustCreate(t, s, st.NewEvent("old", start.Add(-5*time.Minute)))
+	sweep(0, 2, "a")         // an older Event was written: read, and it goes
+	sweep(31*time.Second, 3) // 1m01s: "a" goes, none left
+	sweep(time.Minute, 3)    // none stored: not read
+	st.MustCreate(t, s, st.NewEvent("b", clock.now()))
+	sweep(30*time.Second, 3, "b") // "b" expires in 30 s more
+	sweep(31*time.Second, 4)      // read, and it goes
 }

@@ -24,6 +24,9 @@ func CompactHistory(b *Bolt, rev int64) {
 // ExpireEvents runs one sweep now.
 func ExpireEvents(ctx context.Context, b *Bolt) (int, error) { return b.expireEvents(ctx) }
 
+// SweepReads is how many sweeps read the stored Events.
+func SweepReads(b *Bolt) uint64 { return b.stats.sweepReads.Load() }
+
 // ExpireEventsBefore runs one sweep with cutoff as the expiry time.
 func ExpireEventsBefore(ctx context.Context, b *Bolt, cutoff time.Time) (int, error) {
 	return b.expireEventsBefore(ctx, cutoff)

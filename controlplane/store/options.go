@@ -33,7 +33,8 @@ type Options struct {
 	// creationTimestamp when it has none). One hour, as Kubernetes.
 	EventTTL time.Duration
 	// SweepInterval is how often expired Events are looked for. One minute:
-	// small against the TTL, cheap (one read transaction).
+	// small against the TTL, cheap (one read transaction, and none while
+	// no stored Event can have expired: expire.go).
 	SweepInterval time.Duration
 	// NoSync skips fsync on commit: fast, but a power loss can lose or
 	// corrupt recent writes. False by default; for tests and benchmarks.
