@@ -20,7 +20,8 @@ import (
 // of the Go runtime's memory (runtime/debug.SetMemoryLimit, what
 // GOMEMLIMIT sets). Below it the garbage collector runs as GOGC says (the
 // heap may grow to twice the live data; under a burst of requests, to at
-// most 256 MiB: internal/gcpace); near it, it collects more often rather
+// most 256 MiB; at rest, by as little as a quarter of it:
+// internal/gcpace); near it, it collects more often rather
 // than grow past it. It is soft: a live heap larger than the limit
 // is kept, at the cost of more collections. "auto" (the default) derives
 // it as Prometheus' automemlimit does: GOMEMLIMIT when set, else 90 % of
