@@ -27,15 +27,36 @@ func (c *fakeClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // The bbolt store expires an Event by its lastTimestamp (else its
 // creationTimestamp), on its own clock.
-func TestExpireEventsByLastTimestamp(t *testing.T) {
-	ctx := context.Background()
-	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	clock := newFakeClock(start)
+// sweptByHand opens a store whose Events live a minute, on a clock set
+// at start, that sweeps only when the test calls ExpireEvents.
+func sweptByHand(t *testing.T) (s *store.Bolt, clock *fakeClock, start time.Time) {
+	start = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock = newFakeClock(start)
 	opts := testOptions()
 	opts.EventTTL = time.Minute
-	opts.SweepInterval = time.Hour // this test sweeps by hand
+	opts.SweepInterval = time.Hour
 	opts.Now = clock.now
-	s, _ := openStore(t, opts)
+	s, _ = openStore(t, opts)
+	return s, clock, start
+}
+
+// eventNames lists the stored Events' names.
+func eventNames(t *testing.T, s store.Store) []string {
+	t.Helper()
+	objs, _, err := s.List(context.Background(), st.EvKind, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.GetObjectMeta().Name)
+	}
+	return got
+}
+
+func TestExpireEventsByLastTimestamp(t *testing.T) {
+	ctx := context.Background()
+	s, clock, start := sweptByHand(t)
 
 	st.MustCreate(t, s, st.NewEvent("no-last", time.Time{})) // created at start: expires by creationTimestamp
 	st.MustCreate(t, s, st.NewEvent("old", start.Add(-2*time.Minute)))
@@ -59,14 +80,7 @@ func TestExpireEventsByLastTimestamp(t *testing.T) {
 		if _, err := store.ExpireEvents(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		objs, _, err := s.List(ctx, st.EvKind, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, o := range objs {
-			got = append(got, o.GetObjectMeta().Name)
-		}
+		got := eventNames(t, s)
 		if len(got) != len(tt.want) || (len(got) > 0 && got[0] != tt.want[0]) {
 			t.Fatalf("after %v: events %v, want %v", clock.now().Sub(start), got, tt.want)
 		}
@@ -101,24 +115,7 @@ func TestEventSweeperRuns(t *testing.T) {
 // whose lastTimestamp a client set long past.
 func TestSweepReadsTheEventsOnlyWhenOneMayHaveExpired(t *testing.T) {
 	ctx := context.Background()
-	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	clock := newFakeClock(start)
-	opts := testOptions()
-	opts.EventTTL = time.Minute
-	opts.SweepInterval = time.Hour // this test sweeps by hand
-	opts.Now = clock.now
-	s, _ := openStore(t, opts)
-	names := func() []string {
-		objs, _, err := s.List(ctx, st.EvKind, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, o := range objs {
-			got = append(got, o.GetObjectMeta().Name)
-		}
-		return got
-	}
+	s, clock, start := sweptByHand(t)
 	sweep := func(advance time.Duration, wantReads uint64, want ...string) {
 		t.Helper()
 		clock.add(advance)
@@ -128,7 +125,7 @@ func TestSweepReadsTheEventsOnlyWhenOneMayHaveExpired(t *testing.T) {
 		if got := store.SweepReads(s); got != wantReads {
 			t.Errorf("at %v: %d sweeps read the Events, want %d", clock.now().Sub(start), got, wantReads)
 		}
-		if got := names(); !slices.Equal(got, want) {
+		if got := eventNames(t, s); !slices.Equal(got, want) {
 			t.Fatalf("at %v: events %v, want %v", clock.now().Sub(start), got, want)
 		}
 	}
