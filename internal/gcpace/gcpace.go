@@ -33,7 +33,7 @@
 // kept it at twice the live heap (docs/performance.md, sixteenth
 // sitting: the scheduler benchmarks' peak RSS 1.10–1.15× for 1.09–1.17×
 // their pods/s). What rest gives back: a server with 20,000 pods at rest
-// holds 0.69× the anonymous memory, 0.79× the RSS (seventeenth sitting).
+// holds 0.73× the anonymous memory, 0.82× the RSS (seventeenth sitting).
 //
 // The pacer leaves the collector alone when GOGC is set in the
 // environment. A memory limit (GOMEMLIMIT, `skiff server
