@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ func TestLeaderWatchesEachKindOnce(t *testing.T) {
 	if !ok {
 		t.Fatalf("store %T has no Stats", cp.st)
 	}
+	// The controllers, the scheduler and the queue manager all read these:
+	// one informer of each, shared.
+	shared := []string{"pods", "nodes", "namespaces", "jobs", "resourceclaims"}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	testwait.Until(t, 30*time.Second, func() (bool, string) {
@@ -48,16 +52,21 @@ func TestLeaderWatchesEachKindOnce(t *testing.T) {
 			}
 			kinds = append(kinds, inf.Kind().Resource)
 		}
+		// A factory the leader has just made has no informers yet, and
+		// its store watchers are as many: wait for the components'.
+		for _, res := range shared {
+			if !slices.Contains(kinds, res) {
+				return false, fmt.Sprintf("no informer of %s yet (%s)", res, strings.Join(kinds, ", "))
+			}
+		}
 		// Besides the shared informers: the API server's own RBAC cache,
 		// which every server runs, leader or not.
 		w, own := st.Stats().Watchers, cp.server.OwnWatches()
 		return w == len(kinds)+own, fmt.Sprintf("%d store watchers, %d shared informers (%s), %d of the API server's RBAC cache", w, len(kinds), strings.Join(kinds, ", "), own)
 	})
-	// The controllers, the scheduler and the queue manager all read pods
-	// and nodes: one informer of each, shared.
 	f := cp.LeaderInformers()
 	t.Logf("%d store watchers, one per shared informer and %d of the API server's RBAC cache", st.Stats().Watchers, cp.server.OwnWatches())
-	for _, res := range []string{"pods", "nodes", "namespaces", "jobs", "resourceclaims"} {
+	for _, res := range shared {
 		n := 0
 		for _, inf := range f.Informers() {
 			if inf.Kind().Resource == res {
