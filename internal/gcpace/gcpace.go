@@ -99,7 +99,8 @@ type pacer struct {
 // start starts a pacer; stop (once or more) ends it and sets GOGC back
 // to 100.
 func start(cfg Config) (stop func()) {
-	p := &pacer{cfg: cfg, cycles: readUint(metricNames.cycles), lastGC: time.Now(), allocs: readAllocs(), heap: readHeap(), percent: 100}
+	r := read()
+	p := &pacer{cfg: cfg, cycles: r.cycles, lastGC: time.Now(), allocs: r.allocs, heap: r.heap, percent: 100}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -137,15 +138,14 @@ func (p *pacer) run(done <-chan struct{}) {
 // one before; and lowers it when no collection came for two Intervals
 // (the rate since the last one is lower than the one it was set for).
 func (p *pacer) poll(now time.Time) {
-	allocs := readAllocs()
-	if cycles := readUint(metricNames.cycles); cycles != p.cycles {
-		h := readHeap()
-		p.set(percent(h, allocs-p.allocs, now.Sub(p.lastGC), p.cfg))
-		p.cycles, p.lastGC, p.allocs, p.heap = cycles, now, allocs, h
+	r := read()
+	if r.cycles != p.cycles {
+		p.set(percent(r.heap, r.allocs-p.allocs, now.Sub(p.lastGC), p.cfg))
+		p.cycles, p.lastGC, p.allocs, p.heap = r.cycles, now, r.allocs, r.heap
 		return
 	}
 	if since := now.Sub(p.lastGC); since >= 2*p.cfg.Interval {
-		if next := percent(p.heap, allocs-p.allocs, since, p.cfg); next < p.percent {
+		if next := percent(p.heap, r.allocs-p.allocs, since, p.cfg); next < p.percent {
 			p.set(next)
 		}
 	}
@@ -199,26 +199,37 @@ func percent(h heap, allocated uint64, elapsed time.Duration, cfg Config) int {
 // (runtime.defaultHeapMinimum); it scales with GOGC.
 const minHeap = 4 << 20
 
-var metricNames = struct{ allocs, live, stacks, globals, gogc, cycles string }{
-	"/gc/heap/allocs:bytes", "/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes", "/gc/gogc:percent",
-	"/gc/cycles/total:gc-cycles"}
+// reading is what a poll reads of the runtime, at one moment.
+type reading struct {
+	cycles uint64 // collections, ever
+	allocs uint64 // bytes allocated on the heap, ever
+	heap   heap   // what the last collection left
+}
 
-// readAllocs is the bytes the process has allocated on the heap, ever.
-func readAllocs() uint64 { return readUint(metricNames.allocs) }
-
-// readHeap is what the last collection left.
-func readHeap() heap {
-	return heap{live: readUint(metricNames.live), roots: readUint(metricNames.stacks) + readUint(metricNames.globals)}
+// read reads the runtime's metrics a poll needs, in one metrics.Read.
+func read() reading {
+	s := []metrics.Sample{
+		{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"},
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
+	}
+	metrics.Read(s)
+	v := func(i int) uint64 { return sampleUint(s[i]) }
+	return reading{cycles: v(0), allocs: v(1), heap: heap{live: v(2), roots: v(3) + v(4)}}
 }
 
 // Percent is the GOGC the collector runs with now.
-func Percent() int { return int(readUint(metricNames.gogc)) }
+func Percent() int { return int(readUint("/gc/gogc:percent")) }
 
+// readUint reads one metric (0 when the runtime has no such one).
 func readUint(name string) uint64 {
 	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
+	return sampleUint(s[0])
+}
+
+func sampleUint(s metrics.Sample) uint64 {
+	if s.Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return s[0].Value.Uint64()
+	return s.Value.Uint64()
 }
