@@ -77,10 +77,7 @@ func (b *Bolt) expireEventsBefore(ctx context.Context, cutoff time.Time) (int, e
 			if err := json.Unmarshal(raw, &e); err != nil {
 				return err
 			}
-			seen := e.LastTimestamp.Time
-			if seen.IsZero() {
-				seen = e.Metadata.CreationTimestamp.Time
-			}
+			seen := lastSeen(e.LastTimestamp, e.Metadata.CreationTimestamp)
 			if seen.Before(cutoff) {
 				ops = append(ops, &op{typ: opDelete, kind: eventKind, namespace: e.Metadata.Namespace, name: e.Metadata.Name, wantRV: e.Metadata.ResourceVersion})
 			} else if !kept || seen.Before(oldest) {
@@ -121,6 +118,15 @@ func (b *Bolt) expireEventsBefore(ctx context.Context, cutoff time.Time) (int, e
 	b.expiry.scanned(oldest, complete)
 	b.stats.expired.Add(uint64(deleted))
 	return deleted, qerr
+}
+
+// lastSeen is when an Event was last seen, which its expiry counts from:
+// its lastTimestamp, else its creationTimestamp.
+func lastSeen(last, created api.Time) time.Time {
+	if last.IsZero() {
+		return created.Time
+	}
+	return last.Time
 }
 
 // eventExpiry spares the sweep its read of every Event (a decompression
@@ -179,10 +185,7 @@ func (x *eventExpiry) wrote(batch []*op) {
 		if !ok || o.err != nil || o.typ == opDelete {
 			continue
 		}
-		seen := e.LastTimestamp.Time
-		if seen.IsZero() {
-			seen = e.CreationTimestamp.Time
-		}
+		seen := lastSeen(e.LastTimestamp, e.CreationTimestamp)
 		if seen.IsZero() {
 			seen = time.Unix(0, 0) // not known: the next sweep reads them all
 		}
