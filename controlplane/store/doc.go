@@ -3,7 +3,8 @@
 //
 // Objects live in one bucket per kind ("pods", "deployments.apps"), under
 // the key "namespace/name" ("name" for cluster-scoped kinds), as JSON,
-// S2-compressed where that is smaller (value.go).
+// S2-compressed with a dictionary of typical objects where that is smaller
+// (value.go).
 //
 // Invariants:
 //   - One counter, the revision, counts every successful write (create,

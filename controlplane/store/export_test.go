@@ -21,6 +21,12 @@ func CompactHistory(b *Bolt, rev int64) {
 	h.start = max(h.start, rev)
 }
 
+// UnpackValue returns the JSON of a value as bbolt holds it.
+func UnpackValue(v []byte) ([]byte, error) {
+	raw, _, err := unpackValue(v)
+	return raw, err
+}
+
 // ExpireEvents runs one sweep now.
 func ExpireEvents(ctx context.Context, b *Bolt) (int, error) { return b.expireEvents(ctx) }
 

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/store"
 	st "skiff.dev/skiff/controlplane/store/storetest"
 )
 
@@ -48,8 +49,9 @@ func rewriteValues(t *testing.T, path string, change func(bucket string, v []byt
 }
 
 // Pods are stored compressed, smaller than their JSON; a store whose
-// values are JSON (as a skiff before compression wrote them) reads the
-// same objects, and a write compresses the object it writes.
+// values are JSON (as a skiff before compression wrote them) or S2
+// without the dictionary (as a skiff before values-v1.dict wrote them)
+// reads the same objects, and a write compresses the object it writes.
 func TestStoredValuesCompressedAndJSONStillRead(t *testing.T) {
 	ctx := context.Background()
 	s, path := openStore(t, testOptions())
@@ -74,7 +76,7 @@ func TestStoredValuesCompressedAndJSONStillRead(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	compressed, jsonBytes, storedBytes := 0, 0, 0
+	compressed, jsonBytes, storedBytes, n := 0, 0, 0, 0
 	rewriteValues(t, path, func(bucket string, v []byte) []byte {
 		if bucket != "pods" {
 			return v
@@ -83,13 +85,16 @@ func TestStoredValuesCompressedAndJSONStillRead(t *testing.T) {
 			t.Errorf("a pod stored as JSON: %.60s", v)
 			return v
 		}
-		raw, err := s2.Decode(nil, v[1:])
-		if err != nil || v[0] != 0 {
-			t.Fatalf("a pod's value is neither JSON nor 0 and S2 (%v): %x", err, v[:8])
+		raw, err := store.UnpackValue(v)
+		if err != nil || v[0] != 1 {
+			t.Fatalf("a pod's value is neither JSON nor 1 and S2 with the dictionary (%v): %x", err, v[:8])
 		}
 		compressed++
 		jsonBytes += len(raw)
 		storedBytes += len(v)
+		if n++; n%2 == 0 {
+			return append([]byte{0}, s2.Encode(nil, raw)...) // as a skiff before values-v1.dict stored it
+		}
 		return raw // as a skiff before compression stored it
 	})
 	if compressed != len(want) || storedBytes*10 > jsonBytes*7 {
@@ -132,17 +137,38 @@ func TestStoredValuesCompressedAndJSONStillRead(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	updated := 0
 	rewriteValues(t, path, func(bucket string, v []byte) []byte {
-		if bucket == "pods" && v[0] == '{' && strings.Contains(string(v), `"changed":"yes"`) {
-			t.Error("the updated pod was stored as JSON")
+		if bucket != "pods" {
+			return v
+		}
+		raw, err := store.UnpackValue(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), `"changed":"yes"`) {
+			updated++
+			if v[0] != 1 {
+				t.Errorf("the updated pod was stored with tag %d, not compressed with the dictionary", v[0])
+			}
 		}
 		return v
 	})
+	if updated != 1 {
+		t.Fatalf("%d updated pods stored; want 1", updated)
+	}
 }
 
-// A damaged compressed value fails the reads of it with an Internal
-// error that says so; the store's other objects stay readable.
+// A damaged compressed value, with or without the dictionary, fails the
+// reads of it with an Internal error that says so; the store's other
+// objects stay readable.
 func TestDamagedCompressedValue(t *testing.T) {
+	for _, tag := range []byte{0, 1} {
+		t.Run(fmt.Sprintf("tag %d", tag), func(t *testing.T) { damagedCompressedValue(t, tag) })
+	}
+}
+
+func damagedCompressedValue(t *testing.T, tag byte) {
 	ctx := context.Background()
 	s, path := openStore(t, testOptions())
 	p := st.NewPod("default", "hurt")
@@ -154,7 +180,7 @@ func TestDamagedCompressedValue(t *testing.T) {
 	}
 	rewriteValues(t, path, func(bucket string, v []byte) []byte {
 		if bucket == "pods" {
-			return append([]byte{0}, "not S2 at all"...)
+			return append([]byte{tag}, "not S2 at all"...)
 		}
 		return v
 	})

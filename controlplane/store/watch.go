@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/klauspost/compress/s2"
-
 	"skiff.dev/skiff/api"
 )
 
@@ -35,7 +33,7 @@ import (
 // JSON either way. A delete's event, and any event without a copy, is
 // decoded from its JSON once, by the first watcher that gets to it, in
 // the watchers' goroutines, never the committer's. The history keeps only
-// the JSON, S2-compressed (about 0.6 of its size for a pod), so it never
+// the JSON, compressed (about 0.16 of its size for a pod), so it never
 // pins objects; a replay decompresses and decodes its own.
 
 // hubEvent is one committed change, as kept in the history.
@@ -45,7 +43,7 @@ type hubEvent struct {
 	namespace string
 	rev       int64
 	raw       []byte // the object's JSON at rev; never modified; nil in the history when z is set
-	z         []byte // raw, S2-compressed as bbolt stores it (value.go), which the history keeps; nil: not compressed
+	z         []byte // raw, compressed as bbolt stores it (value.go), which the history keeps; nil: not compressed
 	// obj, when set, is the object as committed at rev, a private copy
 	// the writer made (op.live): live watchers share it instead of
 	// decoding raw. nil in the history.
@@ -80,7 +78,7 @@ func (e *hubEvent) object(kind *api.Kind) (api.Object, error) {
 		raw := e.raw
 		if raw == nil && e.z != nil {
 			var err error
-			if raw, err = s2.Decode(nil, e.z); err != nil {
+			if raw, _, err = unpackValue(e.z); err != nil {
 				return nil, api.NewInternal(fmt.Errorf("decompress watch history of %s at %d: %w", kind.GroupResource(), e.rev, err))
 			}
 		}

@@ -1,0 +1,40 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+)
+
+// Every value tagged valueS2Dict1 decompresses with values-v1.dict as it
+// is now: the file, its repeat offset, and what S2 makes of them (a value
+// this skiff wrote, kept here) never change.
+func TestValueDictionaryNeverChanges(t *testing.T) {
+	sum := sha256.Sum256(valuesDict1)
+	if got := hex.EncodeToString(sum[:]); got != "ac01e3932e82f1b591c058ca81dd0e8d90670553f85e735ae80eec2d54a1c988" {
+		t.Fatalf("values-v1.dict changed (sha256 %s): the values stored with it no longer read; add a new dictionary and tag instead", got)
+	}
+	if !bytes.HasPrefix(valuesDict1[valuesDict1Repeat:], []byte(`{"apiVersion":"v1","kind":"Pod"`)) {
+		t.Fatalf("valuesDict1Repeat %d is not where the last pod starts", valuesDict1Repeat)
+	}
+	const want = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"lab-1","namespace":"student-07","uid":"0b0e4a10-3c2d-4f6e-9a8b-7c6d5e4f3a2b","resourceVersion":"42","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"containers":[{"name":"main","image":"busybox:1.36","command":["sleep","3600"],"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","schedulerName":"default-scheduler"},"status":{"phase":"Pending","qosClass":"BestEffort"}}`
+	stored, err := hex.DecodeString("01830415002c106c61622d311a0b081e17092473747564656e742d3037220c088c30623065346131302d336332642d346636652d396138622d376336643565346633613262521a09083432229e0a0908305a22822008006d36bd112c62757379626f783a312e333636851130736c656570222c223336303022f13615004382900872f605b59f365705002d1518002252fc040c50656e6409000e2a0b1500080c74227d7d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, fresh, err := unpackValue(stored)
+	if err != nil || !fresh || string(raw) != want {
+		t.Fatalf("a value stored with values-v1.dict reads %q, %v; want the pod it was", raw, err)
+	}
+	// And what this skiff writes for it reads back the same (the encoder
+	// may change with S2's versions; the decoding may not).
+	var buf []byte
+	again, z := packValue([]byte(want), &buf)
+	if again[0] != valueS2Dict1 || !bytes.Equal(z, again) || len(again)*3 > len(want) {
+		t.Fatalf("packed into %d bytes, tag %d, for %d of JSON; want tag %d and at most a third", len(again), again[0], len(want), valueS2Dict1)
+	}
+	if raw, _, err := unpackValue(again); err != nil || string(raw) != want {
+		t.Fatalf("the packed pod reads %q, %v", raw, err)
+	}
+}
