@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -78,6 +79,47 @@ func TestRecorderDeduplicates(t *testing.T) {
 	}
 	if creates != 2 || updates != 2 {
 		t.Errorf("creates = %d, updates = %d; want 2 and 2", creates, updates)
+	}
+}
+
+// A repeat is the stored Event again with count+1 and a new last
+// timestamp: its uid, creation time, first timestamp and involved object
+// (the object as the first occurrence saw it) stay, though the recorder
+// keeps only the Event's name, resourceVersion, count and first timestamp.
+func TestRecorderBumpKeepsTheStoredEvent(t *testing.T) {
+	ctx := t.Context()
+	pod := testPod("team", "web", "", nil)
+	f := fake.New(pod)
+	pod, _ = client.Get[*api.Pod](ctx, f, "team", "web")
+	r := client.NewRecorder(f, "kubelet", "n1", nil)
+	record := func(p *api.Pod) {
+		r.Event(ctx, p, api.EventWarning, "BackOff", "Back-off restarting failed container main")
+	}
+
+	record(pod)
+	flush(t, r)
+	evs := listEvents(t, f, "team")
+	if len(evs) != 1 || evs[0].UID == "" || evs[0].CreationTimestamp.IsZero() {
+		t.Fatalf("events = %+v", evs)
+	}
+	first := evs[0]
+	changed := api.Clone(pod)
+	changed.Labels = map[string]string{"restarted": "yes"}
+	changed, err := client.Update(ctx, f, changed)
+	if err != nil || changed.ResourceVersion == pod.ResourceVersion {
+		t.Fatalf("update the pod: %v", err)
+	}
+	record(changed) // the same event of the same pod, at a later resourceVersion
+	flush(t, r)
+	evs = listEvents(t, f, "team")
+	if len(evs) != 1 || evs[0].Count != 2 || evs[0].ResourceVersion == first.ResourceVersion {
+		t.Fatalf("after the repeat: %+v", evs)
+	}
+	got := api.Clone(evs[0])
+	got.Count, got.ResourceVersion, got.Generation = first.Count, first.ResourceVersion, first.Generation
+	got.LastTimestamp, got.EventTime = first.LastTimestamp, first.EventTime
+	if !reflect.DeepEqual(got, first) {
+		t.Errorf("the bumped Event differs from the first beyond count, resourceVersion, generation and times:\n%+v\n%+v", evs[0], first)
 	}
 }
 
