@@ -296,6 +296,8 @@ func (o *op) preEncode(next int64) error {
 // The writer's goroutine makes it, off the committer's path. share: the
 // writer only reads its object once it is committed (CreateEncoded's
 // share), so the watchers share the object itself instead of a copy.
+// A copy also shares with other objects' copies what api.ShareReadOnly
+// lets them share (a pod's API access volume): nobody changes it.
 func (b *Bolt) liveCopy(o *op, share bool) {
 	switch {
 	case !b.hub.watching(o.kind.GroupResource()):
@@ -303,6 +305,7 @@ func (b *Bolt) liveCopy(o *op, share bool) {
 		o.live = o.obj
 	default:
 		o.live = api.Clone(o.obj)
+		api.ShareReadOnly(o.live)
 	}
 }
 

@@ -68,6 +68,55 @@ func TestWatchersShareTheObjectOfALiveChange(t *testing.T) {
 	}
 }
 
+// The pods live watchers get share one API access volume source (what
+// api.ShareReadOnly shares), a pod with a source of its own keeps it, and
+// the writer's objects share nothing with them.
+func TestLiveCopiesShareTheAPIAccessVolume(t *testing.T) {
+	s, _ := openStore(t, testOptions())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ch, err := s.Watch(ctx, storetest.PodKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withVolume := func(name string) *api.Pod {
+		p := storetest.NewPod("default", name)
+		p.Spec.Volumes = []api.Volume{api.APIAccessVolume("kube-api-access-" + name)}
+		return p
+	}
+	own := withVolume("own")
+	own.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken.Audience = "vault"
+	var written []api.Object
+	for _, p := range []*api.Pod{withVolume("a"), withVolume("b"), own} {
+		out, err := s.Create(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written = append(written, out)
+	}
+	var got []*api.Pod
+	for range written {
+		select {
+		case ev := <-ch:
+			got = append(got, ev.Object.(*api.Pod))
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+	}
+	a, b, o := got[0].Spec.Volumes[0].Projected, got[1].Spec.Volumes[0].Projected, got[2].Spec.Volumes[0].Projected
+	if a != b {
+		t.Error("two watched pods with the API access volume have a source each, want one shared")
+	}
+	if o == a || o.Sources[0].ServiceAccountToken.Audience != "vault" {
+		t.Errorf("the pod with its own source got %+v, the shared one", o.Sources[0].ServiceAccountToken)
+	}
+	for i, w := range written {
+		if w.(*api.Pod).Spec.Volumes[0].Projected == a {
+			t.Errorf("the writer's pod %d shares the watchers' source", i)
+		}
+	}
+}
+
 // The history keeps each change S2-compressed; a replay from it gives the
 // very objects the live watchers got (the same JSON, to the byte), for
 // random pods of random sizes, updates and deletes among them.

@@ -1,0 +1,160 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// labPod is a Deployment's pod as the store holds it once Running: one
+// container, the API access volume, four conditions.
+func labPod(name string) *Pod {
+	t := NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := &Pod{
+		ObjectMeta: ObjectMeta{Name: name, Namespace: "lab", Labels: map[string]string{"app": "web", "pod-template-hash": "7dc4b47f4d"}},
+		Spec: PodSpec{
+			Containers: []Container{{Name: "web", Image: "nginx:1.27", VolumeMounts: []VolumeMount{{Name: "kube-api-access-x2k9p", MountPath: ServiceAccountMountPath, ReadOnly: true}}}},
+			Volumes:    []Volume{APIAccessVolume("kube-api-access-x2k9p")},
+			NodeName:   "node-1",
+		},
+		Status: PodStatus{Phase: PodRunning, Conditions: []PodCondition{
+			{Type: "PodScheduled", Status: "True", LastTransitionTime: t}, {Type: "Initialized", Status: "True", LastTransitionTime: t},
+			{Type: "ContainersReady", Status: "True", LastTransitionTime: t}, {Type: "Ready", Status: "True", LastTransitionTime: t},
+		}},
+	}
+	SetDefaults(p)
+	return p
+}
+
+// Pods whose API access volume is APIAccessVolume's share one source; a
+// pod whose source differs in any field keeps its own; what the pods say
+// does not change.
+func TestShareReadOnly(t *testing.T) {
+	a, b := labPod("a"), labPod("b")
+	other := labPod("c")
+	*other.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds = 600
+	vault := labPod("d")
+	vault.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken.Audience = "vault"
+	before := map[*Pod][]byte{}
+	for _, p := range []*Pod{a, b, other, vault} {
+		before[p], _ = json.Marshal(p)
+		ShareReadOnly(p)
+		if after, _ := json.Marshal(p); string(after) != string(before[p]) {
+			t.Fatalf("pod %s changed:\n%s\n%s", p.Name, before[p], after)
+		}
+	}
+	if a.Spec.Volumes[0].Projected != b.Spec.Volumes[0].Projected || a.Spec.Volumes[0].Projected != apiAccessProjection {
+		t.Error("two pods with the API access volume do not share its source")
+	}
+	for _, p := range []*Pod{other, vault} {
+		if p.Spec.Volumes[0].Projected == apiAccessProjection {
+			t.Errorf("pod %s's different source was replaced by the shared one", p.Name)
+		}
+	}
+	if v := APIAccessVolume("x"); v.Projected == apiAccessProjection {
+		t.Error("APIAccessVolume returns the shared source: a caller may change what it gets")
+	}
+	ShareReadOnly(&ConfigMap{}) // other kinds: nothing to share
+}
+
+// Any one change to any field of APIAccessVolume's source makes another
+// source, which ShareReadOnly must leave alone.
+func TestIsAPIAccessProjection(t *testing.T) {
+	if !isAPIAccessProjection(APIAccessVolume("v").Projected) {
+		t.Fatal("APIAccessVolume's own source is not taken for it")
+	}
+	n := 0
+	for ; ; n++ {
+		p := APIAccessVolume("v").Projected
+		i := n
+		what, ok := changeNth(reflect.ValueOf(p).Elem(), &i, "projected")
+		if !ok {
+			break
+		}
+		if isAPIAccessProjection(p) {
+			t.Errorf("%s changed, and it is still taken for the API access source", what)
+		}
+	}
+	if n < 30 {
+		t.Fatalf("only %d changes tried", n)
+	}
+}
+
+// changeNth makes the n-th change (n counts down) a walk of v finds, and
+// says which: a string or number changed, a pointer set or unset, a slice
+// one element longer or shorter, and so on inside.
+func changeNth(v reflect.Value, n *int, path string) (string, bool) {
+	try := func(change func()) bool {
+		if *n == 0 {
+			change()
+			return true
+		}
+		*n--
+		return false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if try(func() { v.SetString(v.String() + "x") }) {
+			return path, true
+		}
+	case reflect.Int32, reflect.Int64:
+		if try(func() { v.SetInt(v.Int() + 1) }) {
+			return path, true
+		}
+	case reflect.Bool:
+		if try(func() { v.SetBool(!v.Bool()) }) {
+			return path, true
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			if try(func() { v.Set(reflect.New(v.Type().Elem())) }) {
+				return path + " set", true
+			}
+			return "", false
+		}
+		if try(func() { v.Set(reflect.Zero(v.Type())) }) {
+			return path + " unset", true
+		}
+		return changeNth(v.Elem(), n, path)
+	case reflect.Slice:
+		if try(func() { v.Set(reflect.Append(v, reflect.Zero(v.Type().Elem()))) }) {
+			return path + " one longer", true
+		}
+		if v.Len() > 0 && try(func() { v.Set(v.Slice(0, v.Len()-1)) }) {
+			return path + " one shorter", true
+		}
+		for i := range v.Len() {
+			if what, ok := changeNth(v.Index(i), n, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return what, true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if what, ok := changeNth(v.Field(i), n, path+"."+v.Type().Field(i).Name); ok {
+				return what, true
+			}
+		}
+	default:
+		panic(fmt.Sprintf("%s: changeNth does not change a %s", path, v.Kind()))
+	}
+	return "", false
+}
+
+// What sharing costs the store's live copy of a pod, against the copy.
+func BenchmarkShareReadOnly(b *testing.B) {
+	p := labPod("web-7dc4b47f4d-x2k9p")
+	b.Run("clone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = Clone(p)
+		}
+	})
+	b.Run("clone+share", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ShareReadOnly(Clone(p))
+		}
+	})
+}
