@@ -15,9 +15,10 @@ func labPod(name string) *Pod {
 	p := &Pod{
 		ObjectMeta: ObjectMeta{Name: name, Namespace: "lab", Labels: map[string]string{"app": "web", "pod-template-hash": "7dc4b47f4d"}},
 		Spec: PodSpec{
-			Containers: []Container{{Name: "web", Image: "nginx:1.27", VolumeMounts: []VolumeMount{{Name: "kube-api-access-x2k9p", MountPath: ServiceAccountMountPath, ReadOnly: true}}}},
-			Volumes:    []Volume{APIAccessVolume("kube-api-access-x2k9p")},
-			NodeName:   "node-1",
+			Containers:      []Container{{Name: "web", Image: "nginx:1.27", VolumeMounts: []VolumeMount{{Name: "kube-api-access-x2k9p", MountPath: ServiceAccountMountPath, ReadOnly: true}}}},
+			Volumes:         []Volume{APIAccessVolume("kube-api-access-x2k9p")},
+			NodeName:        "node-1",
+			SecurityContext: &PodSecurityContext{},
 		},
 		Status: PodStatus{Phase: PodRunning, Conditions: []PodCondition{
 			{Type: "PodScheduled", Status: "True", LastTransitionTime: t}, {Type: "Initialized", Status: "True", LastTransitionTime: t},
@@ -28,9 +29,9 @@ func labPod(name string) *Pod {
 	return p
 }
 
-// Pods whose API access volume is APIAccessVolume's share one source; a
-// pod whose source differs in any field keeps its own; what the pods say
-// does not change.
+// Pods whose API access volume is APIAccessVolume's share one source, and
+// pods with an empty securityContext one context; a pod whose source or
+// context differs keeps its own; what the pods say does not change.
 func TestShareReadOnly(t *testing.T) {
 	a, b := labPod("a"), labPod("b")
 	other := labPod("c")
@@ -52,6 +53,15 @@ func TestShareReadOnly(t *testing.T) {
 		if p.Spec.Volumes[0].Projected == apiAccessProjection {
 			t.Errorf("pod %s's different source was replaced by the shared one", p.Name)
 		}
+	}
+	if a.Spec.SecurityContext == nil || a.Spec.SecurityContext != b.Spec.SecurityContext {
+		t.Error("two pods with an empty securityContext do not share it")
+	}
+	user := labPod("e")
+	user.Spec.SecurityContext = &PodSecurityContext{RunAsUser: new(int64(1000))}
+	ShareReadOnly(user)
+	if user.Spec.SecurityContext == emptyPodSecurityContext || *user.Spec.SecurityContext.RunAsUser != 1000 {
+		t.Error("a pod's own securityContext was replaced by the shared empty one")
 	}
 	if v := APIAccessVolume("x"); v.Projected == apiAccessProjection {
 		t.Error("APIAccessVolume returns the shared source: a caller may change what it gets")
