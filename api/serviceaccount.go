@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"path"
-	"reflect"
 	"slices"
 )
 
@@ -128,68 +127,6 @@ func APIAccessVolume(name string) Volume {
 			}}}},
 		},
 	}}
-}
-
-// apiAccessProjection is APIAccessVolume's projected source, and
-// emptyPodSecurityContext a pod's "securityContext: {}", shared by the
-// read-only pods ShareReadOnly gives them to; never modified.
-var (
-	apiAccessProjection     = APIAccessVolume("").Projected
-	emptyPodSecurityContext = &PodSecurityContext{}
-)
-
-// ShareReadOnly lets obj, an object nobody modifies after this call,
-// share with others what all of them hold the same: a pod's API access
-// volume source (APIAccessVolume's, field for field) and its empty
-// securityContext become one copy for every pod. The store calls it on
-// the copies its watchers share (controlplane/store/commit.go, liveCopy):
-// every pod has that volume, whose source is about 500 bytes in 13
-// allocations, and most have the empty context (112 bytes): 12 MB of the
-// server's live heap with 20,000 pods. An object anyone may still change
-// must not be given to it: a change to the shared part would change every
-// pod's.
-func ShareReadOnly(obj Object) {
-	pod, ok := obj.(*Pod)
-	if !ok {
-		return
-	}
-	for i := range pod.Spec.Volumes {
-		if v := &pod.Spec.Volumes[i]; v.Projected != nil && isAPIAccessProjection(v.Projected) {
-			v.Projected = apiAccessProjection
-		}
-	}
-	if sc := pod.Spec.SecurityContext; sc != nil && reflect.ValueOf(sc).Elem().IsZero() {
-		pod.Spec.SecurityContext = emptyPodSecurityContext
-	}
-}
-
-// isAPIAccessProjection reports whether p equals APIAccessVolume's source
-// in every field (TestIsAPIAccessProjection changes each field in turn).
-func isAPIAccessProjection(p *ProjectedVolumeSource) bool {
-	want := apiAccessProjection
-	if p.DefaultMode == nil || *p.DefaultMode != *want.DefaultMode || len(p.Sources) != len(want.Sources) {
-		return false
-	}
-	tok, cm, dw := p.Sources[0].ServiceAccountToken, p.Sources[1].ConfigMap, p.Sources[2].DownwardAPI
-	if tok == nil || cm == nil || dw == nil || p.Sources[0] != (VolumeProjection{ServiceAccountToken: tok}) ||
-		p.Sources[1] != (VolumeProjection{ConfigMap: cm}) || p.Sources[2] != (VolumeProjection{DownwardAPI: dw}) {
-		return false
-	}
-	wtok, wcm, wdw := want.Sources[0].ServiceAccountToken, want.Sources[1].ConfigMap, want.Sources[2].DownwardAPI
-	if tok.ExpirationSeconds == nil || *tok.ExpirationSeconds != *wtok.ExpirationSeconds ||
-		(ServiceAccountTokenProjection{Audience: tok.Audience, Path: tok.Path}) != (ServiceAccountTokenProjection{Audience: wtok.Audience, Path: wtok.Path}) {
-		return false
-	}
-	// KeyToPath and DownwardAPIVolumeFile compare their pointers: nil in
-	// the shared source, so only nil matches.
-	if cm.Name != wcm.Name || cm.Optional != nil || len(cm.Items) != 1 || cm.Items[0] != wcm.Items[0] {
-		return false
-	}
-	if len(dw.Items) != 1 {
-		return false
-	}
-	f, wf := dw.Items[0], wdw.Items[0]
-	return f.FieldRef != nil && *f.FieldRef == *wf.FieldRef && (DownwardAPIVolumeFile{Path: f.Path, Mode: f.Mode}) == (DownwardAPIVolumeFile{Path: wf.Path})
 }
 
 // SetDefaultsTokenRequest applies authentication/v1 defaulting.

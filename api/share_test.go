@@ -69,6 +69,72 @@ func TestShareReadOnly(t *testing.T) {
 	ShareReadOnly(&ConfigMap{}) // other kinds: nothing to share
 }
 
+// The pods of one controller share their labels and owner references
+// while they are equal; a pod whose labels differ keeps its own and is
+// what the next pods share; another controller's pods, and pods without
+// one, share nothing of them.
+func TestShareReadOnlyByController(t *testing.T) {
+	rs := &ReplicaSet{TypeMeta: TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: ObjectMeta{Name: "web-1", Namespace: "lab", UID: "uid-share-rs-1"}}
+	other := &ReplicaSet{TypeMeta: rs.TypeMeta, ObjectMeta: ObjectMeta{Name: "web-2", Namespace: "lab", UID: "uid-share-rs-2"}}
+	of := func(owner *ReplicaSet, name string, labels map[string]string) *Pod {
+		p := labPod(name)
+		p.Labels = labels
+		if owner != nil {
+			p.OwnerReferences = []OwnerReference{NewControllerRef(owner)}
+		}
+		return p
+	}
+	web := func() map[string]string { return map[string]string{"app": "web", "pod-template-hash": "1"} }
+	a, b := of(rs, "a", web()), of(rs, "b", web())
+	c := of(rs, "c", map[string]string{"app": "web", "pod-template-hash": "1", "canary": "yes"})
+	d := of(rs, "d", map[string]string{"app": "web", "pod-template-hash": "1", "canary": "yes"})
+	e, orphan := of(other, "e", web()), of(nil, "f", web())
+	for _, p := range []*Pod{a, b, c, d, e, orphan} {
+		ShareReadOnly(p)
+	}
+	same := func(x, y map[string]string) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	if !same(a.Labels, b.Labels) || &a.OwnerReferences[0] != &b.OwnerReferences[0] {
+		t.Error("two pods of one ReplicaSet with equal labels and owners share neither")
+	}
+	if same(c.Labels, a.Labels) || c.Labels["canary"] != "yes" || !same(c.Labels, d.Labels) {
+		t.Error("a pod with other labels shares a's, or the next pod with its labels does not share them")
+	}
+	if &c.OwnerReferences[0] != &a.OwnerReferences[0] {
+		t.Error("the canary pod's owner references, the same as a's, are not shared")
+	}
+	if same(e.Labels, a.Labels) || &e.OwnerReferences[0] == &a.OwnerReferences[0] || e.OwnerReferences[0].UID != other.UID {
+		t.Error("another ReplicaSet's pod shares the first one's labels or owners")
+	}
+	if same(orphan.Labels, a.Labels) {
+		t.Error("a pod without a controller shares a controller's labels")
+	}
+}
+
+// Two owner references are the same only when every field is.
+func TestSameOwnerReference(t *testing.T) {
+	ref := func() OwnerReference {
+		return NewControllerRef(&ReplicaSet{TypeMeta: TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: ObjectMeta{Name: "web", UID: "u"}})
+	}
+	if a, b := ref(), ref(); !sameOwnerReference(a, b) {
+		t.Fatal("two equal references (pointers to equal values) are not the same")
+	}
+	n := 0
+	for ; ; n++ {
+		b := ref()
+		i := n
+		what, ok := changeNth(reflect.ValueOf(&b).Elem(), &i, "ownerReference")
+		if !ok {
+			break
+		}
+		if sameOwnerReference(ref(), b) {
+			t.Errorf("%s changed, and the references are still the same", what)
+		}
+	}
+	if n < 8 {
+		t.Fatalf("only %d changes tried", n)
+	}
+}
+
 // Any one change to any field of APIAccessVolume's source makes another
 // source, which ShareReadOnly must leave alone.
 func TestIsAPIAccessProjection(t *testing.T) {

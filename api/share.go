@@ -1,0 +1,135 @@
+package api
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+)
+
+// Read-only objects share what they hold the same
+//
+// The store gives the informers of a process one copy of each object
+// (controlplane/store/commit.go, liveCopy), and nobody changes it. Pods
+// hold much that is the same from pod to pod: with 20,000 pods that was
+// about a fifth of the server's live heap (docs/performance.md,
+// eighteenth sitting). ShareReadOnly points those parts of such a copy at
+// one copy for all: parts every pod may hold (the API access volume's
+// source, an empty securityContext) at a value of this package's, and
+// the labels and owner references a controller gives all its pods at the
+// last ones seen from the same controller.
+
+// apiAccessProjection is APIAccessVolume's projected source, and
+// emptyPodSecurityContext a pod's "securityContext: {}", shared by the
+// read-only pods ShareReadOnly gives them to; never modified.
+var (
+	apiAccessProjection     = APIAccessVolume("").Projected
+	emptyPodSecurityContext = &PodSecurityContext{}
+)
+
+// ShareReadOnly lets obj, an object nobody modifies after this call,
+// share with others what all of them hold the same: for a pod, the API
+// access volume's source (APIAccessVolume's, field for field: about 500
+// bytes in 13 allocations), an empty securityContext (112 bytes), and the
+// labels and owner references its controller's last pod had (about 440
+// bytes) when they are equal. An object anyone may still change must not
+// be given to it: a change to a shared part would change every pod's.
+func ShareReadOnly(obj Object) {
+	pod, ok := obj.(*Pod)
+	if !ok {
+		return
+	}
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; v.Projected != nil && isAPIAccessProjection(v.Projected) {
+			v.Projected = apiAccessProjection
+		}
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && reflect.ValueOf(sc).Elem().IsZero() {
+		pod.Spec.SecurityContext = emptyPodSecurityContext
+	}
+	byController.share(pod)
+}
+
+// controllerShares holds, for the controllers (by uid) whose pods
+// ShareReadOnly saw last, the labels and owner references of the last of
+// their pods: what a ReplicaSet's, a Job's or a DaemonSet's pods all hold.
+type controllerShares struct {
+	mu   sync.Mutex
+	last map[string]metaShare // the controller owner reference's uid → its last pod's
+}
+
+type metaShare struct {
+	labels map[string]string
+	owners []OwnerReference
+}
+
+// maxControllerShares bounds the controllers remembered: past it, all are
+// forgotten and the next pods start again (a few hundred bytes each).
+const maxControllerShares = 4096
+
+var byController = controllerShares{last: map[string]metaShare{}}
+
+// share points pod's labels and owner references at its controller's
+// last pod's when they are equal (and not empty), else remembers pod's as
+// the last.
+func (c *controllerShares) share(pod *Pod) {
+	ref := ControllerOf(pod)
+	if ref == nil || ref.UID == "" {
+		return
+	}
+	m := &pod.ObjectMeta
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.last[ref.UID]
+	if !ok && len(c.last) >= maxControllerShares {
+		clear(c.last)
+	}
+	if ok && len(m.Labels) > 0 && maps.Equal(last.labels, m.Labels) {
+		m.Labels = last.labels
+	} else {
+		last.labels = m.Labels
+	}
+	if ok && slices.EqualFunc(last.owners, m.OwnerReferences, sameOwnerReference) {
+		m.OwnerReferences = last.owners
+	} else {
+		last.owners = m.OwnerReferences
+	}
+	c.last[ref.UID] = last
+}
+
+// sameOwnerReference compares two owner references field by field, the
+// values their pointers point at included.
+func sameOwnerReference(a, b OwnerReference) bool {
+	eq := func(x, y *bool) bool { return x == y || (x != nil && y != nil && *x == *y) }
+	return eq(a.Controller, b.Controller) && eq(a.BlockOwnerDeletion, b.BlockOwnerDeletion) &&
+		(OwnerReference{APIVersion: a.APIVersion, Kind: a.Kind, Name: a.Name, UID: a.UID}) == (OwnerReference{APIVersion: b.APIVersion, Kind: b.Kind, Name: b.Name, UID: b.UID})
+}
+
+// isAPIAccessProjection reports whether p equals APIAccessVolume's source
+// in every field (TestIsAPIAccessProjection changes each field in turn).
+func isAPIAccessProjection(p *ProjectedVolumeSource) bool {
+	want := apiAccessProjection
+	if p.DefaultMode == nil || *p.DefaultMode != *want.DefaultMode || len(p.Sources) != len(want.Sources) {
+		return false
+	}
+	tok, cm, dw := p.Sources[0].ServiceAccountToken, p.Sources[1].ConfigMap, p.Sources[2].DownwardAPI
+	if tok == nil || cm == nil || dw == nil || p.Sources[0] != (VolumeProjection{ServiceAccountToken: tok}) ||
+		p.Sources[1] != (VolumeProjection{ConfigMap: cm}) || p.Sources[2] != (VolumeProjection{DownwardAPI: dw}) {
+		return false
+	}
+	wtok, wcm, wdw := want.Sources[0].ServiceAccountToken, want.Sources[1].ConfigMap, want.Sources[2].DownwardAPI
+	if tok.ExpirationSeconds == nil || *tok.ExpirationSeconds != *wtok.ExpirationSeconds ||
+		(ServiceAccountTokenProjection{Audience: tok.Audience, Path: tok.Path}) != (ServiceAccountTokenProjection{Audience: wtok.Audience, Path: wtok.Path}) {
+		return false
+	}
+	// KeyToPath and DownwardAPIVolumeFile compare their pointers: nil in
+	// the shared source, so only nil matches.
+	if cm.Name != wcm.Name || cm.Optional != nil || len(cm.Items) != 1 || cm.Items[0] != wcm.Items[0] {
+		return false
+	}
+	if len(dw.Items) != 1 {
+		return false
+	}
+	f, wf := dw.Items[0], wdw.Items[0]
+	return f.FieldRef != nil && *f.FieldRef == *wf.FieldRef && (DownwardAPIVolumeFile{Path: f.Path, Mode: f.Mode}) == (DownwardAPIVolumeFile{Path: wf.Path})
+}
