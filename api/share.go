@@ -1,6 +1,7 @@
 package api
 
 import (
+	"hash/maphash"
 	"maps"
 	"reflect"
 	"slices"
@@ -15,9 +16,10 @@ import (
 // about a fifth of the server's live heap (docs/performance.md,
 // eighteenth sitting). ShareReadOnly points those parts of such a copy at
 // one copy for all: parts every pod may hold (the API access volume's
-// source, an empty securityContext) at a value of this package's, and
-// the labels and owner references a controller gives all its pods at the
-// last ones seen from the same controller.
+// source, an empty securityContext) at a value of this package's, the
+// labels and owner references a controller gives all its pods at the
+// last ones seen from the same controller, and conditions at the last
+// equal ones seen.
 
 // apiAccessProjection is APIAccessVolume's projected source, and
 // emptyPodSecurityContext a pod's "securityContext: {}", shared by the
@@ -30,9 +32,10 @@ var (
 // ShareReadOnly lets obj, an object nobody modifies after this call,
 // share with others what all of them hold the same: for a pod, the API
 // access volume's source (APIAccessVolume's, field for field: about 500
-// bytes in 13 allocations), an empty securityContext (112 bytes), and the
+// bytes in 13 allocations), an empty securityContext (112 bytes), the
 // labels and owner references its controller's last pod had (about 440
-// bytes) when they are equal. An object anyone may still change must not
+// bytes) when they are equal, and conditions equal to the last ones seen
+// (448 bytes, for pods that changed in the same second). An object anyone may still change must not
 // be given to it: a change to a shared part would change every pod's.
 func ShareReadOnly(obj Object) {
 	pod, ok := obj.(*Pod)
@@ -48,6 +51,48 @@ func ShareReadOnly(obj Object) {
 		pod.Spec.SecurityContext = emptyPodSecurityContext
 	}
 	byController.share(pod)
+	conditions.share(pod)
+}
+
+// conditionShares holds recent pods' conditions by content: the pods a
+// Deployment started in one second hold the same four, times included
+// (448 bytes a pod).
+type conditionShares struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	last map[uint64][]PodCondition // the conditions' hash → the last conditions with it
+}
+
+// maxConditionShares bounds the lists remembered: past it, all are
+// forgotten and the next pods start again.
+const maxConditionShares = 4096
+
+var conditions = conditionShares{seed: maphash.MakeSeed(), last: map[uint64][]PodCondition{}}
+
+// share points pod's conditions at the last equal ones seen (equal in
+// every field, to the bit: PodCondition is compared with ==), else
+// remembers pod's.
+func (c *conditionShares) share(pod *Pod) {
+	conds := pod.Status.Conditions
+	if len(conds) == 0 {
+		return
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	for _, cond := range conds {
+		maphash.WriteComparable(&h, cond)
+	}
+	sum := h.Sum64()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.last[sum]; ok && slices.Equal(last, conds) {
+		pod.Status.Conditions = last
+		return
+	}
+	if len(c.last) >= maxConditionShares {
+		clear(c.last)
+	}
+	c.last[sum] = conds
 }
 
 // controllerShares holds, for the controllers (by uid) whose pods

@@ -92,7 +92,9 @@ func TestShareReadOnlyByController(t *testing.T) {
 	for _, p := range []*Pod{a, b, c, d, e, orphan} {
 		ShareReadOnly(p)
 	}
-	same := func(x, y map[string]string) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	same := func(x, y map[string]string) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
 	if !same(a.Labels, b.Labels) || &a.OwnerReferences[0] != &b.OwnerReferences[0] {
 		t.Error("two pods of one ReplicaSet with equal labels and owners share neither")
 	}
@@ -107,6 +109,22 @@ func TestShareReadOnlyByController(t *testing.T) {
 	}
 	if same(orphan.Labels, a.Labels) {
 		t.Error("a pod without a controller shares a controller's labels")
+	}
+}
+
+// Pods whose conditions are equal in every field share them; a pod whose
+// conditions differ in a time keeps its own.
+func TestShareReadOnlyConditions(t *testing.T) {
+	a, b, later := labPod("a"), labPod("b"), labPod("c")
+	later.Status.Conditions[3].LastTransitionTime = NewTime(later.Status.Conditions[3].LastTransitionTime.Add(time.Second))
+	for _, p := range []*Pod{a, b, later} {
+		ShareReadOnly(p)
+	}
+	if &a.Status.Conditions[0] != &b.Status.Conditions[0] {
+		t.Error("two pods with equal conditions do not share them")
+	}
+	if &later.Status.Conditions[0] == &a.Status.Conditions[0] || !later.Status.Conditions[3].LastTransitionTime.After(a.Status.Conditions[3].LastTransitionTime.Time) {
+		t.Error("a pod ready a second later shares the others' conditions")
 	}
 }
 
