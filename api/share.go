@@ -35,8 +35,9 @@ var (
 // bytes in 13 allocations), an empty securityContext (112 bytes), the
 // labels and owner references its controller's last pod had (about 440
 // bytes) when they are equal, and conditions equal to the last ones seen
-// (448 bytes, for pods that changed in the same second). An object anyone may still change must not
-// be given to it: a change to a shared part would change every pod's.
+// (448 bytes, for pods that changed in the same second). An object anyone
+// may still change must not be given to it: a change to a shared part
+// would change every pod's.
 func ShareReadOnly(obj Object) {
 	pod, ok := obj.(*Pod)
 	if !ok {

@@ -29,12 +29,21 @@ func flush(t *testing.T, r *client.Recorder) {
 	}
 }
 
+// podRecorder returns a fake cluster with one pod, team/web, as stored,
+// and a recorder of component (on host) that writes to it.
+func podRecorder(t *testing.T, component, host string) (*fake.Client, *api.Pod, *client.Recorder) {
+	t.Helper()
+	f := fake.New(testPod("team", "web", "", nil))
+	pod, err := client.Get[*api.Pod](t.Context(), f, "team", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, pod, client.NewRecorder(f, component, host, nil)
+}
+
 func TestRecorderDeduplicates(t *testing.T) {
 	ctx := t.Context()
-	pod := testPod("team", "web", "", nil)
-	f := fake.New(pod)
-	pod, _ = client.Get[*api.Pod](ctx, f, "team", "web")
-	r := client.NewRecorder(f, "default-scheduler", "", nil)
+	f, pod, r := podRecorder(t, "default-scheduler", "")
 
 	for range 3 {
 		r.Event(ctx, pod, api.EventWarning, "FailedScheduling", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
@@ -88,10 +97,7 @@ func TestRecorderDeduplicates(t *testing.T) {
 // keeps only the Event's name, resourceVersion, count and first timestamp.
 func TestRecorderBumpKeepsTheStoredEvent(t *testing.T) {
 	ctx := t.Context()
-	pod := testPod("team", "web", "", nil)
-	f := fake.New(pod)
-	pod, _ = client.Get[*api.Pod](ctx, f, "team", "web")
-	r := client.NewRecorder(f, "kubelet", "n1", nil)
+	f, pod, r := podRecorder(t, "kubelet", "n1")
 	record := func(p *api.Pod) {
 		r.Event(ctx, p, api.EventWarning, "BackOff", "Back-off restarting failed container main")
 	}
