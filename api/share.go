@@ -52,7 +52,7 @@ func ShareReadOnly(obj Object) {
 		pod.Spec.SecurityContext = emptyPodSecurityContext
 	}
 	byController.share(pod)
-	conditions.share(pod)
+	byConditions.share(pod)
 }
 
 // conditionShares holds recent pods' conditions by content: the pods a
@@ -68,7 +68,7 @@ type conditionShares struct {
 // forgotten and the next pods start again.
 const maxConditionShares = 4096
 
-var conditions = conditionShares{seed: maphash.MakeSeed(), last: map[uint64][]PodCondition{}}
+var byConditions = conditionShares{seed: maphash.MakeSeed(), last: map[uint64][]PodCondition{}}
 
 // share points pod's conditions at the last equal ones seen (equal in
 // every field, to the bit: PodCondition is compared with ==), else

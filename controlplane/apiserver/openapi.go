@@ -51,9 +51,10 @@ const (
 
 // openAPIDoc is one served document: its JSON, ETag and, made on first
 // request, its protobuf form. It keeps both S2-compressed (the JSON of
-// every group version is 3.8 MB, about a tenth of that compressed, in
-// every server for its whole life), and each request decompresses what
-// it sends.
+// every group version is 2.0 MB, 247 KB compressed, in every server for
+// its whole life; compressing it costs 3.5 ms of the documents' 110 ms
+// build), and each request decompresses what it sends (0.14 ms for
+// api/v1).
 type openAPIDoc struct {
 	zjson   []byte
 	etag    string
