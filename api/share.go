@@ -18,8 +18,10 @@ import (
 // one copy for all: parts every pod may hold (the API access volume's
 // source, an empty securityContext) at a value of this package's, the
 // labels and owner references a controller gives all its pods at the
-// last ones seen from the same controller, and conditions at the last
-// equal ones seen.
+// last ones seen from the same controller, conditions at the last equal
+// ones seen, the small pointers defaulting gives every pod (grace period,
+// priority, preemption policy, service links, a container's started) at
+// one of each value, and start times at the last equal ones seen.
 
 // apiAccessProjection is APIAccessVolume's projected source, and
 // emptyPodSecurityContext a pod's "securityContext: {}", shared by the
@@ -53,6 +55,96 @@ func ShareReadOnly(obj Object) {
 	}
 	byController.share(pod)
 	byConditions.share(pod)
+	shareSmall(pod)
+	byTime.share(pod)
+}
+
+// The values of the small pointers most pods hold (SetDefaults' and a
+// started container's), one of each for all read-only pods; never
+// modified.
+var (
+	sharedGracePeriod       = ptr[int64](DefaultTerminationGracePeriod)
+	sharedZeroPriority      = ptr[int32](0)
+	sharedPreemptLower      = ptr(PreemptLowerPriority)
+	sharedTrue, sharedFalse = ptr(true), ptr(false)
+)
+
+// sharePtr points *p at shared when both hold the same value.
+func sharePtr[T comparable](p **T, shared *T) {
+	if *p != nil && **p == *shared {
+		*p = shared
+	}
+}
+
+// shareBool points *p at sharedTrue or sharedFalse.
+func shareBool(p **bool) {
+	sharePtr(p, sharedTrue)
+	sharePtr(p, sharedFalse)
+}
+
+// shareSmall points pod's small pointers at the shared ones of the same
+// value: 8 to 16 bytes each, but one allocation each for every pod.
+func shareSmall(pod *Pod) {
+	s := &pod.Spec
+	sharePtr(&s.TerminationGracePeriodSeconds, sharedGracePeriod)
+	sharePtr(&s.Priority, sharedZeroPriority)
+	sharePtr(&s.PreemptionPolicy, sharedPreemptLower)
+	shareBool(&s.EnableServiceLinks)
+	shareBool(&s.AutomountServiceAccountToken)
+	for _, list := range [][]ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range list {
+			shareBool(&list[i].Started)
+		}
+	}
+}
+
+// timeShares holds the start times of recent pods by value: the pods
+// started in one second hold the same status.startTime and the same
+// running state (a Time of 24 bytes, and a state holding one), each
+// allocated for every pod.
+type timeShares struct {
+	mu      sync.Mutex
+	start   map[Time]*Time
+	running map[ContainerStateRunning]*ContainerStateRunning
+}
+
+// maxTimeShares bounds the times remembered: past it, all are forgotten
+// and the next pods start again.
+const maxTimeShares = 4096
+
+var byTime = timeShares{start: map[Time]*Time{}, running: map[ContainerStateRunning]*ContainerStateRunning{}}
+
+// share points pod's start time and its containers' running states at
+// the last equal ones seen (equal to the bit: they are compared with ==),
+// else remembers pod's.
+func (c *timeShares) share(pod *Pod) {
+	st := &pod.Status
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.start)+len(c.running) >= maxTimeShares {
+		clear(c.start)
+		clear(c.running)
+	}
+	if t := st.StartTime; t != nil {
+		if last, ok := c.start[*t]; ok {
+			st.StartTime = last
+		} else {
+			c.start[*t] = t
+		}
+	}
+	for _, list := range [][]ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			r := list[i].State.Running
+			if r == nil {
+				continue
+			}
+			if last, ok := c.running[*r]; ok {
+				list[i].State.Running = last
+			} else {
+				c.running[*r] = r
+			}
+		}
+	}
 }
 
 // conditionShares holds recent pods' conditions by content: the pods a

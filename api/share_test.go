@@ -129,6 +129,52 @@ func TestShareReadOnlyConditions(t *testing.T) {
 }
 
 // Two owner references are the same only when every field is.
+// Pods share the small pointers defaulting gives them and their start
+// times while the values are equal; a pod whose value differs keeps its
+// own; what the pods say does not change.
+func TestShareReadOnlySmallAndTimes(t *testing.T) {
+	started := NewTime(time.Date(2026, 1, 1, 0, 0, 7, 0, time.UTC))
+	running := func(name string, at Time) *Pod {
+		p := labPod(name)
+		p.Status.StartTime = new(at)
+		p.Status.ContainerStatuses = []ContainerStatus{{Name: "web", Ready: true, Started: new(true),
+			State: ContainerState{Running: &ContainerStateRunning{StartedAt: at}}}}
+		return p
+	}
+	a, b := running("small-a", started), running("small-b", started)
+	later := running("small-c", NewTime(started.Add(time.Second)))
+	slow := running("small-d", started)
+	slow.Spec.TerminationGracePeriodSeconds = new(int64(60))
+	slow.Spec.EnableServiceLinks = new(false)
+	for _, p := range []*Pod{a, b, later, slow} {
+		before, _ := json.Marshal(p)
+		ShareReadOnly(p)
+		if after, _ := json.Marshal(p); string(after) != string(before) {
+			t.Fatalf("pod %s changed:\n%s\n%s", p.Name, before, after)
+		}
+	}
+	if a.Spec.TerminationGracePeriodSeconds != b.Spec.TerminationGracePeriodSeconds || a.Spec.Priority != b.Spec.Priority ||
+		a.Spec.PreemptionPolicy != b.Spec.PreemptionPolicy || a.Spec.EnableServiceLinks != b.Spec.EnableServiceLinks ||
+		a.Status.ContainerStatuses[0].Started != b.Status.ContainerStatuses[0].Started {
+		t.Error("two defaulted pods do not share their small pointers")
+	}
+	if slow.Spec.TerminationGracePeriodSeconds == a.Spec.TerminationGracePeriodSeconds || *slow.Spec.TerminationGracePeriodSeconds != 60 {
+		t.Error("a pod's own grace period was replaced by the shared one")
+	}
+	if slow.Spec.EnableServiceLinks == a.Spec.EnableServiceLinks || *slow.Spec.EnableServiceLinks || !*a.Spec.EnableServiceLinks {
+		t.Error("enableServiceLinks false and true share a pointer")
+	}
+	if a.Status.StartTime != b.Status.StartTime || a.Status.ContainerStatuses[0].State.Running != b.Status.ContainerStatuses[0].State.Running {
+		t.Error("two pods started in the same second do not share their start time and running state")
+	}
+	if later.Status.StartTime == a.Status.StartTime || later.Status.ContainerStatuses[0].State.Running == a.Status.ContainerStatuses[0].State.Running {
+		t.Error("pods started a second apart share a start time")
+	}
+	if slow.Status.StartTime != a.Status.StartTime {
+		t.Error("a pod started in the same second as the first does not share its start time")
+	}
+}
+
 func TestSameOwnerReference(t *testing.T) {
 	ref := func() OwnerReference {
 		return NewControllerRef(&ReplicaSet{TypeMeta: TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, ObjectMeta: ObjectMeta{Name: "web", UID: "u"}})
