@@ -147,15 +147,16 @@ func (c *Cache) AddPod(pod *api.Pod) {
 	if pod.Spec.NodeName == "" {
 		return
 	}
-	key := api.Key(pod.Namespace, pod.Name)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.removeLocked(key)
 	if isTerminal(pod) {
+		c.RemovePod(pod)
 		return
 	}
+	// The map's key is the info's: one string per pod, not two.
 	info := framework.NewPodInfo(pod)
-	c.pods[key] = &cachedPod{info: info, node: pod.Spec.NodeName}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(info.Key)
+	c.pods[info.Key] = &cachedPod{info: info, node: pod.Spec.NodeName}
 	c.update(pod.Spec.NodeName, func(n *framework.NodeInfo) { n.AddPod(info) })
 }
 

@@ -124,6 +124,7 @@ type Sim struct {
 	log    *slog.Logger
 	names  []string
 	index  map[string]int  // node name → index, for IPs
+	hosts  []string        // per node: its IP (hostIP), one string for its pods
 	podIPs []atomic.Uint32 // per node: pod IPs handed out
 	// last: per node, the Node as the last status write returned it; the
 	// next heartbeat starts from it instead of reading the node again (as
@@ -157,6 +158,8 @@ func New(cfg Config, c client.Interface) (*Sim, error) {
 		}
 		s.names = append(s.names, name)
 		s.index[name] = i
+		j := cfg.Offset + i + 1
+		s.hosts = append(s.hosts, fmt.Sprintf("172.%d.%d.%d", 16+(j>>16)&15, (j>>8)&255, j&255))
 	}
 	return s, nil
 }
@@ -227,10 +230,7 @@ func (s *Sim) node(name string) *api.Node {
 }
 
 // hostIP: 172.16.0.0/12 numbered by node index.
-func (s *Sim) hostIP(name string) string {
-	i := s.cfg.Offset + s.index[name] + 1
-	return fmt.Sprintf("172.%d.%d.%d", 16+(i>>16)&15, (i>>8)&255, i&255)
-}
+func (s *Sim) hostIP(name string) string { return s.hosts[s.index[name]] }
 
 // podCIDR: the node's /24 of 100.64.0.0/10, by index.
 func (s *Sim) podCIDR(name string) string {
