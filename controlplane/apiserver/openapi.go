@@ -66,8 +66,13 @@ type openAPIDoc struct {
 }
 
 func newOpenAPIDoc(b []byte, toProto func([]byte) ([]byte, error)) *openAPIDoc {
-	return &openAPIDoc{zjson: s2.EncodeBetter(nil, b), etag: etagOf(b), toProto: toProto}
+	return &openAPIDoc{zjson: compress(b), etag: etagOf(b), toProto: toProto}
 }
+
+// compress is b compressed, in a slice about its own length: S2's encoder
+// writes into a buffer of the worst case's length (about b's), and a
+// document kept in a sub-slice of it kept that whole buffer.
+func compress(b []byte) []byte { return bytes.Clone(s2.EncodeBetter(nil, b)) }
 
 func (d *openAPIDoc) json() ([]byte, error) { return s2.Decode(nil, d.zjson) }
 
@@ -78,7 +83,7 @@ func (d *openAPIDoc) protobuf() ([]byte, error) {
 			return
 		}
 		if p, d.err = d.toProto(j); d.err == nil {
-			d.zproto = s2.EncodeBetter(nil, p)
+			d.zproto = compress(p)
 		}
 	})
 	if d.err != nil {

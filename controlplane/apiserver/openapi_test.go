@@ -162,3 +162,18 @@ func TestKubectlOpenAPI(t *testing.T) {
 		t.Errorf("after edit, replicas = %q, want 2", out)
 	}
 }
+
+// A kept document holds its compressed bytes and no more: S2's encoder
+// writes into a buffer as long as the input, and a sub-slice of it kept
+// the whole buffer alive (2 MB for the v2 document).
+func TestOpenAPICompressKeepsNoSpare(t *testing.T) {
+	doc := []byte(strings.Repeat(`{"type":"object","properties":{"name":{"type":"string"}}},`, 2000))
+	z := compress(doc)
+	if cap(z) >= len(doc)/4 {
+		t.Fatalf("compressed %d bytes into len %d, cap %d: want a slice about its own length, under a quarter of the input", len(doc), len(z), cap(z))
+	}
+	d := newOpenAPIDoc(doc, nil)
+	if got, err := d.json(); err != nil || string(got) != string(doc) {
+		t.Fatalf("the kept document does not decompress to what was given (err %v)", err)
+	}
+}
