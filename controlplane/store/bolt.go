@@ -64,8 +64,8 @@ type Bolt struct {
 	// diskFull is set while commits fail for want of space (the committer's
 	// alone): the store says so once, and once again when space returns.
 	diskFull bool
-	// zbuf is the committer's scratch space for packValue.
-	zbuf []byte
+	// packer packs the committer's values (value.go).
+	packer valuePacker
 	// memo holds decoded namespaces and ServiceAccounts for get (memo.go).
 	memo decodeMemo
 	// writes counts the committed writes by kind and namespace (writes.go).

@@ -189,7 +189,7 @@ func (b *Bolt) commit(batch []*op) {
 				o.err = err
 				continue
 			}
-			ev, err := apply(tx, o, rev+1, &b.zbuf)
+			ev, err := apply(tx, o, rev+1, &b.packer)
 			if err != nil {
 				o.err = err
 				continue
@@ -309,9 +309,9 @@ func (b *Bolt) liveCopy(o *op, share bool) {
 	}
 }
 
-// apply performs one op in tx at revision rev, with zbuf as scratch space
-// for the compression (value.go). On error it has written nothing.
-func apply(tx *bolt.Tx, o *op, rev int64, zbuf *[]byte) (hubEvent, error) {
+// apply performs one op in tx at revision rev, packing its value with
+// packer (value.go). On error it has written nothing.
+func apply(tx *bolt.Tx, o *op, rev int64, packer *valuePacker) (hubEvent, error) {
 	bucket := o.kind.GroupResource()
 	bk, err := tx.CreateBucketIfNotExists([]byte(bucket))
 	if err != nil {
@@ -380,7 +380,7 @@ func apply(tx *bolt.Tx, o *op, rev int64, zbuf *[]byte) (hubEvent, error) {
 		m.ResourceVersion = prevRV
 		return hubEvent{}, api.NewInternal(fmt.Errorf("encode %s %s: %w", bucket, key, err))
 	}
-	stored, z := packValue(raw, zbuf) // a delete's for the watch history alone
+	stored, z := packer.pack(raw) // a delete's for the watch history alone
 	if o.typ == opDelete {
 		err = bk.Delete(key)
 	} else {

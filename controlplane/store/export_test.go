@@ -41,19 +41,19 @@ func ExpireEventsBefore(ctx context.Context, b *Bolt, cutoff time.Time) (int, er
 // HistoryCompressed reports how many events the watch history holds, how
 // many of them it keeps compressed only (no JSON of their own), and how
 // many it keeps as JSON although their compressed form is smaller
-// (packValue's rule says none).
+// (pack's rule says none).
 func HistoryCompressed(b *Bolt) (events, compressed, plainButCompressible int) {
 	h := b.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var buf []byte
+	var p valuePacker
 	for i := range h.n {
 		e := &h.ring[(h.head+i)%len(h.ring)]
 		switch {
 		case e.raw == nil && e.z != nil:
 			compressed++
 		case e.raw != nil:
-			if _, z := packValue(e.raw, &buf); z != nil {
+			if _, z := p.pack(e.raw); z != nil {
 				plainButCompressible++
 			}
 		}

@@ -67,22 +67,54 @@ var dict1 = sync.OnceValue(func() *s2.Dict {
 	return d
 })
 
-// packValue returns what bbolt stores for raw and, when that is raw
-// compressed, the same bytes as z (nil when raw is stored as it is). buf
-// is the caller's scratch space. stored is never changed after.
-func packValue(raw []byte, buf *[]byte) (stored, z []byte) {
+// valuePacker packs values (pack): the committer's, one goroutine's.
+// buf is its scratch space for the compressor. chunk is where the values
+// it returns are cut from, one after another: the watch history keeps the
+// last HistorySize of them (10,000 by default, about 3 MB), and each
+// allocated on its own they lay scattered among a burst's garbage, keeping
+// most of the heap's spans in use after it (docs/performance.md,
+// nineteenth sitting). Cut from chunks in the order they are written, they
+// leave the history in that order too, and a chunk is freed with its last
+// value. A value is never written again once cut: a chunk is only ever
+// appended to.
+type valuePacker struct {
+	buf   []byte
+	chunk []byte
+}
+
+// valueChunk is the size of the chunks values are cut from; a value
+// larger than an eighth of it gets its own allocation.
+const valueChunk = 64 << 10
+
+// alloc returns n bytes of the current chunk, or of a new one.
+func (p *valuePacker) alloc(n int) []byte {
+	if n > valueChunk/8 {
+		return make([]byte, n)
+	}
+	if len(p.chunk)+n > cap(p.chunk) {
+		p.chunk = make([]byte, 0, valueChunk)
+	}
+	at := len(p.chunk)
+	p.chunk = p.chunk[:at+n]
+	return p.chunk[at : at+n : at+n]
+}
+
+// pack returns what bbolt stores for raw and, when that is raw
+// compressed, the same bytes as z (nil when raw is stored as it is).
+// stored is never changed after.
+func (p *valuePacker) pack(raw []byte) (stored, z []byte) {
 	n := s2.MaxEncodedLen(len(raw))
 	if n < 0 {
 		return raw, nil // too large for S2
 	}
-	if n > cap(*buf) {
-		*buf = make([]byte, n)
+	if n > cap(p.buf) {
+		p.buf = make([]byte, n)
 	}
-	enc := dict1().Encode(*buf, raw)
+	enc := dict1().Encode(p.buf, raw)
 	if len(enc)+1 >= len(raw) {
 		return raw, nil
 	}
-	stored = make([]byte, 1+len(enc))
+	stored = p.alloc(1 + len(enc))
 	stored[0] = valueS2Dict1
 	copy(stored[1:], enc)
 	return stored, stored

@@ -29,12 +29,39 @@ func TestValueDictionaryNeverChanges(t *testing.T) {
 	}
 	// And what this skiff writes for it reads back the same (the encoder
 	// may change with S2's versions; the decoding may not).
-	var buf []byte
-	again, z := packValue([]byte(want), &buf)
+	var p valuePacker
+	again, z := p.pack([]byte(want))
 	if again[0] != valueS2Dict1 || !bytes.Equal(z, again) || len(again)*3 > len(want) {
 		t.Fatalf("packed into %d bytes, tag %d, for %d of JSON; want tag %d and at most a third", len(again), again[0], len(want), valueS2Dict1)
 	}
 	if raw, _, err := unpackValue(again); err != nil || string(raw) != want {
 		t.Fatalf("the packed pod reads %q, %v", raw, err)
+	}
+}
+
+// The packer cuts values from a chunk one after another, each its own
+// bytes to its end (an append to one cannot reach the next); a value too
+// large for a chunk gets its own allocation; and a full chunk is left to
+// its values, never written again.
+func TestValuePackerChunks(t *testing.T) {
+	var p valuePacker
+	a, b := p.alloc(100), p.alloc(200)
+	if cap(a) != 100 || cap(b) != 200 || &p.chunk[0] != &a[0] || &p.chunk[100] != &b[0] {
+		t.Fatalf("two values: cap %d and %d, the second not right after the first", cap(a), cap(b))
+	}
+	big := p.alloc(valueChunk/8 + 1)
+	if len(p.chunk) != 300 || &big[0] == &p.chunk[:cap(p.chunk)][300] {
+		t.Fatal("a value larger than an eighth of a chunk was cut from the chunk")
+	}
+	copy(a, bytes.Repeat([]byte{'a'}, 100))
+	first := p.chunk
+	for range valueChunk/1000 + 1 { // past the chunk's end
+		p.alloc(1000)
+	}
+	if &p.chunk[0] == &first[0] {
+		t.Fatal("the packer went on past its chunk's end")
+	}
+	if !bytes.Equal(a, bytes.Repeat([]byte{'a'}, 100)) {
+		t.Fatal("a value cut earlier changed when the chunk filled")
 	}
 }
