@@ -1,7 +1,6 @@
 package client
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"hash/maphash"
@@ -395,48 +394,100 @@ type eventLog struct {
 }
 
 // eventCache is a least-recently-used map from event key to what the
-// recorder remembers of the stored Event.
+// recorder remembers of the stored Event. Its entries live in one slice,
+// linked by index, most recent first: a recorder remembers 4,096 events,
+// and with an element and an entry allocated for each as a burst of pods
+// went by, the entries of three recorders lay scattered among the burst's
+// garbage and kept its spans in use after it (docs/performance.md,
+// nineteenth sitting).
 type eventCache struct {
-	size  int
-	order *list.List // front = most recent; values are *cacheEntry
-	items map[eventKey]*list.Element
+	size    int
+	entries []cacheEntry       // at most size; an evicted entry's slot is the next one's
+	items   map[eventKey]int32 // key → its entry's index
+	// head and tail are the most and least recent entries' indices, free
+	// the first slot an entry left (linked by next); -1: none.
+	head, tail, free int32
 }
 
 type cacheEntry struct {
-	key eventKey
-	log eventLog
+	key        eventKey
+	log        eventLog
+	prev, next int32 // the more and less recent entries' indices; -1: none
 }
 
 func newEventCache(size int) *eventCache {
-	return &eventCache{size: size, order: list.New(), items: map[eventKey]*list.Element{}}
+	return &eventCache{size: size, items: map[eventKey]int32{}, head: -1, tail: -1, free: -1}
 }
 
 func (c *eventCache) get(key eventKey) (eventLog, bool) {
-	e, ok := c.items[key]
+	i, ok := c.items[key]
 	if !ok {
 		return eventLog{}, false
 	}
-	c.order.MoveToFront(e)
-	return e.Value.(*cacheEntry).log, true
+	c.unlink(i)
+	c.pushFront(i)
+	return c.entries[i].log, true
 }
 
 func (c *eventCache) add(key eventKey, l eventLog) {
-	if e, ok := c.items[key]; ok {
-		e.Value.(*cacheEntry).log = l
-		c.order.MoveToFront(e)
+	if i, ok := c.items[key]; ok {
+		c.entries[i].log = l
+		c.unlink(i)
+		c.pushFront(i)
 		return
 	}
-	c.items[key] = c.order.PushFront(&cacheEntry{key: key, log: l})
-	for c.order.Len() > c.size {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.items, last.Value.(*cacheEntry).key)
+	var i int32
+	switch {
+	case c.free >= 0:
+		i, c.free = c.free, c.entries[c.free].next
+	case len(c.entries) < c.size:
+		c.entries = append(c.entries, cacheEntry{})
+		i = int32(len(c.entries) - 1)
+	default: // full: the least recent entry's slot
+		i = c.tail
+		c.unlink(i)
+		delete(c.items, c.entries[i].key)
 	}
+	c.entries[i] = cacheEntry{key: key, log: l}
+	c.items[key] = i
+	c.pushFront(i)
 }
 
 func (c *eventCache) remove(key eventKey) {
-	if e, ok := c.items[key]; ok {
-		c.order.Remove(e)
-		delete(c.items, key)
+	i, ok := c.items[key]
+	if !ok {
+		return
 	}
+	c.unlink(i)
+	delete(c.items, key)
+	c.entries[i] = cacheEntry{prev: -1, next: c.free}
+	c.free = i
+}
+
+// unlink takes entry i out of the recency list.
+func (c *eventCache) unlink(i int32) {
+	e := &c.entries[i]
+	if e.prev >= 0 {
+		c.entries[e.prev].next = e.next
+	} else {
+		c.head = e.next
+	}
+	if e.next >= 0 {
+		c.entries[e.next].prev = e.prev
+	} else {
+		c.tail = e.prev
+	}
+	e.prev, e.next = -1, -1
+}
+
+// pushFront makes entry i the most recent.
+func (c *eventCache) pushFront(i int32) {
+	e := &c.entries[i]
+	e.prev, e.next = -1, c.head
+	if c.head >= 0 {
+		c.entries[c.head].prev = i
+	} else {
+		c.tail = i
+	}
+	c.head = i
 }
