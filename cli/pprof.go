@@ -24,6 +24,10 @@ type pprofFlags struct {
 	listen string
 }
 
+// debugHandlers add what a build with a tag serves besides the profiles
+// (pprof_heapdump.go, -tags heapdump); none in a release build.
+var debugHandlers []func(*http.ServeMux)
+
 func (f *pprofFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "pprof-listen", "", "serve Go's net/http/pprof (heap, CPU and goroutine profiles of this process) on this loopback address, e.g. 127.0.0.1:6060; off when empty")
 }
@@ -58,6 +62,9 @@ func (f *pprofFlags) start(ctx context.Context, lg *slog.Logger) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	for _, add := range debugHandlers {
+		add(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
