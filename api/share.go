@@ -36,10 +36,12 @@ var (
 // access volume's source (APIAccessVolume's, field for field: about 500
 // bytes in 13 allocations), an empty securityContext (112 bytes), the
 // labels and owner references its controller's last pod had (about 440
-// bytes) when they are equal, and conditions equal to the last ones seen
-// (448 bytes, for pods that changed in the same second). An object anyone
-// may still change must not be given to it: a change to a shared part
-// would change every pod's.
+// bytes) when they are equal, conditions equal to the last ones seen
+// (448 bytes, for pods that changed in the same second), the small
+// pointers defaulting gives it (shareSmall: an allocation each), and
+// a start time and running states equal to the last ones seen (byTime).
+// An object anyone may still change must not be given to it: a change to
+// a shared part would change every pod's.
 func ShareReadOnly(obj Object) {
 	pod, ok := obj.(*Pod)
 	if !ok {
