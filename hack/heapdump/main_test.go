@@ -11,8 +11,8 @@ import (
 
 // A dump of this very process holds the objects it keeps alive: 2,000
 // blocks of 1,000 bytes (Go's 1,024-byte size class) and 3,000 strings of
-// 12 bytes (16-byte blocks), counted with their size, their pages, and
-// their contents when sampled; a file that is not a dump is refused.
+// 12 bytes (16-byte blocks), counted with their size and their pages, and
+// read with their contents; a file that is not a dump is refused.
 func TestReadObjects(t *testing.T) {
 	blocks := make([]*[1000]byte, 2000)
 	for i := range blocks {
@@ -42,7 +42,13 @@ func TestReadObjects(t *testing.T) {
 	}
 	defer in.Close()
 	s := newSummary(true)
-	if err := readObjects(in, s.add); err != nil {
+	kept := 0 // 16-byte objects that hold the string (where in the block, and with what around it, is the allocator's)
+	if err := readObjects(in, func(addr uint64, contents []byte, pointers bool) {
+		s.add(addr, contents, pointers)
+		if len(contents) == 16 && strings.Contains(string(contents), "kept-string!") {
+			kept++
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	big := s.bySize[1024]
@@ -52,9 +58,11 @@ func TestReadObjects(t *testing.T) {
 	if big.waste() < 0 {
 		t.Fatalf("1,024-byte objects waste %d bytes: fewer pages than they fill", big.waste())
 	}
-	small := s.bySize[16]
-	if small == nil || small.contents["kept-string!"] < len(strs) {
-		t.Fatalf("16-byte objects: %d holding the kept string, want at least %d", small.contents["kept-string!"], len(strs))
+	if kept < len(strs) {
+		t.Fatalf("16-byte objects: %d holding the kept string, want at least %d", kept, len(strs))
+	}
+	if small := s.bySize[16]; small == nil || small.objects < kept || len(small.contents) == 0 {
+		t.Fatalf("16-byte objects: %+v; want at least %d, their contents sampled", small, kept)
 	}
 	var out strings.Builder
 	s.print(&out, 5, 1)
