@@ -38,8 +38,8 @@ var (
 // labels and owner references its controller's last pod had (about 440
 // bytes) when they are equal, conditions equal to the last ones seen
 // (448 bytes, for pods that changed in the same second), the small
-// pointers defaulting gives it (shareSmall: an allocation each), and
-// a start time and running states equal to the last ones seen (byTime).
+// pointers defaulting gives it, and a start time and running states
+// equal to the last ones seen (shareSmall: an allocation each).
 // An object anyone may still change must not be given to it: a change to
 // a shared part would change every pod's.
 func ShareReadOnly(obj Object) {
@@ -58,7 +58,6 @@ func ShareReadOnly(obj Object) {
 	byController.share(pod)
 	byConditions.share(pod)
 	shareSmall(pod)
-	byTime.share(pod)
 }
 
 // The values of the small pointers most pods hold (SetDefaults' and a
@@ -85,68 +84,58 @@ func shareBool(p **bool) {
 }
 
 // shareSmall points pod's small pointers at the shared ones of the same
-// value: 8 to 16 bytes each, but one allocation each for every pod.
+// value (8 to 16 bytes each, but one allocation each for every pod), and
+// its start time and its containers' running states at the last equal
+// ones seen: the pods started in one second hold the same.
 func shareSmall(pod *Pod) {
-	s := &pod.Spec
+	s, st := &pod.Spec, &pod.Status
 	sharePtr(&s.TerminationGracePeriodSeconds, sharedGracePeriod)
 	sharePtr(&s.Priority, sharedZeroPriority)
 	sharePtr(&s.PreemptionPolicy, sharedPreemptLower)
 	shareBool(&s.EnableServiceLinks)
 	shareBool(&s.AutomountServiceAccountToken)
-	for _, list := range [][]ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for i := range list {
-			shareBool(&list[i].Started)
-		}
-	}
-}
-
-// timeShares holds the start times of recent pods by value: the pods
-// started in one second hold the same status.startTime and the same
-// running state (a Time of 24 bytes, and a state holding one), each
-// allocated for every pod.
-type timeShares struct {
-	mu      sync.Mutex
-	start   map[Time]*Time
-	running map[ContainerStateRunning]*ContainerStateRunning
-}
-
-// maxTimeShares bounds the times remembered: past it, all are forgotten
-// and the next pods start again.
-const maxTimeShares = 4096
-
-var byTime = timeShares{start: map[Time]*Time{}, running: map[ContainerStateRunning]*ContainerStateRunning{}}
-
-// share points pod's start time and its containers' running states at
-// the last equal ones seen (equal to the bit: they are compared with ==),
-// else remembers pod's.
-func (c *timeShares) share(pod *Pod) {
-	st := &pod.Status
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.start)+len(c.running) >= maxTimeShares {
-		clear(c.start)
-		clear(c.running)
-	}
-	if t := st.StartTime; t != nil {
-		if last, ok := c.start[*t]; ok {
-			st.StartTime = last
-		} else {
-			c.start[*t] = t
-		}
-	}
+	startTimes.share(&st.StartTime)
 	for _, list := range [][]ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for i := range list {
-			r := list[i].State.Running
-			if r == nil {
-				continue
-			}
-			if last, ok := c.running[*r]; ok {
-				list[i].State.Running = last
-			} else {
-				c.running[*r] = r
-			}
+			shareBool(&list[i].Started)
+			runningStates.share(&list[i].State.Running)
 		}
 	}
+}
+
+// valueShares holds, by value, the last pointer seen to each of recent
+// values: a Time of 24 bytes, or a running state holding one, allocated
+// for every pod.
+type valueShares[T comparable] struct {
+	mu   sync.Mutex
+	last map[T]*T
+}
+
+// maxValueShares bounds the values a valueShares remembers: past it, all
+// are forgotten and the next pods start again.
+const maxValueShares = 4096
+
+var (
+	startTimes    = valueShares[Time]{last: map[Time]*Time{}}
+	runningStates = valueShares[ContainerStateRunning]{last: map[ContainerStateRunning]*ContainerStateRunning{}}
+)
+
+// share points *p at the last pointer seen to a value equal to **p
+// (equal to the bit: compared with ==), else remembers *p.
+func (c *valueShares[T]) share(p **T) {
+	if *p == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.last[**p]; ok {
+		*p = last
+		return
+	}
+	if len(c.last) >= maxValueShares {
+		clear(c.last)
+	}
+	c.last[**p] = *p
 }
 
 // conditionShares holds recent pods' conditions by content: the pods a
