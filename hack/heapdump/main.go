@@ -61,7 +61,8 @@ const pageSize = 8 << 10
 // readObjects calls visit for each object record of a heap dump (its
 // address, its contents, and whether it holds pointers), which the
 // runtime writes after the dump's parameters, types and itabs and before
-// anything else.
+// anything else. contents is valid only during the call: the next record
+// is read into it.
 func readObjects(r io.Reader, visit func(addr uint64, contents []byte, pointers bool)) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	const header = "go1.7 heap dump\n"
