@@ -2,12 +2,14 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -289,9 +291,39 @@ func skiffBinary(t testing.TB) string {
 }
 
 func TestMain(m *testing.M) {
+	before := netnsNames()
 	code := m.Run()
 	if skiffBin.path != "" {
 		os.RemoveAll(filepath.Dir(skiffBin.path))
 	}
+	// Every network namespace a test made, its pods' included, must be
+	// gone when it ends: a lab machine runs these tests again and again.
+	var left []string
+	for name := range netnsNames() {
+		if !before[name] {
+			left = append(left, name)
+		}
+	}
+	if len(left) > 0 {
+		slices.Sort(left)
+		fmt.Fprintf(os.Stderr, "FAIL: the tests left %d network namespace(s) in %s: %s\n"+
+			"(a test that stops a cluster with pods running removes them with skiff reset, as a student does;\n"+
+			"a skiff started by hand during the run makes them too)\n", len(left), netnsDir, strings.Join(left, " "))
+		code = cmp.Or(code, 1)
+	}
 	os.Exit(code)
+}
+
+// netnsDir is where `ip netns` and skiff's agents keep named network
+// namespaces.
+const netnsDir = "/run/netns"
+
+// netnsNames returns the named network namespaces there now.
+func netnsNames() map[string]bool {
+	names := map[string]bool{}
+	entries, _ := os.ReadDir(netnsDir)
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
 }

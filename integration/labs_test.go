@@ -167,6 +167,12 @@ func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
 			_ = cmd.Process.Kill()
 			<-done
 		}
+		// Ctrl-C leaves the pods running, network namespaces and all:
+		// skiff reset removes them, as the student's next step would
+		// (in the node's network namespace, where skiff up ran).
+		if out, err := exec.Command("nsenter", "--net="+ns.Path(), "--", bin, "reset", "--data-dir", dataDir).CombinedOutput(); err != nil {
+			t.Errorf("skiff reset after the lab: %v\n%s", err, out)
+		}
 		if t.Failed() {
 			t.Logf("skiff up output:\n%s", out.String())
 		}
