@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -114,6 +115,45 @@ func FieldsOf(o Object) fields.Set {
 		}
 	}
 	return set
+}
+
+// fieldJSONMembers are the JSON member names of the selectable fields
+// that hold a string: where FieldsOf reads each from.
+var fieldJSONMembers = map[string]string{
+	"metadata.name": "name", "metadata.namespace": "namespace",
+	"spec.nodeName": "nodeName", "status.phase": "phase", "spec.restartPolicy": "restartPolicy",
+	"spec.schedulerName": "schedulerName", "status.podIP": "podIP",
+	"involvedObject.kind": "kind", "involvedObject.namespace": "namespace", "involvedObject.name": "name",
+	"involvedObject.uid": "uid", "reason": "reason", "type": "type", "source": "component",
+	"spec.driver": "driver",
+}
+
+// FieldNeedles returns, for each requirement of fs that a string field
+// equals a value other than "", the bytes `"member":"value"` that the JSON
+// of every object it selects holds, as encoding/json writes it (compact,
+// the value escaped as it escapes it): a store can test an object's
+// stored JSON for them before it decodes the object, and decode only those
+// that hold all (store.FilteredLister). A JSON that holds them may still
+// not match (the member may be another field's): Matches decides. Other
+// requirements (!=, an empty value, a field that is not a string) give no
+// needle.
+func FieldNeedles(fs fields.Selector) [][]byte {
+	if fs == nil {
+		return nil
+	}
+	var out [][]byte
+	for _, r := range fs.Requirements() {
+		member, ok := fieldJSONMembers[r.Field]
+		if !ok || r.Value == "" || (r.Operator != selection.Equals && r.Operator != selection.DoubleEquals) {
+			continue
+		}
+		v, err := json.Marshal(r.Value)
+		if err != nil {
+			continue
+		}
+		out = append(out, append([]byte(`"`+member+`":`), v...))
+	}
+	return out
 }
 
 // ParseFieldSelector parses a field selector for kind k and rejects fields

@@ -146,7 +146,7 @@ func (r *Registry) List(ctx context.Context, k *api.Kind, namespace string, opts
 	if !k.Namespaced {
 		namespace = ""
 	}
-	items, rev, err := r.listAt(ctx, k, namespace, opts)
+	items, rev, err := r.listAt(ctx, k, namespace, opts, api.FieldNeedles(fs))
 	if err != nil {
 		return nil, "", err
 	}

@@ -183,3 +183,50 @@ func TestCreateRespondsWithTheStoredJSON(t *testing.T) {
 		t.Fatalf("the create's response: %s", created)
 	}
 }
+
+// A list by spec.nodeName decodes only the pods whose JSON names the node
+// (store.FilteredLister), and the selector still decides: a pod that
+// names it elsewhere (its nodeSelector) is not listed.
+func TestListByNodeNameIsTheSelectorsAnswer(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for name, node := range map[string]string{"a": "n1", "b": "n2", "c": "n2", "d": ""} {
+		p := pod(name, nil)
+		p.Spec.NodeName = node
+		if name == "c" {
+			p.Spec.NodeSelector = map[string]string{"nodeName": "n1"}
+		}
+		if _, err := e.local.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, rv, err := e.local.List(ctx, podKind, "default", api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ns   string
+		opts api.ListOptions
+		want string
+	}{
+		{"default", api.ListOptions{FieldSelector: "spec.nodeName=n1"}, "a"},
+		{"", api.ListOptions{FieldSelector: "spec.nodeName=n1"}, "a"},
+		{"default", api.ListOptions{FieldSelector: "spec.nodeName=n1", ResourceVersion: rv}, "a"},
+		{"default", api.ListOptions{FieldSelector: "spec.nodeName=n2,metadata.name=c"}, "c"},
+		{"default", api.ListOptions{FieldSelector: "spec.nodeName!=n1"}, "b c d"},
+		{"default", api.ListOptions{FieldSelector: "spec.nodeName="}, "d"},
+		{"default", api.ListOptions{FieldSelector: "spec.nodeName=n3"}, ""},
+	} {
+		items, _, err := e.local.List(ctx, podKind, c.ns, c.opts)
+		if err != nil {
+			t.Fatalf("%q %+v: %v", c.ns, c.opts, err)
+		}
+		var names []string
+		for _, o := range items {
+			names = append(names, o.GetObjectMeta().Name)
+		}
+		if got := strings.Join(names, " "); got != c.want {
+			t.Errorf("list %q %+v: %q, want %q", c.ns, c.opts, got, c.want)
+		}
+	}
+}

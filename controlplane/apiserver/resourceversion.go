@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/controlplane/store"
 )
 
 // resourceVersion semantics, as kube-apiserver's
@@ -105,21 +107,34 @@ func (r *Registry) waitForRevision(ctx context.Context, rev int64) error {
 }
 
 // listAt reads the objects of a kind as opts' resourceVersion and
-// resourceVersionMatch say, and the revision the list is at.
-func (r *Registry) listAt(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions) ([]api.Object, int64, error) {
+// resourceVersionMatch say, and the revision the list is at. Where the
+// store can (store.FilteredLister), it decodes only the objects whose JSON
+// holds every needle (api.FieldNeedles: the caller's field selector still
+// decides); a list at an exact revision decodes them all.
+func (r *Registry) listAt(ctx context.Context, k *api.Kind, namespace string, opts api.ListOptions, needles [][]byte) ([]api.Object, int64, error) {
 	rev, err := parseResourceVersion("resourceVersion", opts.ResourceVersion)
 	if err != nil {
 		return nil, 0, err
 	}
-	if rev == 0 {
-		return r.store.List(ctx, k, namespace)
+	if rev != 0 {
+		if err := r.waitForRevision(ctx, rev); err != nil {
+			return nil, 0, err
+		}
+		if opts.ResourceVersionMatch == string(metav1.ResourceVersionMatchExact) {
+			items, err := r.store.ListExact(ctx, k, namespace, rev)
+			return items, rev, err
+		}
+		// NotOlderThan: the store is at rev or later.
 	}
-	if err := r.waitForRevision(ctx, rev); err != nil {
-		return nil, 0, err
+	if fl, ok := r.store.(store.FilteredLister); ok && len(needles) > 0 {
+		return fl.ListFiltered(ctx, k, namespace, func(raw []byte) bool {
+			for _, n := range needles {
+				if !bytes.Contains(raw, n) {
+					return false
+				}
+			}
+			return true
+		})
 	}
-	if opts.ResourceVersionMatch == string(metav1.ResourceVersionMatchExact) {
-		items, err := r.store.ListExact(ctx, k, namespace, rev)
-		return items, rev, err
-	}
-	return r.store.List(ctx, k, namespace) // NotOlderThan: the store is at rev or later
+	return r.store.List(ctx, k, namespace)
 }

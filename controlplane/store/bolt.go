@@ -488,6 +488,17 @@ func (b *Bolt) read(ctx context.Context, kind *api.Kind, namespace, name string)
 // List returns the objects of a kind, in one namespace or all, sorted by
 // key, and the revision they were read at.
 func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]api.Object, int64, error) {
+	return b.list(ctx, kind, namespace, nil)
+}
+
+// ListFiltered is List of the objects whose JSON keep accepts
+// (FilteredLister); the others are not decoded.
+func (b *Bolt) ListFiltered(ctx context.Context, kind *api.Kind, namespace string, keep func(json []byte) bool) ([]api.Object, int64, error) {
+	return b.list(ctx, kind, namespace, keep)
+}
+
+// list is List, of the objects keep accepts when keep is not nil.
+func (b *Bolt) list(ctx context.Context, kind *api.Kind, namespace string, keep func(json []byte) bool) ([]api.Object, int64, error) {
 	if err := b.checkRead(ctx); err != nil {
 		return nil, 0, err
 	}
@@ -509,8 +520,27 @@ func (b *Bolt) List(ctx context.Context, kind *api.Kind, namespace string) ([]ap
 		if namespace != "" && kind.Namespaced {
 			prefix = []byte(namespace + "/")
 		}
+		var buf []byte // keep's JSON, decompressed
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			obj, err := decodeValue(kind, v) // the decode copies: nothing of v outlives the tx (TestDecodeStoredIsUnmarshal)
+			if keep == nil {
+				obj, err := decodeValue(kind, v) // the decode copies: nothing of v outlives the tx (TestDecodeStoredIsUnmarshal)
+				if err != nil {
+					return err
+				}
+				out = append(out, obj)
+				continue
+			}
+			raw, err := unpackValueTo(buf[:0], v)
+			if err != nil {
+				return api.NewInternal(fmt.Errorf("decode stored %s: %w", kind.GroupResource(), err))
+			}
+			if compressed(v) {
+				buf = raw // its room is the next value's
+			}
+			if !keep(raw) {
+				continue
+			}
+			obj, err := decode(kind, raw) // copies, as above
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -532,5 +533,52 @@ func TestCreateEncodedShare(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("share %v: no event", share)
 		}
+	}
+}
+
+// ListFiltered hands keep the JSON of every object List would list,
+// decompressed, and decodes those keep takes: the same objects as List's,
+// in the same order.
+func TestListFilteredDecodesWhatKeepTakes(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, testOptions())
+	podKind := api.MustKindOf(&api.Pod{})
+	var _ store.FilteredLister = s
+	for i := range 40 {
+		p := st.NewPod("a", fmt.Sprintf("p%02d", i))
+		p.Spec.NodeName = fmt.Sprintf("node-%d", i%3)
+		if i%2 == 0 { // some large, some small
+			p.Annotations = map[string]string{"note": strings.Repeat("a lab pod ", 200)}
+		}
+		st.MustCreate(t, s, p)
+	}
+	st.MustCreate(t, s, st.NewPod("b", "other"))
+	all, rev, err := s.List(ctx, podKind, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	got, frev, err := s.ListFiltered(ctx, podKind, "a", func(raw []byte) bool {
+		seen++
+		var p api.Pod
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatalf("keep was given %.60q: %v", raw, err)
+		}
+		return bytes.Contains(raw, []byte(`"nodeName":"node-1"`))
+	})
+	if err != nil || frev != rev {
+		t.Fatalf("ListFiltered: rev %d, %v; List's rev %d", frev, err, rev)
+	}
+	if seen != len(all) {
+		t.Errorf("keep saw %d objects, List lists %d", seen, len(all))
+	}
+	var want []api.Object
+	for _, o := range all {
+		if o.(*api.Pod).Spec.NodeName == "node-1" {
+			want = append(want, o)
+		}
+	}
+	if len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("ListFiltered gave %d objects, want List's %d on node-1 (equal, in order)", len(got), len(want))
 	}
 }

@@ -87,6 +87,17 @@ type Counter interface {
 	Count(ctx context.Context, kind *api.Kind, namespace string) (int, error)
 }
 
+// FilteredLister is a store that lists the objects of a kind whose stored
+// JSON keep accepts, and decodes no other (Bolt). keep sees each object's
+// JSON as the store wrote it, encoding/json's Marshal of the object
+// (compact), valid only during the call. The API server lists with a field
+// selector so, testing the JSON for the selected values first
+// (api.FieldNeedles): the DRA plugin's read of one node's ResourceSlices
+// after each binding decoded the slices of every node.
+type FilteredLister interface {
+	ListFiltered(ctx context.Context, kind *api.Kind, namespace string, keep func(json []byte) bool) ([]api.Object, int64, error)
+}
+
 // MetaGetter is a store that reads one object's metadata without decoding
 // the rest (Bolt): the object of kind it returns has only its type and
 // metadata set (api.DecodeStoredMeta). The API server asks for it where

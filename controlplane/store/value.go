@@ -124,21 +124,30 @@ func (p *valuePacker) pack(raw []byte) (stored, z []byte) {
 // (fresh false: valid only as long as v is) when it is stored as JSON,
 // else a new slice.
 func unpackValue(v []byte) (raw []byte, fresh bool, err error) {
-	if len(v) == 0 {
-		return v, false, nil
+	raw, err = unpackValueTo(nil, v)
+	return raw, err == nil && compressed(v), err
+}
+
+// compressed reports whether v, a value as bbolt holds it, is compressed.
+func compressed(v []byte) bool {
+	return len(v) > 0 && (v[0] == valueS2Dict1 || v[0] == valueS2)
+}
+
+// unpackValueTo is unpackValue into dst's room (a new slice where it is
+// too small) when v is compressed; else raw is v itself.
+func unpackValueTo(dst, v []byte) (raw []byte, err error) {
+	if !compressed(v) {
+		return v, nil
 	}
-	switch v[0] {
-	case valueS2Dict1:
-		raw, err = dict1().Decode(nil, v[1:])
-	case valueS2:
-		raw, err = s2.Decode(nil, v[1:])
-	default:
-		return v, false, nil
+	if v[0] == valueS2Dict1 {
+		raw, err = dict1().Decode(dst, v[1:])
+	} else {
+		raw, err = s2.Decode(dst, v[1:])
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("decompress: %w", err)
+		return nil, fmt.Errorf("decompress: %w", err)
 	}
-	return raw, true, nil
+	return raw, nil
 }
 
 // decodeValue turns a value as bbolt holds it into a fresh object of kind
