@@ -25,6 +25,9 @@
 //     and copied after that (memo.go), or shared with readers that never
 //     change them (GetShared, store.SharedGetter); GetMeta (store.MetaGetter)
 //     decodes the metadata alone, for readers that need an object's identity.
+//     ListFiltered (store.FilteredLister) decodes only the objects whose
+//     stored JSON its keep accepts: the API server's lists by field selector
+//     (one node's ResourceSlices or pods among all).
 //   - Writes are counted by kind and namespace (Writes, store.WriteCounter):
 //     a reader that keeps a list knows it is still what is stored while the
 //     count has not moved (the API server's admission lists, which change a
