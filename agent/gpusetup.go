@@ -123,11 +123,15 @@ type GPUs struct {
 	// gpu-load on simulated ones; nil without GPUs.
 	Meter *usage.Meter
 
-	labels    map[string]string
-	plugin    string       // DevicePluginBuiltin or DevicePluginExternal
-	devs      []gpu.Device // the GPUs at setup (identity does not change)
-	cdi       *cdi.Config  // the simulated driver's spec (nil on real GPUs)
-	dataDir   string
+	labels  map[string]string
+	plugin  string       // DevicePluginBuiltin or DevicePluginExternal
+	devs    []gpu.Device // the GPUs at setup (identity does not change)
+	cdi     *cdi.Config  // the simulated driver's spec (nil on real GPUs)
+	dataDir string
+	// shortDirs are the socket directories socketDir made outside the
+	// data directory (/tmp/skiff-sock-HASH/...), removed by Close when
+	// the plugins have taken their sockets away.
+	shortDirs []string
 	log       *slog.Logger
 	sharing   sharingState          // where the config in force came from
 	loadRoot  string                // the simulated loads' directories ("" on real GPUs)
@@ -337,6 +341,7 @@ func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *s
 		return err
 	}
 	mcfg.RegistryDir = regDir
+	g.noteSocketDir(cfg.DataDir, regDir)
 	mcfg.StateDir = filepath.Join(cfg.DataDir, "dra")
 	mcfg.Client, mcfg.Log = cfg.Client, lg
 	dm, err := dra.New(mcfg)
@@ -356,6 +361,7 @@ func (g *GPUs) setUpDRA(ctx context.Context, cfg GPUConfig, withGPUs bool, lg *s
 	if err != nil {
 		return err
 	}
+	g.noteSocketDir(cfg.DataDir, plugDir)
 	drv, err := gpudriver.New(gpudriver.Config{
 		Source: g.Source, NodeName: cfg.NodeName, Client: cfg.Client,
 		Dir:                 plugDir,
@@ -540,8 +546,34 @@ func (g *GPUs) Close() {
 			g.Manager.Stop()
 		}
 		g.Source.Close()
+		for _, d := range slices.Backward(g.shortDirs) {
+			removeShortSocketDir(d)
+		}
 	})
 }
+
+// noteSocketDir remembers dir for Close when socketDir put it outside
+// dataDir.
+func (g *GPUs) noteSocketDir(dataDir, dir string) {
+	if !strings.HasPrefix(dir, dataDir+string(filepath.Separator)) {
+		g.shortDirs = append(g.shortDirs, dir)
+	}
+}
+
+// removeShortSocketDir removes dir, a socket directory under
+// /tmp/skiff-sock-HASH, and the directories above it up to that one, each
+// only when empty: a socket still there (a plugin that runs on) keeps its
+// directories, and the next agent on the data directory makes them again.
+func removeShortSocketDir(dir string) {
+	for d := dir; os.Remove(d) == nil; d = filepath.Dir(d) {
+		if strings.HasPrefix(filepath.Base(d), shortSocketPrefix) {
+			return
+		}
+	}
+}
+
+// shortSocketPrefix starts the name of socketDir's short directories.
+const shortSocketPrefix = "skiff-sock-"
 
 // maxSocketPath is the longest unix socket path Linux takes (sun_path is
 // 108 bytes with its terminating NUL).
@@ -561,7 +593,7 @@ func socketDir(dataDir, sub, longest string) (string, error) {
 		return dir, nil
 	}
 	sum := sha256.Sum256([]byte(dataDir))
-	base := filepath.Join(os.TempDir(), "skiff-sock-"+hex.EncodeToString(sum[:6]))
+	base := filepath.Join(os.TempDir(), shortSocketPrefix+hex.EncodeToString(sum[:6]))
 	if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("socket directory for %s: %w", dataDir, err)
 	}

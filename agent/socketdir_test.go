@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,5 +67,53 @@ func TestSocketDirRefusesAForeignDirectory(t *testing.T) {
 	}
 	if _, err := socketDir(deep, "x", "s.sock"); err == nil || !strings.Contains(err.Error(), "0700") {
 		t.Fatalf("socketDir over a 0777 directory: err = %v, want a refusal naming 0700", err)
+	}
+}
+
+// Close removes the short socket directories once empty, up to and
+// including /tmp/skiff-sock-HASH; a socket left there keeps them.
+func TestShortSocketDirRemovedWhenEmpty(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("f", 90))
+	var g GPUs
+	for _, sub := range []string{"plugins_registry", filepath.Join("plugins", "gpu.nvidia.com")} {
+		dir, err := socketDir(deep, sub, "s.sock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		g.noteSocketDir(deep, dir)
+	}
+	if len(g.shortDirs) != 2 {
+		t.Fatalf("noted %v, want both directories (outside the data dir)", g.shortDirs)
+	}
+	base := filepath.Dir(g.shortDirs[0])
+	t.Cleanup(func() { os.RemoveAll(base) })
+	// A socket still in the registry keeps it and the base.
+	left := filepath.Join(g.shortDirs[0], "other.sock")
+	if err := os.WriteFile(left, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range slices.Backward(g.shortDirs) {
+		removeShortSocketDir(d)
+	}
+	if _, err := os.Stat(left); err != nil {
+		t.Fatalf("a socket left in the registry: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "plugins")); !os.IsNotExist(err) {
+		t.Errorf("the driver's empty directory is still there: %v", err)
+	}
+	os.Remove(left)
+	for _, d := range slices.Backward(g.shortDirs) {
+		removeShortSocketDir(d)
+	}
+	if _, err := os.Stat(base); !os.IsNotExist(err) {
+		t.Errorf("%s is still there once empty: %v", base, err)
+	}
+	var home GPUs
+	home.noteSocketDir("/data", "/data/plugins_registry")
+	if len(home.shortDirs) != 0 {
+		t.Errorf("a directory under the data dir noted: %v", home.shortDirs)
 	}
 }

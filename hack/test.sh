@@ -50,7 +50,10 @@ echo "== generated deep copies"
 # Every tier goes through hack/testsummary: it prints the failures, the
 # skips and how many tests ran, and fails on a skip not on its allow-list
 # (a missing prerequisite must not pass by skipping).
-summary_bin=$(mktemp -d)/testsummary
+summary_dir=$(mktemp -d)
+summary_bin=$summary_dir/testsummary
+cleanup() { rm -rf "$summary_dir"; }
+trap cleanup EXIT
 go build -o "$summary_bin" ./hack/testsummary
 
 echo "== unit tests"
@@ -74,7 +77,7 @@ fi
 
 echo "== starting a private containerd"
 ./hack/containerd-start.sh
-trap './hack/containerd-stop.sh' EXIT
+trap 'cleanup; ./hack/containerd-stop.sh' EXIT
 export SKIFF_CONTAINERD_ADDRESS=/run/skiff-ci/containerd.sock
 
 echo "== integration tests (real containerd)"

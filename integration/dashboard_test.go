@@ -129,7 +129,10 @@ func TestDashboardBrowser(t *testing.T) {
 		// The cluster CA is not in the browser's store; a student's
 		// browser shows the usual warning once.
 		chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.UserDataDir(t.TempDir()))
+		chromedp.UserDataDir(t.TempDir()),
+		// Its own temporary files too (org.chromium.Chromium.*), which a
+		// killed browser leaves behind.
+		chromedp.Env("TMPDIR="+t.TempDir()))
 	actx, cancelA := chromedp.NewExecAllocator(bg, opts...)
 	defer cancelA()
 	ctx, cancelC := chromedp.NewContext(actx)
