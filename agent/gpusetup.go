@@ -575,6 +575,15 @@ func removeShortSocketDir(dir string) {
 // shortSocketPrefix starts the name of socketDir's short directories.
 const shortSocketPrefix = "skiff-sock-"
 
+// ShortSocketDir is where an agent on dataDir keeps its plugin sockets
+// when dataDir is too deep for unix socket paths (socketDir): a directory
+// of the temporary directory named by a hash of dataDir. An agent killed
+// leaves it; skiff reset removes it (node.Reset).
+func ShortSocketDir(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return filepath.Join(os.TempDir(), shortSocketPrefix+hex.EncodeToString(sum[:6]))
+}
+
 // maxSocketPath is the longest unix socket path Linux takes (sun_path is
 // 108 bytes with its terminating NUL).
 const maxSocketPath = 107
@@ -592,8 +601,7 @@ func socketDir(dataDir, sub, longest string) (string, error) {
 	if len(filepath.Join(dir, longest)) <= maxSocketPath {
 		return dir, nil
 	}
-	sum := sha256.Sum256([]byte(dataDir))
-	base := filepath.Join(os.TempDir(), shortSocketPrefix+hex.EncodeToString(sum[:6]))
+	base := ShortSocketDir(dataDir)
 	if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("socket directory for %s: %w", dataDir, err)
 	}

@@ -34,6 +34,8 @@ on purpose (the next skiff up adopts them); skiff reset removes them:
     (host-local IPAM) and CNI rules, the bridge (skiff0, ...);
   - the service proxy's iptables chains (SKIFF-*, nat table) and the routes to
     other nodes' pods;
+  - the plugin sockets' directory in /tmp (skiff-sock-*) of a node whose data
+    directory is too deep for unix socket paths;
   - with --remove-data-dir, the data directory itself: the cluster's objects,
     CA, token and pod volumes. Without it they stay, and the next skiff up
     starts the same cluster again.

@@ -291,24 +291,25 @@ func skiffBinary(t testing.TB) string {
 }
 
 func TestMain(m *testing.M) {
-	before := netnsNames()
+	before := leftovers()
 	code := m.Run()
 	if skiffBin.path != "" {
 		os.RemoveAll(filepath.Dir(skiffBin.path))
 	}
-	// Every network namespace a test made, its pods' included, must be
-	// gone when it ends: a lab machine runs these tests again and again.
+	// Every network namespace a test made, its pods' included, and every
+	// agent's plugin-socket directory in /tmp must be gone when it ends:
+	// a lab machine runs these tests again and again.
 	var left []string
-	for name := range netnsNames() {
+	for name := range leftovers() {
 		if !before[name] {
 			left = append(left, name)
 		}
 	}
 	if len(left) > 0 {
 		slices.Sort(left)
-		fmt.Fprintf(os.Stderr, "FAIL: the tests left %d network namespace(s) in %s: %s\n"+
-			"(a test that stops a cluster with pods running removes them with skiff reset, as a student does;\n"+
-			"a skiff started by hand during the run makes them too)\n", len(left), netnsDir, strings.Join(left, " "))
+		fmt.Fprintf(os.Stderr, "FAIL: the tests left %d thing(s) behind: %s\n"+
+			"(a test that stops or kills a skiff with pods running cleans up with skiff reset, as a student does;\n"+
+			"a skiff started by hand during the run makes them too)\n", len(left), strings.Join(left, " "))
 		code = cmp.Or(code, 1)
 	}
 	os.Exit(code)
@@ -318,12 +319,18 @@ func TestMain(m *testing.M) {
 // namespaces.
 const netnsDir = "/run/netns"
 
-// netnsNames returns the named network namespaces there now.
-func netnsNames() map[string]bool {
+// leftovers returns what a skiff leaves on the machine until skiff reset
+// removes it: the named network namespaces, and the agents' plugin-socket
+// directories in the temporary directory (agent.ShortSocketDir).
+func leftovers() map[string]bool {
 	names := map[string]bool{}
 	entries, _ := os.ReadDir(netnsDir)
 	for _, e := range entries {
-		names[e.Name()] = true
+		names[filepath.Join(netnsDir, e.Name())] = true
+	}
+	socks, _ := filepath.Glob(filepath.Join(os.TempDir(), "skiff-sock-*"))
+	for _, s := range socks {
+		names[s] = true
 	}
 	return names
 }

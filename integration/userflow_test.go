@@ -196,6 +196,11 @@ func startSkiffUp(t testing.TB, bin, home, dataDir, listen string) (*skiffProces
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.done
+		// A killed skiff leaves what skiff reset removes (here: the
+		// plugin sockets' directory in /tmp, its data dir being deep).
+		if out, err := exec.Command(bin, "reset", "--data-dir", dataDir).CombinedOutput(); err != nil {
+			t.Errorf("skiff reset after the test: %v\n%s", err, out)
+		}
 	})
 	ready := make(chan string, 1)
 	go func() {

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
+	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/network"
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/agent/proxy"
@@ -90,6 +92,9 @@ func Reset(ctx context.Context, cfg ResetConfig) (removed bool, err error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", rec.Name, err))
 		}
+		if err := resetSocketDir(d, say); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", rec.Name, err))
+		}
 		if rec.PodNetwork != NetworkCNI {
 			continue
 		}
@@ -128,6 +133,29 @@ func nodeDirs(dataDir string) []string {
 		dirs = append(dirs, filepath.Dir(m))
 	}
 	return dirs
+}
+
+// resetSocketDir removes the short directory the node's agent kept its
+// plugin sockets in, outside its data directory too deep for them
+// (agent.ShortSocketDir), when it is there and this user's own (0700):
+// an agent killed leaves it behind.
+func resetSocketDir(dataDir string, say func(string)) error {
+	dir := agent.ShortSocketDir(dataDir)
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || st.Mode().Perm() != 0o700 || !ok || int(sys.Uid) != os.Getuid() {
+		return nil // not one an agent made: not ours to remove
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove socket directory: %w", err)
+	}
+	say("removed plugin socket directory " + dir)
+	return nil
 }
 
 // resetContainers stops and removes the node's containers; it returns

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/podworker"
 	"skiff.dev/skiff/runtime"
 	rtfake "skiff.dev/skiff/runtime/fake"
@@ -339,5 +340,50 @@ func TestStartLocksDataDir(t *testing.T) {
 		t.Errorf("lock after release: %v", err)
 	} else {
 		release()
+	}
+}
+
+// A killed agent whose data directory was too deep for unix sockets
+// leaves its plugin sockets in /tmp/skiff-sock-HASH: reset removes that
+// directory when it is the agent's (0700, this user's), and only then.
+func TestResetRemovesTheShortSocketDir(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []os.FileMode{0o700, 0o777} {
+		dataDir := filepath.Join(t.TempDir(), strings.Repeat("d", 90))
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeRecord(dataDir, Record{Name: "n1", Runtime: RuntimeFake, PodNetwork: NetworkNone}); err != nil {
+			t.Fatal(err)
+		}
+		dir := agent.ShortSocketDir(dataDir)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.MkdirAll(filepath.Join(dir, "plugins_registry"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "plugins_registry", "gpu.nvidia.com-reg.sock"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		removed, err := Reset(ctx, ResetConfig{DataDir: dataDir, Say: func(s string) { fmt.Fprintln(&out, s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, statErr := os.Stat(dir)
+		if mode == 0o777 {
+			if removed || statErr != nil {
+				t.Errorf("a directory of mode %v (not an agent's) was removed: %v, %q", mode, statErr, out.String())
+			}
+			continue
+		}
+		if !removed || !os.IsNotExist(statErr) || out.String() != "removed plugin socket directory "+dir+"\n" {
+			t.Fatalf("Reset: removed %v, %s still there: %v; said %q", removed, dir, statErr, out.String())
+		}
+		if removed, err := Reset(ctx, ResetConfig{DataDir: dataDir}); removed || err != nil {
+			t.Errorf("second Reset: removed %v, %v; want nothing", removed, err)
+		}
 	}
 }
