@@ -44,8 +44,20 @@ spec:
   limits:
   - {type: Container, max: {cpu: 800m}, min: {cpu: 200m}, default: {memory: 512Mi}}
   - {type: Pod, max: {cpu: "2"}}
----
-apiVersion: v1
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := runCLI(t, "--kubeconfig", conf, "apply", "-f", file); res.code != 0 {
+		t.Fatalf("apply: %s%s", res.out, res.err)
+	}
+	// A pod waits for its quotas' first count, as in Kubernetes ("status
+	// unknown for quota" until the controller has set status.hard).
+	testwait.Until(t, 10*time.Second, func() (bool, string) {
+		out := kc.Must(t, "", "get", "quota", "-n", "bob", "-o", "jsonpath={.items[*].status.hard.pods}")
+		return out == "5 10", out // best-effort, gpus
+	})
+	pod := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(pod, []byte(`apiVersion: v1
 kind: Pod
 metadata: {name: cuda, namespace: bob}
 spec:
@@ -56,8 +68,8 @@ spec:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if res := runCLI(t, "--kubeconfig", conf, "apply", "-f", file); res.code != 0 {
-		t.Fatalf("apply: %s%s", res.out, res.err)
+	if res := runCLI(t, "--kubeconfig", conf, "apply", "-f", pod); res.code != 0 {
+		t.Fatalf("apply the pod: %s%s", res.out, res.err)
 	}
 	testwait.Until(t, 10*time.Second, func() (bool, string) {
 		out := kc.Must(t, "", "get", "quota", "gpus", "-n", "bob", "-o", "jsonpath={.status.used}")
