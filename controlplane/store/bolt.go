@@ -520,27 +520,21 @@ func (b *Bolt) list(ctx context.Context, kind *api.Kind, namespace string, keep 
 		if namespace != "" && kind.Namespaced {
 			prefix = []byte(namespace + "/")
 		}
-		var buf []byte // keep's JSON, decompressed
+		var buf []byte // the values' JSON, decompressed: one's room is the next one's
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if keep == nil {
-				obj, err := decodeValue(kind, v) // the decode copies: nothing of v outlives the tx (TestDecodeStoredIsUnmarshal)
-				if err != nil {
-					return err
-				}
-				out = append(out, obj)
-				continue
-			}
 			raw, err := unpackValueTo(buf[:0], v)
 			if err != nil {
 				return api.NewInternal(fmt.Errorf("decode stored %s: %w", kind.GroupResource(), err))
 			}
 			if compressed(v) {
-				buf = raw // its room is the next value's
+				buf = raw
 			}
-			if !keep(raw) {
+			if keep != nil && !keep(raw) {
 				continue
 			}
-			obj, err := decode(kind, raw) // copies, as above
+			// The decode copies: nothing of raw (buf, or bbolt's page)
+			// outlives this value (TestDecodeStoredIsUnmarshal).
+			obj, err := decode(kind, raw)
 			if err != nil {
 				return err
 			}
