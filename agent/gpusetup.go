@@ -575,6 +575,37 @@ func removeShortSocketDir(dir string) {
 // shortSocketPrefix starts the name of socketDir's short directories.
 const shortSocketPrefix = "skiff-sock-"
 
+// agentsDir reports whether st is a directory an agent may use as its
+// short socket directory (and remove): mode 0700, this user's. One
+// someone else prepared in /tmp is neither used nor removed.
+func agentsDir(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return st.IsDir() && st.Mode().Perm() == 0o700 && ok && int(sys.Uid) == os.Getuid()
+}
+
+// RemoveShortSocketDir removes dataDir's short socket directory
+// (ShortSocketDir) and the sockets a killed agent left in it, when it is
+// there and an agent's (agentsDir); it returns the directory it removed,
+// "" for none. skiff reset calls it for each node, never while the node
+// runs.
+func RemoveShortSocketDir(dataDir string) (string, error) {
+	dir := ShortSocketDir(dataDir)
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("socket directory: %w", err)
+	}
+	if !agentsDir(st) {
+		return "", nil // not an agent's: not ours to remove
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("remove socket directory: %w", err)
+	}
+	return dir, nil
+}
+
 // ShortSocketDir is where an agent on dataDir keeps its plugin sockets
 // when dataDir is too deep for unix socket paths (socketDir): a directory
 // of the temporary directory named by a hash of dataDir. An agent killed
@@ -609,8 +640,7 @@ func socketDir(dataDir, sub, longest string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("socket directory for %s: %w", dataDir, err)
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !st.IsDir() || st.Mode().Perm() != 0o700 || !ok || int(sys.Uid) != os.Getuid() {
+	if !agentsDir(st) {
 		return "", fmt.Errorf("socket directory %s (the data directory %s is too deep for unix sockets): not a directory of mode 0700 owned by this user; remove it or use a shorter --data-dir", base, dataDir)
 	}
 	out := filepath.Join(base, sub)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 
 	"skiff.dev/skiff/agent"
 	"skiff.dev/skiff/agent/network"
@@ -137,25 +136,13 @@ func nodeDirs(dataDir string) []string {
 
 // resetSocketDir removes the short directory the node's agent kept its
 // plugin sockets in, outside its data directory too deep for them
-// (agent.ShortSocketDir), when it is there and this user's own (0700):
-// an agent killed leaves it behind.
+// (agent.RemoveShortSocketDir): an agent killed leaves it behind.
 func resetSocketDir(dataDir string, say func(string)) error {
-	dir := agent.ShortSocketDir(dataDir)
-	st, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	dir, err := agent.RemoveShortSocketDir(dataDir)
+	if dir != "" {
+		say("removed plugin socket directory " + dir)
 	}
-	if err != nil {
-		return fmt.Errorf("socket directory: %w", err)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !st.IsDir() || st.Mode().Perm() != 0o700 || !ok || int(sys.Uid) != os.Getuid() {
-		return nil // not one an agent made: not ours to remove
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove socket directory: %w", err)
-	}
-	say("removed plugin socket directory " + dir)
-	return nil
+	return err
 }
 
 // resetContainers stops and removes the node's containers; it returns
