@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -661,7 +660,7 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		}
 		*next.GetTypeMeta() = api.TypeMeta{APIVersion: kind.APIVersion(), Kind: kind.Kind}
 		next.GetObjectMeta().ResourceVersion = rv
-		enc, err := json.Marshal(next)
+		enc, err := api.Encode(next)
 		if err == nil && mayBe(enc) {
 			if !current {
 				continue // maybe a no-op on the recent object: see on the store's

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -247,14 +246,14 @@ func (b *Bolt) commit(batch []*op) {
 
 // encode returns o.obj's JSON: o.enc with o.obj's resourceVersion in place
 // of encRV where the writer encoded it (o.enc itself when the two have as
-// many digits: o.enc is the op's), else json.Marshal.
+// many digits: o.enc is the op's), else api.Encode.
 func (o *op) encode() ([]byte, error) {
 	if o.enc != nil {
 		if raw, err := withResourceVersion(o.enc, o.encRV, o.obj.GetObjectMeta().ResourceVersion); raw != nil || err != nil {
 			return raw, err
 		}
 	}
-	return json.Marshal(o.obj)
+	return api.Encode(o.obj)
 }
 
 // placeholderRV stands for the revision in JSON encoded before the commit
@@ -281,7 +280,7 @@ func (o *op) preEncode(next int64) error {
 		o.encRV = placeholderRV(next)
 		m.ResourceVersion = o.encRV
 	}
-	enc, err := json.Marshal(o.obj)
+	enc, err := api.Encode(o.obj)
 	m.ResourceVersion = rv
 	if err != nil {
 		return api.NewInternal(fmt.Errorf("encode %s %s: %w", o.kind.GroupResource(), api.Key(o.namespace, o.name), err))

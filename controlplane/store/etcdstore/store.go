@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -255,7 +254,7 @@ func encode(obj api.Object) (string, error) {
 	m := obj.GetObjectMeta()
 	rv := m.ResourceVersion
 	m.ResourceVersion = ""
-	raw, err := json.Marshal(obj)
+	raw, err := api.Encode(obj)
 	m.ResourceVersion = rv
 	if err != nil {
 		return "", api.NewInternal(fmt.Errorf("encode %s: %w", api.KeyOf(obj), err))
