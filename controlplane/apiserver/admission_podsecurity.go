@@ -141,7 +141,7 @@ type podSecurity struct {
 	// verdicts are the checks' results on recent pods, by the shape of
 	// what the checks read (podSecurityKey) and the level and version: the
 	// pods of one template are converted and checked once.
-	verdicts *recentCache[policy.AggregateCheckResult]
+	verdicts *recentCache[verdictKey, policy.AggregateCheckResult]
 }
 
 // podSecurityVerdicts bounds podSecurity.verdicts (recentCache): each
@@ -169,7 +169,7 @@ func newPodSecurity(c PodSecurityConfig) (*podSecurity, error) {
 		return nil, fmt.Errorf("pod security checks: %w", err)
 	}
 	return &podSecurity{defaults: defaults, exempt: slices.Clone(c.Exemptions.Namespaces), evaluator: ev,
-		verdicts: newRecentCache[policy.AggregateCheckResult](podSecurityVerdicts)}, nil
+		verdicts: newRecentCache[verdictKey, policy.AggregateCheckResult](podSecurityVerdicts)}, nil
 }
 
 // SetPodSecurity makes the registry enforce c from now on (Server's New
@@ -241,7 +241,7 @@ func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old a
 	}
 	if keyed {
 		for _, lv := range levels {
-			if res, ok := ps.verdicts.get(verdictKey(podKey, lv)); ok {
+			if res, ok := ps.verdicts.get(verdictKey{podKey, lv}); ok {
 				results[lv], remembered[lv] = res, true
 			}
 		}
@@ -262,7 +262,7 @@ func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old a
 	if keyed {
 		for lv, res := range results {
 			if !remembered[lv] {
-				ps.verdicts.put(verdictKey(podKey, lv), res)
+				ps.verdicts.put(verdictKey{podKey, lv}, res)
 			}
 		}
 	}
@@ -328,13 +328,11 @@ func projectedOnly(v api.Volume) bool {
 	return reflect.ValueOf(v).IsZero()
 }
 
-// verdictKey is the key of a pod's verdict at lv.
-func verdictKey(pod shapeKey, lv psapi.LevelVersion) shapeKey {
-	kb := newKeyBuilder()
-	kb.str(string(pod[:]))
-	kb.str(lv.String())
-	key, _ := kb.sum() // strings always encode
-	return key
+// verdictKey is the key of a pod's verdict at a level and version: the
+// shape key of the pod's podSecurityShape and the LevelVersion.
+type verdictKey struct {
+	pod shapeKey
+	lv  psapi.LevelVersion
 }
 
 // evaluatePodSecurity is Kubernetes' EvaluatePod: enforce (pods only),

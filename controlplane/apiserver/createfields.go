@@ -39,7 +39,7 @@ import (
 const createFieldsGeneration = 256
 
 // createFields is the process's cache of create entries.
-var createFields = newRecentCache[[]api.ManagedFieldsEntry](createFieldsGeneration)
+var createFields = newRecentCache[shapeKey, []api.ManagedFieldsEntry](createFieldsGeneration)
 
 // createFieldsPlaceholder stands for a server-owned metadata value in a key.
 const createFieldsPlaceholder = "\x00"

@@ -18,7 +18,7 @@ import (
 )
 
 // reset empties the cache.
-func (c *recentCache[V]) reset() {
+func (c *recentCache[K, V]) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cur, c.prev = nil, nil
@@ -263,7 +263,7 @@ func TestCreateFieldsKeySeparatesShapes(t *testing.T) {
 // TestCreateFieldsCacheBounded: the cache keeps at most two generations,
 // and what is used moves to the current one.
 func TestCreateFieldsCacheBounded(t *testing.T) {
-	c := newRecentCache[[]api.ManagedFieldsEntry](createFieldsGeneration)
+	c := newRecentCache[shapeKey, []api.ManagedFieldsEntry](createFieldsGeneration)
 	key := func(i int) (k shapeKey) { k[0], k[1] = byte(i), byte(i>>8); return }
 	c.put(key(0), nil)
 	for i := 1; i < 3*createFieldsGeneration; i++ {
