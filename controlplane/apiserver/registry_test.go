@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -228,5 +229,22 @@ func TestListByNodeNameIsTheSelectorsAnswer(t *testing.T) {
 		if got := strings.Join(names, " "); got != c.want {
 			t.Errorf("list %q %+v: %q, want %q", c.ns, c.opts, got, c.want)
 		}
+	}
+}
+
+// TestNewUIDIsARandomUUID: a UID is a version 4 (random) UUID of RFC 9562
+// in its lowercase text form, as Kubernetes' are, and never repeats.
+func TestNewUIDIsARandomUUID(t *testing.T) {
+	form := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 2000 {
+		uid := newUID()
+		if !form.MatchString(uid) {
+			t.Fatalf("UID %q is not a version 4 UUID", uid)
+		}
+		if seen[uid] {
+			t.Fatalf("UID %q repeats", uid)
+		}
+		seen[uid] = true
 	}
 }
