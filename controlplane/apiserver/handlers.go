@@ -591,15 +591,17 @@ func (s *Server) serveTrace(w http.ResponseWriter, r *http.Request, info *reques
 // limitedReadBody; more is 413 and nothing else happens.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.cfg.MaxRequestBytes
-	tooLarge := api.NewStatusError(http.StatusRequestEntityTooLarge, api.ReasonTooLarge,
-		fmt.Sprintf("Request entity too large: limit is %d", limit)) // kube-apiserver's words
+	tooLarge := func() error {
+		return api.NewStatusError(http.StatusRequestEntityTooLarge, api.ReasonTooLarge,
+			fmt.Sprintf("Request entity too large: limit is %d", limit)) // kube-apiserver's words
+	}
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	if err != nil {
 		return nil, api.NewBadRequest("read request body: " + err.Error())
