@@ -48,7 +48,10 @@
 //   - registry.go: Kind and the table Kinds; versions.go: further served
 //     versions of a kind, converted in and out.
 //   - decode.go, strict.go: strict decoding of YAML and JSON streams,
-//     every unknown or unsupported field named by path.
+//     every unknown or unsupported field named by path; decode_stored.go:
+//     decoding what skiff encoded itself; encode.go: encoding an object
+//     for the store (encoding/json's bytes, managedFields written as
+//     they are).
 //   - defaults.go: Kubernetes' defaults.
 //   - selector.go: label and field selectors (apimachinery's parsers).
 //   - explain.go: `skiff explain`, from the types' doc comments.
