@@ -25,6 +25,16 @@ import (
 // stands in, then the original is put back): o must be the caller's
 // alone, as it is for an object on its way to the store.
 func Encode(o Object) ([]byte, error) {
+	if enc, ok, err := encodeSpliced(o); ok || err != nil {
+		return enc, err
+	}
+	return json.Marshal(o)
+}
+
+// encodeSpliced is Encode's way with managedFields, and false where it
+// does not apply: no FieldsV1, one that is not verbatimJSON, or an object
+// whose JSON does not hold the stand-ins (none of the registered kinds).
+func encodeSpliced(o Object) ([]byte, bool, error) {
 	m := o.GetObjectMeta()
 	orig := m.ManagedFields
 	n, size := 0, 0
@@ -34,13 +44,13 @@ func Encode(o Object) ([]byte, error) {
 			continue
 		}
 		if !verbatimJSON(raw) {
-			return json.Marshal(o)
+			return nil, false, nil
 		}
 		n++
 		size += len(raw) - len(fieldsV1StandIn)
 	}
 	if n == 0 {
-		return json.Marshal(o)
+		return nil, false, nil
 	}
 	stand := make([]ManagedFieldsEntry, len(orig))
 	copy(stand, orig)
@@ -56,7 +66,7 @@ func Encode(o Object) ([]byte, error) {
 	err := json.NewEncoder(buf).Encode(o)
 	m.ManagedFields = orig
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	enc := buf.Bytes()
 	enc = enc[:len(enc)-1] // Encode's newline
@@ -70,15 +80,15 @@ func Encode(o Object) ([]byte, error) {
 		// Only an object key can be `"fieldsV1":` unescaped (a quote in a
 		// string is escaped), and the metadata, which holds the
 		// managedFields in order, is encoded before anything else of the
-		// object that could have such a key (TestEncodeIsMarshal).
+		// object that could have such a key (TestEncodeMetadataFirst).
 		at := bytes.Index(rest, fieldsV1StandInJSON)
 		if at < 0 {
-			return json.Marshal(o) // an object whose JSON is not its fields'
+			return nil, false, nil // an object whose JSON is not its fields'
 		}
 		out = append(append(out, rest[:at+len(fieldsV1Key)]...), raw...)
 		rest = rest[at+len(fieldsV1StandInJSON):]
 	}
-	return append(out, rest...), nil
+	return append(out, rest...), true, nil
 }
 
 const fieldsV1Key = `"fieldsV1":`
