@@ -13,43 +13,38 @@ import (
 // Unmarshal gives, and keeps nothing of the input's memory (the store decodes
 // from bbolt's pages, valid only inside their transaction).
 func TestDecodeStoredIsUnmarshal(t *testing.T) {
-	for i, k := range Kinds {
-		f := filler(int64(1000 + i))
-		for n := range 40 {
-			o := k.New()
-			f.Fill(o)
-			raw, err := json.Marshal(o)
-			if err != nil {
-				t.Fatalf("%s: encode: %v", k.Kind, err)
-			}
-			want := k.New()
-			if err := json.Unmarshal(raw, want); err != nil {
-				t.Fatalf("%s #%d: encoding/json: %v", k.Kind, n, err)
-			}
-			buf := append([]byte(nil), raw...)
-			got, err := DecodeStored(k, buf)
-			if err != nil {
-				t.Fatalf("%s #%d: DecodeStored: %v\n%s", k.Kind, n, err, raw)
-			}
-			meta, err := DecodeStoredMeta(k, buf)
-			if err != nil {
-				t.Fatalf("%s #%d: DecodeStoredMeta: %v\n%s", k.Kind, n, err, raw)
-			}
-			for j := range buf {
-				buf[j] = 'x' // as bbolt reuses a page after its transaction
-			}
-			wantMeta := k.New()
-			*wantMeta.GetTypeMeta(), *wantMeta.GetObjectMeta() = *want.GetTypeMeta(), *want.GetObjectMeta()
-			if !reflect.DeepEqual(meta, wantMeta) {
-				g, _ := json.Marshal(meta)
-				t.Fatalf("%s #%d: DecodeStoredMeta is not the metadata alone:\n got %s\nfrom %s", k.Kind, n, g, raw)
-			}
-			if !reflect.DeepEqual(got, want) {
-				g, _ := json.Marshal(got)
-				t.Fatalf("%s #%d: DecodeStored differs from encoding/json:\n got %s\nwant %s", k.Kind, n, g, raw)
-			}
+	eachFilled(1000, 40, func(k *Kind, n int, o Object) {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			t.Fatalf("%s: encode: %v", k.Kind, err)
 		}
-	}
+		want := k.New()
+		if err := json.Unmarshal(raw, want); err != nil {
+			t.Fatalf("%s #%d: encoding/json: %v", k.Kind, n, err)
+		}
+		buf := append([]byte(nil), raw...)
+		got, err := DecodeStored(k, buf)
+		if err != nil {
+			t.Fatalf("%s #%d: DecodeStored: %v\n%s", k.Kind, n, err, raw)
+		}
+		meta, err := DecodeStoredMeta(k, buf)
+		if err != nil {
+			t.Fatalf("%s #%d: DecodeStoredMeta: %v\n%s", k.Kind, n, err, raw)
+		}
+		for j := range buf {
+			buf[j] = 'x' // as bbolt reuses a page after its transaction
+		}
+		wantMeta := k.New()
+		*wantMeta.GetTypeMeta(), *wantMeta.GetObjectMeta() = *want.GetTypeMeta(), *want.GetObjectMeta()
+		if !reflect.DeepEqual(meta, wantMeta) {
+			g, _ := json.Marshal(meta)
+			t.Fatalf("%s #%d: DecodeStoredMeta is not the metadata alone:\n got %s\nfrom %s", k.Kind, n, g, raw)
+		}
+		if !reflect.DeepEqual(got, want) {
+			g, _ := json.Marshal(got)
+			t.Fatalf("%s #%d: DecodeStored differs from encoding/json:\n got %s\nwant %s", k.Kind, n, g, raw)
+		}
+	})
 }
 
 // TestDecodeStoredErrors: bytes that are not an object of the kind are an

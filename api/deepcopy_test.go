@@ -65,6 +65,19 @@ func filler(seed int64) *randfill.Filler {
 	)
 }
 
+// eachFilled calls fn with count objects of every registered kind, each
+// filled at random by filler, seeded with seed plus the kind's index.
+func eachFilled(seed int64, count int, fn func(k *Kind, n int, o Object)) {
+	for i, k := range Kinds {
+		f := filler(seed + int64(i))
+		for n := range count {
+			o := k.New()
+			f.Fill(o)
+			fn(k, n, o)
+		}
+	}
+}
+
 // TestCloneMatchesJSONRoundTrip: for every registered kind, filled at
 // random as it would come from JSON, Clone (deepcopy-gen's code) and the
 // reflect walk each give what the JSON round trip they replaced gave (and

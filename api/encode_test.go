@@ -29,54 +29,49 @@ var fieldsV1Variants = []json.RawMessage{
 func TestEncodeIsMarshal(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	fast := 0
-	for i, k := range Kinds {
-		f := filler(int64(2000 + i))
-		for n := range 40 {
-			o := k.New()
-			f.Fill(o)
-			m := o.GetObjectMeta()
-			if n%4 != 0 { // the filler's own otherwise: Unicode, never verbatim
-				m.ManagedFields = make([]ManagedFieldsEntry, r.IntN(4))
+	eachFilled(2000, 40, func(k *Kind, n int, o Object) {
+		m := o.GetObjectMeta()
+		if n%4 != 0 { // the filler's own otherwise: random strings, seldom verbatim
+			m.ManagedFields = make([]ManagedFieldsEntry, r.IntN(4))
+			for j := range m.ManagedFields {
+				m.ManagedFields[j] = ManagedFieldsEntry{Manager: "m", Operation: "Update",
+					FieldsType: "FieldsV1", FieldsV1: fieldsV1Variants[r.IntN(len(fieldsV1Variants))]}
+			}
+			if n%3 == 0 {
 				for j := range m.ManagedFields {
-					m.ManagedFields[j] = ManagedFieldsEntry{Manager: "m", Operation: "Update",
-						FieldsType: "FieldsV1", FieldsV1: fieldsV1Variants[r.IntN(len(fieldsV1Variants))]}
+					m.ManagedFields[j].FieldsV1 = fieldsV1Variants[0]
 				}
-				if n%3 == 0 {
-					for j := range m.ManagedFields {
-						m.ManagedFields[j].FieldsV1 = fieldsV1Variants[0]
-					}
-				}
-			}
-			before := Clone(o)
-			want, wantErr := json.Marshal(o)
-			got, err := Encode(o)
-			if (err == nil) != (wantErr == nil) {
-				t.Fatalf("%s #%d: Encode error %v, encoding/json error %v", k.Kind, n, err, wantErr)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("%s #%d: Encode differs from encoding/json:\n got %s\nwant %s", k.Kind, n, got, want)
-			}
-			if !reflect.DeepEqual(o, before) {
-				t.Fatalf("%s #%d: Encode changed the object", k.Kind, n)
-			}
-			// The splice is taken exactly where every FieldsV1 there is
-			// is verbatim (for the variants: the filler's own, n%4 == 0,
-			// may be either), and gives the same bytes.
-			spliced, ok, err := encodeSpliced(o)
-			if err != nil && wantErr == nil {
-				t.Fatalf("%s #%d: encodeSpliced: %v", k.Kind, n, err)
-			}
-			if wantOK := spliceable(m.ManagedFields); n%4 != 0 && ok != wantOK {
-				t.Fatalf("%s #%d: spliced %v, want %v, for managedFields %+v", k.Kind, n, ok, wantOK, m.ManagedFields)
-			}
-			if ok {
-				if !bytes.Equal(spliced, want) {
-					t.Fatalf("%s #%d: the splice differs from encoding/json:\n got %s\nwant %s", k.Kind, n, spliced, want)
-				}
-				fast++
 			}
 		}
-	}
+		before := Clone(o)
+		want, wantErr := json.Marshal(o)
+		got, err := Encode(o)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%s #%d: Encode error %v, encoding/json error %v", k.Kind, n, err, wantErr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s #%d: Encode differs from encoding/json:\n got %s\nwant %s", k.Kind, n, got, want)
+		}
+		if !reflect.DeepEqual(o, before) {
+			t.Fatalf("%s #%d: Encode changed the object", k.Kind, n)
+		}
+		// The splice is taken exactly where every FieldsV1 there is
+		// is verbatim (for the variants: the filler's own, n%4 == 0,
+		// may be either), and gives the same bytes.
+		spliced, ok, err := encodeSpliced(o)
+		if err != nil && wantErr == nil {
+			t.Fatalf("%s #%d: encodeSpliced: %v", k.Kind, n, err)
+		}
+		if wantOK := spliceable(m.ManagedFields); n%4 != 0 && ok != wantOK {
+			t.Fatalf("%s #%d: spliced %v, want %v, for managedFields %+v", k.Kind, n, ok, wantOK, m.ManagedFields)
+		}
+		if ok {
+			if !bytes.Equal(spliced, want) {
+				t.Fatalf("%s #%d: the splice differs from encoding/json:\n got %s\nwant %s", k.Kind, n, spliced, want)
+			}
+			fast++
+		}
+	})
 	if fast < len(Kinds) {
 		t.Fatalf("only %d objects had managedFields Encode writes itself", fast)
 	}

@@ -31,36 +31,31 @@ func TestUnmarshalTypedIsStrict(t *testing.T) {
 		{"null metadata", func(b []byte) []byte { return append([]byte(`{"metadata":null,`), b[1:]...) }},
 	}
 	checked := 0
-	for i, k := range Kinds {
-		f := filler(int64(2000 + i))
-		for n := range 4 {
-			o := k.New()
-			f.Fill(o)
-			raw, err := json.Marshal(o)
-			if err != nil {
-				t.Fatalf("%s: encode: %v", k.Kind, err)
-			}
-			for _, v := range variants {
-				data := v.edit(bytes.Clone(raw))
-				want := k.New()
-				wantDups, wantErr := sjson.UnmarshalStrict(data, want, sjson.DisallowDuplicateFields)
-				got := k.New()
-				gotDups, gotErr := unmarshalTyped(data, got)
-				if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
-					t.Fatalf("%s #%d, %s: error %v; UnmarshalStrict's %v", k.Kind, n, v.name, gotErr, wantErr)
-				}
-				if g, w := paths(gotDups), strictPaths(wantDups); !reflect.DeepEqual(g, w) {
-					t.Fatalf("%s #%d, %s: duplicates %q; UnmarshalStrict's %q", k.Kind, n, v.name, g, w)
-				}
-				if wantErr == nil && !reflect.DeepEqual(got, want) {
-					g, _ := json.Marshal(got)
-					w, _ := json.Marshal(want)
-					t.Fatalf("%s #%d, %s: decoded\n%s\nUnmarshalStrict's\n%s", k.Kind, n, v.name, g, w)
-				}
-				checked++
-			}
+	eachFilled(2000, 4, func(k *Kind, n int, o Object) {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			t.Fatalf("%s: encode: %v", k.Kind, err)
 		}
-	}
+		for _, v := range variants {
+			data := v.edit(bytes.Clone(raw))
+			want := k.New()
+			wantDups, wantErr := sjson.UnmarshalStrict(data, want, sjson.DisallowDuplicateFields)
+			got := k.New()
+			gotDups, gotErr := unmarshalTyped(data, got)
+			if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+				t.Fatalf("%s #%d, %s: error %v; UnmarshalStrict's %v", k.Kind, n, v.name, gotErr, wantErr)
+			}
+			if g, w := paths(gotDups), strictPaths(wantDups); !reflect.DeepEqual(g, w) {
+				t.Fatalf("%s #%d, %s: duplicates %q; UnmarshalStrict's %q", k.Kind, n, v.name, g, w)
+			}
+			if wantErr == nil && !reflect.DeepEqual(got, want) {
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(want)
+				t.Fatalf("%s #%d, %s: decoded\n%s\nUnmarshalStrict's\n%s", k.Kind, n, v.name, g, w)
+			}
+			checked++
+		}
+	})
 	if holdsInterface(reflect.TypeFor[Pod]()) || !holdsInterface(reflect.TypeFor[TraceSpan]()) {
 		t.Error("holdsInterface: a Pod holds none, a TraceSpan's details do")
 	}
@@ -105,50 +100,45 @@ func TestDecodeCleanIsChecked(t *testing.T) {
 		{"a list", func(b []byte) []byte { return append(append([]byte(`[`), b...), ']') }, false, false},
 	}
 	clean, checked := 0, 0
-	for i, k := range Kinds {
-		f := filler(int64(3000 + i))
-		for n := range 2 {
-			o := k.New()
-			f.Fill(o)
-			if n%2 == 0 {
-				*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+	eachFilled(3000, 2, func(k *Kind, n int, o Object) {
+		if n%2 == 0 {
+			*o.GetTypeMeta() = TypeMeta{APIVersion: k.APIVersion(), Kind: k.Kind}
+		}
+		raw, err := json.Marshal(o)
+		if err != nil {
+			t.Fatalf("%s: encode: %v", k.Kind, err)
+		}
+		for _, v := range variants {
+			data := v.edit(bytes.Clone(raw))
+			_, ok := DecodeClean(k, data)
+			if ok {
+				clean++
 			}
-			raw, err := json.Marshal(o)
-			if err != nil {
-				t.Fatalf("%s: encode: %v", k.Kind, err)
+			if ok && !v.clean && !bytes.Equal(data, raw) {
+				t.Fatalf("%s #%d, %s: taken by the clean path:\n%s", k.Kind, n, v.name, data)
 			}
-			for _, v := range variants {
-				data := v.edit(bytes.Clone(raw))
-				_, ok := DecodeClean(k, data)
-				if ok {
-					clean++
+			modes := []FieldValidation{FieldValidationStrict}
+			if v.drops {
+				modes = append(modes, FieldValidationWarn, FieldValidationIgnore)
+			}
+			for _, fv := range modes {
+				got, gotDropped, gotErr := DecodeJSONWith(k, data, fv)
+				want, wantDropped, wantErr := decodeJSONChecked(k, data, fv)
+				if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+					t.Fatalf("%s #%d, %s, %s: error %v; checked %v", k.Kind, n, v.name, fv, gotErr, wantErr)
 				}
-				if ok && !v.clean && !bytes.Equal(data, raw) {
-					t.Fatalf("%s #%d, %s: taken by the clean path:\n%s", k.Kind, n, v.name, data)
+				if !reflect.DeepEqual(gotDropped, wantDropped) {
+					t.Fatalf("%s #%d, %s, %s: dropped %v; checked %v", k.Kind, n, v.name, fv, gotDropped, wantDropped)
 				}
-				modes := []FieldValidation{FieldValidationStrict}
-				if v.drops {
-					modes = append(modes, FieldValidationWarn, FieldValidationIgnore)
+				if !reflect.DeepEqual(got, want) {
+					g, _ := json.Marshal(got)
+					w, _ := json.Marshal(want)
+					t.Fatalf("%s #%d, %s, %s: decoded\n%s\nchecked\n%s", k.Kind, n, v.name, fv, g, w)
 				}
-				for _, fv := range modes {
-					got, gotDropped, gotErr := DecodeJSONWith(k, data, fv)
-					want, wantDropped, wantErr := decodeJSONChecked(k, data, fv)
-					if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
-						t.Fatalf("%s #%d, %s, %s: error %v; checked %v", k.Kind, n, v.name, fv, gotErr, wantErr)
-					}
-					if !reflect.DeepEqual(gotDropped, wantDropped) {
-						t.Fatalf("%s #%d, %s, %s: dropped %v; checked %v", k.Kind, n, v.name, fv, gotDropped, wantDropped)
-					}
-					if !reflect.DeepEqual(got, want) {
-						g, _ := json.Marshal(got)
-						w, _ := json.Marshal(want)
-						t.Fatalf("%s #%d, %s, %s: decoded\n%s\nchecked\n%s", k.Kind, n, v.name, fv, g, w)
-					}
-					checked++
-				}
+				checked++
 			}
 		}
-	}
+	})
 	// Every kind without an interface value had a document of its own version.
 	if min := len(Kinds) - 2; clean < min {
 		t.Errorf("%d documents took the clean path, want at least %d", clean, min)
