@@ -14,6 +14,7 @@ import (
 	"skiff.dev/skiff/client"
 	"skiff.dev/skiff/controlplane"
 	"skiff.dev/skiff/internal/kubectltest"
+	"skiff.dev/skiff/internal/testwait"
 	"skiff.dev/skiff/membership"
 	"skiff.dev/skiff/node"
 	"skiff.dev/skiff/pki"
@@ -80,6 +81,17 @@ func TestJoinClusterNameTaken(t *testing.T) {
 		t.Fatalf("first join: %v", err)
 	}
 	t.Cleanup(first.Stop)
+	// The cluster has the name once the server knows it: memberlist's
+	// server side of a join merges the joiner's state after answering, so
+	// it may see gpu-1 just after first's Join returns.
+	testwait.For(t, 10*time.Second, "the server to see gpu-1 alive", func() bool {
+		for _, mem := range srv.Members() {
+			if mem.Name == "gpu-1" && mem.State == membership.Alive {
+				return true
+			}
+		}
+		return false
+	})
 	tests := []struct{ name, taken, holder string }{
 		{"another agent's name", "gpu-1", first.LocalAddr()},
 		{"the server member's name (skiff up's node)", "server", srv.LocalAddr()},
