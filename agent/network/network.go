@@ -202,7 +202,7 @@ func New(cfg Config) (*CNI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod network: parse generated CNI config: %w", err)
 	}
-	lo, err := libcni.ConfListFromBytes([]byte(`{"cniVersion":"1.0.0","name":"` + cfg.NetworkName + `-lo","plugins":[{"type":"loopback"}]}`))
+	lo, err := loopbackList(cfg.NetworkName)
 	if err != nil {
 		return nil, fmt.Errorf("pod network: parse loopback config: %w", err)
 	}
@@ -233,6 +233,16 @@ func (c *CNI) NetNSPath(uid string) string { return filepath.Join(netnsDir, c.Ne
 // netnsDir is where `ip netns` keeps named namespaces.
 const netnsDir = "/run/netns"
 
+// loopbackName is the CNI network that brings up a pod's lo, beside
+// network's: its own list, so that its ADD, cached apart, says which
+// namespaces a node made (Reset).
+func loopbackName(network string) string { return network + "-lo" }
+
+// loopbackList is loopbackName(network)'s configuration list.
+func loopbackList(network string) (*libcni.NetworkConfigList, error) {
+	return libcni.ConfListFromBytes([]byte(`{"cniVersion":"1.0.0","name":"` + loopbackName(network) + `","plugins":[{"type":"loopback"}]}`))
+}
+
 // ifName is the pod's interface.
 const ifName = "eth0"
 
@@ -261,10 +271,29 @@ func (c *CNI) SetUp(ctx context.Context, pod *api.Pod) (podworker.PodNetwork, er
 	path := c.NetNSPath(uid)
 	created, err := c.ensureNetNS(ctx, uid)
 	if err != nil {
+		// `ip netns add` may have made it before a cancel killed it.
+		_ = c.deleteNetNS(context.WithoutCancel(ctx), uid)
 		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
 	}
 	rt := c.runtimeConf(pod.Namespace, pod.Name, uid, path)
 	rt.CapabilityArgs = map[string]any{"portMappings": portMappings(pod)}
+	loRT := c.runtimeConf(pod.Namespace, pod.Name, uid, path)
+	loRT.IfName = "lo"
+	// fail leaves nothing half done, so that the next SetUp starts clean
+	// and nothing outlives a pod that never ran: a SetUp cut short (the
+	// agent stopped with Ctrl-C while a pod was starting, a plugin
+	// failed) releases what it made, the namespace too when it made it.
+	// Nothing else knows of that namespace: no container joined it, and
+	// TearDown runs only for pods that are deleted.
+	fail := func(err error) (podworker.PodNetwork, error) {
+		bg := context.WithoutCancel(ctx)
+		_ = c.cni.DelNetworkList(bg, c.list, rt)
+		if created {
+			_ = c.cni.DelNetworkList(bg, c.loopback, loRT)
+			_ = c.deleteNetNS(bg, uid)
+		}
+		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
+	}
 	if created {
 		// A new, empty namespace for a pod CNI remembers (the machine
 		// rebooted: /run/netns is tmpfs, the CNI cache is not): the cached
@@ -276,21 +305,16 @@ func (c *CNI) SetUp(ctx context.Context, pod *api.Pod) (podworker.PodNetwork, er
 			return podworker.PodNetwork{IP: ip, NetNSPath: path}, nil
 		}
 	}
-	loRT := c.runtimeConf(pod.Namespace, pod.Name, uid, path)
-	loRT.IfName = "lo"
 	if _, err := c.cni.AddNetworkList(ctx, c.loopback, loRT); err != nil {
-		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: loopback: %w", api.KeyOf(pod), err)
+		return fail(fmt.Errorf("loopback: %w", err))
 	}
 	res, err := c.cni.AddNetworkList(ctx, c.list, rt)
 	if err != nil {
-		// Leave nothing half done: the next SetUp starts clean.
-		_ = c.cni.DelNetworkList(context.WithoutCancel(ctx), c.list, rt)
-		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: CNI ADD: %w", api.KeyOf(pod), err)
+		return fail(fmt.Errorf("CNI ADD: %w", err))
 	}
 	ip, err := podIP(res)
 	if err != nil {
-		_ = c.cni.DelNetworkList(context.WithoutCancel(ctx), c.list, rt)
-		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
+		return fail(err)
 	}
 	return podworker.PodNetwork{IP: ip, NetNSPath: path}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -314,5 +315,92 @@ func TestNodeWaitsForPodCIDR(t *testing.T) {
 	cidr = "10.244.1.0/24"
 	if _, err := n.SetUp(t.Context(), testPod(t, "a")); err == nil || errors.Is(err, ErrNoPodCIDR) || !strings.Contains(err.Error(), "CNI plugins") {
 		t.Fatalf("SetUp with a CIDR and no plugins: %v", err)
+	}
+}
+
+// testCNIConfig is a network of the test's own: its bridge, pod CIDR,
+// cache, IPAM and namespace prefix.
+func testCNIConfig(t *testing.T) Config {
+	suffix := randHex(t, 3)
+	cfg := DefaultConfig(fmt.Sprintf("10.252.%d.0/24", 1+os.Getpid()%250))
+	cfg.Bridge = "skt" + suffix
+	cfg.NetworkName = "skiff-test-" + suffix
+	cfg.PluginDirs = []string{"/usr/lib/cni"}
+	dir := t.TempDir()
+	cfg.CacheDir, cfg.IPAMDataDir = filepath.Join(dir, "cache"), filepath.Join(dir, "ipam")
+	cfg.ConfFile = filepath.Join(dir, ConfFileName)
+	cfg.NetNSPrefix = "skifftest-"
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", cfg.Bridge).Run() })
+	return cfg
+}
+
+// A SetUp that fails after it made the pod's namespace (here the bridge
+// plugin fails; in a classroom, Ctrl-C while a pod starts) removes the
+// namespace and libcni's records again: nothing knows of them otherwise.
+func TestSetUpFailureLeavesNothing(t *testing.T) {
+	requireRootAndPlugins(t)
+	cfg := testCNIConfig(t)
+	plugins := t.TempDir()
+	for _, p := range []string{"host-local", "portmap", "loopback"} {
+		if err := os.Symlink(filepath.Join("/usr/lib/cni", p), filepath.Join(plugins, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failing := "#!/bin/sh\necho '{\"cniVersion\":\"1.0.0\",\"code\":11,\"msg\":\"the test bridge fails\"}'\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(plugins, "bridge"), []byte(failing), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PluginDirs = []string{plugins}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPod(t, "a")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", n.NetNSName(p.UID)).Run() })
+	_, err = n.SetUp(t.Context(), p)
+	if err == nil || !strings.Contains(err.Error(), "the test bridge fails") {
+		t.Fatalf("set up: %v, want the bridge plugin's error", err)
+	}
+	if _, err := os.Stat(n.NetNSPath(p.UID)); !os.IsNotExist(err) {
+		t.Errorf("netns %s after a failed set up: %v, want it gone", n.NetNSPath(p.UID), err)
+	}
+	if atts, err := n.cni.GetCachedAttachments(p.UID); err != nil || len(atts) != 0 {
+		t.Errorf("libcni's cache after a failed set up: %+v, %v; want nothing", atts, err)
+	}
+}
+
+// A node killed after its pod's lo came up and before the pod's network
+// did (SetUp's steps, done by hand here) leaves a namespace that only
+// libcni's record of the loopback ADD knows; Reset removes it.
+func TestResetRemovesANamespaceWithOnlyLoopback(t *testing.T) {
+	requireRootAndPlugins(t)
+	cfg := testCNIConfig(t)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.WriteConfFile(); err != nil {
+		t.Fatal(err)
+	}
+	p := testPod(t, "a")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", n.NetNSName(p.UID)).Run() })
+	ctx := t.Context()
+	if _, err := n.ensureNetNS(ctx, p.UID); err != nil {
+		t.Fatal(err)
+	}
+	loRT := n.runtimeConf(p.Namespace, p.Name, p.UID, n.NetNSPath(p.UID))
+	loRT.IfName = "lo"
+	if _, err := n.cni.AddNetworkList(ctx, n.loopback, loRT); err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	if err := Reset(ctx, ResetConfig{Config: cfg}, func(s string) { said = append(said, s) }); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	if _, err := os.Stat(n.NetNSPath(p.UID)); !os.IsNotExist(err) {
+		t.Errorf("netns %s after reset: %v, want it gone", n.NetNSPath(p.UID), err)
+	}
+	if want := "removed network namespace " + n.NetNSName(p.UID); !slices.Contains(said, want) {
+		t.Errorf("reset said %q, want %q among them", said, want)
 	}
 }

@@ -93,12 +93,17 @@ func Reset(ctx context.Context, rc ResetConfig, say func(string)) error {
 	if list, err := libcni.ConfListFromFile(rc.ConfFile); err == nil {
 		cni := &CNI{cfg: rc.Config, list: list, locks: map[string]*sync.Mutex{},
 			cni: libcni.NewCNIConfigWithCacheDir(rc.PluginDirs, rc.CacheDir, newWrapExec(rc.Wrap))}
-		cni.loopback, _ = libcni.ConfListFromBytes([]byte(`{"cniVersion":"1.0.0","name":"` + rc.NetworkName + `-lo","plugins":[{"type":"loopback"}]}`))
+		cni.loopback, _ = loopbackList(rc.NetworkName)
 		atts, _ := cni.cni.GetCachedAttachments("")
 		cached := map[string]bool{}
 		for _, a := range atts {
-			if a.Network == rc.NetworkName {
+			switch a.Network {
+			case rc.NetworkName:
 				cached[a.ContainerID], uids[a.ContainerID] = true, true
+			case loopbackName(rc.NetworkName):
+				// lo is up before the pod's network: a node killed between
+				// the two left a namespace only this records.
+				uids[a.ContainerID] = true
 			}
 		}
 		for _, uid := range slices.Sorted(maps.Keys(cached)) {
