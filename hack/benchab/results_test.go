@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSummarize(t *testing.T) {
@@ -117,5 +118,40 @@ func TestSelectBenches(t *testing.T) {
 	}
 	if _, err := selectBenches("api,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown benchmark: err = %v", err)
+	}
+}
+
+// 50 clients of 200 creates: each first create (its connection's
+// handshake) takes 100 ms, the others 1 ms but for 60 of 50 ms and 60 of
+// 2 ms. Above the p99 of all 10,000 lie 100 creates, the 50 firsts and 50
+// of the 50 ms ones, so it is a 50 ms one; of the 9,950 after the
+// firsts, 99 lie above it, so it is a 2 ms one.
+func TestLatencyFiguresSetTheFirstCreatesApart(t *testing.T) {
+	lats := make([][]time.Duration, 50)
+	slow, slower := 60, 60
+	for w := range lats {
+		lats[w] = append(lats[w], 100*time.Millisecond)
+		for range 199 {
+			d := time.Millisecond
+			switch {
+			case slower > 0:
+				d, slower = 50*time.Millisecond, slower-1
+			case slow > 0:
+				d, slow = 2*time.Millisecond, slow-1
+			}
+			lats[w] = append(lats[w], d)
+		}
+	}
+	f := latencyFigures(lats, 2*time.Second)
+	for name, want := range map[string]float64{
+		"creates_per_s":      5000,
+		"p50_ms":             1,
+		"p99_ms":             50,
+		"first_p50_ms":       100,
+		"p99_after_first_ms": 2,
+	} {
+		if f[name] != want {
+			t.Errorf("%s = %v, want %v", name, f[name], want)
+		}
 	}
 }
