@@ -277,8 +277,7 @@ func (c *CNI) SetUp(ctx context.Context, pod *api.Pod) (podworker.PodNetwork, er
 	}
 	rt := c.runtimeConf(pod.Namespace, pod.Name, uid, path)
 	rt.CapabilityArgs = map[string]any{"portMappings": portMappings(pod)}
-	loRT := c.runtimeConf(pod.Namespace, pod.Name, uid, path)
-	loRT.IfName = "lo"
+	loRT := c.loopbackRuntimeConf(pod.Namespace, pod.Name, uid, path)
 	// fail leaves nothing half done, so that the next SetUp starts clean
 	// and nothing outlives a pod that never ran: a SetUp cut short (the
 	// agent stopped with Ctrl-C while a pod was starting, a plugin
@@ -338,8 +337,7 @@ func (c *CNI) TearDown(ctx context.Context, namespace, name, uid string) error {
 	if err := c.cni.DelNetworkList(ctx, c.list, rt); err != nil {
 		return fmt.Errorf("tear down network of pod %s/%s: CNI DEL: %w", namespace, name, err)
 	}
-	loRT := c.runtimeConf(namespace, name, uid, nsPath)
-	loRT.IfName = "lo"
+	loRT := c.loopbackRuntimeConf(namespace, name, uid, nsPath)
 	if err := c.cni.DelNetworkList(ctx, c.loopback, loRT); err != nil {
 		return fmt.Errorf("tear down network of pod %s/%s: loopback: %w", namespace, name, err)
 	}
@@ -365,6 +363,14 @@ func (c *CNI) runtimeConf(namespace, name, uid, netns string) *libcni.RuntimeCon
 			{"K8S_POD_UID", uid},
 		},
 	}
+}
+
+// loopbackRuntimeConf is runtimeConf for the loopback network's ADD and
+// DEL: the same pod, its lo.
+func (c *CNI) loopbackRuntimeConf(namespace, name, uid, netns string) *libcni.RuntimeConf {
+	rt := c.runtimeConf(namespace, name, uid, netns)
+	rt.IfName = "lo"
+	return rt
 }
 
 // ensureNetNS creates the pod's named namespace unless it exists, and

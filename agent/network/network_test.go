@@ -388,9 +388,7 @@ func TestResetRemovesANamespaceWithOnlyLoopback(t *testing.T) {
 	if _, err := n.ensureNetNS(ctx, p.UID); err != nil {
 		t.Fatal(err)
 	}
-	loRT := n.runtimeConf(p.Namespace, p.Name, p.UID, n.NetNSPath(p.UID))
-	loRT.IfName = "lo"
-	if _, err := n.cni.AddNetworkList(ctx, n.loopback, loRT); err != nil {
+	if _, err := n.cni.AddNetworkList(ctx, n.loopback, n.loopbackRuntimeConf(p.Namespace, p.Name, p.UID, n.NetNSPath(p.UID))); err != nil {
 		t.Fatal(err)
 	}
 	var said []string
