@@ -138,14 +138,7 @@ func testPod(t testing.TB, name string) *api.Pod {
 // they talk over TCP, and that tear-down leaves nothing behind.
 func TestCNIPodToPod(t *testing.T) {
 	requireRootAndPlugins(t)
-	suffix := randHex(t, 3)
-	cfg := DefaultConfig(fmt.Sprintf("10.251.%d.0/24", 1+os.Getpid()%250))
-	cfg.Bridge = "skt" + suffix // 9 characters
-	cfg.NetworkName = "skiff-test-" + suffix
-	cfg.PluginDirs = []string{"/usr/lib/cni"}
-	dir := t.TempDir()
-	cfg.CacheDir, cfg.IPAMDataDir = filepath.Join(dir, "cache"), filepath.Join(dir, "ipam")
-	cfg.NetNSPrefix = "skifftest-"
+	cfg := testCNIConfig(t)
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +151,6 @@ func TestCNIPodToPod(t *testing.T) {
 			}
 			_ = exec.Command("ip", "netns", "delete", n.NetNSName(p.UID)).Run()
 		}
-		_ = exec.Command("ip", "link", "delete", cfg.Bridge).Run()
 	})
 
 	ctx := t.Context()
@@ -241,7 +233,7 @@ func TestCNIPodToPod(t *testing.T) {
 		}
 	}
 	// Tear down of a pod never set up is fine.
-	if err := n.TearDown(ctx, "default", "never", "test-never-"+suffix); err != nil {
+	if err := n.TearDown(ctx, "default", "never", "test-never-"+randHex(t, 3)); err != nil {
 		t.Errorf("tear down of an unknown pod: %v", err)
 	}
 }
@@ -318,12 +310,13 @@ func TestNodeWaitsForPodCIDR(t *testing.T) {
 	}
 }
 
-// testCNIConfig is a network of the test's own: its bridge, pod CIDR,
-// cache, IPAM and namespace prefix.
+// testCNIConfig is a network of the test's own: its bridge (deleted at
+// the end), pod CIDR, cache, IPAM, configuration file and namespace
+// prefix.
 func testCNIConfig(t *testing.T) Config {
 	suffix := randHex(t, 3)
-	cfg := DefaultConfig(fmt.Sprintf("10.252.%d.0/24", 1+os.Getpid()%250))
-	cfg.Bridge = "skt" + suffix
+	cfg := DefaultConfig(fmt.Sprintf("10.251.%d.0/24", 1+os.Getpid()%250))
+	cfg.Bridge = "skt" + suffix // 9 characters
 	cfg.NetworkName = "skiff-test-" + suffix
 	cfg.PluginDirs = []string{"/usr/lib/cni"}
 	dir := t.TempDir()
