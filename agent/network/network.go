@@ -234,9 +234,32 @@ func (c *CNI) NetNSPath(uid string) string { return filepath.Join(netnsDir, c.Ne
 const netnsDir = "/run/netns"
 
 // loopbackName is the CNI network that brings up a pod's lo, beside
-// network's: its own list, so that its ADD, cached apart, says which
-// namespaces a node made (Reset).
+// network's (its own list: a pod's lo is up before its network is).
 func loopbackName(network string) string { return network + "-lo" }
+
+// madeDir is where a node records the pods' network namespaces it made, a
+// file per pod uid, beside libcni's records in cacheDir: written before
+// `ip netns add`, removed after `ip netns delete`, so that a namespace
+// outlives its record at no moment, whenever the agent is killed. Reset
+// removes the namespaces it lists; nothing else knows of one whose pod's
+// CNI ADD or DEL was cut short.
+func madeDir(cacheDir string) string { return filepath.Join(cacheDir, "skiff-netns") }
+
+// madeNetNS lists the pod uids madeDir(cacheDir) records.
+func madeNetNS(cacheDir string) ([]string, error) {
+	entries, err := os.ReadDir(madeDir(cacheDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the record of pod network namespaces: %w", err)
+	}
+	uids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		uids = append(uids, e.Name())
+	}
+	return uids, nil
+}
 
 // loopbackList is loopbackName(network)'s configuration list.
 func loopbackList(network string) (*libcni.NetworkConfigList, error) {
@@ -337,6 +360,11 @@ func (c *CNI) TearDown(ctx context.Context, namespace, name, uid string) error {
 	if err := c.cni.DelNetworkList(ctx, c.list, rt); err != nil {
 		return fmt.Errorf("tear down network of pod %s/%s: CNI DEL: %w", namespace, name, err)
 	}
+	// The pod is off the network: what is left is quick and local, and
+	// is finished even when ctx ends now (the agent stopped with Ctrl-C
+	// while a pod was being deleted), so that no namespace is left that
+	// only madeDir knows.
+	ctx = context.WithoutCancel(ctx)
 	loRT := c.loopbackRuntimeConf(namespace, name, uid, nsPath)
 	if err := c.cni.DelNetworkList(ctx, c.loopback, loRT); err != nil {
 		return fmt.Errorf("tear down network of pod %s/%s: loopback: %w", namespace, name, err)
@@ -374,8 +402,14 @@ func (c *CNI) loopbackRuntimeConf(namespace, name, uid, netns string) *libcni.Ru
 }
 
 // ensureNetNS creates the pod's named namespace unless it exists, and
-// reports whether it created it.
+// reports whether it created it. Either way madeDir records it first.
 func (c *CNI) ensureNetNS(ctx context.Context, uid string) (bool, error) {
+	if err := os.MkdirAll(madeDir(c.cfg.CacheDir), 0o700); err != nil {
+		return false, fmt.Errorf("record network namespace %s: %w", c.NetNSName(uid), err)
+	}
+	if err := os.WriteFile(filepath.Join(madeDir(c.cfg.CacheDir), uid), nil, 0o600); err != nil {
+		return false, fmt.Errorf("record network namespace %s: %w", c.NetNSName(uid), err)
+	}
 	if _, err := os.Stat(c.NetNSPath(uid)); err == nil {
 		return false, nil
 	}
@@ -385,13 +419,16 @@ func (c *CNI) ensureNetNS(ctx context.Context, uid string) (bool, error) {
 	return true, nil
 }
 
-// deleteNetNS deletes the pod's named namespace if it exists.
+// deleteNetNS deletes the pod's named namespace if it exists, then its
+// record (madeDir).
 func (c *CNI) deleteNetNS(ctx context.Context, uid string) error {
-	if _, err := os.Stat(c.NetNSPath(uid)); errors.Is(err, os.ErrNotExist) {
-		return nil
+	if _, err := os.Stat(c.NetNSPath(uid)); !errors.Is(err, os.ErrNotExist) {
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "delete", c.NetNSName(uid)).CombinedOutput(); err != nil {
+			return fmt.Errorf("delete network namespace %s: %w: %s", c.NetNSName(uid), err, strings.TrimSpace(string(out)))
+		}
 	}
-	if out, err := exec.CommandContext(ctx, "ip", "netns", "delete", c.NetNSName(uid)).CombinedOutput(); err != nil {
-		return fmt.Errorf("delete network namespace %s: %w: %s", c.NetNSName(uid), err, strings.TrimSpace(string(out)))
+	if err := os.Remove(filepath.Join(madeDir(c.cfg.CacheDir), uid)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete the record of network namespace %s: %w", c.NetNSName(uid), err)
 	}
 	return nil
 }

@@ -174,6 +174,9 @@ func TestCNIPodToPod(t *testing.T) {
 	if again, err := n.SetUp(ctx, a); err != nil || again != na {
 		t.Fatalf("second set up of a: %+v, %v; want %+v", again, err, na)
 	}
+	if made, err := madeNetNS(cfg.CacheDir); err != nil || !slices.Equal(made, slices.Sorted(slices.Values([]string{a.UID, b.UID}))) {
+		t.Errorf("record of the namespaces made: %q, %v; want a's and b's", made, err)
+	}
 	if links := bridgeLinks(t, cfg.Bridge); len(links) != 2 {
 		t.Errorf("bridge ports %q, want 2", links)
 	}
@@ -218,6 +221,7 @@ func TestCNIPodToPod(t *testing.T) {
 			t.Errorf("netns of %s still there: %v", p.Name, err)
 		}
 	}
+	requireNoRecord(t, cfg)
 	if links := bridgeLinks(t, cfg.Bridge); len(links) != 0 {
 		t.Errorf("bridge ports left: %q", links)
 	}
@@ -360,12 +364,14 @@ func TestSetUpFailureLeavesNothing(t *testing.T) {
 	if atts, err := n.cni.GetCachedAttachments(p.UID); err != nil || len(atts) != 0 {
 		t.Errorf("libcni's cache after a failed set up: %+v, %v; want nothing", atts, err)
 	}
+	requireNoRecord(t, cfg)
 }
 
-// A node killed after its pod's lo came up and before the pod's network
-// did (SetUp's steps, done by hand here) leaves a namespace that only
-// libcni's record of the loopback ADD knows; Reset removes it.
-func TestResetRemovesANamespaceWithOnlyLoopback(t *testing.T) {
+// A node killed right after it made a pod's namespace (SetUp's first
+// step, done by hand here), before any CNI ADD, leaves a namespace that
+// only the node's record of the namespaces it made knows; Reset removes
+// it, and says so.
+func TestResetRemovesANamespaceOnlyItsRecordKnows(t *testing.T) {
 	requireRootAndPlugins(t)
 	cfg := testCNIConfig(t)
 	n, err := New(cfg)
@@ -381,9 +387,6 @@ func TestResetRemovesANamespaceWithOnlyLoopback(t *testing.T) {
 	if _, err := n.ensureNetNS(ctx, p.UID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.cni.AddNetworkList(ctx, n.loopback, n.loopbackRuntimeConf(p.Namespace, p.Name, p.UID, n.NetNSPath(p.UID))); err != nil {
-		t.Fatal(err)
-	}
 	var said []string
 	if err := Reset(ctx, ResetConfig{Config: cfg}, func(s string) { said = append(said, s) }); err != nil {
 		t.Fatalf("reset: %v", err)
@@ -394,4 +397,55 @@ func TestResetRemovesANamespaceWithOnlyLoopback(t *testing.T) {
 	if want := "removed network namespace " + n.NetNSName(p.UID); !slices.Contains(said, want) {
 		t.Errorf("reset said %q, want %q among them", said, want)
 	}
+}
+
+// requireNoRecord fails unless the node's record of the namespaces it
+// made (madeDir) lists none: every namespace it made is gone.
+func requireNoRecord(t *testing.T, cfg Config) {
+	t.Helper()
+	if made, err := madeNetNS(cfg.CacheDir); err != nil || len(made) != 0 {
+		t.Errorf("record of the namespaces made: %q, %v; want none", made, err)
+	}
+}
+
+// Retain tears down what the node made for pods that are not live, the
+// namespace of a pod whose set-up or tear-down was cut short (only the
+// record of the namespaces made knows it) included, and keeps the rest.
+func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
+	requireRootAndPlugins(t)
+	cfg := testCNIConfig(t)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	running, cut := testPod(t, "running"), testPod(t, "cut-short")
+	for _, p := range []*api.Pod{running, cut} {
+		t.Cleanup(func() { _ = n.TearDown(context.Background(), p.Namespace, p.Name, p.UID) })
+	}
+	if _, err := n.SetUp(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.ensureNetNS(ctx, cut.UID); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Retain(ctx, map[string]bool{running.UID: true}); err != nil {
+		t.Fatalf("retain: %v", err)
+	}
+	if _, err := os.Stat(n.NetNSPath(cut.UID)); !os.IsNotExist(err) {
+		t.Errorf("netns of the pod cut short after retain: %v, want it gone", err)
+	}
+	if _, err := os.Stat(n.NetNSPath(running.UID)); err != nil {
+		t.Errorf("netns of the live pod after retain: %v, want it kept", err)
+	}
+	if err := n.Retain(ctx, map[string]bool{}); err != nil {
+		t.Fatalf("retain of none: %v", err)
+	}
+	if _, err := os.Stat(n.NetNSPath(running.UID)); !os.IsNotExist(err) {
+		t.Errorf("netns of the pod no longer live after retain: %v, want it gone", err)
+	}
+	if links := bridgeLinks(t, cfg.Bridge); len(links) != 0 {
+		t.Errorf("bridge ports left: %q", links)
+	}
+	requireNoRecord(t, cfg)
 }

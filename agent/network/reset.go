@@ -57,7 +57,8 @@ func RunExec(ctx context.Context, stdin []byte, argv ...string) ([]byte, error) 
 type ResetConfig struct {
 	Config
 	// PodUIDs are pods of the node (from its containers' labels) whose
-	// network namespaces go too, besides those libcni's cache records.
+	// network namespaces go too, besides those libcni's cache and the
+	// node's record of the namespaces it made (madeDir) list.
 	PodUIDs []string
 	// NetNSDir is where named network namespaces live ("" = /run/netns).
 	NetNSDir string
@@ -97,13 +98,8 @@ func Reset(ctx context.Context, rc ResetConfig, say func(string)) error {
 		atts, _ := cni.cni.GetCachedAttachments("")
 		cached := map[string]bool{}
 		for _, a := range atts {
-			switch a.Network {
-			case rc.NetworkName:
+			if a.Network == rc.NetworkName {
 				cached[a.ContainerID], uids[a.ContainerID] = true, true
-			case loopbackName(rc.NetworkName):
-				// lo is up before the pod's network: a node killed between
-				// the two left a namespace only this records.
-				uids[a.ContainerID] = true
 			}
 		}
 		for _, uid := range slices.Sorted(maps.Keys(cached)) {
@@ -117,7 +113,18 @@ func Reset(ctx context.Context, rc ResetConfig, say func(string)) error {
 	} else if !errors.Is(err, os.ErrNotExist) && rc.ConfFile != "" {
 		errs = append(errs, fmt.Errorf("read CNI config %s: %w", rc.ConfFile, err))
 	}
-	// 2. The pods' network namespaces (those CNI DEL could not reach).
+	// 2. The pods' network namespaces (those CNI DEL could not reach): of
+	// the pods above, and every one the node recorded making (a node
+	// killed while a pod's network was being set up or torn down).
+	if rc.CacheDir != "" {
+		made, err := madeNetNS(rc.CacheDir)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, uid := range made {
+			uids[uid] = true
+		}
+	}
 	for _, uid := range slices.Sorted(maps.Keys(uids)) {
 		name := rc.NetNSPrefix + uid
 		if _, err := os.Stat(filepath.Join(rc.NetNSDir, name)); err != nil {

@@ -4,37 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 )
 
-// Retain tears down the network of every pod this node set up (libcni's
-// cache of ADD results is the record) whose uid is not in live: pods
-// deleted while the agent was down, or whose containers were never
-// created. Safe to repeat.
+// Retain tears down the network of every pod this node set up whose uid
+// is not in live: pods deleted while the agent was down, whose containers
+// were never created, or whose tear-down was cut short. The records are
+// libcni's cache of ADD results and the node's record of the namespaces
+// it made (madeDir). Safe to repeat.
 func (c *CNI) Retain(ctx context.Context, live map[string]bool) error {
 	atts, err := c.cni.GetCachedAttachments("")
 	if err != nil {
 		return fmt.Errorf("list pod networks: %w", err)
 	}
-	var errs []error
-	seen := map[string]bool{}
+	made, err := madeNetNS(c.cfg.CacheDir)
+	if err != nil {
+		return err
+	}
+	gone := map[string]bool{}
 	for _, a := range atts {
-		if a.Network != c.cfg.NetworkName && a.Network != c.cfg.NetworkName+"-lo" {
-			continue
+		if (a.Network == c.cfg.NetworkName || a.Network == loopbackName(c.cfg.NetworkName)) && !live[a.ContainerID] {
+			gone[a.ContainerID] = true
 		}
-		if live[a.ContainerID] || seen[a.ContainerID] {
-			continue
+	}
+	for _, uid := range made {
+		if !live[uid] {
+			gone[uid] = true
 		}
-		seen[a.ContainerID] = true
-		var ns, name string
-		for _, kv := range a.CniArgs {
-			switch kv[0] {
-			case "K8S_POD_NAMESPACE":
-				ns = kv[1]
-			case "K8S_POD_NAME":
-				name = kv[1]
-			}
-		}
-		errs = append(errs, c.TearDown(ctx, ns, name, a.ContainerID))
+	}
+	var errs []error
+	for _, uid := range slices.Sorted(maps.Keys(gone)) {
+		ns, name := podOf(atts, uid)
+		errs = append(errs, c.TearDown(ctx, ns, name, uid))
 	}
 	return errors.Join(errs...)
 }
