@@ -299,14 +299,7 @@ func TestMain(m *testing.M) {
 	// Every network namespace a test made, its pods' included, and every
 	// agent's plugin-socket directory in /tmp must be gone when it ends:
 	// a lab machine runs these tests again and again.
-	var left []string
-	for name := range leftovers() {
-		if !before[name] {
-			left = append(left, name)
-		}
-	}
-	if len(left) > 0 {
-		slices.Sort(left)
+	if left := leftSince(before); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: the tests left %d thing(s) behind: %s\n"+
 			"(a test that stops or kills a skiff with pods running cleans up with skiff reset, as a student does;\n"+
 			"a skiff started by hand during the run makes them too)\n", len(left), strings.Join(left, " "))
@@ -318,6 +311,18 @@ func TestMain(m *testing.M) {
 // netnsDir is where `ip netns` and skiff's agents keep named network
 // namespaces.
 const netnsDir = "/run/netns"
+
+// leftSince lists, sorted, the leftovers that were not in before.
+func leftSince(before map[string]bool) []string {
+	var left []string
+	for name := range leftovers() {
+		if !before[name] {
+			left = append(left, name)
+		}
+	}
+	slices.Sort(left)
+	return left
+}
 
 // leftovers returns what a skiff leaves on the machine until skiff reset
 // removes it: the named network namespaces, and the agents' plugin-socket

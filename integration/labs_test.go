@@ -140,6 +140,7 @@ func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
 	bin := skiffBinary(t)
 	home := t.TempDir()
 	dataDir := filepath.Join(home, "data")
+	before := leftovers()
 	// nsenter, not `ip netns exec`: only the network namespace changes, so
 	// the pods' network namespaces skiff mounts stay visible to containerd.
 	cmd := exec.Command("nsenter", "--net="+ns.Path(), "--", bin, "up",
@@ -170,8 +171,13 @@ func startLabsClusterWith(t *testing.T, o labsOptions) *labsCluster {
 		// Ctrl-C leaves the pods running, network namespaces and all:
 		// skiff reset removes them, as the student's next step would
 		// (in the node's network namespace, where skiff up ran).
-		if out, err := exec.Command("nsenter", "--net="+ns.Path(), "--", bin, "reset", "--data-dir", dataDir).CombinedOutput(); err != nil {
-			t.Errorf("skiff reset after the lab: %v\n%s", err, out)
+		said, err := exec.Command("nsenter", "--net="+ns.Path(), "--", bin, "reset", "--data-dir", dataDir).CombinedOutput()
+		if err != nil {
+			t.Errorf("skiff reset after the lab: %v\n%s", err, said)
+		}
+		// Named here, with skiff up's output, not only by TestMain.
+		if left := leftSince(before); len(left) > 0 {
+			t.Errorf("left behind after skiff reset: %s\nskiff reset said:\n%s", strings.Join(left, " "), said)
 		}
 		if t.Failed() {
 			t.Logf("skiff up output:\n%s", out.String())
