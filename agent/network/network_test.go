@@ -102,7 +102,7 @@ func TestNewMissingPlugins(t *testing.T) {
 // requireRootAndPlugins skips unless the test can change the node's
 // network: root, and the CNI plugins installed. With CI=true a root run
 // without plugins fails instead.
-func requireRootAndPlugins(t *testing.T) {
+func requireRootAndPlugins(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (network namespaces, bridges)")
@@ -317,7 +317,7 @@ func TestNodeWaitsForPodCIDR(t *testing.T) {
 // testCNIConfig is a network of the test's own: its bridge (deleted at
 // the end), pod CIDR, cache, IPAM, configuration file and namespace
 // prefix.
-func testCNIConfig(t *testing.T) Config {
+func testCNIConfig(t testing.TB) Config {
 	suffix := randHex(t, 3)
 	cfg := DefaultConfig(fmt.Sprintf("10.251.%d.0/24", 1+os.Getpid()%250))
 	cfg.Bridge = "skt" + suffix // 9 characters
@@ -448,4 +448,25 @@ func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
 		t.Errorf("bridge ports left: %q", links)
 	}
 	requireNoRecord(t, cfg)
+}
+
+// BenchmarkSetUpTearDown is what a pod's network costs the node: its
+// namespace, lo, the bridge's veth and address, portmap, and their
+// removal (root and the CNI plugins; skipped otherwise).
+func BenchmarkSetUpTearDown(b *testing.B) {
+	requireRootAndPlugins(b)
+	n, err := New(testCNIConfig(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	for b.Loop() {
+		p := testPod(b, "bench")
+		if _, err := n.SetUp(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		if err := n.TearDown(ctx, p.Namespace, p.Name, p.UID); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
