@@ -372,11 +372,14 @@ func (a *Agent) cleanup(ctx context.Context) error {
 	}
 	if a.cfg.Network != nil {
 		// Pod networks whose containers are gone already (or never came):
-		// the informer is read again so a pod added meanwhile stays.
-		for _, o := range a.pods.List() {
-			live[o.GetObjectMeta().UID] = true
-		}
-		err = errors.Join(err, a.cfg.Network.Retain(ctx, live))
+		// the informer is read again, after the network's record, so that
+		// a pod added meanwhile stays.
+		err = errors.Join(err, a.cfg.Network.Retain(ctx, func() map[string]bool {
+			for _, o := range a.pods.List() {
+				live[o.GetObjectMeta().UID] = true
+			}
+			return live
+		}))
 	}
 	return err
 }

@@ -419,8 +419,8 @@ func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	running, cut := testPod(t, "running"), testPod(t, "cut-short")
-	for _, p := range []*api.Pod{running, cut} {
+	running, cut, late := testPod(t, "running"), testPod(t, "cut-short"), testPod(t, "late")
+	for _, p := range []*api.Pod{running, cut, late} {
 		t.Cleanup(func() { _ = n.TearDown(context.Background(), p.Namespace, p.Name, p.UID) })
 	}
 	if _, err := n.SetUp(ctx, running); err != nil {
@@ -429,8 +429,19 @@ func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
 	if _, err := n.ensureNetNS(ctx, cut.UID); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Retain(ctx, map[string]bool{running.UID: true}); err != nil {
+	// live is read after the records: a pod whose set-up begins once
+	// Retain has read them (late's, begun here, before the agent's
+	// informer would list it) is not torn down.
+	if err := n.Retain(ctx, func() map[string]bool {
+		if _, err := n.ensureNetNS(ctx, late.UID); err != nil {
+			t.Error(err)
+		}
+		return map[string]bool{running.UID: true}
+	}); err != nil {
 		t.Fatalf("retain: %v", err)
+	}
+	if _, err := os.Stat(n.NetNSPath(late.UID)); err != nil {
+		t.Errorf("netns of a pod set up after retain read its records: %v, want it kept", err)
 	}
 	if _, err := os.Stat(n.NetNSPath(cut.UID)); !os.IsNotExist(err) {
 		t.Errorf("netns of the pod cut short after retain: %v, want it gone", err)
@@ -438,11 +449,13 @@ func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
 	if _, err := os.Stat(n.NetNSPath(running.UID)); err != nil {
 		t.Errorf("netns of the live pod after retain: %v, want it kept", err)
 	}
-	if err := n.Retain(ctx, map[string]bool{}); err != nil {
+	if err := n.Retain(ctx, func() map[string]bool { return nil }); err != nil {
 		t.Fatalf("retain of none: %v", err)
 	}
-	if _, err := os.Stat(n.NetNSPath(running.UID)); !os.IsNotExist(err) {
-		t.Errorf("netns of the pod no longer live after retain: %v, want it gone", err)
+	for _, p := range []*api.Pod{running, late} {
+		if _, err := os.Stat(n.NetNSPath(p.UID)); !os.IsNotExist(err) {
+			t.Errorf("netns of %s, not live, after retain: %v, want it gone", p.Name, err)
+		}
 	}
 	if links := bridgeLinks(t, cfg.Bridge); len(links) != 0 {
 		t.Errorf("bridge ports left: %q", links)

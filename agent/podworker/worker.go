@@ -20,13 +20,15 @@ import (
 // Network sets up a pod's network namespace (agent/network through CNI).
 // Every method is idempotent; TearDown of an unknown pod is not an error.
 // Retain is the agent's resync (agent.go): it tears down the network of
-// every pod whose uid is not in live (deleted while the agent was down, or
-// whose containers never came), from the network's own record, and may
-// block on the network plugins.
+// every pod whose uid is not among live's (deleted while the agent was
+// down, or whose containers never came), from the network's own record,
+// and may block on the network plugins. It calls live after it read that
+// record: a pod whose set-up began before is in live's answer (only a
+// pod the agent's informer has gets set up), so it stays.
 type Network interface {
 	SetUp(ctx context.Context, pod *api.Pod) (PodNetwork, error)
 	TearDown(ctx context.Context, namespace, name, uid string) error
-	Retain(ctx context.Context, live map[string]bool) error
+	Retain(ctx context.Context, live func() map[string]bool) error
 }
 
 // PodNetwork is the result of a network set-up.
