@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -49,12 +50,29 @@ func TestArchive(t *testing.T) {
 	if err := json.Unmarshal(blobs["blobs/sha256/"+idx.Manifests[0].Digest.Encoded()], &m); err != nil || len(m.Layers) != 1 {
 		t.Fatalf("manifest: %v %+v", err, m)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(blobs["blobs/sha256/"+m.Layers[0].Digest.Encoded()]))
+	layer := blobs["blobs/sha256/"+m.Layers[0].Digest.Encoded()]
+	if d := digest.FromBytes(layer); d != m.Layers[0].Digest || int64(len(layer)) != m.Layers[0].Size {
+		t.Errorf("layer blob: digest %s and %d bytes; its descriptor says %s and %d", d, len(layer), m.Layers[0].Digest, m.Layers[0].Size)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(layer))
 	if err != nil {
 		t.Fatal(err)
 	}
+	rawTar, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The config's diff ID is the digest of the uncompressed layer: what
+	// containerd checks when it unpacks it.
+	var config ocispec.Image
+	if err := json.Unmarshal(blobs["blobs/sha256/"+m.Config.Digest.Encoded()], &config); err != nil {
+		t.Fatal(err)
+	}
+	if d := digest.FromBytes(rawTar); len(config.RootFS.DiffIDs) != 1 || config.RootFS.DiffIDs[0] != d {
+		t.Errorf("diff IDs %v; want the uncompressed layer's digest %s", config.RootFS.DiffIDs, d)
+	}
 	got := map[string]string{}
-	lr := tar.NewReader(zr)
+	lr := tar.NewReader(bytes.NewReader(rawTar))
 	for {
 		h, err := lr.Next()
 		if err == io.EOF {
