@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,16 +119,17 @@ func ImportSelfImage(ctx context.Context, c Containerd, name string) (names, lib
 	if err != nil {
 		return nil, nil, err
 	}
-	arch, err := img.Archive()
-	if err != nil {
-		return nil, nil, err
-	}
 	rt, err := OpenImages(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rt.Close()
-	names, err = rt.ImportImage(ctx, bytes.NewReader(arch))
+	// The archive streams into the import, not held whole beside the
+	// layer (the binary's size again).
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(img.WriteArchive(pw)) }()
+	names, err = rt.ImportImage(ctx, pr)
+	pr.CloseWithError(errors.New("import ended")) // a writer still going stops
 	if err != nil {
 		return nil, nil, fmt.Errorf("import %s: %w", name, err)
 	}
