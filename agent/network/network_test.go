@@ -137,12 +137,7 @@ func testPod(t testing.TB, name string) *api.Pod {
 // TestCNIPodToPod sets up two pods on a bridge of the test's own, checks
 // they talk over TCP, and that tear-down leaves nothing behind.
 func TestCNIPodToPod(t *testing.T) {
-	requireRootAndPlugins(t)
-	cfg := testCNIConfig(t)
-	n, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, cfg := newTestCNI(t)
 	a, b := testPod(t, "a"), testPod(t, "b")
 	t.Cleanup(func() {
 		for _, p := range []*api.Pod{a, b} {
@@ -331,6 +326,19 @@ func testCNIConfig(t testing.TB) Config {
 	return cfg
 }
 
+// newTestCNI is a pod network on a bridge of the test's own
+// (testCNIConfig), skipping without root and the CNI plugins.
+func newTestCNI(t testing.TB) (*CNI, Config) {
+	t.Helper()
+	requireRootAndPlugins(t)
+	cfg := testCNIConfig(t)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, cfg
+}
+
 // A SetUp that fails after it made the pod's namespace (here the bridge
 // plugin fails; in a classroom, Ctrl-C while a pod starts) removes the
 // namespace and libcni's records again: nothing knows of them otherwise.
@@ -372,12 +380,7 @@ func TestSetUpFailureLeavesNothing(t *testing.T) {
 // only the node's record of the namespaces it made knows; Reset removes
 // it, and says so.
 func TestResetRemovesANamespaceOnlyItsRecordKnows(t *testing.T) {
-	requireRootAndPlugins(t)
-	cfg := testCNIConfig(t)
-	n, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, cfg := newTestCNI(t)
 	if err := cfg.WriteConfFile(); err != nil {
 		t.Fatal(err)
 	}
@@ -412,12 +415,7 @@ func requireNoRecord(t *testing.T, cfg Config) {
 // namespace of a pod whose set-up or tear-down was cut short (only the
 // record of the namespaces made knows it) included, and keeps the rest.
 func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
-	requireRootAndPlugins(t)
-	cfg := testCNIConfig(t)
-	n, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, cfg := newTestCNI(t)
 	ctx := t.Context()
 	running, cut, late := testPod(t, "running"), testPod(t, "cut-short"), testPod(t, "late")
 	for _, p := range []*api.Pod{running, cut, late} {
@@ -467,11 +465,7 @@ func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
 // namespace, lo, the bridge's veth and address, portmap, and their
 // removal (root and the CNI plugins; skipped otherwise).
 func BenchmarkSetUpTearDown(b *testing.B) {
-	requireRootAndPlugins(b)
-	n, err := New(testCNIConfig(b))
-	if err != nil {
-		b.Fatal(err)
-	}
+	n, _ := newTestCNI(b)
 	ctx := b.Context()
 	for b.Loop() {
 		p := testPod(b, "bench")
