@@ -427,9 +427,10 @@ func TestRetainTearsDownWhatNoLivePodOwns(t *testing.T) {
 	if _, err := n.ensureNetNS(ctx, cut.UID); err != nil {
 		t.Fatal(err)
 	}
-	// live is read after the records: a pod whose set-up begins once
-	// Retain has read them (late's, begun here, before the agent's
-	// informer would list it) is not torn down.
+	// Retain reads its records before it asks which pods are live: a
+	// set-up that begins after the records were read (late's, begun
+	// inside live here) is not Retain's to undo. In the other order the
+	// agent's resync could tear down a pod set up meanwhile.
 	if err := n.Retain(ctx, func() map[string]bool {
 		if _, err := n.ensureNetNS(ctx, late.UID); err != nil {
 			t.Error(err)
