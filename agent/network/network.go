@@ -294,8 +294,6 @@ func (c *CNI) SetUp(ctx context.Context, pod *api.Pod) (podworker.PodNetwork, er
 	path := c.NetNSPath(uid)
 	created, err := c.ensureNetNS(ctx, uid)
 	if err != nil {
-		// `ip netns add` may have made it before a cancel killed it.
-		_ = c.deleteNetNS(context.WithoutCancel(ctx), uid)
 		return podworker.PodNetwork{}, fmt.Errorf("set up network of pod %s: %w", api.KeyOf(pod), err)
 	}
 	rt := c.runtimeConf(pod.Namespace, pod.Name, uid, path)
@@ -305,8 +303,8 @@ func (c *CNI) SetUp(ctx context.Context, pod *api.Pod) (podworker.PodNetwork, er
 	// and nothing outlives a pod that never ran: a SetUp cut short (the
 	// agent stopped with Ctrl-C while a pod was starting, a plugin
 	// failed) releases what it made, the namespace too when it made it.
-	// Nothing else knows of that namespace: no container joined it, and
-	// TearDown runs only for pods that are deleted.
+	// Else only madeDir would know of that namespace until the pod is
+	// deleted (Retain) or the node reset: no container joined it.
 	fail := func(err error) (podworker.PodNetwork, error) {
 		bg := context.WithoutCancel(ctx)
 		_ = c.cni.DelNetworkList(bg, c.list, rt)
@@ -402,18 +400,23 @@ func (c *CNI) loopbackRuntimeConf(namespace, name, uid, netns string) *libcni.Ru
 }
 
 // ensureNetNS creates the pod's named namespace unless it exists, and
-// reports whether it created it. Either way madeDir records it first.
+// reports whether it created it. Either way madeDir records it first. It
+// fails leaving a namespace that existed as it was (a running pod's, when
+// the agent restarted), and removes one `ip netns add` may have made
+// before it failed (a cancel kills it midway).
 func (c *CNI) ensureNetNS(ctx context.Context, uid string) (bool, error) {
-	if err := os.MkdirAll(madeDir(c.cfg.CacheDir), 0o700); err != nil {
+	dir := madeDir(c.cfg.CacheDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("record network namespace %s: %w", c.NetNSName(uid), err)
 	}
-	if err := os.WriteFile(filepath.Join(madeDir(c.cfg.CacheDir), uid), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, uid), nil, 0o600); err != nil {
 		return false, fmt.Errorf("record network namespace %s: %w", c.NetNSName(uid), err)
 	}
 	if _, err := os.Stat(c.NetNSPath(uid)); err == nil {
 		return false, nil
 	}
 	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", c.NetNSName(uid)).CombinedOutput(); err != nil {
+		_ = c.deleteNetNS(context.WithoutCancel(ctx), uid)
 		return false, fmt.Errorf("create network namespace %s: %w: %s", c.NetNSName(uid), err, strings.TrimSpace(string(out)))
 	}
 	return true, nil

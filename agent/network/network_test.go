@@ -341,7 +341,7 @@ func newTestCNI(t testing.TB) (*CNI, Config) {
 
 // A SetUp that fails after it made the pod's namespace (here the bridge
 // plugin fails; in a classroom, Ctrl-C while a pod starts) removes the
-// namespace and libcni's records again: nothing knows of them otherwise.
+// namespace, libcni's records and its own record again.
 func TestSetUpFailureLeavesNothing(t *testing.T) {
 	requireRootAndPlugins(t)
 	cfg := testCNIConfig(t)
@@ -476,5 +476,36 @@ func BenchmarkSetUpTearDown(b *testing.B) {
 		if err := n.TearDown(ctx, p.Namespace, p.Name, p.UID); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A SetUp that cannot write its record (here the record's directory is a
+// file; on a node, a full disk) fails, and leaves the namespace of a pod
+// set up before (an agent restarted: the pod runs in it) as it was.
+func TestSetUpWithoutItsRecordKeepsARunningPodsNamespace(t *testing.T) {
+	n, cfg := newTestCNI(t)
+	p := testPod(t, "a")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", n.NetNSName(p.UID)).Run() })
+	if _, err := n.SetUp(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(madeDir(cfg.CacheDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(madeDir(cfg.CacheDir), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restarted.SetUp(t.Context(), p); err == nil || !strings.Contains(err.Error(), "record network namespace") {
+		t.Errorf("set up without its record: %v, want the record's error", err)
+	}
+	if _, err := os.Stat(n.NetNSPath(p.UID)); err != nil {
+		t.Errorf("netns of the running pod after a set up that failed to record it: %v, want it kept", err)
+	}
+	if err := os.Remove(madeDir(cfg.CacheDir)); err != nil {
+		t.Fatal(err)
 	}
 }
