@@ -50,6 +50,8 @@ type Cache struct {
 	// or older than the changes kept, copies the whole list.
 	gen, layout, replacedFrom uint64
 	replaced                  []int
+	// summary: what all of list's nodes have in common (nodesummary.go).
+	summary nodeSummary
 }
 
 // maxReplaced bounds the changes kept for snapshots; one behind more
@@ -83,10 +85,17 @@ func (c *Cache) update(name string, change func(n *framework.NodeInfo)) {
 		c.podsWithAffinity -= old.PodsWithAffinity
 		c.podsWithRequiredAnti -= old.PodsWithRequiredAntiAffinity
 	}
+	var oldNode *api.Node
+	if old != nil {
+		oldNode = old.Node
+	}
 	change(n)
 	if n.Node != nil {
 		c.podsWithAffinity += n.PodsWithAffinity
 		c.podsWithRequiredAnti += n.PodsWithRequiredAntiAffinity
+	}
+	if n.Node != oldNode { // a node event, not a pod's
+		c.summary.replace(old, n)
 	}
 	i, found := slices.BinarySearchFunc(c.list, name, func(e *framework.NodeInfo, name string) int {
 		return strings.Compare(e.Node.Name, name)
@@ -256,9 +265,15 @@ func (c *Cache) Snapshot(dst *Snapshot) {
 		}
 	} else {
 		dst.nodes = append(dst.nodes[:0], c.list...)
+		// A replaced NodeInfo keeps its name: names change with the layout.
+		dst.names = dst.names[:0]
+		for _, n := range c.list {
+			dst.names = append(dst.names, n.Name())
+		}
 	}
 	dst.from, dst.gen, dst.layout = c, c.gen, c.layout
 	dst.podsWithAffinity, dst.podsWithRequiredAnti = c.podsWithAffinity, c.podsWithRequiredAnti
+	dst.counts, dst.labelGen = c.summary.counts, c.summary.labelGen
 }
 
 // Snapshot is the cluster as one scheduling cycle sees it: a fixed list of
@@ -266,6 +281,13 @@ func (c *Cache) Snapshot(dst *Snapshot) {
 // informers' changes during the cycle cannot make it inconsistent.
 type Snapshot struct {
 	nodes []*framework.NodeInfo
+	// names of nodes, in the same order: a pass that needs only names
+	// (RunFilterEveryNode's verdicts) does not visit each NodeInfo.
+	names []string
+	// counts and labelGen: the cache's nodeSummary when the snapshot was
+	// taken (the snapshot is a framework.NodeSummary, nodesummary.go).
+	counts   nodeCounts
+	labelGen uint64
 	// The cache's counts of the nodes' pods with affinity terms
 	// (framework.CycleState.SetNodesCounted).
 	podsWithAffinity, podsWithRequiredAnti int

@@ -18,6 +18,8 @@
 //	plugins/     one plugin per file: NodeResourcesFit, NodeAffinity, TaintToleration, ...
 //	queue.go     activeQ, backoffQ, unschedulableQ, and what moves pods between them
 //	cache.go     nodes and their pods, including "assumed" pods not yet confirmed bound
+//	nodesummary.go  what all nodes share (label counts, cordoned, tainted, not Ready):
+//	             a pod no node can take is turned away without visiting each node
 //	schedule.go  one decision: filter all nodes, score the feasible ones, pick one; the message
 //	scheduler.go one cycle around the decision: assume, bind, report, retry
 //	preemption.go  evicting lower-priority pods when nothing fits

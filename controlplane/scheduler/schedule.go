@@ -242,7 +242,7 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 		}
 	}
 
-	feasible, processed, err := a.findFeasible(ctx, state, pod, nodes, start, res)
+	feasible, processed, err := a.findFeasible(ctx, state, pod, snap, start, res)
 	if err == nil && len(feasible) > 0 && len(a.extenders) > 0 {
 		feasible, err = a.runExtenderFilters(ctx, pod, feasible, res)
 	}
@@ -324,14 +324,28 @@ func (a *algorithm) withNominated(pod *api.Pod, ni *framework.NodeInfo) *framewo
 // findFeasible filters nodes from start, round robin, until enough feasible
 // nodes are found or all were looked at. Nodes are filtered in batches,
 // in parallel for big batches; results are collected in node order, so
-// the outcome does not depend on goroutine timing.
-func (a *algorithm) findFeasible(ctx context.Context, state *framework.CycleState, pod *api.Pod, nodes []*framework.NodeInfo, start int, res *CycleResult) ([]*framework.NodeInfo, int, error) {
+// the outcome does not depend on goroutine timing. When the filters can
+// tell from the snapshot's summary that every node turns the pod away
+// (Framework.RunFilterEveryNode: a nodeSelector no node matches), each
+// node gets that verdict without being visited.
+func (a *algorithm) findFeasible(ctx context.Context, state *framework.CycleState, pod *api.Pod, snap *Snapshot, start int, res *CycleResult) ([]*framework.NodeInfo, int, error) {
+	nodes := snap.Nodes()
 	n := len(nodes)
 	want := a.numFeasibleNodesToFind(n)
 	var feasible []*framework.NodeInfo
 	if res.bufs != nil {
 		feasible = res.bufs.feasible[:0]
 		res.Nodes = res.bufs.nodes[:0]
+	}
+	if s, plugin, ok := a.fwk.RunFilterEveryNode(ctx, state, pod, snap); ok {
+		res.Nodes = slices.Grow(res.Nodes, n)[:n]
+		for i := range n {
+			res.Nodes[i] = NodeFilterResult{Node: snap.names[(start+i)%n], Plugin: plugin, Status: s}
+		}
+		if res.bufs != nil {
+			res.bufs.nodes = res.Nodes
+		}
+		return nil, n, nil
 	}
 	processed := 0
 	for processed < n && len(feasible) < want {

@@ -98,6 +98,42 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *api.Pod, node *NodeInfo) *Status
 }
 
+// UniformFilterPlugin is a FilterPlugin that can sometimes tell, from
+// what the cluster's nodes have in common (a NodeSummary), that its Filter
+// returns the same on every node: a nodeSelector no node's labels match,
+// or a cordon no node has. A pod that fits nowhere is then turned away by
+// every node of a 5,000-node cluster without each node being visited
+// (Framework.RunFilterEveryNode); the verdict per node, the trace and the
+// FailedScheduling message are what the visits would have given.
+//
+// FilterEveryNode returns (status, true) when Filter returns status on
+// every node of nodes (nil: every node passes), and (nil, false) when it
+// cannot tell without looking at each node. It may answer only from node
+// facts (labels, taints, readiness, cordon), never from the pods on a node:
+// pods nominated to a node are not added for it.
+type UniformFilterPlugin interface {
+	FilterPlugin
+	FilterEveryNode(ctx context.Context, state *CycleState, pod *api.Pod, nodes NodeSummary) (*Status, bool)
+}
+
+// NodeSummary is what a scheduling cycle's snapshot knows of all its
+// nodes at once (scheduler.Snapshot), kept up to date as nodes change.
+type NodeSummary interface {
+	// NumNodes is how many nodes the snapshot holds.
+	NumNodes() int
+	// NotReady counts the nodes whose Ready condition is not True
+	// (NodeReadiness other than ReadyTrue).
+	NotReady() int
+	// Cordoned counts the nodes with spec.unschedulable.
+	Cordoned() int
+	// HardTainted counts the nodes with a NoSchedule or NoExecute taint.
+	HardTainted() int
+	// NodesWithLabel counts the nodes that carry the label key=value; ok
+	// is false when the snapshot cannot tell without visiting its nodes
+	// (labels changed since it was taken).
+	NodesWithLabel(key, value string) (n int, ok bool)
+}
+
 // ScorePlugin ranks the nodes that passed every filter. Score returns a raw
 // number for one node (called concurrently for different nodes);
 // NormalizeScore then maps all raw scores of this pod to 0..MaxNodeScore in
@@ -439,6 +475,48 @@ func (f *Framework) RunFilter(ctx context.Context, state *CycleState, pod *api.P
 		}
 	}
 	return nil, -1
+}
+
+// RunFilterEveryNode answers for every node of nodes at once, when it can:
+// each filter RunFilter would run, in order, passes on every node
+// (UniformFilterPlugin) until one rejects every node. It then returns that
+// status and the plugin's index in f.Filter, which is what RunFilter
+// returns on each node. ok is false when some filter before a uniform
+// rejection cannot answer for all nodes, or none rejects them all: the
+// nodes must be filtered one by one.
+func (f *Framework) RunFilterEveryNode(ctx context.Context, state *CycleState, pod *api.Pod, nodes NodeSummary) (s *Status, plugin int, ok bool) {
+	try := func(i int) (done bool) {
+		u, isUniform := f.Filter[i].(UniformFilterPlugin)
+		if !isUniform {
+			return true
+		}
+		st, uniform := u.FilterEveryNode(ctx, state, pod, nodes)
+		if !uniform || st.Code() == Error {
+			return true
+		}
+		if !st.IsSuccess() {
+			s, plugin, ok = st, i, true
+			return true
+		}
+		return false
+	}
+	if state.planOf == f {
+		for _, i := range state.filterPlan {
+			if try(i) {
+				return s, plugin, ok
+			}
+		}
+		return nil, -1, false
+	}
+	for i, p := range f.Filter {
+		if state.skipFilter != nil && state.skipFilter[p.Name()] {
+			continue
+		}
+		if try(i) {
+			return s, plugin, ok
+		}
+	}
+	return nil, -1, false
 }
 
 // HasPreFilterExtensions reports whether some PreFilter plugin keeps

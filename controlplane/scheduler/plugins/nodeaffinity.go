@@ -60,9 +60,9 @@ func convertJSON(from, to any) error {
 }
 
 var (
-	_ framework.PreFilterPlugin = (*NodeAffinity)(nil)
-	_ framework.FilterPlugin    = (*NodeAffinity)(nil)
-	_ framework.ScorePlugin     = (*NodeAffinity)(nil)
+	_ framework.PreFilterPlugin     = (*NodeAffinity)(nil)
+	_ framework.UniformFilterPlugin = (*NodeAffinity)(nil)
+	_ framework.ScorePlugin         = (*NodeAffinity)(nil)
 )
 
 const nodeAffinityStateKey framework.StateKey = "PreFilter" + NodeAffinityName
@@ -119,6 +119,56 @@ func (pl *NodeAffinity) Filter(_ context.Context, state *framework.CycleState, p
 		return statusNodeAffinity
 	}
 	return nil
+}
+
+// FilterEveryNode implements framework.UniformFilterPlugin: every node
+// rejects a pod whose nodeSelector names a label no node carries, or
+// whose required terms each need such a label (an In expression none of
+// whose values any node has) or are empty. The labs' GPU product a
+// cluster lacks is the common case: that pod is turned away by the whole
+// cluster in every attempt.
+func (pl *NodeAffinity) FilterEveryNode(_ context.Context, _ *framework.CycleState, pod *api.Pod, nodes framework.NodeSummary) (*framework.Status, bool) {
+	if pl.added != nil {
+		return nil, false
+	}
+	for k, v := range pod.Spec.NodeSelector {
+		if n, ok := nodes.NodesWithLabel(k, v); ok && n == 0 {
+			return statusNodeAffinity, true
+		}
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil, false
+	}
+	for i := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if !termMatchesNoNode(&a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i], nodes) {
+			return nil, false
+		}
+	}
+	return statusNodeAffinity, true
+}
+
+// termMatchesNoNode reports whether nodes' label counts show that no node
+// matches t: it is empty (matches nothing), or one of its In expressions
+// names only values no node has for its key.
+func termMatchesNoNode(t *api.NodeSelectorTerm, nodes framework.NodeSummary) bool {
+	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+		return true
+	}
+expressions:
+	for i := range t.MatchExpressions {
+		r := &t.MatchExpressions[i]
+		if r.Operator != "In" {
+			continue
+		}
+		for _, v := range r.Values {
+			if n, ok := nodes.NodesWithLabel(r.Key, v); !ok || n > 0 {
+				continue expressions
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // selectorBits are the bits of the pod's nodeSelector, from PreFilter's

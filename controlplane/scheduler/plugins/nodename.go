@@ -14,7 +14,7 @@ import (
 // Kubernetes'.
 type NodeName struct{}
 
-var _ framework.FilterPlugin = (*NodeName)(nil)
+var _ framework.UniformFilterPlugin = (*NodeName)(nil)
 
 // ReasonNodeName is Kubernetes' wording.
 const ReasonNodeName = "node(s) didn't match the requested node name"
@@ -31,4 +31,10 @@ func (*NodeName) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod
 		return nil
 	}
 	return statusNodeName
+}
+
+// FilterEveryNode implements framework.UniformFilterPlugin: a pod that
+// names no node passes everywhere.
+func (*NodeName) FilterEveryNode(_ context.Context, _ *framework.CycleState, pod *api.Pod, _ framework.NodeSummary) (*framework.Status, bool) {
+	return nil, pod.Spec.NodeName == ""
 }

@@ -22,7 +22,7 @@ import (
 // yet (just registered) counts as not-ready.
 type NodeReady struct{}
 
-var _ framework.FilterPlugin = (*NodeReady)(nil)
+var _ framework.UniformFilterPlugin = (*NodeReady)(nil)
 
 // Name implements framework.Plugin.
 func (*NodeReady) Name() string { return NodeReadyName }
@@ -43,6 +43,12 @@ func (*NodeReady) Filter(_ context.Context, _ *framework.CycleState, pod *api.Po
 		return statusUnreachable
 	}
 	return statusNotReady
+}
+
+// FilterEveryNode implements framework.UniformFilterPlugin: when every
+// node is Ready, every node passes.
+func (*NodeReady) FilterEveryNode(_ context.Context, _ *framework.CycleState, _ *api.Pod, nodes framework.NodeSummary) (*framework.Status, bool) {
+	return nil, nodes.NotReady() == 0
 }
 
 // The two rejections, shared by every rejected node (a Status never changes).

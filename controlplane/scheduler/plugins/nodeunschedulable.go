@@ -12,7 +12,7 @@ import (
 // node.kubernetes.io/unschedulable:NoSchedule, as DaemonSet pods do.
 type NodeUnschedulable struct{}
 
-var _ framework.FilterPlugin = (*NodeUnschedulable)(nil)
+var _ framework.UniformFilterPlugin = (*NodeUnschedulable)(nil)
 
 // ReasonNodeUnschedulable is Kubernetes' wording.
 const ReasonNodeUnschedulable = "node(s) were unschedulable"
@@ -33,4 +33,22 @@ func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod
 		return nil
 	}
 	return statusNodeUnschedulable
+}
+
+// FilterEveryNode implements framework.UniformFilterPlugin: no node is
+// cordoned, or the pod tolerates the cordon, so every node passes; or
+// every node is cordoned (a drained cluster) and every node rejects.
+func (*NodeUnschedulable) FilterEveryNode(_ context.Context, _ *framework.CycleState, pod *api.Pod, nodes framework.NodeSummary) (*framework.Status, bool) {
+	cordoned := nodes.Cordoned()
+	if cordoned == 0 {
+		return nil, true
+	}
+	taint := api.Taint{Key: api.TaintUnschedulable, Effect: api.TaintEffectNoSched}
+	if TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
+		return nil, true
+	}
+	if cordoned == nodes.NumNodes() {
+		return statusNodeUnschedulable, true
+	}
+	return nil, false
 }

@@ -21,8 +21,8 @@ import (
 type TaintToleration struct{}
 
 var (
-	_ framework.FilterPlugin = (*TaintToleration)(nil)
-	_ framework.ScorePlugin  = (*TaintToleration)(nil)
+	_ framework.UniformFilterPlugin = (*TaintToleration)(nil)
+	_ framework.ScorePlugin         = (*TaintToleration)(nil)
 )
 
 // Name implements framework.Plugin.
@@ -49,6 +49,12 @@ func (*TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *
 		}
 	}
 	return nil
+}
+
+// FilterEveryNode implements framework.UniformFilterPlugin: with no
+// NoSchedule or NoExecute taint on any node, every node passes.
+func (*TaintToleration) FilterEveryNode(_ context.Context, _ *framework.CycleState, _ *api.Pod, nodes framework.NodeSummary) (*framework.Status, bool) {
+	return nil, nodes.HardTainted() == 0
 }
 
 // Score implements framework.ScorePlugin: the number of PreferNoSchedule
