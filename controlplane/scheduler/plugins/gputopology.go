@@ -42,7 +42,10 @@ type parsedTopology struct {
 	ng  *gputopology.NodeGPUs // nil: the annotation does not parse
 }
 
-var _ framework.ScorePlugin = (*GPUTopology)(nil)
+var (
+	_ framework.PreScorePlugin = (*GPUTopology)(nil)
+	_ framework.ScorePlugin    = (*GPUTopology)(nil)
+)
 
 // NewGPUTopology returns the plugin.
 func NewGPUTopology() *GPUTopology {
@@ -51,6 +54,16 @@ func NewGPUTopology() *GPUTopology {
 
 // Name implements framework.Plugin.
 func (*GPUTopology) Name() string { return GPUTopologyName }
+
+// PreScore implements framework.PreScorePlugin: a pod that asks for no
+// nvidia.com/gpu scores 0 everywhere, so Score is skipped (the trace
+// shows the same zeros).
+func (*GPUTopology) PreScore(_ context.Context, state *framework.CycleState, pod *api.Pod, _ []*framework.NodeInfo) *framework.Status {
+	if podRequestsFromState(state, pod).Scalar[api.ResourceNvidiaGPU] <= 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	return nil
+}
 
 // Score implements framework.ScorePlugin.
 func (g *GPUTopology) Score(_ context.Context, state *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) (int64, *framework.Status) {

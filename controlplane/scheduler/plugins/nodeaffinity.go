@@ -62,6 +62,7 @@ func convertJSON(from, to any) error {
 var (
 	_ framework.PreFilterPlugin     = (*NodeAffinity)(nil)
 	_ framework.UniformFilterPlugin = (*NodeAffinity)(nil)
+	_ framework.PreScorePlugin      = (*NodeAffinity)(nil)
 	_ framework.ScorePlugin         = (*NodeAffinity)(nil)
 )
 
@@ -192,6 +193,23 @@ func RequiredNodeAffinityMatches(pod *api.Pod, node *api.Node) bool {
 // (or a has none).
 func requiredMatches(a *api.NodeAffinity, node *api.Node) bool {
 	return api.RequiredTermsMatch(a, node)
+}
+
+// PreScore implements framework.PreScorePlugin. As Kubernetes': with no
+// preferred term, neither the pod's nor the profile's, every node would
+// score 0, so Score is skipped (the trace shows the same zeros).
+func (pl *NodeAffinity) PreScore(_ context.Context, _ *framework.CycleState, pod *api.Pod, _ []*framework.NodeInfo) *framework.Status {
+	if hasPreferred(pl.added) {
+		return nil
+	}
+	if a := pod.Spec.Affinity; a != nil && hasPreferred(a.NodeAffinity) {
+		return nil
+	}
+	return framework.NewStatus(framework.Skip)
+}
+
+func hasPreferred(a *api.NodeAffinity) bool {
+	return a != nil && len(a.PreferredDuringSchedulingIgnoredDuringExecution) > 0
 }
 
 // Score implements framework.ScorePlugin.
