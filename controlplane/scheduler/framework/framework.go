@@ -483,38 +483,36 @@ func (f *Framework) RunFilter(ctx context.Context, state *CycleState, pod *api.P
 // status and the plugin's index in f.Filter, which is what RunFilter
 // returns on each node. ok is false when some filter before a uniform
 // rejection cannot answer for all nodes, or none rejects them all: the
-// nodes must be filtered one by one.
+// nodes must be filtered one by one. The filters that pass on every node
+// are then left out of state's plan, so RunFilter does not ask each node
+// what is already known (a node's verdict is the same: a filter left out
+// would have passed).
 func (f *Framework) RunFilterEveryNode(ctx context.Context, state *CycleState, pod *api.Pod, nodes NodeSummary) (s *Status, plugin int, ok bool) {
-	try := func(i int) (done bool) {
-		u, isUniform := f.Filter[i].(UniformFilterPlugin)
-		if !isUniform {
-			return true
-		}
-		st, uniform := u.FilterEveryNode(ctx, state, pod, nodes)
-		if !uniform || st.Code() == Error {
-			return true
-		}
-		if !st.IsSuccess() {
-			s, plugin, ok = st, i, true
-			return true
-		}
-		return false
-	}
-	if state.planOf == f {
-		for _, i := range state.filterPlan {
-			if try(i) {
-				return s, plugin, ok
+	plan := state.filterPlan
+	if state.planOf != f {
+		plan = plan[:0:0]
+		for i, p := range f.Filter {
+			if state.skipFilter == nil || !state.skipFilter[p.Name()] {
+				plan = append(plan, i)
 			}
 		}
-		return nil, -1, false
 	}
-	for i, p := range f.Filter {
-		if state.skipFilter != nil && state.skipFilter[p.Name()] {
-			continue
+	var unknown []int // the filters that must still visit each node
+	for _, i := range plan {
+		u, isUniform := f.Filter[i].(UniformFilterPlugin)
+		if isUniform {
+			st, uniform := u.FilterEveryNode(ctx, state, pod, nodes)
+			switch {
+			case uniform && st.IsSuccess():
+				continue // passes everywhere: out of the plan
+			case uniform && st.Code() != Error && len(unknown) == 0:
+				return st, i, true // every filter before passed everywhere
+			}
 		}
-		if try(i) {
-			return s, plugin, ok
-		}
+		unknown = append(unknown, i)
+	}
+	if len(unknown) < len(plan) {
+		state.filterPlan, state.planOf = unknown, f
 	}
 	return nil, -1, false
 }
