@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/client/fake"
-	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -19,11 +17,7 @@ import (
 // node, the same scores, node and message, and the same trace.
 func TestPooledCycleMatchesFresh(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 26))
-	s, err := New(fake.New(), config.Default(), Options{Recorder: &events{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := s.profiles[SchedulerName]
+	s, p := newDefaultScheduler(t)
 	for round := range 30 {
 		// Clusters of 50–400 nodes: below and above the sizes where only
 		// part of the nodes is looked at (numFeasibleNodesToFind).

@@ -135,6 +135,17 @@ func (f *fixture) add(p *api.Pod) {
 	f.s.onPodAdd(f.pod(p.Namespace, p.Name))
 }
 
+// newDefaultScheduler is a scheduler with the default configuration that
+// records its events in memory, and its one profile.
+func newDefaultScheduler(t testing.TB) (*Scheduler, *profile) {
+	t.Helper()
+	s, err := New(fake.New(), config.Default(), Options{Recorder: &events{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, s.profiles[SchedulerName]
+}
+
 func defaultConfig(edit ...func(*config.Config)) *config.Config {
 	c := config.Default()
 	for _, e := range edit {

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"skiff.dev/skiff/api"
-	"skiff.dev/skiff/client/fake"
-	"skiff.dev/skiff/controlplane/scheduler/config"
 	"skiff.dev/skiff/controlplane/scheduler/framework"
 )
 
@@ -18,11 +16,7 @@ import (
 // the filters on that node gives, in the order the nodes are visited.
 func TestEveryNodeVerdictIsWhatVisitsFind(t *testing.T) {
 	r := rand.New(rand.NewPCG(24, 26))
-	s, err := New(fake.New(), config.Default(), Options{Recorder: &events{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := s.profiles[SchedulerName]
+	s, p := newDefaultScheduler(t)
 	zones := []string{"a", "b", "c"}
 	var answered, visited int
 	for round := range 60 {
@@ -116,11 +110,7 @@ func TestEveryNodeVerdictIsWhatVisitsFind(t *testing.T) {
 
 // The message a student reads is the one node-by-node filtering wrote.
 func TestNoNodeMatchesTheSelectorMessage(t *testing.T) {
-	s, err := New(fake.New(), config.Default(), Options{Recorder: &events{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := s.profiles[SchedulerName]
+	s, p := newDefaultScheduler(t)
 	nodes := []*api.Node{gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8, func(n *api.Node) { n.Spec.Unschedulable = true })}
 	pod := gpuPod("h100", 1, func(p *api.Pod) {
 		p.Spec.NodeSelector = map[string]string{api.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"}
@@ -156,11 +146,7 @@ func TestNoNodeMatchesTheSelectorMessage(t *testing.T) {
 // What the summary answers for, on a cluster of Ready nodes, none cordoned
 // or tainted: the pods that name a label no node has.
 func TestWhichPodsAreAnsweredForEveryNode(t *testing.T) {
-	s, err := New(fake.New(), config.Default(), Options{Recorder: &events{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := s.profiles[SchedulerName]
+	_, p := newDefaultScheduler(t)
 	snap := NewSnapshot([]*api.Node{gpuNode("a", 8, labels("zone", "1")), gpuNode("b", 8, labels("zone", "2"))}, nil)
 	required := func(terms ...api.NodeSelectorTerm) func(*api.Pod) {
 		return func(p *api.Pod) {
