@@ -85,18 +85,12 @@ func (c *Cache) update(name string, change func(n *framework.NodeInfo)) {
 		c.podsWithAffinity -= old.PodsWithAffinity
 		c.podsWithRequiredAnti -= old.PodsWithRequiredAntiAffinity
 	}
-	var oldNode *api.Node
-	if old != nil {
-		oldNode = old.Node
-	}
 	change(n)
 	if n.Node != nil {
 		c.podsWithAffinity += n.PodsWithAffinity
 		c.podsWithRequiredAnti += n.PodsWithRequiredAntiAffinity
 	}
-	if n.Node != oldNode { // a node event, not a pod's
-		c.summary.replace(old, n)
-	}
+	c.summary.replace(old, n)
 	i, found := slices.BinarySearchFunc(c.list, name, func(e *framework.NodeInfo, name string) int {
 		return strings.Compare(e.Node.Name, name)
 	})

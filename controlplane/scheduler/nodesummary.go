@@ -34,12 +34,17 @@ type nodeSummary struct {
 	labelGen uint64
 }
 
-// replace accounts for a node event: old's Node (nil or without one: not
-// in the list) becomes n's.
+// replace accounts for old (nil or without a Node: not in the list)
+// becoming n; a pod's change keeps the Node and changes nothing here.
 func (s *nodeSummary) replace(old, n *framework.NodeInfo) {
 	var oldNode *api.Node
-	if old != nil && old.Node != nil {
+	if old != nil {
 		oldNode = old.Node
+	}
+	if oldNode == n.Node {
+		return
+	}
+	if oldNode != nil {
 		s.counts.add(old, -1)
 	}
 	if n.Node != nil {

@@ -443,14 +443,20 @@ func (f *Framework) RunPreFilter(ctx context.Context, state *CycleState, pod *ap
 	if state.skipFilter != nil {
 		// The filters to run, by index, so that RunFilter, once per node,
 		// does not look each plugin up in skipFilter.
-		state.filterPlan, state.planOf = make([]int, 0, len(f.Filter)), f
-		for i, p := range f.Filter {
-			if !state.skipFilter[p.Name()] {
-				state.filterPlan = append(state.filterPlan, i)
-			}
-		}
+		state.filterPlan, state.planOf = f.unskipped(state.skipFilter), f
 	}
 	return nil, ""
+}
+
+// unskipped lists the indices in f.Filter of the filters not in skip.
+func (f *Framework) unskipped(skip map[string]bool) []int {
+	plan := make([]int, 0, len(f.Filter))
+	for i, p := range f.Filter {
+		if !skip[p.Name()] {
+			plan = append(plan, i)
+		}
+	}
+	return plan
 }
 
 // RunFilter runs the Filter plugins on one node and stops at the first
@@ -490,12 +496,7 @@ func (f *Framework) RunFilter(ctx context.Context, state *CycleState, pod *api.P
 func (f *Framework) RunFilterEveryNode(ctx context.Context, state *CycleState, pod *api.Pod, nodes NodeSummary) (s *Status, plugin int, ok bool) {
 	plan := state.filterPlan
 	if state.planOf != f {
-		plan = plan[:0:0]
-		for i, p := range f.Filter {
-			if state.skipFilter == nil || !state.skipFilter[p.Name()] {
-				plan = append(plan, i)
-			}
-		}
+		plan = f.unskipped(state.skipFilter)
 	}
 	var unknown []int // the filters that must still visit each node
 	for _, i := range plan {

@@ -141,8 +141,9 @@ func (pl *NodeAffinity) FilterEveryNode(_ context.Context, _ *framework.CycleSta
 	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return nil, false
 	}
-	for i := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if !termMatchesNoNode(&a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i], nodes) {
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		if !termMatchesNoNode(&terms[i], nodes) {
 			return nil, false
 		}
 	}

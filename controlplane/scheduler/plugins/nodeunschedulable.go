@@ -25,14 +25,17 @@ func (*NodeUnschedulable) Name() string { return NodeUnschedulableName }
 
 // Filter implements framework.FilterPlugin.
 func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *api.Pod, node *framework.NodeInfo) *framework.Status {
-	if !node.Unschedulable() {
-		return nil
-	}
-	taint := api.Taint{Key: api.TaintUnschedulable, Effect: api.TaintEffectNoSched}
-	if TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
+	if !node.Unschedulable() || toleratesCordon(pod) {
 		return nil
 	}
 	return statusNodeUnschedulable
+}
+
+// toleratesCordon reports whether pod tolerates the taint a cordoned node
+// stands for (node.kubernetes.io/unschedulable:NoSchedule).
+func toleratesCordon(pod *api.Pod) bool {
+	taint := api.Taint{Key: api.TaintUnschedulable, Effect: api.TaintEffectNoSched}
+	return TolerationsTolerateTaint(pod.Spec.Tolerations, &taint)
 }
 
 // FilterEveryNode implements framework.UniformFilterPlugin: no node is
@@ -40,11 +43,7 @@ func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod
 // every node is cordoned (a drained cluster) and every node rejects.
 func (*NodeUnschedulable) FilterEveryNode(_ context.Context, _ *framework.CycleState, pod *api.Pod, nodes framework.NodeSummary) (*framework.Status, bool) {
 	cordoned := nodes.Cordoned()
-	if cordoned == 0 {
-		return nil, true
-	}
-	taint := api.Taint{Key: api.TaintUnschedulable, Effect: api.TaintEffectNoSched}
-	if TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
+	if cordoned == 0 || toleratesCordon(pod) {
 		return nil, true
 	}
 	if cordoned == nodes.NumNodes() {
