@@ -316,26 +316,29 @@ func (rc *ResourceQuotaController) recountAfterAdd(ns string) time.Duration {
 // object goes or changes what a quota counts of it, and recountAfterAdd
 // after it comes.
 func (rc *ResourceQuotaController) ObjectHandler(k *api.Kind, q Queue) client.Handler {
-	all := func(o api.Object, after time.Duration) {
-		for _, qo := range rc.quotas.ListBy(nil, o.GetObjectMeta().Namespace) {
+	enqueue := func(quotas []api.Object, after time.Duration) {
+		for _, qo := range quotas {
 			q.EnqueueAfter(api.KeyOf(qo), after)
 		}
 	}
+	quotasOf := func(o api.Object) []api.Object { return rc.quotas.ListBy(nil, o.GetObjectMeta().Namespace) }
 	return client.Handler{
 		OnAdd: func(o api.Object) {
 			rc.advance(k, o)
-			all(o, rc.recountAfterAdd(o.GetObjectMeta().Namespace))
+			enqueue(quotasOf(o), rc.recountAfterAdd(o.GetObjectMeta().Namespace))
 		},
 		OnUpdate: func(old, o api.Object) {
 			rc.advance(k, o)
-			if quota.UsageChanged(k, o, old, rc.now()) {
-				all(o, 0)
+			// Most namespaces have no quota: their updates (a pod's bind,
+			// each status) are not compared at all.
+			if quotas := quotasOf(o); len(quotas) > 0 && quota.UsageChanged(k, o, old, rc.now()) {
+				enqueue(quotas, 0)
 			}
 		},
 		OnDelete: func(o api.Object) {
 			rc.advance(k, o)
 			rc.see(k, o) // it lived: its reservation is settled
-			all(o, 0)
+			enqueue(quotasOf(o), 0)
 		},
 	}
 }
