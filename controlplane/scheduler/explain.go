@@ -107,11 +107,10 @@ func (r *CycleResult) scoreTable() (api.SchedulingScoreTable, int) {
 	}
 	*op = order
 	better := func(a, b int) int {
-		x, y := &r.Scores[a], &r.Scores[b]
-		if x.Total != y.Total {
-			return cmp.Compare(y.Total, x.Total)
+		if x, y := r.Scores[a].Total, r.Scores[b].Total; x != y {
+			return cmp.Compare(y, x)
 		}
-		return strings.Compare(x.Node, y.Node)
+		return cmp.Compare(r.nameRank(a), r.nameRank(b)) // by name (nameFirst)
 	}
 	omitted := 0
 	if len(order) > maxTraceNodes {

@@ -17,7 +17,7 @@ import (
 // SchedulingScoreTable) read back, and encode, as the rows a reader
 // expects, built here the plain way: a row for each of the first
 // maxTraceNodes nodes looked at; the best maxTraceNodes feasible nodes'
-// scores, best first, ties by name.
+// scores, best first, ties by name (and selectHost picks the first).
 func TestTraceTablesAreTheRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 4))
 	for round := range 300 {
@@ -28,7 +28,14 @@ func TestTraceTablesAreTheRows(t *testing.T) {
 		}
 		n := []int{0, 1, 7, maxTraceNodes, maxTraceNodes + 1, 250}[rng.IntN(6)]
 		r.NumNodes = n + rng.IntN(10)
-		names := rng.Perm(400) // node names are unique: ties are broken by name
+		// Node names are unique and come as the scheduler looks at them:
+		// round robin over the name-sorted snapshot from a random start.
+		names := rng.Perm(400)[:n]
+		slices.Sort(names)
+		if n > 0 {
+			start := rng.IntN(n)
+			names = append(names[start:], names[:start]...)
+		}
 		wide := rng.IntN(5) == 0
 		for i := range n {
 			nr := NodeFilterResult{Node: fmt.Sprintf("node-%03d", names[i]), Plugin: -1}
@@ -58,6 +65,7 @@ func TestTraceTablesAreTheRows(t *testing.T) {
 				r.Scores = append(r.Scores, s)
 			}
 		}
+		r.findNameFirst() // as score does
 		if len(r.Scores) > 0 {
 			r.SelectedNode = r.Scores[0].Node
 		}
@@ -87,6 +95,9 @@ func TestTraceTablesAreTheRows(t *testing.T) {
 			wantScore = wantScore[:maxTraceNodes]
 		}
 
+		if len(wantScore) > 0 && r.selectHost() != wantScore[0].Node {
+			t.Fatalf("round %d: selectHost chose %s, want %s (best total, ties by name)", round, r.selectHost(), wantScore[0].Node)
+		}
 		fd, sd := r.filterDetails(), r.scoreDetails()
 		if !reflect.DeepEqual(fd.Nodes, wantFilter) || fd.Omitted != max(0, len(r.Nodes)-maxTraceNodes) {
 			t.Fatalf("round %d: filter rows\n got %+v (omitted %d)\nwant %+v", round, fd.Nodes, fd.Omitted, wantFilter)

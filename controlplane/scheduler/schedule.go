@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,13 @@ type CycleResult struct {
 	ExtenderErrors []string
 	// Start, FilterEnd and ScoreEnd time the phases.
 	Start, FilterEnd, ScoreEnd time.Time
+
+	// nameFirst is the index in Scores of the node whose name sorts
+	// first. Scores come in the order the nodes were looked at: round
+	// robin over the snapshot, which is sorted by name, so Scores[nameFirst:]
+	// then Scores[:nameFirst] is name order, and a tie between two totals
+	// is broken by comparing ranks (nameRank), not names.
+	nameFirst int
 
 	// bufs hold Nodes, Scores and the cycle's other per-node arrays when
 	// they came from cycleBufPool (the scheduling loop's cycles); release
@@ -262,7 +270,7 @@ func (a *algorithm) schedule(ctx context.Context, state *framework.CycleState, p
 		a.runExtenderPrioritizers(ctx, pod, feasible, res)
 	}
 	res.ScoreEnd = now()
-	res.SelectedNode = selectHost(res.Scores)
+	res.SelectedNode = res.selectHost()
 	return res, processed, nil
 }
 
@@ -385,6 +393,13 @@ func (a *algorithm) findFeasible(ctx context.Context, state *framework.CycleStat
 
 // parallelize calls f(0..n-1), on up to Parallelism goroutines when n is
 // big enough to be worth it, else on the caller's goroutine.
+//
+// The caller works too, and waits only for the chunks a helper has taken:
+// a helper the Go scheduler has not started yet (both CPUs busy with
+// binds and API writes) finds nothing left and returns. Waiting for every
+// helper instead left the scheduling loop, which is what bounds the
+// scheduler's rate, parked three quarters of the time behind the
+// goroutines queued for a CPU (docs/performance.md, twenty-fifth sitting).
 func (a *algorithm) parallelize(n int, f func(i int)) {
 	workers := min(a.parallelism, runtime.GOMAXPROCS(0), n/parallelThreshold*4)
 	if n < parallelThreshold || workers < 2 {
@@ -394,22 +409,28 @@ func (a *algorithm) parallelize(n int, f func(i int)) {
 		return
 	}
 	const chunk = 32
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				lo := int(next.Add(chunk)) - chunk
-				if lo >= n {
-					return
-				}
-				for i := lo; i < min(lo+chunk, n); i++ {
-					f(i)
-				}
+	var next, done atomic.Int64
+	finished := make(chan struct{})
+	work := func() {
+		for {
+			lo := int(next.Add(chunk)) - chunk
+			if lo >= n {
+				return
 			}
-		})
+			hi := min(lo+chunk, n)
+			for i := lo; i < hi; i++ {
+				f(i)
+			}
+			if done.Add(int64(hi-lo)) == int64(n) {
+				close(finished) // the last chunk, whoever ran it
+			}
+		}
 	}
-	wg.Wait()
+	for range workers - 1 {
+		go work()
+	}
+	work()
+	<-finished
 }
 
 // score runs the score plugins over the feasible nodes, normalises each
@@ -436,6 +457,7 @@ func (a *algorithm) score(ctx context.Context, state *framework.CycleState, pod 
 	for i, ni := range feasible {
 		res.Scores[i] = NodeScoreResult{Node: ni.Name(), Raw: raw[2*np*i : 2*np*i+np : 2*np*i+np], Normalized: raw[2*np*i+np : 2*np*(i+1) : 2*np*(i+1)]}
 	}
+	res.findNameFirst()
 	skipped := make([]bool, np) // by index: looked up once, not once per node
 	for p, sp := range a.fwk.Score {
 		skipped[p] = skip[sp.Name()]
@@ -528,18 +550,37 @@ func (c *cycleData) Clone() framework.StateData { return c }
 // first: the same cluster gives the same answer every time, which makes
 // decisions easy to follow and to test. (Kubernetes picks among ties at
 // random, which spreads identical pods a little more evenly.)
-func selectHost(scores []NodeScoreResult) string {
+func (r *CycleResult) selectHost() string {
 	best := -1
-	for i := range scores {
-		if best < 0 || scores[i].Total > scores[best].Total ||
-			(scores[i].Total == scores[best].Total && scores[i].Node < scores[best].Node) {
+	for i := range r.Scores {
+		if best < 0 || r.Scores[i].Total > r.Scores[best].Total ||
+			(r.Scores[i].Total == r.Scores[best].Total && r.nameRank(i) < r.nameRank(best)) {
 			best = i
 		}
 	}
 	if best < 0 {
 		return ""
 	}
-	return scores[best].Node
+	return r.Scores[best].Node
+}
+
+// findNameFirst sets nameFirst. The names rise, wrap round once at most,
+// and rise again, so the first name that sorts before Scores[0]'s is found
+// by binary search; none does when Scores start at the first name.
+func (r *CycleResult) findNameFirst() {
+	s := r.Scores
+	r.nameFirst = 0
+	if len(s) > 1 {
+		r.nameFirst = sort.Search(len(s), func(j int) bool { return s[j].Node < s[0].Node }) % len(s)
+	}
+}
+
+// nameRank is Scores[i]'s place in name order (nameFirst).
+func (r *CycleResult) nameRank(i int) int {
+	if i -= r.nameFirst; i < 0 {
+		i += len(r.Scores)
+	}
+	return i
 }
 
 // fitMessage builds Kubernetes' FailedScheduling message:

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -494,5 +495,25 @@ func TestParallelFilterIsDeterministic(t *testing.T) {
 	}
 	if len(a.Nodes) != 400 || len(a.Scores) != 133 {
 		t.Errorf("looked at %d nodes, %d feasible; want all 400 (fewer than 176 feasible), 133", len(a.Nodes), len(a.Scores))
+	}
+}
+
+// parallelize calls f once for every index and returns only when every
+// call has finished, whether the caller or a helper ran it. Under -race a
+// helper's write read after the return without the wait would be
+// reported; without it, a missed or repeated index is.
+func TestParallelizeCallsEachIndexOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, n := range []int{0, 1, parallelThreshold - 1, parallelThreshold, parallelThreshold + 1, 257, 1000, 5000} {
+		for _, par := range []int{1, 2, 16} {
+			a := &algorithm{parallelism: par}
+			calls := make([]int, n)
+			a.parallelize(n, func(i int) { calls[i]++ })
+			for i, c := range calls {
+				if c != 1 {
+					t.Fatalf("n=%d parallelism=%d: index %d called %d times", n, par, i, c)
+				}
+			}
+		}
 	}
 }
