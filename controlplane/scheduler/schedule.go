@@ -397,9 +397,9 @@ func (a *algorithm) findFeasible(ctx context.Context, state *framework.CycleStat
 // The caller works too, and waits only for the chunks a helper has taken:
 // a helper the Go scheduler has not started yet (both CPUs busy with
 // binds and API writes) finds nothing left and returns. Waiting for every
-// helper instead left the scheduling loop, which is what bounds the
-// scheduler's rate, parked three quarters of the time behind the
-// goroutines queued for a CPU (docs/performance.md, twenty-fifth sitting).
+// helper instead left the scheduling loop parked three quarters of its
+// time behind the goroutines queued for a CPU (docs/performance.md, "The
+// scheduling loop stops waiting").
 func (a *algorithm) parallelize(n int, f func(i int)) {
 	workers := min(a.parallelism, runtime.GOMAXPROCS(0), n/parallelThreshold*4)
 	if n < parallelThreshold || workers < 2 {
