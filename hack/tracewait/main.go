@@ -125,6 +125,35 @@ func read(r io.Reader, roles []role) (*report, error) {
 		}
 		m[role][k] += d
 	}
+	// procTime and goTime count a P's or goroutine's time in its state
+	// from since until t.
+	procTime := func(p *proc, t trace.Time) {
+		d := time.Duration(t - p.since)
+		switch p.state {
+		case trace.ProcRunning:
+			rep.procRunning += d
+		case trace.ProcIdle:
+			rep.procIdle += d
+		}
+	}
+	goTime := func(g *goroutine, t trace.Time) {
+		name := g.role
+		if name == "" {
+			name = "other"
+		}
+		d := time.Duration(t - g.since)
+		switch g.state {
+		case trace.GoRunning:
+			add(rep.states, name, "running", d)
+		case trace.GoRunnable:
+			add(rep.states, name, "runnable", d)
+		case trace.GoSyscall:
+			add(rep.states, name, "syscall", d)
+		case trace.GoWaiting:
+			add(rep.states, name, "blocked: "+g.why, d)
+			add(rep.stacks, name, g.why+" at "+g.stack, d)
+		}
+	}
 	gs := map[trace.GoID]*goroutine{}
 	ps := map[trace.ProcID]*proc{}
 	var first, last trace.Time
@@ -153,13 +182,7 @@ func read(r io.Reader, roles []role) (*report, error) {
 				p = &proc{state: from, since: ev.Time()}
 				ps[id] = p
 			}
-			d := time.Duration(ev.Time() - p.since)
-			switch p.state {
-			case trace.ProcRunning:
-				rep.procRunning += d
-			case trace.ProcIdle:
-				rep.procIdle += d
-			}
+			procTime(p, ev.Time())
 			p.state, p.since = to, ev.Time()
 		case trace.ResourceGoroutine:
 			id := st.Resource.Goroutine()
@@ -176,24 +199,16 @@ func read(r io.Reader, roles []role) (*report, error) {
 					g.role = roleOf(ev.Stack(), roles)
 				}
 			}
-			name := g.role
-			if name == "" {
-				name = "other"
-			}
-			d := time.Duration(ev.Time() - g.since)
-			switch g.state {
-			case trace.GoRunning:
-				add(rep.states, name, "running", d)
-			case trace.GoRunnable:
-				add(rep.states, name, "runnable", d)
-			case trace.GoSyscall:
-				add(rep.states, name, "syscall", d)
-			case trace.GoWaiting:
-				add(rep.states, name, "blocked: "+g.why, d)
-				add(rep.stacks, name, g.why+" at "+g.stack, d)
-			}
+			goTime(g, ev.Time())
 			g.state, g.since, g.why = to, ev.Time(), st.Reason
 		}
+	}
+	// What is still in a state at the end counts until the end.
+	for _, p := range ps {
+		procTime(p, last)
+	}
+	for _, g := range gs {
+		goTime(g, last)
 	}
 	rep.wall = time.Duration(last - first)
 	return rep, nil
