@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
@@ -309,6 +310,53 @@ func procStatusMiB(pid int, field string) float64 {
 		}
 	}
 	return 0
+}
+
+// userHZ is the unit of /proc/PID/stat's CPU times: USER_HZ, 100 on every
+// architecture Linux runs Go on (the kernel's ABI, whatever its own tick).
+const userHZ = 100
+
+// procCPU is a process's CPU time so far, user and system, every thread's
+// (those that ended too): /proc/PID/stat's utime and stime.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(data))
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) from a
+// /proc/PID/stat line. The command name (field 2) is in parentheses and
+// may hold spaces and parentheses itself, so the fields are counted from
+// the last ')'.
+func parseStatCPU(line string) (time.Duration, error) {
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc stat line without a command name: %q", line)
+	}
+	fields := strings.Fields(line[i+1:]) // from field 3, the state
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc stat line with %d fields after the command name, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat CPU time %q: %w", f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// selfCPU is this process's CPU time so far, user and system.
+func selfCPU() (time.Duration, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // metricSum adds every sample of a metric in Prometheus' text format.
