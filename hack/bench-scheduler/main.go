@@ -39,6 +39,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,6 +74,11 @@ type result struct {
 	// RecentStarts: GuaranteedUpdates (the binds among them) that started
 	// from the object's last write instead of a read of the store.
 	RecentStarts float64 `json:"recent_starts"`
+	// CPUMsPerPod is the process's CPU time (user and system: scheduler,
+	// store, API and the creators) during the measured part, a pod bound:
+	// what a pod costs, which the machine's other load moves much less
+	// than the pods a second.
+	CPUMsPerPod float64 `json:"cpu_ms_per_pod"`
 }
 
 func main() {
@@ -197,6 +203,10 @@ func run() error {
 	}
 	commits0, writes0 := storeCounter(cp, "skiff_store_commits_total"), storeCounter(cp, "skiff_store_writes_total")
 	recent0 := storeCounter(cp, "skiff_store_recent_starts_total")
+	cpu0, err := cpuTime()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := createPods(ctx, c, *variant, *pods, *creators); err != nil {
 		return err
@@ -205,6 +215,10 @@ func run() error {
 	case <-bw.done:
 	case <-ctx.Done():
 		res.TimedOut = true
+	}
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
 	}
 	end := time.Unix(0, bw.lastBind.Load())
 	if res.TimedOut {
@@ -215,12 +229,24 @@ func run() error {
 	res.Writes = storeCounter(cp, "skiff_store_writes_total") - writes0
 	res.RecentStarts = storeCounter(cp, "skiff_store_recent_starts_total") - recent0
 	res.PodsPerSec = float64(bw.bound.Load()) / res.Seconds
+	if n := bw.bound.Load(); n > 0 {
+		res.CPUMsPerPod = float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(n)
+	}
 	if res.TimedOut {
 		res.Measured = int(bw.bound.Load())
 	}
 
 	measureAfter(&res, c, dir)
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// cpuTime is this process's CPU time so far, user and system.
+func cpuTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // measureAfter fills in the memory, store size, unscheduled pods and

@@ -348,6 +348,7 @@ func schedVariant(variant string) func(o *options, b build, profile string) (fig
 			PodsPerS float64 `json:"pods_per_s"`
 			RSS      float64 `json:"rss_mib"`
 			Peak     float64 `json:"peak_rss_mib"`
+			CPU      float64 `json:"cpu_ms_per_pod"`
 			TimedOut bool    `json:"timed_out"`
 		}
 		if err := jsonLine(cmd, &r); err != nil {
@@ -356,7 +357,7 @@ func schedVariant(variant string) func(o *options, b build, profile string) (fig
 		if r.TimedOut {
 			return nil, fmt.Errorf("bench-scheduler timed out after %s", o.timeout)
 		}
-		return figures{"pods_per_s": r.PodsPerS, "peak_rss_mib": r.Peak}, nil
+		return figures{"pods_per_s": r.PodsPerS, "peak_rss_mib": r.Peak, "cpu_ms_per_pod": r.CPU}, nil
 	}
 }
 
