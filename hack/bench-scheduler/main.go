@@ -76,8 +76,7 @@ type result struct {
 	RecentStarts float64 `json:"recent_starts"`
 	// CPUMsPerPod is the process's CPU time (user and system: scheduler,
 	// store, API and the creators) during the measured part, a pod bound:
-	// what a pod costs, which the machine's other load moves much less
-	// than the pods a second.
+	// what a pod costs. Times PodsPerSec it is the cores the run kept busy.
 	CPUMsPerPod float64 `json:"cpu_ms_per_pod"`
 }
 

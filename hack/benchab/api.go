@@ -265,9 +265,10 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 		c.CloseIdleConnections()
 	}
 	f := latencyFigures(lats, elapsed)
-	// Each create's CPU, apart from how long the clients waited: on a
-	// shared machine the time a create takes moves with whatever else runs,
-	// what it costs much less.
+	// What a create cost each side in CPU, apart from how long the clients
+	// waited: which side's cost a change moved. The rate times the two is
+	// the cores the run kept busy (docs/performance.md, "What the API's
+	// last goals wait for").
 	if n := len(slices.Concat(lats...)); n > 0 {
 		f["server_cpu_us"] = float64((cpu1.server - cpu0.server).Microseconds()) / float64(n)
 		f["client_cpu_us"] = float64((cpu1.client - cpu0.client).Microseconds()) / float64(n)
