@@ -214,10 +214,22 @@ func read(r io.Reader, roles []role) (*report, error) {
 	return rep, nil
 }
 
+// roleOf is the first of roles whose function is in s: in the order of
+// roles, so that -role wins over a default that matches a deeper frame.
 func roleOf(s trace.Stack, roles []role) string {
+	var funcs []string
 	for fr := range s.Frames() {
-		for _, r := range roles {
-			if strings.Contains(fr.Func, r.fn) {
+		funcs = append(funcs, fr.Func)
+	}
+	return firstRole(funcs, roles)
+}
+
+// firstRole is the first of roles whose function is a substring of one of
+// funcs, or "".
+func firstRole(funcs []string, roles []role) string {
+	for _, r := range roles {
+		for _, f := range funcs {
+			if strings.Contains(f, r.fn) {
 				return r.name
 			}
 		}

@@ -55,3 +55,25 @@ func TestBlockedGoroutineIsReportedWhereItWaited(t *testing.T) {
 		t.Errorf("report lacks the waiter's stacks:\n%s", out.String())
 	}
 }
+
+// A role given with -role wins over a default whose function is nearer
+// the top of the stack: roles are tried in order, each against the whole
+// stack.
+func TestRoleGivenFirstWinsOverADeeperDefault(t *testing.T) {
+	funcs := []string{ // a handler blocked in an informer's lister
+		"runtime.gopark",
+		"skiff.dev/skiff/client.(*Informer).List",
+		"skiff.dev/skiff/controlplane/apiserver.(*Registry).create",
+		"skiff.dev/skiff/controlplane/apiserver.(*Server).serveResource",
+	}
+	roles := append([]role{{"handler", "serveResource"}}, defaultRoles...)
+	if got := firstRole(funcs, roles); got != "handler" {
+		t.Errorf("role %q, want handler", got)
+	}
+	if got := firstRole(funcs, defaultRoles); got != "informer" {
+		t.Errorf("without -role: role %q, want informer", got)
+	}
+	if got := firstRole(funcs[:1], defaultRoles); got != "" {
+		t.Errorf("a stack no role names: role %q, want none", got)
+	}
+}
