@@ -269,7 +269,11 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 	// waited: which side's cost a change moved. The rate times the two is
 	// the cores the run kept busy (docs/performance.md, "What the API's
 	// last goals wait for").
-	if n := len(slices.Concat(lats...)); n > 0 {
+	n := 0
+	for _, l := range lats {
+		n += len(l)
+	}
+	if n > 0 {
 		f["server_cpu_us"] = float64((cpu1.server - cpu0.server).Microseconds()) / float64(n)
 		f["client_cpu_us"] = float64((cpu1.client - cpu0.client).Microseconds()) / float64(n)
 	}
