@@ -48,7 +48,7 @@ type Recorder struct {
 	source api.EventSource
 	log    *slog.Logger
 	now    func() time.Time
-	ch     chan eventRequest
+	ch     chan *eventRequest
 
 	// cacheMu guards cache.
 	cacheMu sync.Mutex
@@ -67,7 +67,11 @@ type Recorder struct {
 }
 
 // recorderBuffer is how many events may wait to be written: enough for a
-// burst (a 100-replica scale-up), small enough to bound memory.
+// burst (a 100-replica scale-up), small enough to bound memory. The buffer
+// holds pointers, so that it costs 8 KB until events wait in it: a control
+// plane runs fourteen recorders, and 1,024 requests held by value (200
+// bytes each) made 2.9 MB of its live heap, resident and scanned at every
+// collection.
 const recorderBuffer = 1024
 
 // recorderWriters is how many events Run writes at once.
@@ -98,7 +102,7 @@ func NewRecorder(c Interface, component, host string, log *slog.Logger) *Recorde
 		source:  api.EventSource{Component: component, Host: host},
 		log:     log.With("recorder", component),
 		now:     time.Now,
-		ch:      make(chan eventRequest, recorderBuffer),
+		ch:      make(chan *eventRequest, recorderBuffer),
 		cache:   newEventCache(recorderCacheSize),
 		writing: map[eventKey]bool{},
 	}
@@ -127,7 +131,7 @@ func (r *Recorder) Event(ctx context.Context, obj api.Object, eventType, reason,
 	r.stateMu.Lock()
 	defer r.stateMu.Unlock()
 	select {
-	case r.ch <- req:
+	case r.ch <- &req:
 		r.pending++
 		r.cond.Broadcast()
 	default:
@@ -150,7 +154,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			for {
 				select {
 				case req := <-r.ch:
-					r.write(ctx, req)
+					r.write(ctx, *req)
 				case <-ctx.Done():
 					return
 				}
@@ -193,7 +197,7 @@ func (r *Recorder) drain(ctx context.Context) {
 	for {
 		select {
 		case req := <-r.ch:
-			r.write(ctx, req)
+			r.write(ctx, *req)
 		default:
 			return
 		}
