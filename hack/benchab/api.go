@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,13 +159,32 @@ func startTarget(b build, dir string, args ...string) (*target, error) {
 
 // command sends a command and waits for its "ok".
 func (t *target) command(line string) error {
+	_, err := t.ask(line)
+	return err
+}
+
+// ask sends a command and returns its answer: "ok COMMAND [VALUE]".
+func (t *target) ask(line string) (string, error) {
 	if _, err := fmt.Fprintln(t.stdin, line); err != nil {
-		return err
+		return "", err
 	}
 	if !t.out.Scan() {
-		return fmt.Errorf("target: no answer to %q", line)
+		return "", fmt.Errorf("target: no answer to %q: %s", line, tailOf(t.stderr.String(), 2000))
 	}
-	return nil
+	return t.out.Text(), nil
+}
+
+// count asks for a command's number ("gc-count", "live-heap").
+func (t *target) count(cmd string) (float64, error) {
+	answer, err := t.ask(cmd)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(answer, "ok "+cmd+" "), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("target: answer to %q: %q: %w", cmd, answer, err)
+	}
+	return float64(n), nil
 }
 
 func (t *target) stop() error {
@@ -228,6 +248,10 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 	lats := make([][]time.Duration, o.apiClients)
 	errs := make([]error, o.apiClients)
 	var wg sync.WaitGroup
+	gc0, err := t.count("gc-count")
+	if err != nil {
+		return nil, err
+	}
 	cpu0, err := loadCPU(t.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
@@ -253,10 +277,18 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 	if err != nil {
 		return nil, err
 	}
+	gc1, err := t.count("gc-count")
+	if err != nil {
+		return nil, err
+	}
 	if profile != "" {
 		if err := t.command("profile-stop"); err != nil {
 			return nil, err
 		}
+	}
+	live, err := t.count("live-heap")
+	if err != nil {
+		return nil, err
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w\ntarget serve's stderr (tail):\n%s", err, tailOf(t.stderr.String(), 3000))
@@ -277,6 +309,13 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 		f["server_cpu_us"] = float64((cpu1.server - cpu0.server).Microseconds()) / float64(n)
 		f["client_cpu_us"] = float64((cpu1.client - cpu0.client).Microseconds()) / float64(n)
 	}
+	// The server's collections during the load, and the heap live after it
+	// (a collection of its own): the collector's marks are where the
+	// slowest creates are (docs/performance.md, "The API's p99 and the
+	// collector, twenty-seventh sitting"), and how long a mark takes grows
+	// with the live heap.
+	f["server_gcs"] = gc1 - gc0
+	f["server_live_mib"] = live / (1 << 20)
 	return f, nil
 }
 

@@ -18,7 +18,9 @@
 // CPU profile (and with trace an execution trace) and samples blocking and
 // lock contention, "profile-stop" writes PREFIXcpu.pprof,
 // PREFIXallocs.pprof, PREFIXblock.pprof, PREFIXmutex.pprof (and
-// PREFIXtrace.out).
+// PREFIXtrace.out), "gc-count" answers the collections so far, and
+// "live-heap" collects (the allocation profile is then up to date) and
+// answers the live heap in bytes: "ok gc-count N", "ok live-heap N".
 package main
 
 import (
@@ -29,6 +31,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -98,6 +102,17 @@ func serve(args []string) error {
 				}
 				prof = nil
 			}
+		case "gc-count", "live-heap":
+			name := "/gc/cycles/total:gc-cycles"
+			if cmd == "live-heap" {
+				runtime.GC()
+				name = "/gc/heap/live:bytes"
+			}
+			n, err := readMetric(name)
+			if err != nil {
+				return err
+			}
+			cmd += fmt.Sprint(" ", n)
 		}
 		fmt.Println("ok " + cmd) // the driver waits for this
 	}
@@ -179,3 +194,13 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// readMetric is one of the runtime's uint64 metrics.
+func readMetric(name string) (uint64, error) {
+	m := []metrics.Sample{{Name: name}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0, fmt.Errorf("runtime metric %s: not a uint64 this Go has", name)
+	}
+	return m[0].Value.Uint64(), nil
+}

@@ -60,6 +60,10 @@ func (p *profiler) stop() error {
 	}
 	runtime.SetBlockProfileRate(0)
 	runtime.SetMutexProfileFraction(0)
+	// A collection, after the CPU profile and the trace stopped, so that
+	// the allocation profile's in-use figures are the heap live at the end
+	// of the load (they are those of the last collection).
+	runtime.GC()
 	for _, name := range []string{"allocs", "block", "mutex"} {
 		if err := writeProfile(name, p.prefix+name+".pprof"); err != nil {
 			return err
