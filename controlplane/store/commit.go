@@ -295,17 +295,20 @@ func (o *op) preEncode(next int64) error {
 // The writer's goroutine makes it, off the committer's path. share: the
 // writer only reads its object once it is committed (CreateEncoded's
 // share), so the watchers share the object itself instead of a copy.
-// A copy also shares with other objects' copies what api.ShareReadOnly
-// lets them share (a pod's API access volume): nobody changes it.
+// Either shares with other objects' live copies what api.ShareReadOnly
+// lets them share (a pod's API access volume): nobody changes it. The
+// writer's object, given to the watchers, changes only in which of equal
+// values it points at, after its JSON was encoded (preEncode).
 func (b *Bolt) liveCopy(o *op, share bool) {
 	switch {
 	case !b.hub.watching(o.kind.GroupResource()):
+		return
 	case share:
 		o.live = o.obj
 	default:
 		o.live = api.Clone(o.obj)
-		api.ShareReadOnly(o.live)
 	}
+	api.ShareReadOnly(o.live)
 }
 
 // apply performs one op in tx at revision rev, packing its value with

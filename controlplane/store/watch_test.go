@@ -117,6 +117,56 @@ func TestLiveCopiesShareTheAPIAccessVolume(t *testing.T) {
 	}
 }
 
+// A create whose writer gives its object up and only reads it after
+// (CreateEncoded's share) gives the live watchers that very object, which
+// then shares the API access volume's source with the other live pods as
+// a copy would; its JSON, encoded before, is the object's.
+func TestSharedCreateSharesTheAPIAccessVolume(t *testing.T) {
+	s, _ := openStore(t, testOptions())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ch, err := s.Watch(ctx, storetest.PodKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, written []*api.Pod
+	var raws [][]byte
+	for _, name := range []string{"a", "b"} {
+		p := storetest.NewPod("default", name)
+		p.Spec.Volumes = []api.Volume{api.APIAccessVolume("kube-api-access-" + name)}
+		mine := p.Spec.Volumes[0].Projected
+		out, raw, err := s.CreateEncoded(ctx, p, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.(*api.Pod).Spec.Volumes[0].Projected == mine {
+			t.Errorf("pod %s kept a source of its own, want the shared one", name)
+		}
+		written, raws = append(written, out.(*api.Pod)), append(raws, raw)
+		select {
+		case ev := <-ch:
+			got = append(got, ev.Object.(*api.Pod))
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+	}
+	for i := range got {
+		if got[i] != written[i] {
+			t.Errorf("watcher's pod %d is a copy, want the writer's object", i)
+		}
+		enc, err := api.Encode(written[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc, raws[i]) {
+			t.Errorf("pod %d: JSON returned\n%s\nwant the object's\n%s", i, raws[i], enc)
+		}
+	}
+	if got[0].Spec.Volumes[0].Projected != got[1].Spec.Volumes[0].Projected {
+		t.Error("two watched pods with the API access volume have a source each, want one shared")
+	}
+}
+
 // The history keeps each change S2-compressed; a replay from it gives the
 // very objects the live watchers got (the same JSON, to the byte), for
 // random pods of random sizes, updates and deletes among them.
