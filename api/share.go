@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"hash/maphash"
 	"maps"
 	"reflect"
@@ -18,10 +19,11 @@ import (
 // one copy for all: parts every pod may hold (the API access volume's
 // source, an empty securityContext) at a value of this package's, the
 // labels and owner references a controller gives all its pods at the
-// last ones seen from the same controller, conditions at the last equal
-// ones seen, the small pointers defaulting gives every pod (grace period,
-// priority, preemption policy, service links, a container's started) at
-// one of each value, and start times at the last equal ones seen.
+// last ones seen from the same controller, conditions and managedFields
+// at the last equal ones seen, the small pointers defaulting gives every
+// pod (grace period, priority, preemption policy, service links, a
+// container's started) at one of each value, and start times at the last
+// equal ones seen.
 
 // apiAccessProjection is APIAccessVolume's projected source, and
 // emptyPodSecurityContext a pod's "securityContext: {}", shared by the
@@ -37,7 +39,9 @@ var (
 // bytes in 13 allocations), an empty securityContext (112 bytes), the
 // labels and owner references its controller's last pod had (about 440
 // bytes) when they are equal, conditions equal to the last ones seen
-// (448 bytes, for pods that changed in the same second), the small
+// (448 bytes, for pods that changed in the same second), managedFields
+// equal to the last ones seen (about 700 bytes, for pods one manager
+// created from one template in the same second), the small
 // pointers defaulting gives it, and a start time and running states
 // equal to the last ones seen (shareSmall: an allocation each).
 // An object anyone may still change must not be given to it: a change to
@@ -56,7 +60,8 @@ func ShareReadOnly(obj Object) {
 		pod.Spec.SecurityContext = emptyPodSecurityContext
 	}
 	byController.share(pod)
-	byConditions.share(pod)
+	byConditions.share(&pod.Status.Conditions)
+	byManagedFields.share(&pod.ManagedFields)
 	shareSmall(pod)
 }
 
@@ -138,45 +143,77 @@ func (c *valueShares[T]) share(p **T) {
 	c.last[**p] = *p
 }
 
-// conditionShares holds recent pods' conditions by content: the pods a
-// Deployment started in one second hold the same four, times included
-// (448 bytes a pod).
-type conditionShares struct {
-	mu   sync.Mutex
-	seed maphash.Seed
-	last map[uint64][]PodCondition // the conditions' hash → the last conditions with it
+// listShares holds recent pods' lists of T (conditions, managedFields) by
+// content: the pods a Deployment started in one second hold the same four
+// conditions, times included (448 bytes a pod), and the pods one manager
+// created from one template in one second the same managedFields (about
+// 700 bytes).
+type listShares[T any] struct {
+	mu    sync.Mutex
+	seed  maphash.Seed
+	last  map[uint64][]T // the list's hash → the last list with it
+	write func(*maphash.Hash, T)
+	equal func(a, b T) bool
 }
 
-// maxConditionShares bounds the lists remembered: past it, all are
+// maxListShares bounds the lists a listShares remembers: past it, all are
 // forgotten and the next pods start again.
-const maxConditionShares = 4096
+const maxListShares = 4096
 
-var byConditions = conditionShares{seed: maphash.MakeSeed(), last: map[uint64][]PodCondition{}}
+func newListShares[T any](write func(*maphash.Hash, T), equal func(a, b T) bool) *listShares[T] {
+	return &listShares[T]{seed: maphash.MakeSeed(), last: map[uint64][]T{}, write: write, equal: equal}
+}
 
-// share points pod's conditions at the last equal ones seen (equal in
-// every field, to the bit: PodCondition is compared with ==), else
-// remembers pod's.
-func (c *conditionShares) share(pod *Pod) {
-	conds := pod.Status.Conditions
-	if len(conds) == 0 {
+var (
+	byConditions = newListShares(
+		func(h *maphash.Hash, c PodCondition) { maphash.WriteComparable(h, c) },
+		func(a, b PodCondition) bool { return a == b }) // to the bit
+	byManagedFields = newListShares(writeManagedFieldsEntry, sameManagedFieldsEntry)
+)
+
+// share points *p at the last equal list seen, else remembers *p.
+func (c *listShares[T]) share(p *[]T) {
+	list := *p
+	if len(list) == 0 {
 		return
 	}
 	var h maphash.Hash
 	h.SetSeed(c.seed)
-	for _, cond := range conds {
-		maphash.WriteComparable(&h, cond)
+	for _, v := range list {
+		c.write(&h, v)
 	}
 	sum := h.Sum64()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if last, ok := c.last[sum]; ok && slices.Equal(last, conds) {
-		pod.Status.Conditions = last
+	if last, ok := c.last[sum]; ok && slices.EqualFunc(last, list, c.equal) {
+		*p = last
 		return
 	}
-	if len(c.last) >= maxConditionShares {
+	if len(c.last) >= maxListShares {
 		clear(c.last)
 	}
-	c.last[sum] = conds
+	c.last[sum] = list
+}
+
+// writeManagedFieldsEntry hashes what sameManagedFieldsEntry compares.
+func writeManagedFieldsEntry(h *maphash.Hash, e ManagedFieldsEntry) {
+	for _, s := range []string{e.Manager, e.Operation, e.APIVersion, e.FieldsType, e.Subresource} {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	if e.Time != nil {
+		maphash.WriteComparable(h, *e.Time)
+	}
+	h.Write(e.FieldsV1)
+}
+
+// sameManagedFieldsEntry compares two entries field by field, the time's
+// value (to the bit) and the field set's bytes included.
+func sameManagedFieldsEntry(a, b ManagedFieldsEntry) bool {
+	return a.Manager == b.Manager && a.Operation == b.Operation && a.APIVersion == b.APIVersion &&
+		a.FieldsType == b.FieldsType && a.Subresource == b.Subresource &&
+		(a.Time == b.Time || a.Time != nil && b.Time != nil && *a.Time == *b.Time) &&
+		bytes.Equal(a.FieldsV1, b.FieldsV1)
 }
 
 // controllerShares holds, for the controllers (by uid) whose pods

@@ -298,3 +298,52 @@ func BenchmarkShareReadOnly(b *testing.B) {
 		}
 	})
 }
+
+// Pods with equal managedFields share one list; a pod whose entries
+// differ in any one field keeps its own (each field is changed in turn);
+// what the pods say does not change.
+func TestShareReadOnlyManagedFields(t *testing.T) {
+	entries := func() []ManagedFieldsEntry {
+		at := NewTime(time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC))
+		return []ManagedFieldsEntry{{Manager: "kubectl-create", Operation: "Update", APIVersion: "v1", Time: &at,
+			FieldsType: "FieldsV1", FieldsV1: []byte(`{"f:spec":{"f:containers":{}}}`)}}
+	}
+	withFields := func(name string, change func(*ManagedFieldsEntry)) *Pod {
+		p := labPod(name)
+		p.ManagedFields = entries()
+		change(&p.ManagedFields[0])
+		return p
+	}
+	share := func(p *Pod) {
+		t.Helper()
+		before, _ := json.Marshal(p)
+		ShareReadOnly(p)
+		if after, _ := json.Marshal(p); string(after) != string(before) {
+			t.Fatalf("pod %s changed:\n%s\n%s", p.Name, before, after)
+		}
+	}
+	same := func(*ManagedFieldsEntry) {}
+	a, b := withFields("a", same), withFields("b", same)
+	share(a)
+	share(b)
+	if &a.ManagedFields[0] != &b.ManagedFields[0] {
+		t.Error("two pods with equal managedFields hold a list each, want one shared")
+	}
+	later := NewTime(time.Date(2026, 12, 6, 9, 0, 1, 0, time.UTC))
+	for field, change := range map[string]func(*ManagedFieldsEntry){
+		"manager":     func(e *ManagedFieldsEntry) { e.Manager = "kubectl" },
+		"operation":   func(e *ManagedFieldsEntry) { e.Operation = "Apply" },
+		"apiVersion":  func(e *ManagedFieldsEntry) { e.APIVersion = "v2" },
+		"time":        func(e *ManagedFieldsEntry) { e.Time = &later },
+		"no time":     func(e *ManagedFieldsEntry) { e.Time = nil },
+		"fieldsType":  func(e *ManagedFieldsEntry) { e.FieldsType = "FieldsV2" },
+		"fieldsV1":    func(e *ManagedFieldsEntry) { e.FieldsV1 = []byte(`{"f:spec":{}}`) },
+		"subresource": func(e *ManagedFieldsEntry) { e.Subresource = "status" },
+	} {
+		p := withFields("other-"+field, change)
+		share(p)
+		if &p.ManagedFields[0] == &a.ManagedFields[0] {
+			t.Errorf("a pod whose entry differs in %s got the shared list", field)
+		}
+	}
+}
