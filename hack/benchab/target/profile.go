@@ -20,8 +20,13 @@ type profiler struct {
 // writes the allocations so far to PREFIXallocs-start.pprof: the
 // allocation profile counts from the process's start, so what the load
 // allocated is `go tool pprof -base PREFIXallocs-start.pprof
-// PREFIXallocs.pprof`.
+// PREFIXallocs.pprof`. It collects first: the profile holds what was
+// allocated up to the last collection, and the start's allocations since
+// would otherwise count as the load's (the OpenAPI document's encode, tens
+// of MB). So a profiled run starts from a collection, where a measured
+// run starts with the start's garbage.
 func startProfiles(prefix string, execTrace bool) (*profiler, error) {
+	runtime.GC()
 	if err := writeProfile("allocs", prefix+"allocs-start.pprof"); err != nil {
 		return nil, err
 	}
