@@ -68,17 +68,24 @@ func TestWatchersShareTheObjectOfALiveChange(t *testing.T) {
 	}
 }
 
-// The pods live watchers get share one API access volume source (what
-// api.ShareReadOnly shares), a pod with a source of its own keeps it, and
-// the writer's objects share nothing with them.
-func TestLiveCopiesShareTheAPIAccessVolume(t *testing.T) {
+// watchPods opens a store and a live watch of its pods, for ten seconds.
+func watchPods(t *testing.T) (*store.Bolt, context.Context, <-chan store.Event) {
+	t.Helper()
 	s, _ := openStore(t, testOptions())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	ch, err := s.Watch(ctx, storetest.PodKind, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, ctx, ch
+}
+
+// The pods live watchers get share one API access volume source (what
+// api.ShareReadOnly shares), a pod with a source of its own keeps it, and
+// the writer's objects share nothing with them.
+func TestLiveCopiesShareTheAPIAccessVolume(t *testing.T) {
+	s, ctx, ch := watchPods(t)
 	withVolume := func(name string) *api.Pod {
 		p := storetest.NewPod("default", name)
 		p.Spec.Volumes = []api.Volume{api.APIAccessVolume("kube-api-access-" + name)}
@@ -122,13 +129,7 @@ func TestLiveCopiesShareTheAPIAccessVolume(t *testing.T) {
 // then shares the API access volume's source with the other live pods as
 // a copy would; its JSON, encoded before, is the object's.
 func TestSharedCreateSharesTheAPIAccessVolume(t *testing.T) {
-	s, _ := openStore(t, testOptions())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ch, err := s.Watch(ctx, storetest.PodKind, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, ch := watchPods(t)
 	var got, written []*api.Pod
 	var raws [][]byte
 	for _, name := range []string{"a", "b"} {
