@@ -179,26 +179,39 @@ func run() error {
 	bw := &bindWatch{want: int64(res.Measured), done: make(chan struct{})}
 	go bw.run(ctx, c, rv)
 
+	// The CPU profile and the trace cover the measured part alone: they
+	// stop when the last pod is bound (stopMeasured), before measureAfter
+	// lists every pod and event (8 % of a profile's samples when they
+	// stopped at the end), or at an early return.
+	var stops []func()
+	stopMeasured := func() {
+		for _, stop := range stops {
+			stop()
+		}
+		stops = nil
+	}
+	defer stopMeasured()
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err != nil {
 			return err
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
 			return err
 		}
-		defer pprof.StopCPUProfile()
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
 	if *traceOut != "" {
 		f, err := os.Create(*traceOut)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
 		if err := trace.Start(f); err != nil {
+			f.Close()
 			return err
 		}
-		defer trace.Stop()
+		stops = append(stops, func() { trace.Stop(); f.Close() })
 	}
 	commits0, writes0 := storeCounter(cp, "skiff_store_commits_total"), storeCounter(cp, "skiff_store_writes_total")
 	recent0 := storeCounter(cp, "skiff_store_recent_starts_total")
@@ -219,6 +232,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	stopMeasured()
 	end := time.Unix(0, bw.lastBind.Load())
 	if res.TimedOut {
 		end = time.Now()
