@@ -92,10 +92,11 @@ type SchedulingScoreTable struct {
 	// Totals[i] is the total of Nodes[i].
 	Totals []int64
 	// Scores holds, node after node, its Plugins raw scores, then its
-	// Plugins normalised ones, as int32 (plugins score in 0..100, or
-	// small counts); WideScores holds them instead (Scores nil) when one
-	// does not fit.
-	Scores     []int32
+	// Plugins normalised ones, as int16 (plugins score in 0..100, or
+	// small counts): a quarter of int64s, and 2,800 bytes less than int32s
+	// for a hundred nodes and seven plugins. WideScores holds them instead
+	// (Scores nil) when one does not fit.
+	Scores     []int16
 	WideScores []int64
 	Plugins    int
 }

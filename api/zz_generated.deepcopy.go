@@ -7463,7 +7463,7 @@ func (in *SchedulingScoreTable) DeepCopyInto(out *SchedulingScoreTable) {
 	}
 	if in.Scores != nil {
 		in, out := &in.Scores, &out.Scores
-		*out = make([]int32, len(*in))
+		*out = make([]int16, len(*in))
 		copy(*out, *in)
 	}
 	if in.WideScores != nil {

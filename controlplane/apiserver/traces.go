@@ -222,7 +222,7 @@ func valueSize(v any) int {
 		}
 		return n
 	case api.SchedulingScoreTable:
-		return 104 + stringsSize(v.Nodes) + 8*(len(v.Totals)+len(v.WideScores)) + 4*len(v.Scores)
+		return 104 + stringsSize(v.Nodes) + 8*(len(v.Totals)+len(v.WideScores)) + 2*len(v.Scores)
 	case []api.SchedulingScoreRow:
 		n := 24
 		for i := range v {

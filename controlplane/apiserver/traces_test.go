@@ -127,7 +127,7 @@ func TestTraceCreateSpanAfterScheduler(t *testing.T) {
 func TestTraceBookSizesSchedulerTables(t *testing.T) {
 	size := func(nodes, rejected, plugins int) (int, int) {
 		ft := api.SchedulingFilterTable{Nodes: make([]string, nodes)}
-		st := api.SchedulingScoreTable{Nodes: make([]string, nodes), Totals: make([]int64, nodes), Scores: make([]int32, 2*plugins*nodes), Plugins: plugins}
+		st := api.SchedulingScoreTable{Nodes: make([]string, nodes), Totals: make([]int64, nodes), Scores: make([]int16, 2*plugins*nodes), Plugins: plugins}
 		for i := range nodes {
 			ft.Nodes[i], st.Nodes[i] = fmt.Sprintf("node-%03d", i), fmt.Sprintf("node-%03d", i)
 		}
@@ -145,7 +145,7 @@ func TestTraceBookSizesSchedulerTables(t *testing.T) {
 	if f100 < 100*(16+8) || f100 <= f10 || fr < f100+100*88 {
 		t.Errorf("filter tables estimated at %d (10 nodes), %d (100), %d (100 rejected)", f10, f100, fr)
 	}
-	if s100 < 100*(16+8+8+14*4) || s100 <= s10 {
+	if s100 < 100*(16+8+8+14*2) || s100 <= s10 { // per node: name, total, 14 int16 scores
 		t.Errorf("score tables estimated at %d (10 nodes), %d (100)", s10, s100)
 	}
 }

@@ -133,14 +133,14 @@ func (r *CycleResult) scoreTable() (api.SchedulingScoreTable, int) {
 	for _, j := range order {
 		s := &r.Scores[j]
 		for _, v := range s.Raw {
-			narrow = narrow && v == int64(int32(v))
+			narrow = narrow && v == int64(int16(v))
 		}
 		for _, v := range s.Normalized {
-			narrow = narrow && v == int64(int32(v))
+			narrow = narrow && v == int64(int16(v))
 		}
 	}
 	if narrow {
-		t.Scores = make([]int32, 2*np*k)
+		t.Scores = make([]int16, 2*np*k)
 	} else {
 		t.WideScores = make([]int64, 2*np*k)
 	}
@@ -149,7 +149,7 @@ func (r *CycleResult) scoreTable() (api.SchedulingScoreTable, int) {
 		t.Nodes[i], t.Totals[i] = s.Node, s.Total
 		for p := range np {
 			if narrow {
-				t.Scores[2*np*i+p], t.Scores[2*np*i+np+p] = int32(s.Raw[p]), int32(s.Normalized[p])
+				t.Scores[2*np*i+p], t.Scores[2*np*i+np+p] = int16(s.Raw[p]), int16(s.Normalized[p])
 			} else {
 				t.WideScores[2*np*i+p], t.WideScores[2*np*i+np+p] = s.Raw[p], s.Normalized[p]
 			}

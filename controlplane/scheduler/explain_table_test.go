@@ -36,7 +36,8 @@ func TestTraceTablesAreTheRows(t *testing.T) {
 			start := rng.IntN(n)
 			names = append(names[start:], names[:start]...)
 		}
-		wide := rng.IntN(5) == 0
+		// Scores past int16 (and past int32) go to the wide table.
+		wide := rng.IntN(5)
 		for i := range n {
 			nr := NodeFilterResult{Node: fmt.Sprintf("node-%03d", names[i]), Plugin: -1}
 			switch rng.IntN(4) {
@@ -54,8 +55,11 @@ func TestTraceTablesAreTheRows(t *testing.T) {
 				s := NodeScoreResult{Node: nr.Node, Raw: make([]int64, np), Normalized: make([]int64, np)}
 				for p := range np {
 					s.Raw[p], s.Normalized[p] = rng.Int64N(1000)-100, rng.Int64N(101)
-					if wide {
-						s.Raw[p] = rng.Int64() - 1<<62 // past int32: the table keeps int64s
+					switch wide {
+					case 0:
+						s.Raw[p] = rng.Int64N(80_000) - 40_000 // past int16 mostly
+					case 1:
+						s.Raw[p] = rng.Int64() - 1<<62 // past int32
 					}
 					s.Total += s.Normalized[p] * r.ScorePlugins[p].Weight
 				}
