@@ -527,7 +527,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, info *requ
 		writeError(w, api.NewBadRequest("the name and namespace of the Binding must match the pod on the URL"))
 		return
 	}
-	if _, err := s.reg.Bind(r.Context(), &b); err != nil {
+	if err := s.reg.Bind(r.Context(), &b); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -144,8 +144,7 @@ func (l *Local) Bind(ctx context.Context, b *api.Binding) error {
 	if err := l.authorize(ctx, "create", podKind, b.Namespace, b.Name, "binding"); err != nil {
 		return err
 	}
-	_, err := l.r.Bind(ctx, b)
-	return err
+	return l.r.Bind(ctx, b)
 }
 
 // GetScale implements client.Interface.

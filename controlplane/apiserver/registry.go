@@ -533,19 +533,22 @@ func (r *Registry) FinalizeNamespace(ctx context.Context, name string, finalizer
 
 // Bind assigns a pod to a node (the binding subresource, the scheduler's
 // last step): spec.nodeName is set and the PodScheduled condition turns True.
-// A pod already on a node, or being deleted, is a Conflict.
-func (r *Registry) Bind(ctx context.Context, b *api.Binding) (*api.Pod, error) {
+// A pod already on a node, or being deleted, is a Conflict. Its answer is
+// a Status, not the pod, as kube-apiserver's: the bound pod is not kept
+// here, and the store's live watchers share it (store.SharingUpdater).
+func (r *Registry) Bind(ctx context.Context, b *api.Binding) error {
 	ns := scope(podKind, b.Namespace)
 	if err := strategy.ValidateBinding(b); err != nil {
-		return nil, err
+		return err
 	}
-	out, err := r.store.GuaranteedUpdate(ctx, podKind, ns, b.Name, func(cur api.Object) (api.Object, error) {
+	bind := func(cur api.Object) (api.Object, error) {
 		return strategy.Bind(cur.(*api.Pod), b, time.Now())
-	})
-	if err != nil {
-		return nil, err
 	}
-	return withTypeMeta(podKind, out).(*api.Pod), nil
+	if su, ok := r.store.(store.SharingUpdater); ok {
+		return su.GuaranteedUpdateShared(ctx, podKind, ns, b.Name, bind)
+	}
+	_, err := r.store.GuaranteedUpdate(ctx, podKind, ns, b.Name, bind)
+	return err
 }
 
 // GetScale reads the scale subresource of a deployment or replica set.

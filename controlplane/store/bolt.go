@@ -632,6 +632,20 @@ func (b *Bolt) WaitForRevision(ctx context.Context, rev int64) error {
 // nothing, is taken only once the store's object gives it, as
 // kube-apiserver does with its watch cache's object.
 func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
+	return b.guaranteedUpdate(ctx, kind, namespace, name, tryUpdate, false)
+}
+
+// GuaranteedUpdateShared is GuaranteedUpdate for a caller that does not
+// keep what it writes (store.SharingUpdater): the live watchers get
+// tryUpdate's result itself, not a copy of it.
+func (b *Bolt) GuaranteedUpdateShared(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) error {
+	_, err := b.guaranteedUpdate(ctx, kind, namespace, name, tryUpdate, true)
+	return err
+}
+
+// guaranteedUpdate is GuaranteedUpdate; share: the caller drops the
+// result, which the live watchers then share (updateOwned).
+func (b *Bolt) guaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error), share bool) (api.Object, error) {
 	fresh := false // whether the next try reads the store
 	for {
 		cur, mayBe, err := b.startOf(ctx, kind, namespace, name, !fresh)
@@ -669,7 +683,7 @@ func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		}
 		var out api.Object
 		if err == nil {
-			out, err = b.updateOwned(ctx, kind, next, enc)
+			out, err = b.updateOwned(ctx, kind, next, enc, share)
 		} else {
 			out, err = b.Update(ctx, next) // reports the encoding error
 		}
@@ -707,11 +721,12 @@ func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name stri
 // GuaranteedUpdate (bindings, status writes, heartbeats). The committer sets
 // only next's resourceVersion, and its uid and creationTimestamp when
 // empty; updateOwned waits for the commit whatever ctx says, so the
-// committer is done with next when updateOwned returns.
-func (b *Bolt) updateOwned(ctx context.Context, kind *api.Kind, next api.Object, enc []byte) (api.Object, error) {
+// committer is done with next when updateOwned returns. share: the caller
+// drops next, and the live watchers get it instead of a copy (liveCopy).
+func (b *Bolt) updateOwned(ctx context.Context, kind *api.Kind, next api.Object, enc []byte, share bool) (api.Object, error) {
 	m := next.GetObjectMeta()
 	o := &op{typ: opUpdate, kind: kind, namespace: m.Namespace, name: m.Name, obj: next, wantRV: m.ResourceVersion, enc: enc, encRV: m.ResourceVersion}
-	b.liveCopy(o, false)
+	b.liveCopy(o, share)
 	if err := b.doAll(ctx, o); err != nil {
 		return nil, err
 	}

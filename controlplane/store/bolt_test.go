@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -529,6 +530,58 @@ func TestCreateEncodedShare(t *testing.T) {
 			if ev.Object.GetObjectMeta().ResourceVersion != out.GetObjectMeta().ResourceVersion {
 				t.Fatalf("share %v: the watcher's resourceVersion %q, the writer's %q", share,
 					ev.Object.GetObjectMeta().ResourceVersion, out.GetObjectMeta().ResourceVersion)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("share %v: no event", share)
+		}
+	}
+}
+
+// GuaranteedUpdateShared (store.SharingUpdater, the API server's binding)
+// gives the live watchers the object tryUpdate returned; GuaranteedUpdate
+// gives them a copy, its caller keeping the object. Either way the watcher
+// sees what was stored.
+func TestGuaranteedUpdateShared(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, _ := openStore(t, testOptions())
+	var _ store.SharingUpdater = s
+	podKind := api.MustKindOf(&api.Pod{})
+	created := st.MustCreate(t, s, benchPod(t, "web"))
+	rev, err := strconv.ParseInt(created.GetObjectMeta().ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Watch(ctx, podKind, "", rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, share := range []bool{true, false} {
+		var written api.Object
+		label := func(cur api.Object) (api.Object, error) {
+			cur.GetObjectMeta().Labels["shared"] = fmt.Sprint(share)
+			written = cur
+			return cur, nil
+		}
+		if share {
+			err = s.GuaranteedUpdateShared(ctx, podKind, "default", "web", label)
+		} else {
+			_, err = s.GuaranteedUpdate(ctx, podKind, "default", "web", label)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := s.Get(ctx, podKind, "default", "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-ch:
+			if same := ev.Object == written; same != share {
+				t.Fatalf("share %v: the watcher's object is the one written: %v", share, same)
+			}
+			if !reflect.DeepEqual(ev.Object, stored) {
+				t.Fatalf("share %v: the watcher's object\n%+v\nthe stored one\n%+v", share, ev.Object, stored)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("share %v: no event", share)

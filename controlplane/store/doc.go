@@ -46,7 +46,8 @@
 //   - Live watchers share one copy of each committed object, the one the
 //     writer copied before the commit (watch.go), or the writer's object
 //     itself when the writer only reads it after (CreateEncoded's share:
-//     the API server's create handler); a replay decodes the history's
+//     the API server's create handler) or drops it (GuaranteedUpdateShared,
+//     store.SharingUpdater: its binding); a replay decodes the history's
 //     JSON. GuaranteedUpdate starts from the last write of the object
 //     when it is among the last 8,192 (recent.go), and checks what
 //     that start decides against the store, as kube-apiserver does with its

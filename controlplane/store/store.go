@@ -142,6 +142,14 @@ type EncodingCreator interface {
 	CreateEncoded(ctx context.Context, obj api.Object, share bool) (api.Object, []byte, error)
 }
 
+// SharingUpdater is GuaranteedUpdate for a caller that drops the object it
+// writes, as the API server's binding does (its answer is a Status): the
+// store hands tryUpdate's result itself to its live watchers instead of a
+// copy of it (Bolt), and nobody may change it once tryUpdate returned it.
+type SharingUpdater interface {
+	GuaranteedUpdateShared(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) error
+}
+
 // Event is one change seen by a watch.
 type Event struct {
 	// Type: Added, Modified or Deleted.
