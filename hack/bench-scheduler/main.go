@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"runtime/trace"
 	"strings"
@@ -78,6 +79,12 @@ type result struct {
 	// store, API and the creators) during the measured part, a pod bound:
 	// what a pod costs. Times PodsPerSec it is the cores the run kept busy.
 	CPUMsPerPod float64 `json:"cpu_ms_per_pod"`
+	// AllocKiBPerPod is what the process allocated on its heap during the
+	// measured part, a pod bound, and GCs its collections then: steadier
+	// from run to run than the rate or the CPU on a busy machine, so a
+	// change of a few per cent in what a pod costs shows here first.
+	AllocKiBPerPod float64 `json:"alloc_kib_per_pod"`
+	GCs            float64 `json:"gcs"`
 }
 
 func main() {
@@ -219,6 +226,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	heap0 := readHeapMetrics()
 	start := time.Now()
 	if err := createPods(ctx, c, *variant, *pods, *creators); err != nil {
 		return err
@@ -232,6 +240,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	heap1 := readHeapMetrics()
 	stopMeasured()
 	end := time.Unix(0, bw.lastBind.Load())
 	if res.TimedOut {
@@ -244,7 +253,9 @@ func run() error {
 	res.PodsPerSec = float64(bw.bound.Load()) / res.Seconds
 	if n := bw.bound.Load(); n > 0 {
 		res.CPUMsPerPod = float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(n)
+		res.AllocKiBPerPod = float64(heap1.allocs-heap0.allocs) / 1024 / float64(n)
 	}
+	res.GCs = float64(heap1.gcs - heap0.gcs)
 	if res.TimedOut {
 		res.Measured = int(bw.bound.Load())
 	}
@@ -260,6 +271,16 @@ func cpuTime() (time.Duration, error) {
 		return 0, fmt.Errorf("getrusage: %w", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// heapMetrics are the runtime's counts of bytes allocated on the heap and
+// of collections, so far.
+type heapMetrics struct{ allocs, gcs uint64 }
+
+func readHeapMetrics() heapMetrics {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return heapMetrics{allocs: s[0].Value.Uint64(), gcs: s[1].Value.Uint64()}
 }
 
 // measureAfter fills in the memory, store size, unscheduled pods and

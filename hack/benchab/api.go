@@ -393,6 +393,8 @@ func schedVariant(variant string) func(o *options, b build, profile string) (fig
 			RSS      float64 `json:"rss_mib"`
 			Peak     float64 `json:"peak_rss_mib"`
 			CPU      float64 `json:"cpu_ms_per_pod"`
+			Alloc    float64 `json:"alloc_kib_per_pod"`
+			GCs      float64 `json:"gcs"`
 			TimedOut bool    `json:"timed_out"`
 		}
 		if err := jsonLine(cmd, &r); err != nil {
@@ -401,7 +403,8 @@ func schedVariant(variant string) func(o *options, b build, profile string) (fig
 		if r.TimedOut {
 			return nil, fmt.Errorf("bench-scheduler timed out after %s", o.timeout)
 		}
-		return figures{"pods_per_s": r.PodsPerS, "peak_rss_mib": r.Peak, "cpu_ms_per_pod": r.CPU}, nil
+		return figures{"pods_per_s": r.PodsPerS, "peak_rss_mib": r.Peak, "cpu_ms_per_pod": r.CPU,
+			"alloc_kib_per_pod": r.Alloc, "sched_gcs": r.GCs}, nil
 	}
 }
 

@@ -19,7 +19,7 @@ var figureOrder = []string{
 	"creates_per_s", "p50_ms", "p99_ms", "first_p50_ms", "p99_after_first_ms",
 	"server_cpu_us", "client_cpu_us", "server_gcs", "server_live_mib",
 	"writes_per_s", "write_p99_ms", "single_writes_per_s",
-	"pods_per_s", "cpu_ms_per_pod", "rss_mib", "peak_rss_mib",
+	"pods_per_s", "cpu_ms_per_pod", "alloc_kib_per_pod", "sched_gcs", "rss_mib", "peak_rss_mib",
 	"plateau_mib", "plateau_anon_mib", "plateau_file_mib", "heap_inuse_mib", "next_gc_mib",
 	"creating_peak_mib", "peak_mib", "ready_s", "delete_s", "store_watchers", "api_watchers",
 }
@@ -39,6 +39,8 @@ var figureInfos = map[string]figureInfo{
 	"single_writes_per_s": {label: "writes/s (one writer)"},
 	"pods_per_s":          {label: "pods/s"},
 	"cpu_ms_per_pod":      {label: "CPU ms a pod (the whole process, user + system)", lowerBetter: true},
+	"alloc_kib_per_pod":   {label: "KiB allocated a pod (the whole process)", lowerBetter: true},
+	"sched_gcs":           {label: "collections during the run", lowerBetter: true},
 	"rss_mib":             {label: "RSS MiB (process at the end)", lowerBetter: true},
 	"peak_rss_mib":        {label: "peak RSS MiB", lowerBetter: true},
 	"plateau_mib":         {label: "server RSS MiB, plateau", lowerBetter: true},
