@@ -151,6 +151,13 @@ func (r *Resource) IsZero() bool {
 func PodRequests(pod *api.Pod) (req, nonZero Resource) {
 	for i := range pod.Spec.Containers {
 		c, nz := containerRequests(&pod.Spec.Containers[i])
+		if i == 0 {
+			// The first container's sums are the pod's so far: taken as
+			// they are, its Scalar map too (containerRequests' own), not
+			// added into a new one.
+			req, nonZero = c, nz
+			continue
+		}
 		req.Add(c)
 		nonZero.Add(nz)
 	}

@@ -152,6 +152,20 @@ func TestPodRequests(t *testing.T) {
 	}
 }
 
+// A pod of one container: its sums are the container's, in a map of its
+// own for each call.
+func TestPodRequestsOneContainer(t *testing.T) {
+	p := testPod("p", limits("cpu", "1", api.ResourceNvidiaGPU, "2"))
+	req, nz := framework.PodRequests(p)
+	if req.MilliCPU != 1000 || req.Scalar[api.ResourceNvidiaGPU] != 2 || nz.MilliCPU != 1000 || nz.Memory != framework.DefaultMemoryRequest {
+		t.Fatalf("requests = %+v, nonZero = %+v: want cpu 1000m and 2 GPUs (limits), nonZero memory the default", req, nz)
+	}
+	req.Scalar[api.ResourceNvidiaGPU] = 7
+	if again, _ := framework.PodRequests(p); again.Scalar[api.ResourceNvidiaGPU] != 2 {
+		t.Fatalf("a second call's GPUs = %d: the two calls share a map", again.Scalar[api.ResourceNvidiaGPU])
+	}
+}
+
 func TestNodeResourcesFitScore(t *testing.T) {
 	alloc := rl("cpu", "10", "memory", "10Gi", api.ResourceNvidiaGPU, "8")
 	empty := nodeInfo(testNode("empty", alloc))
