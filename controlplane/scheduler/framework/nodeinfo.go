@@ -309,6 +309,8 @@ type NodeInfo struct {
 	// Pods on the node, bound or assumed.
 	Pods []*PodInfo
 	// Allocatable is what pods may use (the node's status.allocatable).
+	// SetNode replaces it whole and nothing changes it in place, so clones
+	// share its Scalar map: read it, never write it.
 	Allocatable Resource
 	// Requested sums the pods' requests.
 	Requested Resource
@@ -387,12 +389,13 @@ func (n *NodeInfo) SetNode(node *api.Node) {
 }
 
 // Clone returns a copy that can be changed without touching n. PodInfos
-// are shared: they are never changed.
+// are shared: they are never changed; so is Allocatable's Scalar map (a
+// pod's add or removal changes only the sums of requests).
 func (n *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{
 		Node:             n.Node,
 		Pods:             slices.Clone(n.Pods),
-		Allocatable:      n.Allocatable.Clone(),
+		Allocatable:      n.Allocatable,
 		Requested:        n.Requested.Clone(),
 		NonZeroRequested: n.NonZeroRequested.Clone(),
 

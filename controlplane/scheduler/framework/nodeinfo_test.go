@@ -102,3 +102,28 @@ func TestNodeInfoGPUFieldsFollowMaps(t *testing.T) {
 		}
 	}
 }
+
+// A clone and its original change apart: pods added to one are not in the
+// other's sums, and a node replaced in one leaves the other's allocatable
+// (whose map the two share until then) as it was.
+func TestNodeInfoCloneIndependent(t *testing.T) {
+	node := func(gpus string) *api.Node {
+		return &api.Node{ObjectMeta: api.ObjectMeta{Name: "n"},
+			Status: api.NodeStatus{Allocatable: api.ResourceList{api.ResourceNvidiaGPU: resource.MustParse(gpus)}}}
+	}
+	n := &NodeInfo{}
+	n.SetNode(node("8"))
+	n.AddPod(gpuPod("a", "2"))
+	c := n.Clone()
+	c.AddPod(gpuPod("b", "1"))
+	n.SetNode(node("4"))
+	if got := c.Allocatable.Scalar[api.ResourceNvidiaGPU]; got != 8 {
+		t.Errorf("the clone's allocatable GPUs = %d after the original's node changed, want 8", got)
+	}
+	if got := n.Allocatable.Scalar[api.ResourceNvidiaGPU]; got != 4 {
+		t.Errorf("the original's allocatable GPUs = %d, want 4", got)
+	}
+	if n, c := n.Requested.Scalar[api.ResourceNvidiaGPU], c.Requested.Scalar[api.ResourceNvidiaGPU]; n != 2 || c != 3 {
+		t.Errorf("requested GPUs: original %d, clone %d; want 2 and 3", n, c)
+	}
+}
