@@ -103,7 +103,7 @@ func run() error {
 		creators  = flag.Int("creators", 16, "concurrent pod creators")
 		timeout   = flag.Duration("timeout", 5*time.Minute, "give up after")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the measured part here")
-		memProf   = flag.String("memprofile", "", "write an allocation profile (allocs) of the run here")
+		memProf   = flag.String("memprofile", "", "write an allocation profile (allocs) here at the end of the measured part, and one at its start to the same name with -start before .pprof (go tool pprof -base START END: the measured part's allocations)")
 		blockProf = flag.String("blockprofile", "", "write a block profile (blocking on channels, locks, select) of the run here")
 		mutexProf = flag.String("mutexprofile", "", "write a mutex contention profile of the run here")
 		traceOut  = flag.String("trace", "", "write a runtime execution trace of the measured part here (go tool trace)")
@@ -131,9 +131,6 @@ func run() error {
 	if *mutexProf != "" {
 		runtime.SetMutexProfileFraction(10)
 		defer writeProfile("mutex", *mutexProf)
-	}
-	if *memProf != "" {
-		defer writeProfile("allocs", *memProf)
 	}
 
 	dir, err := os.MkdirTemp("", "skiff-bench-")
@@ -226,6 +223,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *memProf != "" {
+		runtime.GC() // the profile is as of the last collection
+		writeProfile("allocs", strings.TrimSuffix(*memProf, ".pprof")+"-start.pprof")
+	}
 	heap0 := readHeapMetrics()
 	start := time.Now()
 	if err := createPods(ctx, c, *variant, *pods, *creators); err != nil {
@@ -242,6 +243,10 @@ func run() error {
 	}
 	heap1 := readHeapMetrics()
 	stopMeasured()
+	if *memProf != "" {
+		runtime.GC()
+		writeProfile("allocs", *memProf)
+	}
 	end := time.Unix(0, bw.lastBind.Load())
 	if res.TimedOut {
 		end = time.Now()
