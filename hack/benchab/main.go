@@ -123,7 +123,7 @@ func run() error {
 		o       options
 	)
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds (each runs every benchmark on A and on B, alternating which goes first)")
-	flag.StringVar(&o.profileDir, "profile", "", "after the measured rounds, one more run of each benchmark per build with CPU, allocation, block and mutex profiles written here (the API benchmarks also write allocs-start.pprof, the allocations before the load: go tool pprof -base it; the memory benchmark: heap and CPU, where the build serves pprof)")
+	flag.StringVar(&o.profileDir, "profile", "", "after the measured rounds, one more run of each benchmark per build with CPU, allocation, block and mutex profiles written here (the API and scheduler benchmarks also write allocs-start.pprof, the allocations before the load: go tool pprof -base it; the memory benchmark: heap and CPU, where the build serves pprof)")
 	flag.BoolVar(&o.execTrace, "exec-trace", false, "with -profile: the API and scheduler benchmarks' profiled runs also write a runtime execution trace, PREFIXtrace.out (go tool trace)")
 	flag.IntVar(&o.apiClients, "api-clients", 50, "API benchmark: concurrent clients, each its own connection")
 	flag.IntVar(&o.apiPerClient, "api-per-client", 40, "API benchmark: pod creates per client")
