@@ -2,7 +2,9 @@
 # Scheduler throughput, as the issue's Measure section asks (Kubernetes
 # scheduler_perf shapes): the real control plane in process, simulated
 # nodes, pods created through the in-process client, binds committed to
-# the store. Prints a table; results go to docs/performance.md by hand.
+# the store. Prints a table (CPU/POD: the process's CPU a pod bound;
+# KiB/POD: the heap it allocated a pod); results go to docs/performance.md
+# by hand.
 #
 #   hack/bench-scheduler.sh                 # 5000 nodes, 10000 pods, fsync on
 #   NODES=500 PODS=1000 hack/bench-scheduler.sh
@@ -22,7 +24,7 @@ trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -tags benchdra -o "$bin" ./hack/bench-scheduler
 
 anchor() { [[ $1 == unschedulable ]] && echo 600 || echo 680; }
-printf '%-14s %6s %6s %5s %5s %9s %8s %9s %7s %8s\n' VARIANT NODES PODS FSYNC PROCS "REGISTER" "PODS/S" "vs ANCHOR" "RSS" "PEAK"
+printf '%-14s %6s %6s %5s %5s %9s %8s %9s %8s %8s %7s %8s\n' VARIANT NODES PODS FSYNC PROCS "REGISTER" "PODS/S" "vs ANCHOR" "CPU/POD" "KiB/POD" "RSS" "PEAK"
 for v in $VARIANTS; do
 	out=$("$bin" -variant "$v" -nodes "$NODES" -pods "$PODS" $sync_flag)
 	python3 - "$v" "$(anchor "$v")" "$out" <<'PY'
@@ -31,6 +33,7 @@ v, anchor, r = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
 note = " (timed out)" if r.get("timed_out") else ""
 print(f'{v:<14} {r["nodes"]:>6} {r["pods"]:>6} {"off" if r["nosync"] else "on":>5} {r["gomaxprocs"]:>5} '
       f'{r["register_s"]:>8.1f}s {r["pods_per_s"]:>8.0f} {r["pods_per_s"]/anchor:>8.2f}x '
+      f'{r["cpu_ms_per_pod"]:>6.2f}ms {r["alloc_kib_per_pod"]:>8.1f} '
       f'{r["rss_mib"]:>5.0f}MiB {r["peak_rss_mib"]:>5.0f}MiB{note}')
 PY
 done
