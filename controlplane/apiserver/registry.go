@@ -367,7 +367,14 @@ func (r *Registry) update(ctx context.Context, k *api.Kind, in api.Object, statu
 	quotaDone := func(context.Context, bool) {} // the last attempt's quota charge
 	// A status update's status: obj's on the first try, then a fresh copy of in's.
 	statusFrom := obj
-	out, err := r.store.GuaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
+	guaranteedUpdate := r.store.GuaranteedUpdate
+	if ro, ok := r.store.(store.ReadOnlyUpdater); ok && status && k == podKind {
+		// A pod's status write only reads cur (a copy of it becomes next;
+		// validateUpdate checks a pod's name, namespace and uid alone on a
+		// status write): the store need not copy it first.
+		guaranteedUpdate = ro.GuaranteedUpdateReadOnly
+	}
+	out, err := guaranteedUpdate(ctx, k, m.Namespace, m.Name, func(cur api.Object) (api.Object, error) {
 		cm := cur.GetObjectMeta()
 		if err := strategy.CheckPrecondition(k, cur, m.UID, m.ResourceVersion); err != nil {
 			return nil, err

@@ -632,23 +632,32 @@ func (b *Bolt) WaitForRevision(ctx context.Context, rev int64) error {
 // nothing, is taken only once the store's object gives it, as
 // kube-apiserver does with its watch cache's object.
 func (b *Bolt) GuaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
-	return b.guaranteedUpdate(ctx, kind, namespace, name, tryUpdate, false)
+	return b.guaranteedUpdate(ctx, kind, namespace, name, tryUpdate, false, false)
+}
+
+// GuaranteedUpdateReadOnly is GuaranteedUpdate for a tryUpdate that only
+// reads cur and returns an object of its own (store.ReadOnlyUpdater): cur
+// may be the object the live watchers share, not a copy of it.
+func (b *Bolt) GuaranteedUpdateReadOnly(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error) {
+	return b.guaranteedUpdate(ctx, kind, namespace, name, tryUpdate, false, true)
 }
 
 // GuaranteedUpdateShared is GuaranteedUpdate for a caller that does not
 // keep what it writes (store.SharingUpdater): the live watchers get
 // tryUpdate's result itself, not a copy of it.
 func (b *Bolt) GuaranteedUpdateShared(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) error {
-	_, err := b.guaranteedUpdate(ctx, kind, namespace, name, tryUpdate, true)
+	_, err := b.guaranteedUpdate(ctx, kind, namespace, name, tryUpdate, true, false)
 	return err
 }
 
 // guaranteedUpdate is GuaranteedUpdate; share: the caller drops the
-// result, which the live watchers then share (updateOwned).
-func (b *Bolt) guaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error), share bool) (api.Object, error) {
+// result, which the live watchers then share (updateOwned); readOnly:
+// tryUpdate gets the recent write itself, not a copy, and does not change
+// it (GuaranteedUpdateReadOnly).
+func (b *Bolt) guaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error), share, readOnly bool) (api.Object, error) {
 	fresh := false // whether the next try reads the store
 	for {
-		cur, mayBe, err := b.startOf(ctx, kind, namespace, name, !fresh)
+		cur, mayBe, err := b.startOf(ctx, kind, namespace, name, !fresh, readOnly)
 		if err != nil {
 			return nil, err
 		}
@@ -663,6 +672,9 @@ func (b *Bolt) guaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		}
 		rv := cur.GetObjectMeta().ResourceVersion
 		next, err := tryUpdate(cur)
+		if err == nil && readOnly && next == cur {
+			next = api.Clone(cur) // set below, and maybe the caller's: never the shared one
+		}
 		if err == nil {
 			err = CheckTryUpdate(kind, namespace, name, next)
 		}
@@ -695,16 +707,17 @@ func (b *Bolt) guaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 }
 
 // startOf returns, when useRecent and recent (recent.go) holds the
-// object's last write, a private copy of it and recentWrites.get's check
-// of its JSON; a nil object when the caller must read the store.
-func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name string, useRecent bool) (api.Object, func([]byte) bool, error) {
+// object's last write, a private copy of it (shared: the object itself,
+// read-only) and recentWrites.get's check of its JSON; a nil object when
+// the caller must read the store.
+func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name string, useRecent, shared bool) (api.Object, func([]byte) bool, error) {
 	if !useRecent {
 		return nil, nil, nil
 	}
 	if err := b.checkRead(ctx); err != nil {
 		return nil, nil, err
 	}
-	obj, mayBe, ok := b.recent.get(bucketKey(kind.GroupResource(), api.Key(namespace, name)))
+	obj, mayBe, ok := b.recent.getShared(bucketKey(kind.GroupResource(), api.Key(namespace, name)), shared)
 	if !ok {
 		return nil, nil, nil
 	}

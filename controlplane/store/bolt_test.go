@@ -589,6 +589,71 @@ func TestGuaranteedUpdateShared(t *testing.T) {
 	}
 }
 
+// GuaranteedUpdateReadOnly (store.ReadOnlyUpdater, the API server's pod
+// status write) gives tryUpdate the object the live watchers got from the
+// last write, not a copy; what it writes is what tryUpdate returns, and a
+// tryUpdate that returns cur itself (nothing to change) gets a copy back,
+// never the shared object.
+func TestGuaranteedUpdateReadOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, _ := openStore(t, testOptions())
+	var _ store.ReadOnlyUpdater = s
+	podKind := api.MustKindOf(&api.Pod{})
+	ch, err := s.Watch(ctx, podKind, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.MustCreate(t, s, benchPod(t, "web"))
+	next := func() api.Object {
+		t.Helper()
+		select {
+		case ev := <-ch:
+			return ev.Object
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event")
+			return nil
+		}
+	}
+	live := next()
+	var got api.Object
+	out, err := s.GuaranteedUpdateReadOnly(ctx, podKind, "default", "web", func(cur api.Object) (api.Object, error) {
+		got = cur
+		p := api.Clone(cur).(*api.Pod)
+		p.Status.Phase = api.PodRunning
+		return p, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != live {
+		t.Fatal("tryUpdate got a copy of the last write, not the watchers' object")
+	}
+	if live.(*api.Pod).Status.Phase == api.PodRunning {
+		t.Fatal("the watchers' object of the last write changed")
+	}
+	stored, err := s.Get(ctx, podKind, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, stored) || stored.(*api.Pod).Status.Phase != api.PodRunning {
+		t.Fatalf("wrote\n%+v\nstored\n%+v", out, stored)
+	}
+	live = next()
+	// A watcher reads its object while the no-op update runs: the store
+	// must not write the shared object either (go test -race sees it).
+	read := make(chan string)
+	go func() { read <- live.GetTypeMeta().Kind + live.GetObjectMeta().ResourceVersion }()
+	same, err := s.GuaranteedUpdateReadOnly(ctx, podKind, "default", "web", func(cur api.Object) (api.Object, error) { return cur, nil })
+	<-read
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same == live || !reflect.DeepEqual(same, live) {
+		t.Fatalf("a tryUpdate that returned cur got back the shared object (%v) or another one (%v)", same == live, !reflect.DeepEqual(same, live))
+	}
+}
+
 // ListFiltered hands keep the JSON of every object List would list,
 // decompressed, and decodes those keep takes: the same objects as List's,
 // in the same order.

@@ -101,10 +101,19 @@ func (r *recentWrites) entry(key string) (recentEntry, maphash.Seed, bool) {
 // get returns a private copy of key's last committed object, and a check
 // of whether some JSON may be that object's: false only when it is not.
 func (r *recentWrites) get(key string) (api.Object, func(enc []byte) bool, bool) {
+	return r.getShared(key, false)
+}
+
+// getShared is get; shared: the object itself, read-only (the live
+// watchers may hold it), not a copy.
+func (r *recentWrites) getShared(key string, shared bool) (api.Object, func(enc []byte) bool, bool) {
 	e, seed, ok := r.entry(key)
 	if !ok {
 		return nil, nil, false
 	}
 	mayBe := func(enc []byte) bool { return len(enc) == e.rawLen && maphash.Bytes(seed, enc) == e.rawHash }
+	if shared {
+		return e.obj, mayBe, true
+	}
 	return api.Clone(e.obj), mayBe, true
 }

@@ -150,6 +150,15 @@ type SharingUpdater interface {
 	GuaranteedUpdateShared(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) error
 }
 
+// ReadOnlyUpdater is GuaranteedUpdate for a tryUpdate that only reads cur
+// and returns an object of its own, as the API server's pod status write
+// does (it copies cur and sets the status): cur may then be the object
+// the store's live watchers share instead of a private copy of it (Bolt).
+// tryUpdate must not change cur.
+type ReadOnlyUpdater interface {
+	GuaranteedUpdateReadOnly(ctx context.Context, kind *api.Kind, namespace, name string, tryUpdate func(cur api.Object) (api.Object, error)) (api.Object, error)
+}
+
 // Event is one change seen by a watch.
 type Event struct {
 	// Type: Added, Modified or Deleted.
