@@ -332,7 +332,7 @@ func apply(tx *bolt.Tx, o *op, rev int64, packer *valuePacker) (hubEvent, error)
 		if cur == nil {
 			return hubEvent{}, api.NewNotFound(o.kind, o.name)
 		}
-		curJSON, _, err := unpackValue(cur)
+		curJSON, err := packer.unpack(cur)
 		var old storedMeta
 		if err == nil {
 			old, err = readStoredMeta(curJSON)

@@ -67,8 +67,9 @@ var dict1 = sync.OnceValue(func() *s2.Dict {
 	return d
 })
 
-// valuePacker packs values (pack): the committer's, one goroutine's.
-// buf is its scratch space for the compressor. chunk is where the values
+// valuePacker packs values (pack) and reads the stored ones it replaces
+// (unpack): the committer's, one goroutine's. buf is its scratch space for
+// the compressor, unpacked for the decompressor. chunk is where the values
 // it returns are cut from, one after another: the watch history keeps the
 // last HistorySize of them (10,000 by default, about 3 MB), and each
 // allocated on its own they lay scattered among a burst's garbage, keeping
@@ -78,8 +79,22 @@ var dict1 = sync.OnceValue(func() *s2.Dict {
 // value. A value is never written again once cut: a chunk is only ever
 // appended to.
 type valuePacker struct {
-	buf   []byte
-	chunk []byte
+	buf      []byte
+	unpacked []byte
+	chunk    []byte
+}
+
+// unpack is unpackValue for the committer: the JSON of v, decompressed
+// into the packer's scratch space, valid until the next unpack (an
+// update's stored object is read for its metadata alone, which keeps
+// nothing of it: storedMeta's strings are copies). The space kept is at
+// most valueChunk: a larger object is decompressed into its own.
+func (p *valuePacker) unpack(v []byte) ([]byte, error) {
+	raw, err := unpackValueTo(p.unpacked[:0], v)
+	if err == nil && compressed(v) && cap(raw) > cap(p.unpacked) && cap(raw) <= valueChunk {
+		p.unpacked = raw
+	}
+	return raw, err
 }
 
 // valueChunk is the size of the chunks values are cut from; a value

@@ -65,3 +65,42 @@ func TestValuePackerChunks(t *testing.T) {
 		t.Fatal("a value cut earlier changed when the chunk filled")
 	}
 }
+
+// The committer reads an updated object's stored value into the packer's
+// scratch space: the same bytes as unpackValue, with no allocation once
+// the space is as large as the values; JSON stored as it is reads as
+// itself; a value larger than a chunk is not kept as the scratch space.
+func TestValuePackerUnpack(t *testing.T) {
+	var p valuePacker
+	pod := func(note string) []byte {
+		return []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"lab-1","namespace":"student-07","annotations":{"note":"` + note + `"}}}`)
+	}
+	small, large := pod("a lab room"), pod(string(bytes.Repeat([]byte("lab room "), valueChunk/4)))
+	var stored [][]byte
+	for _, raw := range [][]byte{small, large} {
+		v, _ := p.pack(raw)
+		if !compressed(v) {
+			t.Fatalf("a pod of %d bytes was stored uncompressed", len(raw))
+		}
+		stored = append(stored, bytes.Clone(v))
+	}
+	for i, v := range stored {
+		raw, err := p.unpack(v)
+		if want := [][]byte{small, large}[i]; err != nil || !bytes.Equal(raw, want) {
+			t.Fatalf("value %d unpacks to %d bytes, %v; want its %d of JSON", i, len(raw), err, len(want))
+		}
+	}
+	if cap(p.unpacked) > valueChunk {
+		t.Fatalf("the scratch space kept %d bytes, more than a chunk", cap(p.unpacked))
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if raw, err := p.unpack(stored[0]); err != nil || !bytes.Equal(raw, small) {
+			t.Fatalf("unpack again: %v", err)
+		}
+	}); n != 0 {
+		t.Errorf("unpacking a small value again allocated %v times; want 0", n)
+	}
+	if raw, err := p.unpack(small); err != nil || &raw[0] != &small[0] {
+		t.Errorf("JSON stored as it is: %v, or not returned as itself", err)
+	}
+}
