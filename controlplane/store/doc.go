@@ -37,7 +37,8 @@
 //     sends as a create's response. GuaranteedUpdate writes tryUpdate's
 //     result itself, and the committer stores the JSON GuaranteedUpdate
 //     encoded for its no-op check, with the new revision spliced in
-//     (storedmeta.go: the committer reads only the metadata it checks).
+//     (storedmeta.go: the committer reads only the metadata it checks, from
+//     the stored value decompressed into its own scratch space).
 //   - A write can depend on one still queued (store.Chainer, queued.go):
 //     UpdateQueued returns once the update is queued, and CreateEncodedAfter
 //     is applied only if the writes it depends on were, else fails with
@@ -48,10 +49,12 @@
 //     itself when the writer only reads it after (CreateEncoded's share:
 //     the API server's create handler) or drops it (GuaranteedUpdateShared,
 //     store.SharingUpdater: its binding); a replay decodes the history's
-//     JSON. GuaranteedUpdate starts from the last write of the object
-//     when it is among the last 8,192 (recent.go), and checks what
+//     JSON. GuaranteedUpdate starts from a copy of the last write of the
+//     object when it is among the last 8,192 (recent.go), and checks what
 //     that start decides against the store, as kube-apiserver does with its
-//     watch cache. GetMeta answers from that last write too: the committer
+//     watch cache; GuaranteedUpdateReadOnly (store.ReadOnlyUpdater: the API
+//     server's pod status write) starts from that write itself, which the
+//     live watchers share, for a tryUpdate that only reads it. GetMeta answers from that last write too: the committer
 //     puts every committed write in and takes deletes out, so it is the
 //     stored object.
 //
