@@ -672,8 +672,8 @@ func (b *Bolt) guaranteedUpdate(ctx context.Context, kind *api.Kind, namespace, 
 		}
 		rv := cur.GetObjectMeta().ResourceVersion
 		next, err := tryUpdate(cur)
-		if err == nil && readOnly && next == cur {
-			next = api.Clone(cur) // set below, and maybe the caller's: never the shared one
+		if err == nil && readOnly && !current && next == cur {
+			next = api.Clone(cur) // set below, and maybe the caller's: never the shared recent write
 		}
 		if err == nil {
 			err = CheckTryUpdate(kind, namespace, name, next)
@@ -717,7 +717,7 @@ func (b *Bolt) startOf(ctx context.Context, kind *api.Kind, namespace, name stri
 	if err := b.checkRead(ctx); err != nil {
 		return nil, nil, err
 	}
-	obj, mayBe, ok := b.recent.getShared(bucketKey(kind.GroupResource(), api.Key(namespace, name)), shared)
+	obj, mayBe, ok := b.recent.get(bucketKey(kind.GroupResource(), api.Key(namespace, name)), shared)
 	if !ok {
 		return nil, nil, nil
 	}

@@ -98,15 +98,10 @@ func (r *recentWrites) entry(key string) (recentEntry, maphash.Seed, bool) {
 	return e, r.seed, ok
 }
 
-// get returns a private copy of key's last committed object, and a check
+// get returns a private copy of key's last committed object (shared: the
+// object itself, read-only, which the live watchers may hold), and a check
 // of whether some JSON may be that object's: false only when it is not.
-func (r *recentWrites) get(key string) (api.Object, func(enc []byte) bool, bool) {
-	return r.getShared(key, false)
-}
-
-// getShared is get; shared: the object itself, read-only (the live
-// watchers may hold it), not a copy.
-func (r *recentWrites) getShared(key string, shared bool) (api.Object, func(enc []byte) bool, bool) {
+func (r *recentWrites) get(key string, shared bool) (api.Object, func(enc []byte) bool, bool) {
 	e, seed, ok := r.entry(key)
 	if !ok {
 		return nil, nil, false

@@ -196,11 +196,11 @@ func TestRecentWritesBounded(t *testing.T) {
 		t.Fatalf("%d entries after %d creates, want %d", got, n, recentMax)
 	}
 	for _, i := range []int{0, 99} {
-		if _, _, ok := s.recent.get(bucketKey(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", i))); ok {
+		if _, _, ok := s.recent.get(bucketKey(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", i)), false); ok {
 			t.Errorf("p-%05d, among the oldest, is still kept", i)
 		}
 	}
-	if _, _, ok := s.recent.get(bucketKey(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", n-1))); !ok {
+	if _, _, ok := s.recent.get(bucketKey(podKindForRecent.GroupResource(), fmt.Sprintf("default/p-%05d", n-1)), false); !ok {
 		t.Error("the newest write is not kept")
 	}
 }
