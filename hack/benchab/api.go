@@ -252,6 +252,10 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 	if err != nil {
 		return nil, err
 	}
+	alloc0, err := t.count("heap-allocs")
+	if err != nil {
+		return nil, err
+	}
 	cpu0, err := loadCPU(t.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
@@ -278,6 +282,10 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 		return nil, err
 	}
 	gc1, err := t.count("gc-count")
+	if err != nil {
+		return nil, err
+	}
+	alloc1, err := t.count("heap-allocs")
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +316,10 @@ func runAPIAs(o *options, b build, profile string, secure bool) (figures, error)
 	if n > 0 {
 		f["server_cpu_us"] = float64((cpu1.server - cpu0.server).Microseconds()) / float64(n)
 		f["client_cpu_us"] = float64((cpu1.client - cpu0.client).Microseconds()) / float64(n)
+		// What a create allocated on the server's heap: whether the load
+		// fits under the collector's goal (internal/gcpace's MaxGoal) or
+		// meets a collection, exact where a profile samples.
+		f["server_alloc_kib"] = (alloc1 - alloc0) / 1024 / float64(n)
 	}
 	// The server's collections during the load, and the heap live after it
 	// (a collection of its own): the collector's marks are where the

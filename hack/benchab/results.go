@@ -17,7 +17,7 @@ type figureInfo struct {
 // figureInfos by figure name, in the order the table prints them.
 var figureOrder = []string{
 	"creates_per_s", "p50_ms", "p99_ms", "first_p50_ms", "p99_after_first_ms",
-	"server_cpu_us", "client_cpu_us", "server_gcs", "server_live_mib",
+	"server_cpu_us", "client_cpu_us", "server_alloc_kib", "server_gcs", "server_live_mib",
 	"writes_per_s", "write_p99_ms", "single_writes_per_s",
 	"pods_per_s", "cpu_ms_per_pod", "alloc_kib_per_pod", "sched_gcs", "rss_mib", "peak_rss_mib",
 	"plateau_mib", "plateau_anon_mib", "plateau_file_mib", "heap_inuse_mib", "next_gc_mib",
@@ -32,6 +32,7 @@ var figureInfos = map[string]figureInfo{
 	"p99_after_first_ms":  {label: "p99 ms of the creates after each client's first", lowerBetter: true},
 	"server_cpu_us":       {label: "server CPU µs a create (user + system)", lowerBetter: true},
 	"client_cpu_us":       {label: "the clients' CPU µs a create (the harness's own)", lowerBetter: true},
+	"server_alloc_kib":    {label: "server KiB allocated a create (its heap, the whole process)", lowerBetter: true},
 	"server_gcs":          {label: "the server's collections during the load", lowerBetter: true},
 	"server_live_mib":     {label: "the server's live heap MiB after the load", lowerBetter: true},
 	"writes_per_s":        {label: "writes/s (concurrent writers)"},

@@ -18,9 +18,10 @@
 // CPU profile (and with trace an execution trace) and samples blocking and
 // lock contention, "profile-stop" writes PREFIXcpu.pprof,
 // PREFIXallocs.pprof, PREFIXblock.pprof, PREFIXmutex.pprof (and
-// PREFIXtrace.out), "gc-count" answers the collections so far, and
-// "live-heap" collects (the allocation profile is then up to date) and
-// answers the live heap in bytes: "ok gc-count N", "ok live-heap N".
+// PREFIXtrace.out), "gc-count" answers the collections so far,
+// "heap-allocs" the bytes allocated on the heap so far, and "live-heap"
+// collects (the allocation profile is then up to date) and answers the
+// live heap in bytes: "ok gc-count N", "ok heap-allocs N", "ok live-heap N".
 package main
 
 import (
@@ -102,9 +103,12 @@ func serve(args []string) error {
 				}
 				prof = nil
 			}
-		case "gc-count", "live-heap":
+		case "gc-count", "heap-allocs", "live-heap":
 			name := "/gc/cycles/total:gc-cycles"
-			if cmd == "live-heap" {
+			switch cmd {
+			case "heap-allocs":
+				name = "/gc/heap/allocs:bytes"
+			case "live-heap":
 				runtime.GC()
 				name = "/gc/heap/live:bytes"
 			}
