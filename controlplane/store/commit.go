@@ -319,7 +319,6 @@ func apply(tx *bolt.Tx, o *op, rev int64, packer *valuePacker) (hubEvent, error)
 	if err != nil {
 		return hubEvent{}, api.NewInternal(fmt.Errorf("bucket %s: %w", bucket, err))
 	}
-	bk.FillPercent = fillPercent
 	key := []byte(api.Key(o.namespace, o.name))
 	cur := bk.Get(key) // valid only in tx: decoded below, never kept
 	ev := hubEvent{bucket: bucket, namespace: o.namespace, rev: rev}
@@ -404,17 +403,5 @@ func apply(tx *bolt.Tx, o *op, rev int64, packer *valuePacker) (hubEvent, error)
 	}
 	return ev, nil
 }
-
-// fillPercent is how full the committer leaves a page that bbolt splits
-// (bbolt's default is half). Names are often written in order (p-0, p-1,
-// …, web-0, web-1, …): the writes that follow a split go to its second
-// half, and the first stays as full as the split left it. At half full, a
-// stored pod's leaf held four pods where it could hold eight (42 % of the
-// leaves' bytes in use after 10,000 creates); at 0.7, 62 %. Fewer leaves
-// make fewer branch entries, and bbolt reads each branch a write passes
-// through, every entry of it, into memory: a create then allocates a
-// quarter less in bbolt (BenchmarkFill). Names in random order (a
-// Deployment's pods) fill the same either way.
-const fillPercent = 0.7
 
 func putRevision(buf []byte, rev int64) { binary.BigEndian.PutUint64(buf, uint64(rev)) }

@@ -14,113 +14,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// layoutBatch is the API benchmark's creates to a transaction.
-const layoutBatch = 25
-
-// layoutWorkload is the API benchmark's pods in the order its 50 clients
-// create them (200 each, client after client in each round): their keys,
-// and their values packed as the committer packs them.
-func layoutWorkload(b *testing.B) (names []string, values [][]byte) {
-	const clients, perClient = 50, 200
-	for j := range perClient {
-		for w := range clients {
-			names = append(names, fmt.Sprintf("default/p-%d-%d", w, j))
-		}
-	}
-	values = make([][]byte, len(names))
-	var packer valuePacker
-	for i, n := range names {
-		p := benchPod()
-		p.Name = n
-		raw, err := json.Marshal(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		stored, _ := packer.pack(raw)
-		values[i] = stored
-	}
-	return names, values
-}
-
-// openLayoutDB opens a bbolt file without fsync for a layout benchmark.
-func openLayoutDB(b *testing.B) *bolt.DB {
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "db"), 0o600, &bolt.Options{
-		NoSync: true, InitialMmapSize: 1 << 30, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return db
-}
-
-// BenchmarkFill is the committer's fillPercent against bbolt's default
-// (half) for the API benchmark's creates, keyed by name as the store keys
-// them: in the benchmark's order (each client's names in order, the
-// clients' interleaved) and in random order. It reports bbolt's time and
-// allocations a create and how full the leaves are at the end.
-// `go test ./controlplane/store -run X -bench Fill -benchtime 3x`.
-func BenchmarkFill(b *testing.B) {
-	names, values := layoutWorkload(b)
-	for _, order := range []string{"in-order", "random"} {
-		idx := make([]int, len(names))
-		for i := range idx {
-			idx[i] = i
-		}
-		if order == "random" {
-			idx = rand.New(rand.NewPCG(1, 2)).Perm(len(names))
-		}
-		for _, fill := range []float64{bolt.DefaultFillPercent, fillPercent} {
-			b.Run(fmt.Sprintf("%s/fill-%.1f", order, fill), func(b *testing.B) {
-				var ms0, ms1 runtime.MemStats
-				var allocated uint64
-				var inUse float64
-				for b.Loop() {
-					b.StopTimer()
-					db := openLayoutDB(b)
-					runtime.ReadMemStats(&ms0)
-					b.StartTimer()
-					for i := 0; i < len(idx); i += layoutBatch {
-						err := db.Update(func(tx *bolt.Tx) error {
-							bk, err := tx.CreateBucketIfNotExists([]byte("pods"))
-							if err != nil {
-								return err
-							}
-							bk.FillPercent = fill
-							for _, k := range idx[i:min(i+layoutBatch, len(idx))] {
-								if err := bk.Put([]byte(names[k]), values[k]); err != nil {
-									return err
-								}
-							}
-							return nil
-						})
-						if err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.StopTimer()
-					runtime.ReadMemStats(&ms1)
-					allocated += ms1.TotalAlloc - ms0.TotalAlloc
-					err := db.View(func(tx *bolt.Tx) error {
-						st := tx.Bucket([]byte("pods")).Stats()
-						inUse = float64(st.LeafInuse) / float64(st.LeafAlloc)
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := db.Close(); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-				}
-				writes := float64(b.N * len(names))
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/writes, "ns/write")
-				b.ReportMetric(float64(allocated)/writes, "B/write")
-				b.ReportMetric(100*inUse, "leaf-use-%")
-			})
-		}
-	}
-}
-
 // BenchmarkLayout is bbolt alone, in the two layouts a store can give it:
 // what the store's write path would gain from keying objects by revision,
 // as etcd does, instead of by "namespace/name" (doc.go). Nothing in the
@@ -145,9 +38,26 @@ func BenchmarkFill(b *testing.B) {
 // No fsync (the CPU and the allocations): `go test ./controlplane/store
 // -run X -bench Layout -benchtime 3x`.
 func BenchmarkLayout(b *testing.B) {
-	names, values := layoutWorkload(b)
+	const clients, perClient, batch = 50, 200, 25
+	var names []string
+	for j := range perClient {
+		for w := range clients {
+			names = append(names, fmt.Sprintf("default/p-%d-%d", w, j))
+		}
+	}
+	values := make([][]byte, len(names))
+	var packer valuePacker
+	for i, n := range names {
+		p := benchPod()
+		p.Name = n
+		raw, err := json.Marshal(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stored, _ := packer.pack(raw)
+		values[i] = stored
+	}
 	order := rand.New(rand.NewPCG(1, 2)).Perm(len(names))
-	const batch = layoutBatch
 	revKey := func(rev uint64) []byte { return binary.BigEndian.AppendUint64(nil, rev) }
 
 	// write runs the writes of one phase (indices into names), batch to a
@@ -205,7 +115,11 @@ func BenchmarkLayout(b *testing.B) {
 				var compact time.Duration
 				for b.Loop() {
 					b.StopTimer()
-					db := openLayoutDB(b)
+					db, err := bolt.Open(filepath.Join(b.TempDir(), "db"), 0o600, &bolt.Options{
+						NoSync: true, InitialMmapSize: 1 << 30, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+					if err != nil {
+						b.Fatal(err)
+					}
 					var rev uint64
 					byRev := map[string]uint64{}
 					var old []uint64
