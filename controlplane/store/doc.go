@@ -54,9 +54,9 @@
 //     that start decides against the store, as kube-apiserver does with its
 //     watch cache; GuaranteedUpdateReadOnly (store.ReadOnlyUpdater: the API
 //     server's pod status write) starts from that write itself, which the
-//     live watchers share, for a tryUpdate that only reads it. GetMeta answers from that last write too: the committer
-//     puts every committed write in and takes deletes out, so it is the
-//     stored object.
+//     live watchers share, for a tryUpdate that only reads it. GetMeta
+//     answers from that last write too: the committer puts every committed
+//     write in and takes deletes out, so it is the stored object.
 //
 // Bolt is the implementation for one machine; Store is the interface the
 // API server uses, and etcdstore implements it on etcd for several. Both
