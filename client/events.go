@@ -54,6 +54,10 @@ type Recorder struct {
 	cacheMu sync.Mutex
 	cache   *eventCache
 
+	// corr combines similar events and drops spam (eventcorrelate.go);
+	// nil: WithoutCorrelation.
+	corr *correlator
+
 	// keyMu and keyCond guard writing: the keys of the events being
 	// written now (Run's writers and Flush), one write per key at a time.
 	keyMu   sync.Mutex
@@ -88,11 +92,15 @@ type eventRequest struct {
 	reason    string
 	message   string
 	at        time.Time
+	// combined: the combined event of similar ones (eventcorrelate.go),
+	// deduplicated without its message, which is the latest one's.
+	combined bool
 }
 
 // NewRecorder returns a recorder whose events name component (and host, the
 // node, when it matters) as their source. log may be nil. Nothing is
-// written until Run or Flush.
+// written until Run or Flush. It combines similar events and drops spam as
+// Kubernetes' controllers and kubelet do (eventcorrelate.go).
 func NewRecorder(c Interface, component, host string, log *slog.Logger) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -104,10 +112,19 @@ func NewRecorder(c Interface, component, host string, log *slog.Logger) *Recorde
 		now:     time.Now,
 		ch:      make(chan *eventRequest, recorderBuffer),
 		cache:   newEventCache(recorderCacheSize),
+		corr:    newCorrelator(),
 		writing: map[eventKey]bool{},
 	}
 	r.cond = sync.NewCond(&r.stateMu)
 	r.keyCond = sync.NewCond(&r.keyMu)
+	return r
+}
+
+// WithoutCorrelation makes r record every event, deduplicated only, as
+// the events.k8s.io library kube-scheduler records through: nothing
+// combined, nothing dropped as spam. Call it before the first event.
+func (r *Recorder) WithoutCorrelation() *Recorder {
+	r.corr = nil
 	return r
 }
 
@@ -126,7 +143,11 @@ func (r *Recorder) Event(ctx context.Context, obj api.Object, eventType, reason,
 	}
 	ref, ns := referenceTo(obj)
 	req := eventRequest{ref: ref, namespace: ns, eventType: eventType, reason: reason, message: message, at: r.now()}
-	r.log.Debug("event", "object", ref.Kind+"/"+api.Key(ref.Namespace, ref.Name), "type", eventType, "reason", reason, "message", message)
+	if r.corr != nil && !r.corr.correlate(r.source.Component, r.source.Host, &req) {
+		r.log.Debug("event dropped as spam", "object", ref.Kind+"/"+api.Key(ref.Namespace, ref.Name), "reason", reason, "message", message)
+		return
+	}
+	r.log.Debug("event", "object", ref.Kind+"/"+api.Key(ref.Namespace, ref.Name), "type", eventType, "reason", reason, "message", req.message)
 
 	r.stateMu.Lock()
 	defer r.stateMu.Unlock()
@@ -352,16 +373,25 @@ type eventKey [2]uint64
 var eventKeySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
 // dedupKey is req's eventKey: its source, involved object (kind,
-// namespace, name, uid, apiVersion), type, reason and message.
+// namespace, name, uid, apiVersion), type, reason and message; a combined
+// event's without the message, as client-go keys it by its group of
+// similar events.
 func (r *Recorder) dedupKey(req eventRequest) eventKey {
+	message := req.message
+	if req.combined {
+		message = combinedPrefix
+	}
 	var k eventKey
 	for i, seed := range eventKeySeeds {
 		var h maphash.Hash
 		h.SetSeed(seed)
 		for _, f := range [...]string{r.source.Component, r.source.Host, req.ref.Kind, req.ref.Namespace, req.ref.Name,
-			req.ref.UID, req.ref.APIVersion, req.eventType, req.reason, req.message} {
+			req.ref.UID, req.ref.APIVersion, req.eventType, req.reason, message} {
 			h.WriteString(f)
 			h.WriteByte(0)
+		}
+		if req.combined {
+			h.WriteByte(1) // not the key of an event whose message is the prefix
 		}
 		k[i] = h.Sum64()
 	}

@@ -173,7 +173,8 @@ func TestRecorderRunAndDrop(t *testing.T) {
 	ctx := t.Context()
 	pod := testPod("default", "web", "", nil)
 	f := fake.New(pod)
-	r := client.NewRecorder(f, "test", "", nil)
+	// Uncorrelated: the spam filter would take all but 25 of them first.
+	r := client.NewRecorder(f, "test", "", nil).WithoutCorrelation()
 
 	// Without Run, the bounded buffer fills and further events are dropped.
 	for range 2000 {

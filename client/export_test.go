@@ -20,3 +20,6 @@ func BackoffFor(l *Loop, key string) time.Duration {
 
 // MustRelist exposes which watch errors make the informer list again.
 var MustRelist = mustRelist
+
+// SetRecorderClock makes r read the time from now.
+func SetRecorderClock(r *Recorder, now func() time.Time) { r.now = now }

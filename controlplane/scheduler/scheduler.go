@@ -130,7 +130,9 @@ func New(c client.Interface, cfg *config.Config, opts Options) (*Scheduler, erro
 		s.workers = DefaultBindWorkers
 	}
 	if s.recorder == nil {
-		s.ownRec = client.NewRecorder(c, SchedulerName, "", s.log)
+		// kube-scheduler records through the events.k8s.io library:
+		// repeats are counted, nothing is combined or dropped.
+		s.ownRec = client.NewRecorder(c, SchedulerName, "", s.log).WithoutCorrelation()
 		s.recorder = s.ownRec
 	}
 	ttl := cmp.Or(opts.AssumedPodTTL, DefaultAssumedPodTTL)
