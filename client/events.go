@@ -28,6 +28,10 @@ import (
 // the Event and bumps that; when the Event is gone (expired, deleted) it
 // creates a new one.
 //
+// Before that, as client-go's EventCorrelator, a recorder combines similar
+// events (the same but for the message) into one and drops spam
+// (eventcorrelate.go), unless it was made WithoutCorrelation.
+//
 // # Never blocking the caller
 //
 // Event and Eventf only put the event in a bounded buffer and return; a full
