@@ -2,8 +2,11 @@ package client
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
+
+	"skiff.dev/skiff/internal/recent"
 )
 
 // # Correlation: similar events combined, spam dropped
@@ -24,9 +27,10 @@ import (
 //     one type) at once; then one more every five minutes (a token bucket
 //     per source and object). The others are dropped.
 //
-// Both remember at most correlateCacheSize keys, as client-go's LRUs. A
-// dropped event is not counted in the Event it repeats (client-go counts
-// it in its cache, and the next write shows it).
+// Both remember about correlateCacheSize keys (internal/recent), as
+// client-go's LRUs of 4,096. A dropped event is not counted in the Event
+// it repeats (client-go counts it in its cache, and the next write shows
+// it).
 //
 // kube-scheduler records through the events.k8s.io library, which does
 // neither: the scheduler's recorder is made WithoutCorrelation.
@@ -41,19 +45,20 @@ const (
 	spamBurst = 25
 	// ... and one more each spamRefill.
 	spamRefill = 300 * time.Second
-	// correlateCacheSize bounds each of the correlator's two maps; a key
-	// pushed out starts afresh, as in client-go's LRUs of 4,096.
+	// correlateCacheSize is a generation of each of the correlator's two
+	// caches; a key pushed out starts afresh.
 	correlateCacheSize = 4096
 )
 
 // combinedPrefix begins a combined event's message.
 const combinedPrefix = "(combined from similar events): "
 
-// correlator is a Recorder's aggregation and spam filter state.
+// correlator is a Recorder's aggregation and spam filter state. Its mutex
+// makes each event's read, change and write of both maps one step.
 type correlator struct {
 	mu        sync.Mutex
-	similar   boundedMap[similarRecord]
-	spam      boundedMap[spamBucket]
+	similar   *recent.Cache[uint64, similarRecord]
+	spam      *recent.Cache[uint64, spamBucket]
 	seedKey   maphash.Seed
 	seedLocal maphash.Seed
 }
@@ -74,8 +79,8 @@ type spamBucket struct {
 
 func newCorrelator() *correlator {
 	return &correlator{
-		similar:   newBoundedMap[similarRecord](correlateCacheSize),
-		spam:      newBoundedMap[spamBucket](correlateCacheSize),
+		similar:   recent.New[uint64, similarRecord](correlateCacheSize),
+		spam:      recent.New[uint64, spamBucket](correlateCacheSize),
 		seedKey:   maphash.MakeSeed(),
 		seedLocal: maphash.MakeSeed(),
 	}
@@ -85,21 +90,16 @@ func newCorrelator() *correlator {
 // recorded as it is, recorded as the combined event of its similar ones
 // (req.message and req.combined set), or dropped (false).
 func (c *correlator) correlate(component, host string, req *eventRequest) bool {
-	key := c.hash(component, host, req, true)
+	spamKey, key := c.keys(component, host, req)
 	local := maphash.String(c.seedLocal, req.message)
-	spamKey := c.hash(component, host, req, false)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rec, _ := c.similar.get(key)
+	rec, _ := c.similar.Get(key)
 	if req.at.Sub(rec.last) > aggregateInterval {
 		rec = similarRecord{}
 	}
-	seen := false
-	for _, m := range rec.messages {
-		seen = seen || m == local
-	}
-	if !seen {
+	if !slices.Contains(rec.messages, local) {
 		rec.messages = append(rec.messages, local)
 	}
 	rec.last = req.at
@@ -110,9 +110,9 @@ func (c *correlator) correlate(component, host string, req *eventRequest) bool {
 		req.message = combinedPrefix + req.message
 		req.combined = true
 	}
-	c.similar.put(key, rec)
+	c.similar.Put(key, rec)
 
-	b, ok := c.spam.get(spamKey)
+	b, ok := c.spam.Get(spamKey)
 	if !ok {
 		b = spamBucket{tokens: spamBurst, at: req.at}
 	}
@@ -124,15 +124,15 @@ func (c *correlator) correlate(component, host string, req *eventRequest) bool {
 	if allow {
 		b.tokens--
 	}
-	c.spam.put(spamKey, b)
+	c.spam.Put(spamKey, b)
 	return allow
 }
 
-// hash is the key of req's group of similar events (similar: source,
-// involved object, type and reason, as client-go's
-// EventAggregatorByReasonFunc) or of its spam bucket (source, involved
-// object and type, as its getSpamKey).
-func (c *correlator) hash(component, host string, req *eventRequest, similar bool) uint64 {
+// keys are req's spam bucket's key (source, involved object and type, as
+// client-go's getSpamKey) and its group of similar events' key (those and
+// the reason, as its EventAggregatorByReasonFunc), from one hash: the
+// group's continues the bucket's.
+func (c *correlator) keys(component, host string, req *eventRequest) (spam, similar uint64) {
 	var h maphash.Hash
 	h.SetSeed(c.seedKey)
 	for _, f := range [...]string{component, host, req.ref.Kind, req.ref.Namespace, req.ref.Name,
@@ -140,40 +140,8 @@ func (c *correlator) hash(component, host string, req *eventRequest, similar boo
 		h.WriteString(f)
 		h.WriteByte(0)
 	}
-	if similar {
-		h.WriteString(req.reason)
-		h.WriteByte(1)
-	}
-	return h.Sum64()
-}
-
-// boundedMap holds at most about size keys: two generations, the older
-// dropped when the newer fills; a key read from the older moves to the
-// newer. It approximates an LRU of size to size*2 keys.
-type boundedMap[V any] struct {
-	size      int
-	cur, prev map[uint64]V
-}
-
-func newBoundedMap[V any](size int) boundedMap[V] {
-	return boundedMap[V]{size: size, cur: map[uint64]V{}}
-}
-
-func (m *boundedMap[V]) get(k uint64) (V, bool) {
-	if v, ok := m.cur[k]; ok {
-		return v, true
-	}
-	v, ok := m.prev[k]
-	if ok {
-		delete(m.prev, k)
-		m.put(k, v)
-	}
-	return v, ok
-}
-
-func (m *boundedMap[V]) put(k uint64, v V) {
-	if _, ok := m.cur[k]; !ok && len(m.cur) >= m.size {
-		m.prev, m.cur = m.cur, make(map[uint64]V, m.size)
-	}
-	m.cur[k] = v
+	spam = h.Sum64()
+	h.WriteString(req.reason)
+	h.WriteByte(1)
+	return spam, h.Sum64()
 }

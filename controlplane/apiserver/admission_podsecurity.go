@@ -22,6 +22,7 @@ import (
 
 	"skiff.dev/skiff/api"
 	"skiff.dev/skiff/api/patch"
+	"skiff.dev/skiff/internal/recent"
 )
 
 // Pod Security admission, as Kubernetes' PodSecurity admission plugin
@@ -141,10 +142,10 @@ type podSecurity struct {
 	// verdicts are the checks' results on recent pods, by the shape of
 	// what the checks read (podSecurityKey) and the level and version: the
 	// pods of one template are converted and checked once.
-	verdicts *recentCache[verdictKey, policy.AggregateCheckResult]
+	verdicts *recent.Cache[verdictKey, policy.AggregateCheckResult]
 }
 
-// podSecurityVerdicts bounds podSecurity.verdicts (recentCache): each
+// podSecurityVerdicts bounds podSecurity.verdicts (recent.Cache): each
 // entry is a digest and a result of a few strings.
 const podSecurityVerdicts = 512
 
@@ -169,7 +170,7 @@ func newPodSecurity(c PodSecurityConfig) (*podSecurity, error) {
 		return nil, fmt.Errorf("pod security checks: %w", err)
 	}
 	return &podSecurity{defaults: defaults, exempt: slices.Clone(c.Exemptions.Namespaces), evaluator: ev,
-		verdicts: newRecentCache[verdictKey, policy.AggregateCheckResult](podSecurityVerdicts)}, nil
+		verdicts: recent.New[verdictKey, policy.AggregateCheckResult](podSecurityVerdicts)}, nil
 }
 
 // SetPodSecurity makes the registry enforce c from now on (Server's New
@@ -241,7 +242,7 @@ func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old a
 	}
 	if keyed {
 		for _, lv := range levels {
-			if res, ok := ps.verdicts.get(verdictKey{podKey, lv}); ok {
+			if res, ok := ps.verdicts.Get(verdictKey{podKey, lv}); ok {
 				results[lv], remembered[lv] = res, true
 			}
 		}
@@ -262,7 +263,7 @@ func (r *Registry) admitPodSecurity(ctx context.Context, k *api.Kind, obj, old a
 	if keyed {
 		for lv, res := range results {
 			if !remembered[lv] {
-				ps.verdicts.put(verdictKey{podKey, lv}, res)
+				ps.verdicts.Put(verdictKey{podKey, lv}, res)
 			}
 		}
 	}

@@ -746,8 +746,8 @@ func TestPodSecuritySpecGivesTheFullSpecsResults(t *testing.T) {
 func TestPodSecurityVerdictsRemembered(t *testing.T) {
 	e, ctx := psEnv(t)
 	ps := e.reg.podSecurity.Load()
-	ps.verdicts.reset()
-	entries := func() int { return len(ps.verdicts.cur) + len(ps.verdicts.prev) }
+	ps.verdicts.Reset()
+	entries := ps.verdicts.Len
 	create := func(name string) ([]string, error) {
 		wctx, rec := withRecorder(ctx)
 		_, err := e.reg.Create(wctx, podKind, hostNetworkPod("students", name))

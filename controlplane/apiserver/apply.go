@@ -181,13 +181,13 @@ func (r *Registry) trackFields(ctx context.Context, k *api.Kind, cur, next api.O
 	}
 	key, plain := createFieldsKey(k, manager, next) // createfields.go
 	if plain {
-		if entries, ok := createFields.get(key); ok {
+		if entries, ok := createFields.Get(key); ok {
 			next.GetObjectMeta().ManagedFields = withTimeNow(entries)
 			return
 		}
 	}
 	if r.updateFields(fm, k, manager, nil, next) && plain {
-		createFields.put(key, withTimeNow(next.GetObjectMeta().ManagedFields))
+		createFields.Put(key, withTimeNow(next.GetObjectMeta().ManagedFields))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"skiff.dev/skiff/api"
+	"skiff.dev/skiff/internal/recent"
 )
 
 // # managedFields of a create, remembered by the object's shape
@@ -39,7 +40,7 @@ import (
 const createFieldsGeneration = 256
 
 // createFields is the process's cache of create entries.
-var createFields = newRecentCache[shapeKey, []api.ManagedFieldsEntry](createFieldsGeneration)
+var createFields = recent.New[shapeKey, []api.ManagedFieldsEntry](createFieldsGeneration)
 
 // createFieldsPlaceholder stands for a server-owned metadata value in a key.
 const createFieldsPlaceholder = "\x00"

@@ -17,13 +17,6 @@ import (
 	"skiff.dev/skiff/api/randobj"
 )
 
-// reset empties the cache.
-func (c *recentCache[K, V]) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cur, c.prev = nil, nil
-}
-
 // createFiller fills objects at random, as api's tests do (deepcopy_test.go):
 // times, raw JSON, quantities and int-or-strings valid, everything else
 // random, empty and missing parts included.
@@ -148,7 +141,7 @@ func TestCreateFieldsAreTheFieldManagers(t *testing.T) {
 			asCreated(k, o, j)
 			manager := managers[j%len(managers)]
 			ctx := context.WithValue(context.Background(), fieldManagerKey{}, manager)
-			createFields.reset()
+			createFields.Reset()
 			what := fmt.Sprintf("%s #%d", k.Kind, j)
 
 			want := uncachedFields(t, r, k, manager, o)
@@ -161,7 +154,7 @@ func TestCreateFieldsAreTheFieldManagers(t *testing.T) {
 			}
 
 			key, plain := createFieldsKey(k, manager, o)
-			_, stored := createFields.get(key)
+			_, stored := createFields.Get(key)
 			sib := sibling(o, j)
 			sibKey, _ := createFieldsKey(k, manager, sib)
 			if plain && (!stored || sibKey != key) {
@@ -227,7 +220,7 @@ func TestCreateFieldsKeySeparatesShapes(t *testing.T) {
 	}
 	scalar := func(p *api.Pod) { p.Spec.Containers[0].Image = "busybox" }
 	ctx := context.WithValue(context.Background(), fieldManagerKey{}, "kubectl")
-	createFields.reset()
+	createFields.Reset()
 	base := template()
 	baseKey, ok := createFieldsKey(k, "kubectl", base)
 	if !ok {
@@ -257,26 +250,6 @@ func TestCreateFieldsKeySeparatesShapes(t *testing.T) {
 	}
 	if key, _ := createFieldsKey(k, "kube-controller-manager", template()); key == baseKey {
 		t.Fatal("another manager: the template's key")
-	}
-}
-
-// TestCreateFieldsCacheBounded: the cache keeps at most two generations,
-// and what is used moves to the current one.
-func TestCreateFieldsCacheBounded(t *testing.T) {
-	c := newRecentCache[shapeKey, []api.ManagedFieldsEntry](createFieldsGeneration)
-	key := func(i int) (k shapeKey) { k[0], k[1] = byte(i), byte(i>>8); return }
-	c.put(key(0), nil)
-	for i := 1; i < 3*createFieldsGeneration; i++ {
-		c.put(key(i), nil)
-		if _, ok := c.get(key(0)); !ok {
-			t.Fatalf("after %d puts the entry in use is gone", i)
-		}
-		if n := len(c.cur) + len(c.prev); n > 2*createFieldsGeneration {
-			t.Fatalf("%d entries", n)
-		}
-	}
-	if _, ok := c.get(key(1)); ok {
-		t.Fatal("an entry unused for two generations is still there")
 	}
 }
 
