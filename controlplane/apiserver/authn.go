@@ -63,9 +63,15 @@ func UserFrom(ctx context.Context) (User, bool) {
 	return u, ok
 }
 
+// adminGroups are the admin token's user's groups, shared by every request
+// of it: nothing changes a User's Groups in place (withAuthenticated and
+// impersonation make new slices), and the slice is clipped, so an append
+// copies.
+var adminGroups = slices.Clip([]string{pki.MastersGroup, AuthenticatedGroup})
+
 // adminUser is the admin token's user.
 func adminUser() User {
-	return User{Name: AdminUser, Groups: []string{pki.MastersGroup, AuthenticatedGroup}}
+	return User{Name: AdminUser, Groups: adminGroups}
 }
 
 // BearerToken reads the Authorization header as Kubernetes' bearertoken
@@ -73,11 +79,12 @@ func adminUser() User {
 // space, the token up to the next space. It is the one parser of bearer
 // tokens (the API server's and the bootstrap API's join token).
 func BearerToken(r *http.Request) (string, bool) {
-	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
-	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
+	scheme, rest, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	token, _, _ := strings.Cut(rest, " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") || token == "" {
 		return "", false
 	}
-	return parts[1], true
+	return token, true
 }
 
 // authenticate finds the request's user: a bearer token (the admin token,

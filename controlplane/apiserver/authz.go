@@ -85,7 +85,7 @@ func requestAttributes(r *http.Request, u User) attributes {
 		a.namespace = a.name // as Kubernetes' RequestInfo: a namespace is in itself
 	}
 	if a.verb == "list" || a.verb == "watch" {
-		a.fieldSelector = r.URL.Query().Get("fieldSelector")
+		a.fieldSelector = queryGet(r, "fieldSelector")
 	}
 	return a
 }
@@ -98,7 +98,8 @@ func requestAttributes(r *http.Request, u User) attributes {
 // discovery documents themselves (/api, /api/v1, /apis/GROUP/VERSION)
 // stay non-resource requests.
 func shapeAttributes(a attributes, r *http.Request) attributes {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var buf [8]string
+	parts := pathSegments(r.URL.Path, &buf)
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
 		a.group, a.version, parts = "", parts[1], parts[2:]
@@ -123,7 +124,7 @@ func shapeAttributes(a attributes, r *http.Request) attributes {
 	}
 	a.verb = methodVerb(r.Method)
 	switch {
-	case a.name == "" && r.Method == http.MethodGet && r.URL.Query().Get("watch") != "" && r.URL.Query().Get("watch") != "0" && !strings.EqualFold(r.URL.Query().Get("watch"), "false"):
+	case a.name == "" && r.Method == http.MethodGet && watchRequested(r):
 		a.verb = "watch"
 	case a.name == "" && r.Method == http.MethodGet:
 		a.verb = "list"

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"net/http"
 	"slices"
-	"strings"
 )
 
 // Discovery documents, shaped like Kubernetes' (APIVersions, APIGroupList,
@@ -36,10 +35,11 @@ type apiResource struct {
 // serveDiscovery answers /api, /api/v1, /apis, /apis/GROUP and
 // /apis/GROUP/VERSION; it reports false for any other path.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if r.Method != http.MethodGet {
 		return false
 	}
+	var buf [8]string
+	parts := pathSegments(r.URL.Path, &buf)
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
 		writeJSON(w, http.StatusOK, map[string]any{"kind": "APIVersions", "apiVersion": "v1", "versions": []string{"v1"}})

@@ -37,13 +37,29 @@ func isDryRun(ctx context.Context) bool {
 	return v
 }
 
+// optionsKind names the options of a write, as kube-apiserver's 422 for an
+// invalid one does (dryRunContext, withFieldValidation); "" for a read.
+func optionsKind(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "CreateOptions"
+	case http.MethodPut:
+		return "UpdateOptions"
+	case http.MethodPatch:
+		return "PatchOptions"
+	case http.MethodDelete:
+		return "DeleteOptions"
+	}
+	return ""
+}
+
 // dryRunContext reads ?dryRun= of a write as kube-apiserver does: every
 // value must be "All" (else 422, the request's CreateOptions, UpdateOptions,
 // PatchOptions or DeleteOptions being invalid), and an empty list is no dry
 // run. Writes skiff cannot run without storing (binding, finalize, trace)
 // are refused rather than carried out.
 func dryRunContext(r *http.Request, info *requestInfo) (context.Context, error) {
-	options := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions", http.MethodDelete: "DeleteOptions"}[r.Method]
+	options := optionsKind(r.Method)
 	if options == "" {
 		return r.Context(), nil // reads ignore it, as kube-apiserver's
 	}

@@ -51,8 +51,9 @@ type fieldValidation struct {
 // error, for a value kube-apiserver would not accept, is its 422.
 func withFieldValidation(ctx context.Context, r *http.Request) (context.Context, error) {
 	fv := fieldValidation{mode: api.FieldValidationStrict}
-	options := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions"}[r.Method]
-	if v := r.URL.Query().Get("fieldValidation"); v != "" && options != "" {
+	// A delete's DeleteOptions have no fieldValidation: there is no body.
+	options := optionsKind(r.Method)
+	if v := queryGet(r, "fieldValidation"); v != "" && options != "" && r.Method != http.MethodDelete {
 		if errs := metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), v); len(errs) > 0 {
 			return ctx, invalidOptions(options, errs) // dryrun.go
 		}

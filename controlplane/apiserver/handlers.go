@@ -146,7 +146,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		writeError(w, notAcceptable())
 		return
 	}
-	if r.URL.Query().Has("dryRun") { // dryrun.go
+	if r.URL.RawQuery != "" && r.URL.Query().Has("dryRun") { // dryrun.go
 		ctx, err := dryRunContext(r, info)
 		if err != nil {
 			writeError(w, err)
@@ -177,7 +177,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 //	{resource}/{name}[/{sub}]                    cluster-scoped object
 //	namespaces/{ns}/{resource}[/{name}[/{sub}]]  namespaced
 func parseRequest(r *http.Request, info *requestInfo) error {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var buf [8]string
+	parts := pathSegments(r.URL.Path, &buf)
 	var group, version string
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
@@ -209,11 +210,8 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 	if len(parts) > 2 {
 		info.sub = parts[2]
 	}
-	watch := r.URL.Query().Get("watch")
 	switch {
-	case r.Method == http.MethodGet && info.name == "" && watch != "" && watch != "0" && !strings.EqualFold(watch, "false"):
-		// Kubernetes' reading of a query bool: anything but "0" and
-		// "false" in any case is true (the Python client sends watch=True).
+	case r.Method == http.MethodGet && info.name == "" && watchRequested(r):
 		info.verb = "watch"
 	case r.Method == http.MethodGet && info.name == "":
 		info.verb = "list"
@@ -229,6 +227,39 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 		info.verb = "delete"
 	}
 	return nil
+}
+
+// pathSegments is strings.Split(strings.Trim(p, "/"), "/") into buf's
+// array while the segments fit (an API path has at most seven), so that
+// splitting every request's path allocates nothing.
+func pathSegments(p string, buf *[8]string) []string {
+	p = strings.Trim(p, "/")
+	parts := buf[:0]
+	for {
+		seg, rest, found := strings.Cut(p, "/")
+		parts = append(parts, seg)
+		if !found {
+			return parts
+		}
+		p = rest
+	}
+}
+
+// queryGet is r.URL.Query().Get(key), without parsing a query that is
+// not there: url.ParseQuery makes a map even for none.
+func queryGet(r *http.Request, key string) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return r.URL.Query().Get(key)
+}
+
+// watchRequested reads the watch parameter as Kubernetes reads a query
+// bool: anything but "", "0" and "false" in any case is true (the Python
+// client sends watch=True).
+func watchRequested(r *http.Request) bool {
+	w := queryGet(r, "watch")
+	return w != "" && w != "0" && !strings.EqualFold(w, "false")
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *requestInfo) {
@@ -598,7 +629,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if r.ContentLength > limit {
 		return nil, tooLarge()
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	b, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, tooLarge()
@@ -607,6 +638,34 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, api.NewBadRequest("read request body: " + err.Error())
 	}
 	return b, nil
+}
+
+// presizeMax is the most readAll allocates for a body before it arrives.
+const presizeMax = 64 << 10
+
+// readAll is io.ReadAll into a buffer of the body's declared length (plus
+// one byte, to meet the end without growing), where io.ReadAll starts at
+// 512 bytes and doubles. It takes no more than presizeMax on a client's
+// word: a body declared long and sent slowly (or never) must not hold
+// memory it has not sent.
+func readAll(body io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, 0, min(length, presizeMax)+1)
+	for {
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than declared: grow as io.ReadAll does
+		}
+	}
 }
 
 // decodeObject decodes a request body of kind k strictly. apiVersion and

@@ -45,11 +45,34 @@ var k8sScheme = sync.OnceValue(func() *runtime.Scheme {
 // mediaType is the media type of a Content-Type or Accept entry, without
 // parameters, lower case ("" when it does not parse).
 func mediaType(v string) string {
-	mt, _, err := mime.ParseMediaType(strings.TrimSpace(v))
+	v = strings.TrimSpace(v)
+	if plainMediaType(v) {
+		return v // what ParseMediaType returns, without its map of parameters
+	}
+	mt, _, err := mime.ParseMediaType(v)
 	if err != nil {
 		return ""
 	}
 	return mt
+}
+
+// plainMediaType reports whether v is type/subtype alone, in lower case,
+// of the characters RFC 6838 allows in a name: "application/json", as
+// nearly every request's Content-Type and Accept entry is.
+func plainMediaType(v string) bool {
+	typ, sub, ok := strings.Cut(v, "/")
+	if !ok || typ == "" || sub == "" {
+		return false
+	}
+	for i := range len(v) {
+		switch c := v[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '/' && i == len(typ):
+		case strings.IndexByte("!#$&-^_.+", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // isProtobuf reports whether a request body is Kubernetes protobuf.
@@ -104,7 +127,7 @@ func acceptsJSON(r *http.Request) bool {
 	if strings.TrimSpace(accept) == "" {
 		return true
 	}
-	for _, part := range strings.Split(accept, ",") {
+	for part := range strings.SplitSeq(accept, ",") {
 		if mt := mediaType(part); mt != contentTypeProtobuf {
 			return true // JSON, */*, a Table request (table.go) or anything else decided elsewhere
 		}
