@@ -145,11 +145,11 @@ func managerOrUserAgent(manager, userAgent string) string {
 // non-apply patch of an object so that the registry updates its
 // managedFields, and checks ?fieldManager= as kube-apiserver does (422).
 func trackingContext(ctx context.Context, r *http.Request, info *requestInfo) (context.Context, error) {
-	options := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions"}[r.Method]
+	options := bodyOptionsKind(r.Method)
 	if options == "" {
 		return ctx, nil
 	}
-	manager := r.URL.Query().Get("fieldManager")
+	manager := queryGet(r, "fieldManager")
 	if errs := metav1validation.ValidateFieldManager(manager, field.NewPath("fieldManager")); len(errs) > 0 {
 		return nil, invalidOptions(options, errs)
 	}

@@ -38,8 +38,18 @@ func isDryRun(ctx context.Context) bool {
 }
 
 // optionsKind names the options of a write, as kube-apiserver's 422 for an
-// invalid one does (dryRunContext, withFieldValidation); "" for a read.
+// invalid one does (dryRunContext); "" for a read.
 func optionsKind(method string) string {
+	if method == http.MethodDelete {
+		return "DeleteOptions"
+	}
+	return bodyOptionsKind(method)
+}
+
+// bodyOptionsKind is optionsKind of a write with a body: a create, update
+// or patch, whose options carry fieldManager and fieldValidation
+// (trackingContext, withFieldValidation); "" for a read or a delete.
+func bodyOptionsKind(method string) string {
 	switch method {
 	case http.MethodPost:
 		return "CreateOptions"
@@ -47,8 +57,6 @@ func optionsKind(method string) string {
 		return "UpdateOptions"
 	case http.MethodPatch:
 		return "PatchOptions"
-	case http.MethodDelete:
-		return "DeleteOptions"
 	}
 	return ""
 }

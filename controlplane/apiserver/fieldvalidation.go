@@ -51,9 +51,8 @@ type fieldValidation struct {
 // error, for a value kube-apiserver would not accept, is its 422.
 func withFieldValidation(ctx context.Context, r *http.Request) (context.Context, error) {
 	fv := fieldValidation{mode: api.FieldValidationStrict}
-	// A delete's DeleteOptions have no fieldValidation: there is no body.
-	options := optionsKind(r.Method)
-	if v := queryGet(r, "fieldValidation"); v != "" && options != "" && r.Method != http.MethodDelete {
+	options := bodyOptionsKind(r.Method)
+	if v := queryGet(r, "fieldValidation"); v != "" && options != "" {
 		if errs := metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), v); len(errs) > 0 {
 			return ctx, invalidOptions(options, errs) // dryrun.go
 		}
