@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +147,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 		writeError(w, notAcceptable())
 		return
 	}
-	if r.URL.RawQuery != "" && r.URL.Query().Has("dryRun") { // dryrun.go
+	if query(r).Has("dryRun") { // dryrun.go
 		ctx, err := dryRunContext(r, info)
 		if err != nil {
 			writeError(w, err)
@@ -245,13 +246,19 @@ func pathSegments(p string, buf *[8]string) []string {
 	}
 }
 
-// queryGet is r.URL.Query().Get(key), without parsing a query that is
-// not there: url.ParseQuery makes a map even for none.
-func queryGet(r *http.Request, key string) string {
+// query is r.URL.Query() to read, nil (which reads as empty) when the
+// request has no query: url.ParseQuery makes a map even for none, and
+// most requests carry none.
+func query(r *http.Request) url.Values {
 	if r.URL.RawQuery == "" {
-		return ""
+		return nil
 	}
-	return r.URL.Query().Get(key)
+	return r.URL.Query()
+}
+
+// queryGet is query(r).Get(key).
+func queryGet(r *http.Request, key string) string {
+	return query(r).Get(key)
 }
 
 // watchRequested reads the watch parameter as Kubernetes reads a query

@@ -138,5 +138,12 @@ func TestQueryGet(t *testing.T) {
 		if got := queryGet(r, "watch"); got != want {
 			t.Errorf("queryGet(%q, watch) = %q, want %q", target, got, want)
 		}
+		if got, want := query(r).Has("watch"), strings.Contains(target, "watch="); got != want {
+			t.Errorf("query(%q).Has(watch) = %v, want %v", target, got, want)
+		}
+	}
+	r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods", nil)
+	if allocs := testing.AllocsPerRun(100, func() { _ = query(r).Has("dryRun") || queryGet(r, "watch") != "" }); allocs != 0 {
+		t.Errorf("reading a request without a query allocated %v times, want 0", allocs)
 	}
 }
