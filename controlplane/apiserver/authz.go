@@ -74,18 +74,25 @@ func requestAttributes(r *http.Request, u User) attributes {
 	} else if parseRequest(r, &ri) != nil {
 		return shapeAttributes(a, r)
 	}
-	a.resourceRequest = true
 	a.verb = ri.verb
 	a.group, a.version, a.resource = ri.kind.Group, ri.kind.Version, ri.kind.Resource
 	a.namespace, a.name, a.sub = ri.namespace, ri.name, ri.sub
-	switch {
-	case a.verb == "delete" && a.name == "":
-		a.verb = "deletecollection"
-	case ri.kind == namespaceKind:
-		a.namespace = a.name // as Kubernetes' RequestInfo: a namespace is in itself
-	}
 	if a.verb == "list" || a.verb == "watch" {
 		a.fieldSelector = queryGet(r, "fieldSelector")
+	}
+	return resourceAttributes(a)
+}
+
+// resourceAttributes ends a resource request's attributes as Kubernetes'
+// RequestInfo: a DELETE of no name deletes a collection, and a namespace
+// is in itself.
+func resourceAttributes(a attributes) attributes {
+	a.resourceRequest = true
+	if a.verb == "delete" && a.name == "" {
+		a.verb = "deletecollection"
+	}
+	if a.resource == "namespaces" && a.namespace == "" {
+		a.namespace = a.name
 	}
 	return a
 }
@@ -99,16 +106,11 @@ func requestAttributes(r *http.Request, u User) attributes {
 // stay non-resource requests.
 func shapeAttributes(a attributes, r *http.Request) attributes {
 	var buf [8]string
-	parts := pathSegments(r.URL.Path, &buf)
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		a.group, a.version, parts = "", parts[1], parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		a.group, a.version, parts = parts[1], parts[2], parts[3:]
-	default:
+	group, version, parts, ok := apiPath(r.URL.Path, &buf) // handlers.go
+	if !ok {
 		return a
 	}
-	a.resourceRequest = true
+	a.group, a.version = group, version
 	if parts[0] == "namespaces" && len(parts) >= 3 {
 		a.namespace, parts = parts[1], parts[2:]
 	}
@@ -119,19 +121,8 @@ func shapeAttributes(a attributes, r *http.Request) attributes {
 	if len(parts) > 2 {
 		a.sub = parts[2]
 	}
-	if a.resource == "namespaces" && a.namespace == "" {
-		a.namespace = a.name
-	}
-	a.verb = methodVerb(r.Method)
-	switch {
-	case a.name == "" && r.Method == http.MethodGet && watchRequested(r):
-		a.verb = "watch"
-	case a.name == "" && r.Method == http.MethodGet:
-		a.verb = "list"
-	case a.name == "" && r.Method == http.MethodDelete:
-		a.verb = "deletecollection"
-	}
-	return a
+	a.verb = resourceVerb(r, a.name)
+	return resourceAttributes(a)
 }
 
 // methodVerb is the verb of a request on one object by its HTTP method.

@@ -192,6 +192,11 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/apis/apps/v1", path(alice, "get", "/apis/apps/v1")},
 		{"POST", "/apis/nosuch.io/v1/things", res(alice, "create", "nosuch.io", "things", "", "", "")},
 		{"GET", "/api/v1/namespaces/x/widgets/w", res(alice, "get", "", "widgets", "", "x", "w")},
+		{"GET", "/apis/nosuch.io/v1/namespaces/x/things?watch=1", res(alice, "watch", "nosuch.io", "things", "", "x", "")},
+		{"DELETE", "/apis/nosuch.io/v1/things", res(alice, "deletecollection", "nosuch.io", "things", "", "", "")},
+		{"PATCH", "/apis/nosuch.io/v1/things/t/status", res(alice, "patch", "nosuch.io", "things", "status", "", "t")},
+		{"GET", "/api/v2/namespaces/x", res(alice, "get", "", "namespaces", "", "x", "x")},
+		{"HEAD", "/api/v1/namespaces/x/pods", res(alice, "head", "", "pods", "", "x", "")},
 	} {
 		r := httptest.NewRequest(tc.method, tc.target, nil)
 		got := requestAttributes(r, alice)

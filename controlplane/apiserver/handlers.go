@@ -177,19 +177,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info *requestI
 //	{resource}                                   list all / create cluster-scoped
 //	{resource}/{name}[/{sub}]                    cluster-scoped object
 //	namespaces/{ns}/{resource}[/{name}[/{sub}]]  namespaced
+//
+// into info's kind, namespace, name, subresource and verb (resourceVerb).
 func parseRequest(r *http.Request, info *requestInfo) error {
 	var buf [8]string
-	parts := pathSegments(r.URL.Path, &buf)
-	var group, version string
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		version, parts = parts[1], parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		group, version, parts = parts[1], parts[2], parts[3:]
-	default:
-		return notFoundPath()
-	}
-	if version == "" {
+	group, version, parts, ok := apiPath(r.URL.Path, &buf)
+	if !ok || version == "" {
 		return notFoundPath() // "" would be any version to KindForResource
 	}
 	if parts[0] == "namespaces" && len(parts) >= 3 {
@@ -211,23 +204,40 @@ func parseRequest(r *http.Request, info *requestInfo) error {
 	if len(parts) > 2 {
 		info.sub = parts[2]
 	}
-	switch {
-	case r.Method == http.MethodGet && info.name == "" && watchRequested(r):
-		info.verb = "watch"
-	case r.Method == http.MethodGet && info.name == "":
-		info.verb = "list"
-	case r.Method == http.MethodGet:
-		info.verb = "get"
-	case r.Method == http.MethodPost:
-		info.verb = "create"
-	case r.Method == http.MethodPut:
-		info.verb = "update"
-	case r.Method == http.MethodPatch:
-		info.verb = "patch"
-	case r.Method == http.MethodDelete:
-		info.verb = "delete"
-	}
+	info.verb = resourceVerb(r, info.name)
 	return nil
+}
+
+// apiPath splits a path under /api/VERSION (the core group) or
+// /apis/GROUP/VERSION into its group, its version and the rest, which
+// names at least one segment; false for any other path. parseRequest
+// resolves the rest to a kind the server serves, and RBAC reads one it
+// does not serve by its shape (authz.go, shapeAttributes).
+func apiPath(p string, buf *[8]string) (group, version string, rest []string, ok bool) {
+	parts := pathSegments(p, buf)
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		return "", parts[1], parts[2:], true
+	case len(parts) >= 4 && parts[0] == "apis":
+		return parts[1], parts[2], parts[3:], true
+	}
+	return "", "", nil, false
+}
+
+// resourceVerb is the verb of a request for a resource, by its method
+// and the object it names (name "" for none): a GET of no object lists,
+// or watches where the query asks to; a GET of one gets it; POST creates,
+// PUT updates; any other method is its own name in lower case (patch,
+// delete: a DELETE of no object deletes a collection, which RBAC names
+// deletecollection: authz.go, resourceAttributes).
+func resourceVerb(r *http.Request, name string) string {
+	if r.Method == http.MethodGet && name == "" {
+		if watchRequested(r) {
+			return "watch"
+		}
+		return "list"
+	}
+	return methodVerb(r.Method) // authz.go
 }
 
 // pathSegments is strings.Split(strings.Trim(p, "/"), "/") into buf's
