@@ -93,13 +93,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		writeError(w, err)
 		return
 	}
-	r = r.WithContext(WithUser(r.Context(), u))
+	ctx := WithUser(r.Context(), u)
 	// Limits under load (inflight.go), as kube-apiserver's filters after
 	// authentication: long-running requests pass; the others take an
 	// in-flight slot (or get 429 at once) and run under RequestTimeout.
 	ri, long := classify(r)
 	if long {
-		s.serveAPI(w, r, info)
+		s.serveAPI(w, r.WithContext(ctx), info)
 		return
 	}
 	release, ok := s.inflight.acquire(r.Method)
@@ -108,7 +108,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *requestInfo
 		writeError(w, tooManyRequests())
 		return
 	}
-	s.serveShort(w, r, info, ri, release)
+	s.serveShort(w, r, ctx, info, ri, release)
 }
 
 // serveAPI serves an authenticated request.

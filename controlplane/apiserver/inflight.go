@@ -168,9 +168,11 @@ func classify(r *http.Request) (requestInfo, bool) {
 // had begun its answer, a cut connection) and later writes of the handler
 // fail. The handler holds its in-flight slot until it returns: release is
 // called then. Reads from the connection (a body dribbled slower than the
-// timeout) fail at the deadline too.
-func (s *Server) serveShort(w http.ResponseWriter, r *http.Request, info *requestInfo, ri requestInfo, release func()) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+// timeout) fail at the deadline too. The handler's request is r with
+// ctx (the user's: r's own context with the user, serve) under the
+// timeout: one copy of r for both.
+func (s *Server) serveShort(w http.ResponseWriter, r *http.Request, ctx context.Context, info *requestInfo, ri requestInfo, release func()) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	rc := http.NewResponseController(w)
