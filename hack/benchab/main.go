@@ -1,7 +1,8 @@
 // Command benchab runs skiff's benchmarks against two builds, A (a
 // reference commit) and B (the working tree), back to back, alternating
 // which goes first, over several rounds, and prints each figure with its
-// min / median / max per build and the B/A ratio of the medians.
+// min / median / max per build, the B/A ratio of the medians, and the
+// min / median / max of each round's own B/A (results.go, byRound).
 // hack/bench-ab.sh builds the two and calls it; docs/performance.md has
 // the tables it printed.
 //
@@ -187,7 +188,7 @@ func run() error {
 				if err != nil {
 					return fmt.Errorf("round %d, %s on %s (%s): %w", round+1, bn.name, b.label, b.name, err)
 				}
-				res.add(bn.name, b.label, f)
+				res.add(bn.name, b.label, round, f)
 				line, _ := json.Marshal(f)
 				fmt.Fprintf(os.Stderr, "round %d %-22s %s %5.1fs load %s %s\n", round+1, bn.name, b.label, time.Since(t0).Seconds(), loadAvg(), line)
 			}

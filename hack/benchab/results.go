@@ -68,23 +68,61 @@ type results struct {
 	runs []runRecord
 	// values[bench][figure][build label]
 	values map[string]map[string]map[string][]float64
+	// rounds[bench][figure][build label][round]: the same figures by the
+	// round they were measured in, for the rounds' own ratios (byRound).
+	rounds map[string]map[string]map[string]map[int]float64
 }
 
 func newResults() *results {
-	return &results{values: map[string]map[string]map[string][]float64{}}
+	return &results{values: map[string]map[string]map[string][]float64{},
+		rounds: map[string]map[string]map[string]map[int]float64{}}
 }
 
-func (r *results) add(benchName, label string, f figures) {
+// add records one run's figures, measured in round (from 0).
+func (r *results) add(benchName, label string, round int, f figures) {
 	r.runs = append(r.runs, runRecord{Bench: benchName, Build: label, Figures: f})
 	if r.values[benchName] == nil {
 		r.values[benchName] = map[string]map[string][]float64{}
+		r.rounds[benchName] = map[string]map[string]map[int]float64{}
 	}
 	for k, v := range f {
 		if r.values[benchName][k] == nil {
 			r.values[benchName][k] = map[string][]float64{}
+			r.rounds[benchName][k] = map[string]map[int]float64{}
 		}
 		r.values[benchName][k][label] = append(r.values[benchName][k][label], v)
+		if r.rounds[benchName][k][label] == nil {
+			r.rounds[benchName][k][label] = map[int]float64{}
+		}
+		r.rounds[benchName][k][label][round] = v
 	}
+}
+
+// byRound is B/A of each round where both have the figure (A not 0):
+// A and B of a round run back to back, so the machine's drift from round
+// to round, which the ratio of the medians keeps, mostly cancels in
+// them. Its summary is the table's last column.
+func byRound(a, b map[int]float64) summary {
+	var rs []float64
+	for round, av := range a {
+		if bv, ok := b[round]; ok && av != 0 {
+			rs = append(rs, bv/av)
+		}
+	}
+	return summarize(rs)
+}
+
+// ratios prints a summary of ratios as "min / median / max×", "—" when
+// there are none.
+func ratios(s summary) string {
+	if s.n == 0 {
+		return "—"
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	if s.n == 1 {
+		return f(s.median) + "×"
+	}
+	return f(s.min) + " / " + f(s.median) + " / " + f(s.max) + "×"
 }
 
 // summary is min / median / max of some runs.
@@ -156,8 +194,8 @@ func thousands(s string) string {
 
 // print writes the table: a row per benchmark and figure.
 func (r *results) print(w io.Writer, benches []bench, builds [2]build) {
-	fmt.Fprintf(w, "A = %s, B = %s. Each cell: min / median / max over the rounds; B/A: ratio of the medians (↓: lower is better).\n\n", builds[0].name, builds[1].name)
-	fmt.Fprintf(w, "| benchmark | figure | A | B | B/A |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "A = %s, B = %s. Each cell: min / median / max over the rounds; B/A: ratio of the medians; B/A by round: min / median / max of each round's B/A (↓: lower is better).\n\n", builds[0].name, builds[1].name)
+	fmt.Fprintf(w, "| benchmark | figure | A | B | B/A | B/A by round |\n|---|---|---|---|---|---|\n")
 	for _, bn := range benches {
 		figs := r.values[bn.name]
 		for _, k := range orderedFigures(figs) {
@@ -170,10 +208,11 @@ func (r *results) print(w io.Writer, benches []bench, builds [2]build) {
 				label += " ↓"
 			}
 			a, b := summarize(figs[k]["A"]), summarize(figs[k]["B"])
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", bn.name, label, a, b, ratio(a, b))
+			paired := byRound(r.rounds[bn.name][k]["A"], r.rounds[bn.name][k]["B"])
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", bn.name, label, a, b, ratio(a, b), ratios(paired))
 		}
 		if len(figs) == 0 {
-			fmt.Fprintf(w, "| %s | (not run: neither build has it) | — | — | — |\n", bn.name)
+			fmt.Fprintf(w, "| %s | (not run: neither build has it) | — | — | — | — |\n", bn.name)
 		}
 		if bn.vs == "" {
 			continue
@@ -193,7 +232,8 @@ func (r *results) print(w io.Writer, benches []bench, builds [2]build) {
 				label += " ↓"
 			}
 			a, b := summarize(base["A"]), summarize(figs[k]["B"])
-			fmt.Fprintf(w, "| %s (B) vs %s (A) | %s | %s | %s | %s |\n", bn.name, bn.vs, label, a, b, ratio(a, b))
+			paired := byRound(r.rounds[bn.vs][k]["A"], r.rounds[bn.name][k]["B"])
+			fmt.Fprintf(w, "| %s (B) vs %s (A) | %s | %s | %s | %s | %s |\n", bn.name, bn.vs, label, a, b, ratio(a, b), ratios(paired))
 		}
 	}
 }

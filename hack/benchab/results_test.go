@@ -57,9 +57,9 @@ skiff_store_watchers 17
 
 func TestTablePrintsEveryFigureWithItsRatio(t *testing.T) {
 	r := newResults()
-	r.add("api", "A", figures{"creates_per_s": 2000, "p99_ms": 40})
-	r.add("api", "B", figures{"creates_per_s": 3000, "p99_ms": 20})
-	r.add("sched-dra", "B", figures{"pods_per_s": 50})
+	r.add("api", "A", 0, figures{"creates_per_s": 2000, "p99_ms": 40})
+	r.add("api", "B", 0, figures{"creates_per_s": 3000, "p99_ms": 20})
+	r.add("sched-dra", "B", 0, figures{"pods_per_s": 50})
 	var sb strings.Builder
 	benches, err := selectBenches("api,sched-dra")
 	if err != nil {
@@ -68,9 +68,9 @@ func TestTablePrintsEveryFigureWithItsRatio(t *testing.T) {
 	r.print(&sb, benches, [2]build{{name: "old"}, {name: "new"}})
 	out := sb.String()
 	for _, want := range []string{
-		"| api | creates/s | 2,000 | 3,000 | 1.50× |",
-		"| api | p99 ms ↓ | 40.0 | 20.0 | 0.50× |",
-		"| sched-dra | pods/s | — | 50.0 | — |",
+		"| api | creates/s | 2,000 | 3,000 | 1.50× | 1.50× |",
+		"| api | p99 ms ↓ | 40.0 | 20.0 | 0.50× | 0.50× |",
+		"| sched-dra | pods/s | — | 50.0 | — | — |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -83,9 +83,9 @@ func TestTablePrintsEveryFigureWithItsRatio(t *testing.T) {
 // including when A has no api-secure (an older build).
 func TestTableComparesSecureWithPlainA(t *testing.T) {
 	r := newResults()
-	r.add("api", "A", figures{"creates_per_s": 2000, "p99_ms": 40})
-	r.add("api", "B", figures{"creates_per_s": 3000, "p99_ms": 20})
-	r.add("api-secure", "B", figures{"creates_per_s": 2500, "p99_ms": 30})
+	r.add("api", "A", 0, figures{"creates_per_s": 2000, "p99_ms": 40})
+	r.add("api", "B", 0, figures{"creates_per_s": 3000, "p99_ms": 20})
+	r.add("api-secure", "B", 0, figures{"creates_per_s": 2500, "p99_ms": 30})
 	benches, err := selectBenches("api,api-secure")
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +94,44 @@ func TestTableComparesSecureWithPlainA(t *testing.T) {
 	r.print(&sb, benches, [2]build{{name: "old"}, {name: "new"}})
 	out := sb.String()
 	for _, want := range []string{
-		"| api-secure | creates/s | — | 2,500 | — |",
-		"| api-secure (B) vs api (A) | creates/s | 2,000 | 2,500 | 1.25× |",
-		"| api-secure (B) vs api (A) | p99 ms ↓ | 40.0 | 30.0 | 0.75× |",
+		"| api-secure | creates/s | — | 2,500 | — | — |",
+		"| api-secure (B) vs api (A) | creates/s | 2,000 | 2,500 | 1.25× | 1.25× |",
+		"| api-secure (B) vs api (A) | p99 ms ↓ | 40.0 | 30.0 | 0.75× | 0.75× |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Each round's B/A pairs the two runs of one round, which ran back to
+// back. Here the machine is twice as fast in some rounds as in others,
+// and B is 1.30× A in two rounds and 1.25× in the third: the rounds'
+// ratios say so (1.25 / 1.30 / 1.30×), while the ratio of the medians
+// takes A's and B's medians from different rounds (800 and 1,000:
+// 1.25×). A round with one side missing pairs with nothing.
+func TestByRoundPairsTheRoundsRuns(t *testing.T) {
+	r := newResults()
+	for round, pair := range [][2]float64{{1000, 1300}, {500, 650}, {800, 1000}} {
+		r.add("api", "A", round, figures{"creates_per_s": pair[0]})
+		r.add("api", "B", round, figures{"creates_per_s": pair[1]})
+	}
+	r.add("api", "B", 3, figures{"creates_per_s": 9000}) // no A in round 3
+	got := byRound(r.rounds["api"]["creates_per_s"]["A"], r.rounds["api"]["creates_per_s"]["B"])
+	if got.n != 3 || got.min != 1.25 || got.median != 1.3 || got.max != 1.3 {
+		t.Errorf("byRound = %+v; want 1.25 / 1.30 / 1.30 of 3", got)
+	}
+	if got := ratios(summary{}); got != "—" {
+		t.Errorf("ratios of none = %q; want —", got)
+	}
+	var sb strings.Builder
+	benches, err := selectBenches("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.print(&sb, benches, [2]build{{name: "old"}, {name: "new"}})
+	if want := "| api | creates/s | 500 / 800 / 1,000 | 650 / 1,150 / 9,000 | 1.44× | 1.25 / 1.30 / 1.30× |"; !strings.Contains(sb.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, sb.String())
 	}
 }
 
