@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,35 +67,29 @@ type runRecord struct {
 
 type results struct {
 	runs []runRecord
-	// values[bench][figure][build label]
-	values map[string]map[string]map[string][]float64
-	// rounds[bench][figure][build label][round]: the same figures by the
-	// round they were measured in, for the rounds' own ratios (byRound).
-	rounds map[string]map[string]map[string]map[int]float64
+	// values[bench][figure][build label][round]: each figure by the round
+	// it was measured in (from 0), for the rounds' own ratios (byRound).
+	values map[string]map[string]map[string]map[int]float64
 }
 
 func newResults() *results {
-	return &results{values: map[string]map[string]map[string][]float64{},
-		rounds: map[string]map[string]map[string]map[int]float64{}}
+	return &results{values: map[string]map[string]map[string]map[int]float64{}}
 }
 
 // add records one run's figures, measured in round (from 0).
 func (r *results) add(benchName, label string, round int, f figures) {
 	r.runs = append(r.runs, runRecord{Bench: benchName, Build: label, Figures: f})
 	if r.values[benchName] == nil {
-		r.values[benchName] = map[string]map[string][]float64{}
-		r.rounds[benchName] = map[string]map[string]map[int]float64{}
+		r.values[benchName] = map[string]map[string]map[int]float64{}
 	}
 	for k, v := range f {
 		if r.values[benchName][k] == nil {
-			r.values[benchName][k] = map[string][]float64{}
-			r.rounds[benchName][k] = map[string]map[int]float64{}
+			r.values[benchName][k] = map[string]map[int]float64{}
 		}
-		r.values[benchName][k][label] = append(r.values[benchName][k][label], v)
-		if r.rounds[benchName][k][label] == nil {
-			r.rounds[benchName][k][label] = map[int]float64{}
+		if r.values[benchName][k][label] == nil {
+			r.values[benchName][k][label] = map[int]float64{}
 		}
-		r.rounds[benchName][k][label][round] = v
+		r.values[benchName][k][label][round] = v
 	}
 }
 
@@ -118,17 +113,21 @@ func ratios(s summary) string {
 	if s.n == 0 {
 		return "—"
 	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 	if s.n == 1 {
-		return f(s.median) + "×"
+		return times(s.median)
 	}
-	return f(s.min) + " / " + f(s.median) + " / " + f(s.max) + "×"
+	return twoDigits(s.min) + " / " + twoDigits(s.median) + " / " + times(s.max)
 }
 
 // summary is min / median / max of some runs.
 type summary struct {
 	n                int
 	min, median, max float64
+}
+
+// summarizeRounds is summarize of a build's figure over its rounds.
+func summarizeRounds(byRound map[int]float64) summary {
+	return summarize(slices.Collect(maps.Values(byRound)))
 }
 
 func summarize(vs []float64) summary {
@@ -159,8 +158,13 @@ func ratio(a, b summary) string {
 	if a.n == 0 || b.n == 0 || a.median == 0 {
 		return "—"
 	}
-	return strconv.FormatFloat(b.median/a.median, 'f', 2, 64) + "×"
+	return times(b.median / a.median)
 }
+
+// times prints a ratio: two decimals and "×".
+func times(v float64) string { return twoDigits(v) + "×" }
+
+func twoDigits(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // num prints a figure with as many digits as it deserves.
 func num(v float64) string {
@@ -199,17 +203,9 @@ func (r *results) print(w io.Writer, benches []bench, builds [2]build) {
 	for _, bn := range benches {
 		figs := r.values[bn.name]
 		for _, k := range orderedFigures(figs) {
-			info, ok := figureInfos[k]
-			if !ok {
-				info = figureInfo{label: k}
-			}
-			label := info.label
-			if info.lowerBetter {
-				label += " ↓"
-			}
-			a, b := summarize(figs[k]["A"]), summarize(figs[k]["B"])
-			paired := byRound(r.rounds[bn.name][k]["A"], r.rounds[bn.name][k]["B"])
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", bn.name, label, a, b, ratio(a, b), ratios(paired))
+			a, b := summarizeRounds(figs[k]["A"]), summarizeRounds(figs[k]["B"])
+			paired := byRound(figs[k]["A"], figs[k]["B"])
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", bn.name, figureLabel(k), a, b, ratio(a, b), ratios(paired))
 		}
 		if len(figs) == 0 {
 			fmt.Fprintf(w, "| %s | (not run: neither build has it) | — | — | — | — |\n", bn.name)
@@ -224,23 +220,29 @@ func (r *results) print(w io.Writer, benches []bench, builds [2]build) {
 			if !ok {
 				continue
 			}
-			label := figureInfos[k].label
-			if label == "" {
-				label = k
-			}
-			if figureInfos[k].lowerBetter {
-				label += " ↓"
-			}
-			a, b := summarize(base["A"]), summarize(figs[k]["B"])
-			paired := byRound(r.rounds[bn.vs][k]["A"], r.rounds[bn.name][k]["B"])
-			fmt.Fprintf(w, "| %s (B) vs %s (A) | %s | %s | %s | %s | %s |\n", bn.name, bn.vs, label, a, b, ratio(a, b), ratios(paired))
+			a, b := summarizeRounds(base["A"]), summarizeRounds(figs[k]["B"])
+			paired := byRound(base["A"], figs[k]["B"])
+			fmt.Fprintf(w, "| %s (B) vs %s (A) | %s | %s | %s | %s | %s |\n", bn.name, bn.vs, figureLabel(k), a, b, ratio(a, b), ratios(paired))
 		}
 	}
 }
 
+// figureLabel is how the table names figure k: its label (the name
+// itself for an unknown one), with "↓" where lower is better.
+func figureLabel(k string) string {
+	info, ok := figureInfos[k]
+	if !ok {
+		info = figureInfo{label: k}
+	}
+	if info.lowerBetter {
+		return info.label + " ↓"
+	}
+	return info.label
+}
+
 // orderedFigures lists the figures of a benchmark, known ones first in
 // figureOrder, then the rest sorted.
-func orderedFigures(figs map[string]map[string][]float64) []string {
+func orderedFigures(figs map[string]map[string]map[int]float64) []string {
 	var out []string
 	for _, k := range figureOrder {
 		if _, ok := figs[k]; ok {

@@ -117,7 +117,7 @@ func TestByRoundPairsTheRoundsRuns(t *testing.T) {
 		r.add("api", "B", round, figures{"creates_per_s": pair[1]})
 	}
 	r.add("api", "B", 3, figures{"creates_per_s": 9000}) // no A in round 3
-	got := byRound(r.rounds["api"]["creates_per_s"]["A"], r.rounds["api"]["creates_per_s"]["B"])
+	got := byRound(r.values["api"]["creates_per_s"]["A"], r.values["api"]["creates_per_s"]["B"])
 	if got.n != 3 || got.min != 1.25 || got.median != 1.3 || got.max != 1.3 {
 		t.Errorf("byRound = %+v; want 1.25 / 1.30 / 1.30 of 3", got)
 	}
