@@ -125,17 +125,6 @@ func shapeAttributes(a attributes, r *http.Request) attributes {
 	return resourceAttributes(a)
 }
 
-// methodVerb is the verb of a request on one object by its HTTP method.
-func methodVerb(method string) string {
-	switch method {
-	case http.MethodPost:
-		return "create"
-	case http.MethodPut:
-		return "update"
-	}
-	return strings.ToLower(method)
-}
-
 // authorize decides a. allowed false with a nil error is a refusal,
 // reason (maybe "") saying why; an error means the decision could not be
 // made (a store lookup failed, the RBAC cache is not filled yet when ctx

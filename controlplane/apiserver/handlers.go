@@ -237,7 +237,18 @@ func resourceVerb(r *http.Request, name string) string {
 		}
 		return "list"
 	}
-	return methodVerb(r.Method) // authz.go
+	return methodVerb(r.Method)
+}
+
+// methodVerb is the verb of a request on one object by its HTTP method.
+func methodVerb(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	}
+	return strings.ToLower(method)
 }
 
 // pathSegments is strings.Split(strings.Trim(p, "/"), "/") into buf's
