@@ -27,12 +27,22 @@ if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
     ./hack/ci-deps.sh --lab
   fi
 fi
-if [[ $(id -u) == 0 ]] && command -v containerd >/dev/null && [[ ! -S /run/containerd/containerd.sock ]]; then
+# containerd_answers: something answers on containerd's socket. A socket
+# file alone is not enough: a containerd that was killed leaves its
+# socket behind, and skiff would then fall back to simulated pods.
+containerd_answers() {
+  if command -v ctr >/dev/null; then
+    timeout 5 ctr --address /run/containerd/containerd.sock version >/dev/null 2>&1
+  else
+    [[ -S /run/containerd/containerd.sock ]]
+  fi
+}
+if [[ $(id -u) == 0 ]] && command -v containerd >/dev/null && ! containerd_answers && ! pgrep -x containerd >/dev/null; then
   echo "== starting containerd"
   if command -v systemctl >/dev/null && systemctl start containerd 2>/dev/null; then :; else
     mkdir -p /run/containerd
     nohup containerd >/var/log/skiff-containerd.log 2>&1 &
-    for _ in $(seq 1 100); do [[ -S /run/containerd/containerd.sock ]] && break; sleep 0.1; done
+    for _ in $(seq 1 100); do containerd_answers && break; sleep 0.1; done
   fi
 fi
 
